@@ -1,0 +1,505 @@
+/*
+ * stoker.h — keep GPUs fed: packed image shards, an io_uring reader, a libjpeg-turbo
+ * decode/augment pool, a pinned batch ring and an asynchronous CUDA stager.
+ *
+ * This header is the manual. Every public name is documented here: what it does, when it may
+ * be called, who owns what, and which threads may call it.
+ *
+ * Conventions
+ *   - Status codes: every function that can fail returns an int status: STK_OK (0) on success,
+ *     a positive "soft" status (STK_END, STK_TIMEOUT) where documented, a negative library code
+ *     STK_E_* (-1000 and below) or a negated errno (-1 .. -999) on failure. stk_strerror() names
+ *     any of them.
+ *   - Handles are opaque and created/destroyed by the library; every *_destroy(NULL) is a no-op.
+ *   - Per-handle detail: after a failure, *_last_error(h) returns a message naming the file,
+ *     record and cause. The string is owned by the handle and valid until the next call on it.
+ *   - Options are key + value (stk_loader_set, stk_writer_set, ...). Keys are pinned numbers,
+ *     grouped per stage in hundreds, append-only. Each key says its type, range and [default]
+ *     and when it may be set; stk_param_bounds() returns the range.
+ *   - Thread safety: a handle is used by one thread at a time unless its section says otherwise.
+ *     Free functions without a handle (stk_strerror, stk_version, stk_decode with a NULL
+ *     decoder, ...) are thread-safe.
+ *   - fork(): a handle belongs to the process that created it. After fork() the child must not
+ *     use (or destroy) handles created by the parent; their threads do not exist in the child.
+ *     Create new handles in the child.
+ *   - 64-bit Linux only.
+ */
+#ifndef STOKER_H
+#define STOKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(STOKER_STATIC)
+#  define STK_API
+#elif defined(STOKER_BUILDING)
+#  define STK_API __attribute__((visibility("default")))
+#else
+#  define STK_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Version
+ * ------------------------------------------------------------------------------------------- */
+
+#define STK_VERSION_MAJOR 0
+#define STK_VERSION_MINOR 1
+#define STK_VERSION_PATCH 0
+/** MAJOR*10000 + MINOR*100 + PATCH. */
+#define STK_VERSION_NUMBER (STK_VERSION_MAJOR * 10000 + STK_VERSION_MINOR * 100 + STK_VERSION_PATCH)
+#define STK_VERSION_STRING "0.1.0"
+
+/** The library's STK_VERSION_NUMBER (compare with the header's to detect a mismatch). */
+STK_API unsigned stk_version(void);
+/** "0.1.0" plus the build's features, e.g. "0.1.0 (uring cuda)". Static string. */
+STK_API const char *stk_version_string(void);
+
+/** Build features, for stk_has_feature(). */
+enum stk_feature {
+    STK_FEATURE_URING = 1, /**< built with liburing (io_uring may still be refused at run time) */
+    STK_FEATURE_CUDA = 2,  /**< built with the CUDA runtime (a device may still be absent) */
+};
+/** 1 when the build has the feature, else 0. Thread-safe. */
+STK_API int stk_has_feature(int feature);
+/** Number of CUDA devices usable now (0 without CUDA or without a GPU). Thread-safe. */
+STK_API int stk_cuda_device_count(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes
+ * ------------------------------------------------------------------------------------------- */
+
+/* X(name, value, text). Values are pinned: append only. */
+#define STK_STATUS_LIST(X)                                                                     \
+    X(STK_OK, 0, "success")                                                                    \
+    X(STK_END, 1, "end of epoch")                                                              \
+    X(STK_TIMEOUT, 2, "timed out")                                                             \
+    X(STK_E_INVALID, -1001, "invalid argument")                                                \
+    X(STK_E_STATE, -1002, "call not allowed in this state")                                    \
+    X(STK_E_NOMEM, -1003, "out of memory")                                                     \
+    X(STK_E_FORMAT, -1004, "not a stoker dataset or unsupported format")                       \
+    X(STK_E_CORRUPT, -1005, "corrupt record")                                                  \
+    X(STK_E_CRC, -1006, "CRC32C mismatch")                                                     \
+    X(STK_E_DECODE, -1007, "cannot decode image")                                              \
+    X(STK_E_NOT_JPEG, -1008, "not a JPEG")                                                     \
+    X(STK_E_TOO_LARGE, -1009, "image exceeds the pixel limit")                                 \
+    X(STK_E_EMPTY, -1010, "empty record or file")                                              \
+    X(STK_E_EXISTS, -1011, "destination already holds a dataset")                              \
+    X(STK_E_RANGE, -1012, "index out of range")                                                \
+    X(STK_E_LMDB, -1013, "LMDB error")                                                         \
+    X(STK_E_CUDA, -1014, "CUDA error")                                                         \
+    X(STK_E_NODEVICE, -1015, "no usable CUDA device")                                          \
+    X(STK_E_UNSUPPORTED, -1016, "not supported by this build")                                 \
+    X(STK_E_CHANGED, -1017, "dataset changed while open")                                      \
+    X(STK_E_INCOMPLETE, -1018, "dataset incomplete (interrupted pack)")                        \
+    X(STK_E_CANCELLED, -1019, "cancelled")                                                     \
+    X(STK_E_IO, -1020, "I/O error")                                                            \
+    X(STK_E_TRUNCATED, -1021, "truncated data")                                                \
+    X(STK_E_BADPARAM, -1022, "unknown parameter or wrong type")                                \
+    X(STK_E_EMPTYSET, -1023, "dataset has no records")
+
+enum stk_status {
+#define STK__ENUM(name, value, text) name = value,
+    STK_STATUS_LIST(STK__ENUM)
+#undef STK__ENUM
+};
+
+/** Static text for any status: STK_*, or a negated errno (then strerror's text). Thread-safe. */
+STK_API const char *stk_strerror(int status);
+/** The symbolic name ("STK_E_CRC", "EIO", ...) of a status. Static string. Thread-safe. */
+STK_API const char *stk_status_name(int status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Parameters: pinned keys, grouped per stage. Types: I = integer (stk_*_set),
+ * D = double (stk_*_set_double), F = float vector (stk_loader_set_floats), S = string.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef enum stk_param {
+    /* 0..99: dataset / source (loader and stk_dataset). Before open. */
+    STK_P_LAYOUT = 1,        /**< I: STK_LAYOUT_* [STK_LAYOUT_AUTO] */
+    STK_P_FOREIGN_LABEL = 2, /**< I: label given to every record of a foreign LMDB [-1] */
+    STK_P_ALLOW_INCOMPLETE = 3, /**< I 0/1: open a dataset an interrupted pack left [0] */
+
+    /* 100..199: reader. Before start. */
+    STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO] */
+    STK_P_IO_DIRECT = 101,      /**< I 0/1: O_DIRECT for shards [1] (buffered where refused) */
+    STK_P_QUEUE_DEPTH = 102,    /**< I 1..4096: reads in flight [32] */
+    STK_P_INFLIGHT_BYTES = 103, /**< I >= 1 MiB: cap on bytes in flight [64 MiB] */
+    STK_P_VERIFY_CRC = 104,     /**< I 0/1: check each payload's CRC32C [1] */
+    STK_P_IO_THREADS = 105,     /**< I 1..256: threads of the pread / files / mmap backends [8] */
+    STK_P_SHUFFLE = 110,        /**< I 0/1: permute each epoch [1] */
+    STK_P_SEED = 111,           /**< I: seed of order and augmentation [0] */
+    STK_P_EPOCH = 112,          /**< I >= 0: epoch to start at [0] */
+    STK_P_RANK = 113,           /**< I 0..world_size-1 [0] */
+    STK_P_WORLD_SIZE = 114,     /**< I >= 1 [1] */
+    STK_P_DIST_MODE = 115,      /**< I: STK_DIST_PAD (wrap, as DistributedSampler) or STK_DIST_DROP [PAD] */
+    STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
+    STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
+    STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */
+    STK_P_FAULT_DELAY_US = 123,  /**< I >= 0: the injected delay [1000] */
+    STK_P_FAULT_SEED = 124,      /**< I: seed of the fault draw [0] */
+
+    /* 200..299: decode / augment. Before start. */
+    STK_P_WORKERS = 200,       /**< I 1..1024: decode threads [online cores] */
+    STK_P_MODE = 201,          /**< I: STK_MODE_TRAIN or STK_MODE_EVAL [TRAIN] */
+    STK_P_OUT_HEIGHT = 202,    /**< I 1..65535: output height [224] */
+    STK_P_OUT_WIDTH = 203,     /**< I 1..65535: output width [224] */
+    STK_P_RESIZE = 204,        /**< I 1..65535: eval: shorter side resized to this [256] */
+    STK_P_FLIP_PROB = 205,     /**< D 0..1: horizontal flip probability (train) [0.5] */
+    STK_P_SCALE_MIN = 206,     /**< D (0,1]: RandomResizedCrop area scale, low [0.08] */
+    STK_P_SCALE_MAX = 207,     /**< D (0,1]: high [1.0] */
+    STK_P_RATIO_MIN = 208,     /**< D > 0: aspect ratio, low [3/4] */
+    STK_P_RATIO_MAX = 209,     /**< D > 0: high [4/3] */
+    STK_P_MAX_PIXELS = 210,    /**< I >= 1: images with more pixels are bad records [89478485] */
+    STK_P_STRICT = 211,        /**< I 0/1: a bad record or libjpeg warning fails next() [0] */
+    STK_P_DCT_SCALING = 212,   /**< I 0/1: decode at the smallest covering DCT scale [1] */
+
+    /* 300..399: batches, host ring, stager. Before start. */
+    STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
+    STK_P_DROP_LAST = 301,     /**< I 0/1: drop a short last batch [0] */
+    STK_P_PREFETCH = 302,      /**< I 2..64: host batch slots K [4] */
+    STK_P_DEVICE = 303,        /**< I: CUDA device ordinal, or -1 for host batches [-1] */
+    STK_P_DTYPE = 304,         /**< I: STK_DTYPE_* of delivered images [UINT8] */
+    STK_P_OUT_LAYOUT = 305,    /**< I: STK_NCHW or STK_NHWC [NCHW] */
+    STK_P_DEVICE_BUFFERS = 306, /**< I 2..16: device batch buffers [2] */
+    STK_P_MAX_PINNED_BYTES = 307, /**< I: cap on pinned/host ring bytes, 0 = no cap [0] */
+    STK_P_MAX_DEVICE_BYTES = 308, /**< I: cap on device buffer bytes, 0 = no cap [0] */
+    STK_P_STAGE = 309,         /**< I: STK_STAGE_* last stage run [FULL] */
+    STK_P_MEAN = 310,          /**< F[3]: per-channel mean, in 0..255 units [none] */
+    STK_P_STD = 311,           /**< F[3]: per-channel std, in 0..255 units [none] */
+} stk_param;
+
+enum stk_layout { STK_LAYOUT_AUTO = 0, STK_LAYOUT_SHARDS = 1, STK_LAYOUT_FILES = 2, STK_LAYOUT_LMDB = 3 };
+enum stk_io_backend {
+    STK_IO_AUTO = 0,  /**< io_uring, else the pread pool */
+    STK_IO_URING = 1, /**< io_uring; start fails if unavailable */
+    STK_IO_PREAD = 2, /**< pread thread pool */
+    STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference */
+};
+enum stk_dist_mode { STK_DIST_PAD = 0, STK_DIST_DROP = 1 };
+enum stk_mode { STK_MODE_TRAIN = 0, STK_MODE_EVAL = 1 };
+enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
+enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
+enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
+
+/** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
+ *  Thread-safe. */
+STK_API int stk_param_bounds(int key, double *lo, double *hi);
+
+/* ---------------------------------------------------------------------------------------------
+ * Dataset (read side): open shards, a folder of images or a foreign LMDB; count, describe, read
+ * single records. Used by `stoker info/ls/get` and by the loader.
+ * Thread safety: after stk_dataset_open() returns, the query and read functions may be called
+ * from several threads at once; set/open/destroy are single-threaded.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_dataset stk_dataset;
+
+/** Create an unopened dataset handle. *out is owned by the caller: stk_dataset_destroy(). */
+STK_API int stk_dataset_create(stk_dataset **out);
+/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE. Before open. */
+STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
+/**
+ * Open PATH: a directory of shards (shard-NNNNN.lmdb), a single shard file, an LMDB environment
+ * (directory with data.mdb, or a file) whose main database maps keys to image bytes, or an
+ * ImageFolder root. STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
+ * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
+ */
+STK_API int stk_dataset_open(stk_dataset *ds, const char *path);
+/** Close everything and free the handle. NULL is a no-op. */
+STK_API void stk_dataset_destroy(stk_dataset *ds);
+/** Text of the last failure on this handle ("" if none). Owned by ds. */
+STK_API const char *stk_dataset_last_error(const stk_dataset *ds);
+
+typedef struct stk_dataset_info {
+    int layout;           /**< STK_LAYOUT_SHARDS / FILES / LMDB */
+    int format_version;   /**< 1 for stoker shards, 0 otherwise */
+    uint32_t shards;      /**< shard files (1 for a foreign LMDB, 0 for files) */
+    uint32_t classes;     /**< class names known (0 if none) */
+    uint64_t records;     /**< total records */
+    uint64_t payload_bytes; /**< sum of payload sizes (encoded image bytes) */
+    uint64_t file_bytes;  /**< sum of shard/file sizes on disk */
+    uint32_t max_record_bytes; /**< largest payload */
+    uint32_t reserved[7];
+} stk_dataset_info;
+
+/** Fill *info. */
+STK_API int stk_dataset_info_get(const stk_dataset *ds, stk_dataset_info *info);
+/** Number of records (0 before open). */
+STK_API uint64_t stk_dataset_count(const stk_dataset *ds);
+/** Name of class LABEL, or NULL. Owned by ds. */
+STK_API const char *stk_dataset_class_name(const stk_dataset *ds, uint32_t label);
+/** Path of shard I (or of the ImageFolder root for files), or NULL. Owned by ds. */
+STK_API const char *stk_dataset_shard_path(const stk_dataset *ds, uint32_t shard);
+
+typedef struct stk_record_info {
+    uint64_t index;   /**< dataset index */
+    uint32_t shard;   /**< shard number (files: 0) */
+    uint32_t length;  /**< payload bytes */
+    uint64_t key;     /**< key within the shard (stoker shards: record number; foreign: ordinal) */
+    uint64_t offset;  /**< file offset of the payload */
+    int32_t label;    /**< label, -1 if none */
+    uint32_t crc32c;  /**< stored CRC32C (stoker shards), else computed by stk_dataset_read */
+    int has_crc;      /**< 1 when crc32c was stored at pack time */
+    int reserved;
+} stk_record_info;
+
+/**
+ * Describe record INDEX. For stoker shards this reads the 16-byte record header (one small
+ * read). Returns STK_E_RANGE past the end.
+ */
+STK_API int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info);
+/**
+ * Read the payload of record INDEX into BUF (CAP bytes), set *len. If CAP is too small,
+ * returns STK_E_RANGE with *len = the size needed. Checks the stored CRC32C (STK_E_CRC).
+ * INFO may be NULL. Thread-safe after open.
+ */
+STK_API int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
+                             stk_record_info *info);
+/** A printable name of record INDEX ("shard-00001.lmdb key 42", or the image file path) into
+ *  BUF. Returns STK_E_RANGE past the end. */
+STK_API int stk_dataset_record_name(const stk_dataset *ds, uint64_t index, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Writer: build one dataset of shards from your own code. `stk_pack` uses it.
+ * Thread safety: one thread at a time.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_writer stk_writer;
+
+enum stk_writer_param {
+    STK_W_SHARD_BYTES = 1000, /**< I >= 1 MiB: target payload bytes per shard [1 GiB] */
+    STK_W_FORCE = 1001,       /**< I 0/1: replace a dataset already in DST [0] */
+};
+
+STK_API int stk_writer_create(stk_writer **out);
+/** Set a STK_W_* key. Before open. */
+STK_API int stk_writer_set(stk_writer *w, int key, int64_t value);
+/** Class names, label = position. Copied. Before finish. */
+STK_API int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n);
+/** Create directory DST (or use it if empty); refuses a DST that holds a dataset unless
+ *  STK_W_FORCE (STK_E_EXISTS). */
+STK_API int stk_writer_open(stk_writer *w, const char *dst);
+/** Append one record: payload bytes (copied), its label and, optionally, its source name
+ *  (kept in the shard's `sources` database). Records get consecutive dataset indices. */
+STK_API int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label,
+                           const char *source);
+/** Close the last shard, write meta, rename temp files to their final names. */
+STK_API int stk_writer_finish(stk_writer *w);
+/** Abandon an unfinished dataset (temp files are removed) and free. NULL is a no-op. */
+STK_API void stk_writer_destroy(stk_writer *w);
+STK_API const char *stk_writer_last_error(const stk_writer *w);
+
+/* ---------------------------------------------------------------------------------------------
+ * Pack: an ImageFolder root or a `path<TAB>label` list file into a dataset of shards, in
+ * parallel, resumable after an interruption. The library behind `stoker pack`.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_pack_progress {
+    uint64_t files_total, files_done, records_written, skipped;
+    uint64_t bytes_total, bytes_done;
+    double elapsed_s;
+} stk_pack_progress;
+
+/** Called from the packing thread about 4 times a second and once at the end. */
+typedef void (*stk_pack_progress_fn)(const stk_pack_progress *p, void *user);
+
+typedef struct stk_pack_options {
+    uint64_t shard_bytes;          /**< 0 = 1 GiB */
+    int threads;                   /**< 0 = all cores */
+    int strict;                    /**< stop at the first bad source file */
+    int force;                     /**< replace a dataset in DST */
+    stk_pack_progress_fn progress; /**< may be NULL */
+    void *progress_user;
+    char *error;                   /**< optional buffer for the failure text */
+    size_t error_cap;
+} stk_pack_options;
+
+typedef struct stk_pack_result {
+    uint64_t records, skipped, shards, classes, payload_bytes, resumed_records;
+    double elapsed_s;
+} stk_pack_result;
+
+/**
+ * Pack SRC into DST. SRC is never modified. Files that are not JPEGs are skipped and listed in
+ * DST/pack-report.tsv (path, reason) unless OPTS->strict, which fails naming the file. A DST that
+ * an interrupted pack left is finished (completed shards are kept). OPTS may be NULL. RESULT may
+ * be NULL. Thread-safe (no shared state).
+ */
+STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
+                     stk_pack_result *result);
+
+/* ---------------------------------------------------------------------------------------------
+ * Decode one JPEG (libjpeg-turbo) into a caller buffer: full size, or a crop window at a DCT
+ * scale. Output is RGB, 8 bits, HWC, rows packed (stride = 3 * width).
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_decoder stk_decoder;
+
+/** A decoder with its own libjpeg state and scratch. One thread at a time per decoder. */
+STK_API int stk_decoder_create(stk_decoder **out);
+STK_API void stk_decoder_destroy(stk_decoder *d);
+STK_API const char *stk_decoder_last_error(const stk_decoder *d);
+
+/** Width, height and components (1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK) from the headers. Thread-safe. */
+STK_API int stk_image_info(const void *data, size_t len, int *width, int *height, int *components);
+
+typedef struct stk_decode_args {
+    int crop_x, crop_y, crop_w, crop_h; /**< crop window in full-size pixels; crop_w = 0: whole image */
+    int scale_num;                      /**< decode at scale_num/8: 1, 2, 4 or 8; 0 means 8 */
+    int64_t max_pixels;                 /**< 0: STK_P_MAX_PIXELS's default */
+    int strict;                         /**< 1: libjpeg warnings are errors */
+} stk_decode_args;
+
+/**
+ * Decode DATA (LEN bytes). ARGS may be NULL (full size). The output is the crop window scaled by
+ * scale_num/8: width = ceil(crop_w * scale_num / 8) (as libjpeg scales), likewise height; *out_w,
+ * *out_h receive them. OUT must hold out_w * out_h * 3 bytes (STK_E_RANGE otherwise, with the
+ * sizes set). D may be NULL (a temporary decoder is used). *warnings (may be NULL) receives the
+ * number of libjpeg warnings (corrupt data that was decoded anyway).
+ */
+STK_API int stk_decode(stk_decoder *d, const void *data, size_t len, const stk_decode_args *args,
+                       uint8_t *out, size_t cap, int *out_w, int *out_h, int *warnings);
+
+/* ---------------------------------------------------------------------------------------------
+ * Loader: the whole pipeline. Lifecycle:
+ *   stk_loader_create → stk_loader_set* → stk_loader_open(path) → stk_loader_start →
+ *   { stk_loader_next → (use the batch) → stk_loader_release }* → stk_loader_destroy.
+ * stk_loader_next returns STK_END once at the end of each epoch; the loader then moves to the
+ * next epoch (it already prefetches it) unless stk_loader_set_epoch/seek says otherwise.
+ *
+ * Thread safety: one consumer thread calls next/release/set_epoch/seek/stop; stk_loader_stats,
+ * stk_loader_report and stk_loader_cancel may be called from any thread at any time after start.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_loader stk_loader;
+
+/** A delivered batch. Borrowed: valid until stk_loader_release() of it (or destroy). */
+typedef struct stk_batch {
+    uint64_t epoch;        /**< epoch it belongs to */
+    uint64_t number;       /**< batch number within the epoch */
+    uint64_t first_sample; /**< position in the epoch's order of its first sample */
+    uint32_t size;         /**< samples in this batch (< capacity only for a short last batch) */
+    uint32_t capacity;     /**< STK_P_BATCH_SIZE */
+    int dtype;             /**< STK_DTYPE_* */
+    int layout;            /**< STK_NCHW / STK_NHWC */
+    int device;            /**< CUDA device of `images`, or -1 for host memory */
+    uint32_t channels, height, width;
+    void *images;          /**< size samples, densely packed; NULL for STK_STAGE_READ */
+    size_t image_bytes;    /**< bytes of `images` used by the `size` samples */
+    size_t sample_bytes;   /**< bytes per sample */
+    const int32_t *labels;    /**< host, size entries */
+    const uint64_t *indices;  /**< host, size entries: dataset index of each sample */
+    const uint8_t *substituted; /**< host, size entries: 1 where a bad record was replaced */
+    const uint32_t *payload_bytes; /**< host, size entries: encoded bytes read per sample */
+    uint32_t bad;          /**< number of substituted samples */
+    uint32_t reserved;
+    void *internal;        /**< do not touch */
+} stk_batch;
+
+typedef struct stk_stage_stats {
+    double busy_s;     /**< time spent working (summed over the stage's threads) */
+    double starved_s;  /**< time waiting for input */
+    double blocked_s;  /**< time waiting for space downstream */
+    uint64_t items, bytes, errors;
+    uint32_t threads;
+    uint32_t reserved;
+} stk_stage_stats;
+
+typedef struct stk_stats {
+    stk_stage_stats read, decode, stager;
+    double wall_s;            /**< since start */
+    double wait_s;            /**< caller time spent blocked in stk_loader_next */
+    double cpu_user_s, cpu_sys_s; /**< process CPU time since start */
+    uint64_t batches, samples; /**< delivered */
+    uint64_t epoch, next_sample; /**< current position */
+    uint64_t samples_per_epoch, batches_per_epoch;
+    int io_backend;           /**< STK_IO_* actually used */
+    int io_direct;            /**< 1 when O_DIRECT is in use */
+    uint32_t inflight_now, inflight_max;
+    uint64_t bytes_read;      /**< payload bytes */
+    uint64_t disk_bytes;      /**< bytes requested from storage (aligned ranges) */
+    uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
+    uint64_t h2d_bytes; double h2d_s, convert_s, release_wait_s;
+    uint64_t host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes;
+    int device;               /**< device batches come from, -1 host */
+    int fallback_reason;      /**< status explaining a backend / device fallback, 0 = none */
+    char io_backend_note[96]; /**< e.g. "io_uring" or "pread pool (io_uring refused: EPERM)" */
+    uint64_t reserved[8];
+} stk_stats;
+
+/** Record error kept by the loader (the first 1024 are kept; the count goes on). */
+typedef struct stk_record_error {
+    uint64_t index;   /**< dataset index */
+    uint64_t epoch;
+    int status;       /**< STK_E_* or -errno */
+    int sys_errno;    /**< errno of an I/O error, else 0 */
+    char where[256];  /**< shard and key, or file path */
+    char reason[256];
+} stk_record_error;
+
+/** Create a loader with all parameters at their defaults. */
+STK_API int stk_loader_create(stk_loader **out);
+/** Set an integer parameter (type I). Returns STK_E_STATE if it is too late to set it,
+ *  STK_E_BADPARAM for an unknown key or the wrong type, STK_E_INVALID out of range. */
+STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
+/** Set a double parameter (type D). */
+STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
+/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels). */
+STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
+/** Read any integer/double parameter's current value (as a double). */
+STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
+/** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */
+STK_API int stk_loader_open(stk_loader *h, const char *path);
+/** Samples and batches this rank gets per epoch (after open). */
+STK_API uint64_t stk_loader_samples_per_epoch(const stk_loader *h);
+STK_API uint64_t stk_loader_batches_per_epoch(const stk_loader *h);
+/** The opened dataset (borrowed; valid until destroy), e.g. for class names. */
+STK_API const stk_dataset *stk_loader_dataset(const stk_loader *h);
+/** Allocate every buffer and start the threads at (STK_P_EPOCH, sample 0). */
+STK_API int stk_loader_start(stk_loader *h);
+/**
+ * Next batch, in order. CUDA_STREAM: the caller's cudaStream_t for device batches (NULL = the
+ * legacy default stream); the stream is made to wait for the batch (no host sync). Ignored for
+ * host batches. TIMEOUT_MS < 0 waits without limit; STK_TIMEOUT when it expires (call again).
+ * Returns STK_OK with *out set; STK_END at the end of the epoch (*out = NULL); an error in
+ * strict mode naming the record (stk_loader_last_error). At most STK_P_PREFETCH (host) or
+ * STK_P_DEVICE_BUFFERS (device) batches may be held unreleased; one more next() returns
+ * STK_E_STATE.
+ */
+STK_API int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out);
+/** Give a batch back. Device batches: an event recorded on CUDA_STREAM orders the reuse of the
+ *  buffer after the caller's work. Batches may be released in any order. */
+STK_API int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream);
+/** Move to the start of EPOCH (drops prefetched batches of another epoch). All batches must be
+ *  released. After start. */
+STK_API int stk_loader_set_epoch(stk_loader *h, uint64_t epoch);
+/** Position = {seed, epoch, next sample}: the sample after the last one delivered. */
+STK_API int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample);
+/** Continue from a saved position: the rest of the epoch is reproduced exactly. All batches
+ *  must be released. */
+STK_API int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample);
+/** Wake a thread blocked in stk_loader_next (it returns STK_E_CANCELLED). Any thread. */
+STK_API int stk_loader_cancel(stk_loader *h);
+/** Stop the threads (prefetched batches are dropped). start() may be called again. */
+STK_API int stk_loader_stop(stk_loader *h);
+/** Stop and free everything, device memory too. NULL is a no-op. */
+STK_API void stk_loader_destroy(stk_loader *h);
+STK_API const char *stk_loader_last_error(const stk_loader *h);
+/** Snapshot of the counters. Any thread. */
+STK_API int stk_loader_stats(stk_loader *h, stk_stats *out);
+/** A one-screen report (stages, waits, the bottleneck stage and what would help) into BUF.
+ *  Returns the length it needs (like snprintf). Any thread. */
+STK_API size_t stk_loader_report(stk_loader *h, char *buf, size_t cap);
+/** Number of record errors seen (all epochs). */
+STK_API uint64_t stk_loader_error_count(const stk_loader *h);
+/** The I-th kept record error (I < min(count, 1024)). */
+STK_API int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STOKER_H */

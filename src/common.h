@@ -1,0 +1,106 @@
+/*
+ * common.h — the layer every stage uses: errors, CRC32C, clocks, aligned memory, the
+ * counter-based PRNG, bounded queues and stage timers. Internal (stk__ prefix); never installed.
+ *
+ * Dependencies run one way: common <- format/folder/dataset <- reader, decode/augment <- loader.
+ */
+#ifndef STK_COMMON_H
+#define STK_COMMON_H
+
+#include "stoker.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STK__ERRLEN 512
+
+#define STK__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define STK__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define STK__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define STK__UNUSED(x) ((void)(x))
+
+/* Format MSG into BUF (STK__ERRLEN bytes) and return CODE, so that `return stk__err(...)` works.
+ * If CODE is a negated errno, ": <strerror>" is appended. */
+int stk__err(char *buf, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* CRC32C (Castagnoli), hardware (SSE4.2) when the CPU has it. Start with crc = 0. */
+uint32_t stk__crc32c(uint32_t crc, const void *data, size_t len);
+
+/* Monotonic clock in seconds / nanoseconds. */
+double stk__now(void);
+uint64_t stk__now_ns(void);
+/* Process CPU time (user, system) in seconds. */
+void stk__cpu_times(double *user, double *sys);
+
+/* Page-aligned (or ALIGN-aligned) zeroed memory; stk__free_aligned(NULL) is a no-op. */
+void *stk__alloc_aligned(size_t align, size_t size);
+void stk__free_aligned(void *p);
+size_t stk__page_size(void);
+static inline size_t stk__round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+int stk__online_cpus(void);
+
+/* Duplicate a string (NULL on failure). */
+char *stk__strdup(const char *s);
+
+/* ---- Counter-based PRNG (Philox-4x32-10): pure function of (key, counter). -------------------
+ * A stream keyed by (seed, a, b): e.g. (seed, epoch, sample index) for augmentation or
+ * (seed, epoch, 0) for the epoch permutation. Identical results on any thread, in any order. */
+typedef struct stk__rng {
+    uint32_t key[2];
+    uint32_t ctr[4];
+    uint32_t buf[4];
+    int avail;
+} stk__rng;
+
+void stk__rng_init(stk__rng *r, uint64_t seed, uint64_t a, uint64_t b);
+uint32_t stk__rng_u32(stk__rng *r);
+uint64_t stk__rng_u64(stk__rng *r);
+/* Uniform double in [0, 1) with 53 random bits. */
+double stk__rng_uniform(stk__rng *r);
+/* Uniform integer in [0, n) without modulo bias (n >= 1). */
+uint64_t stk__rng_below(stk__rng *r, uint64_t n);
+/* A stateless 64-bit mix of (seed, a, b) (e.g. for fault draws). */
+uint64_t stk__hash3(uint64_t seed, uint64_t a, uint64_t b);
+
+/* ---- Stage timers. Each thread accumulates into an atomic set; snapshot any time. ---------- */
+typedef struct stk__stage_clock {
+    _Atomic uint64_t busy_ns, starved_ns, blocked_ns;
+    _Atomic uint64_t items, bytes, errors;
+    _Atomic uint32_t threads;
+} stk__stage_clock;
+
+void stk__clock_add(_Atomic uint64_t *field, uint64_t ns);
+void stk__clock_snapshot(const stk__stage_clock *c, stk_stage_stats *out);
+
+/* ---- Bounded MPMC queue of pointers (mutex + condition variables). ------------------------
+ * push blocks while full, pop blocks while empty; both return STK_E_CANCELLED once closed
+ * (pop still drains what is queued first). Time spent blocked is added to *waited_ns if given. */
+typedef struct stk__queue {
+    pthread_mutex_t mu;
+    pthread_cond_t not_empty, not_full;
+    void **items;
+    size_t cap, head, count;
+    bool closed;
+} stk__queue;
+
+int stk__queue_init(stk__queue *q, size_t cap);
+void stk__queue_destroy(stk__queue *q);
+int stk__queue_push(stk__queue *q, void *item, uint64_t *waited_ns);
+int stk__queue_pop(stk__queue *q, void **item, uint64_t *waited_ns);
+/* Non-blocking pop: STK_OK, STK_TIMEOUT when empty, STK_E_CANCELLED when closed and empty. */
+int stk__queue_trypop(stk__queue *q, void **item);
+void stk__queue_close(stk__queue *q);
+/* Reopen an empty closed queue for reuse. */
+void stk__queue_reset(stk__queue *q);
+
+/* Add ms to a CLOCK_MONOTONIC timespec (for pthread_cond_timedwait with a monotonic cond). */
+void stk__deadline(struct timespec *ts, int64_t ms);
+/* Init a condition variable that uses CLOCK_MONOTONIC. */
+int stk__cond_init_monotonic(pthread_cond_t *c);
+
+#endif

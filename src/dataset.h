@@ -1,0 +1,70 @@
+/*
+ * dataset.h — the opened dataset as the reader sees it: the offset table and the open files.
+ * Internal; the public view is stk_dataset_* in stoker.h. Implemented in dataset.c.
+ */
+#ifndef STK_DATASET_H
+#define STK_DATASET_H
+
+#include "common.h"
+#include "folder.h"
+
+#include <lmdb.h>
+#include <sys/types.h>
+
+/* One record in the offset table (16 bytes; 1 M records = 16 MB).
+ *  shards/lmdb: OFF = file offset of the LMDB value, LEN = value length (stoker shards: the
+ *               16-byte header + payload; foreign LMDB: the image bytes).
+ *  files:       OFF = unused (0), LEN = file size seen at scan, the path is files.paths[index]. */
+typedef struct stk__rec {
+    uint64_t off;
+    uint32_t len;
+    uint32_t shard;
+} stk__rec;
+
+typedef struct stk__shard {
+    char *path;
+    const char *name;     /* basename of path */
+    int fd;               /* O_RDONLY, buffered */
+    int fd_direct;        /* O_RDONLY|O_DIRECT, or -1 where refused */
+    uint64_t file_size;
+    uint64_t first;       /* dataset index of its first record */
+    uint64_t count;
+    MDB_env *env;         /* open read-only, MDB_NORDAHEAD */
+    MDB_txn *txn;         /* read transaction kept for the dataset's lifetime */
+    MDB_dbi dbi;          /* `records` (stoker) or the main database (foreign) */
+    int foreign;          /* 1: foreign LMDB (payload = value, no header, no CRC) */
+    int nolock;           /* opened with MDB_NOLOCK: identity checked instead */
+    /* identity for nolock shards */
+    dev_t dev;
+    ino_t ino;
+    int64_t mtime_ns;
+    uint64_t txnid, last_pgno;
+} stk__shard;
+
+struct stk_dataset {
+    int layout;                /* STK_LAYOUT_SHARDS / FILES / LMDB after open */
+    int opened;
+    int64_t foreign_label;
+    int allow_incomplete;
+    char *path;
+    stk__shard *shards;
+    uint32_t nshards;
+    stk__rec *recs;
+    uint64_t count;
+    uint64_t payload_bytes, file_bytes;
+    uint32_t max_len;          /* largest rec.len */
+    stk__filelist files;       /* files layout: paths and labels; classes for all layouts */
+    char **classes;            /* shards: from meta; files: files.classes */
+    uint32_t nclasses;
+    int format_version;
+    char err[STK__ERRLEN];
+};
+
+/* Label of a files-layout record, or the foreign label of an LMDB record; for stoker shards the
+ * label is in the record header (known only after reading), so this returns -1. */
+int32_t stk__dataset_static_label(const stk_dataset *ds, uint64_t index);
+/* Re-check the identity of nolock shards (STK_E_CHANGED naming the shard) and that every shard
+ * file still has at least the size seen at open (STK_E_TRUNCATED). Cheap: fstat + one pread. */
+int stk__dataset_check(stk_dataset *ds, char *err);
+
+#endif

@@ -1,0 +1,61 @@
+/* format.c — record header and keys of shard format v1 (see docs/FORMAT.md). */
+#include "format.h"
+
+#include "common.h"
+
+#include <string.h>
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len)
+{
+    memcpy(out, STK__REC_MAGIC, 4);
+    put_le32(out + 4, (uint32_t)label);
+    put_le32(out + 8, crc);
+    put_le32(out + 12, len);
+}
+
+int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t *crc, uint32_t *len)
+{
+    if (n < STK__REC_HDR)
+        return STK_E_TRUNCATED;
+    if (memcmp(p, STK__REC_MAGIC, 4) != 0)
+        return STK_E_FORMAT;
+    uint32_t l = get_le32(p + 12);
+    if ((uint64_t)l > (uint64_t)(n - STK__REC_HDR))
+        return STK_E_TRUNCATED;
+    if (label)
+        *label = (int32_t)get_le32(p + 4);
+    if (crc)
+        *crc = get_le32(p + 8);
+    if (len)
+        *len = l;
+    return STK_OK;
+}
+
+void stk__rec_key(uint8_t out[8], uint64_t i)
+{
+    for (int b = 7; b >= 0; b--) {
+        out[b] = (uint8_t)i;
+        i >>= 8;
+    }
+}
+
+uint64_t stk__rec_key_parse(const uint8_t k[8])
+{
+    uint64_t v = 0;
+    for (int b = 0; b < 8; b++)
+        v = v << 8 | k[b];
+    return v;
+}

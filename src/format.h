@@ -1,0 +1,30 @@
+/*
+ * format.h — shard format v1 (docs/FORMAT.md): names, the 16-byte record header, LMDB keys.
+ * Internal.
+ */
+#ifndef STK_FORMAT_H
+#define STK_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STK__REC_MAGIC "STK1"      /* 4 bytes: magic + version */
+#define STK__REC_HDR 16            /* magic, i32 label, u32 crc32c(payload), u32 payload length */
+#define STK__FORMAT_NAME "stoker-shard 1"
+#define STK__DB_RECORDS "records"
+#define STK__DB_META "meta"
+#define STK__DB_SOURCES "sources"   /* optional: key -> source path (UTF-8) */
+#define STK__SHARD_FMT "shard-%05u.lmdb"
+#define STK__INCOMPLETE_MARK ".stoker-pack-incomplete" /* in DST while a pack is unfinished */
+#define STK__PACK_REPORT "pack-report.tsv"
+
+/* Write the header for PAYLOAD of LEN bytes. */
+void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len);
+/* Parse a header; N is the bytes available at P (the whole value when known). Returns STK_OK or
+ * STK_E_FORMAT (bad magic) / STK_E_TRUNCATED (N < 16 or length field larger than N - 16). */
+int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t *crc, uint32_t *len);
+/* 8-byte big-endian key of record number I within its shard. */
+void stk__rec_key(uint8_t out[8], uint64_t i);
+uint64_t stk__rec_key_parse(const uint8_t k[8]);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * order.h — the sampler: which dataset index is sample POS of EPOCH on RANK. A pure function of
+ * (seed, epoch, rank, world, n): independent of threads and completion order. Internal.
+ *
+ * The epoch's global order is a permutation of [0, n) (identity without shuffle) computed by a
+ * keyed bijection (no O(n) table). As torch's DistributedSampler: PAD extends the global list to
+ * ceil(n / world) * world by wrapping around, DROP cuts it to floor(n / world) * world; rank r
+ * takes global positions r, r + world, r + 2 world, ...
+ */
+#ifndef STK_ORDER_H
+#define STK_ORDER_H
+
+#include <stdint.h>
+
+typedef struct stk__plan {
+    uint64_t n, seed, epoch;
+    int shuffle, drop;
+    uint32_t rank, world;
+    uint64_t per_rank;   /* samples this rank gets per epoch */
+    /* bijection state (private) */
+    uint64_t half_bits, mask, keys[4];
+} stk__plan;
+
+int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int shuffle,
+                   uint32_t rank, uint32_t world, int drop);
+/* Dataset index of this rank's sample POS (POS < per_rank). */
+uint64_t stk__plan_index(const stk__plan *p, uint64_t pos);
+
+#endif

@@ -1,0 +1,100 @@
+/*
+ * order.c — the sampler: the epoch's order as a keyed bijection, and the distributed split.
+ *
+ * Why a bijection and not a shuffled table: a table of n indices is O(n) memory per epoch and
+ * must be rebuilt (and kept identical on every rank) each epoch; a keyed permutation is a pure
+ * function of (seed, epoch, position), costs a few hundred nanoseconds per sample and lets any
+ * thread, any rank and a resumed run compute any position without state.
+ *
+ * The permutation. Let b = the bits needed for n - 1 (at least 2), h = ceil(b / 2) and
+ * D = 2^(2h) >= n. A balanced Feistel network on 2h-bit words (halves of h bits) with 4 rounds is
+ * a bijection on [0, D) whatever the round function. Round r uses the key
+ * K_r = stk__hash3(seed, epoch, r) and F_r(x) = mix64(x ^ K_r) masked to h bits (mix64 is the
+ * splitmix64/Stafford finaliser: every input bit affects every output bit). To land in [0, n),
+ * cycle-walk: apply the network again while the value is >= n. Since the network is a permutation
+ * of [0, D) and x < n starts the walk, the walk ends (it is the next element of x's cycle that is
+ * < n), and the map x -> walk(x) is a permutation of [0, n). D < 4n, so a walk takes fewer than
+ * 4 steps on average. Without shuffle the order is the identity.
+ *
+ * The distributed split is torch.utils.data.DistributedSampler's index arithmetic exactly:
+ * PAD: total = ceil(n / world) * world, the global list is the permutation repeated (position
+ * g -> perm(g mod n)); DROP: total = floor(n / world) * world. Rank r takes global positions
+ * r, r + world, r + 2 world, ...: per_rank = total / world.
+ */
+#include "order.h"
+
+#include "common.h"
+
+#include <string.h>
+
+static inline uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int shuffle,
+                   uint32_t rank, uint32_t world, int drop)
+{
+    if (!p)
+        return STK_E_INVALID;
+    memset(p, 0, sizeof(*p));
+    if (n == 0)
+        return STK_E_EMPTYSET;
+    if (world == 0 || rank >= world)
+        return STK_E_INVALID;
+    p->n = n;
+    p->seed = seed;
+    p->epoch = epoch;
+    p->shuffle = shuffle ? 1 : 0;
+    p->drop = drop ? 1 : 0;
+    p->rank = rank;
+    p->world = world;
+    if (p->drop)
+        p->per_rank = n / world;
+    else
+        p->per_rank = n / world + (n % world ? 1 : 0);
+
+    uint64_t bits = 0;
+    while (bits < 64 && (n - 1) >> bits)
+        bits++;
+    if (bits < 2)
+        bits = 2;
+    p->half_bits = (bits + 1) / 2; /* <= 32 */
+    p->mask = (UINT64_C(1) << p->half_bits) - 1;
+    for (int r = 0; r < 4; r++)
+        p->keys[r] = stk__hash3(seed, epoch, (uint64_t)r);
+    return STK_OK;
+}
+
+static uint64_t feistel(const stk__plan *p, uint64_t x)
+{
+    uint64_t h = p->half_bits, m = p->mask;
+    uint64_t l = (x >> h) & m, r = x & m;
+    for (int i = 0; i < 4; i++) {
+        uint64_t t = l ^ (mix64(r ^ p->keys[i]) & m);
+        l = r;
+        r = t;
+    }
+    return (l << h) | r;
+}
+
+/* Position G of the epoch's global order (G < n) -> dataset index. */
+static uint64_t permute(const stk__plan *p, uint64_t g)
+{
+    if (!p->shuffle)
+        return g;
+    uint64_t x = g;
+    do {
+        x = feistel(p, x);
+    } while (x >= p->n);
+    return x;
+}
+
+uint64_t stk__plan_index(const stk__plan *p, uint64_t pos)
+{
+    /* global position in the padded/dropped list, then wrap (PAD repeats the list) */
+    uint64_t g = (uint64_t)p->rank + pos * (uint64_t)p->world;
+    return permute(p, g % p->n);
+}

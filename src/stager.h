@@ -1,9 +1,20 @@
 /*
  * stager.h — the CUDA stager: host batch (uint8 HWC, pinned) -> device buffer in the requested
  * dtype/layout/normalisation, on a dedicated non-blocking stream; events order hand-off and
- * reuse without host synchronisation. stager_cuda.cu implements it with CUDA; stager_none.c is
- * the build without CUDA (every call returns STK_E_UNSUPPORTED, host memory is page-aligned).
+ * reuse without host synchronisation. stager_host.c (over the CUDA runtime API) and
+ * stager_cuda.cu (the conversion kernel) implement it with CUDA; stager_none.c is the build
+ * without CUDA (every call returns STK_E_UNSUPPORTED, host memory is page-aligned).
  * Internal. The loader runs the stager thread and calls these functions.
+ *
+ * Contract with the loader (the functions do not check it):
+ *   - submit/wait_copied are called from one thread (the stager thread); hand_out/release from
+ *     the consumer's thread; get_stats from any thread; destroy once nothing else runs.
+ *   - Submit into BUF only after the batch previously submitted into BUF was released
+ *     (stk__stager_release called, on the host, before submit starts) or was never handed
+ *     out. submit then waits for that release event, so the device buffer is overwritten only
+ *     after the work the caller queued before releasing it.
+ *   - The host slot passed to submit may be refilled once wait_copied(BUF) returned.
+ *   - The caller's stream must belong to cfg.device (NULL = that device's legacy default stream).
  */
 #ifndef STK_STAGER_H
 #define STK_STAGER_H

@@ -124,7 +124,8 @@ typedef enum stk_param {
     STK_P_ALLOW_INCOMPLETE = 3, /**< I 0/1: open a dataset an interrupted pack left [0] */
 
     /* 100..199: reader. Before start. */
-    STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO] */
+    STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO]. Env STOKER_DISABLE_URING=1 makes
+                                     io_uring unavailable (AUTO falls back to pread, URING fails) */
     STK_P_IO_DIRECT = 101,      /**< I 0/1: O_DIRECT for shards [1] (buffered where refused) */
     STK_P_QUEUE_DEPTH = 102,    /**< I 1..4096: reads in flight [32] */
     STK_P_INFLIGHT_BYTES = 103, /**< I >= 1 MiB: cap on bytes in flight [64 MiB] */

@@ -1,0 +1,999 @@
+/*
+ * dataset.c — opening a dataset: stoker shards, a foreign LMDB or an ImageFolder, and the
+ * offset table the reader works from.
+ *
+ * The offset table. LMDB's own read path costs a page fault per touched page, one at a time per
+ * thread; stoker keeps LMDB as the container but reads payloads itself (io_uring, O_DIRECT). For
+ * that it needs, per record, {shard, file offset, length}. Each shard is opened read-only with
+ * MDB_NORDAHEAD (without it, the page-fault readahead of the walk drags the payload pages in:
+ * the whole file instead of the few MB of leaf pages) and MDB_NOTLS (the read transaction is kept
+ * for the dataset's life and may be ended from another thread). One cursor walk over `records`
+ * gives, per record, a pointer into LMDB's map; offset = pointer − map base.
+ *
+ * The map base. mdb_env_info's me_mapaddr is NULL unless MDB_FIXEDMAP, so we find the mapping of
+ * the data file in /proc/self/maps (same device and inode, file offset 0, containing the value
+ * pointer). We also derive it independently from the leaf page that holds each key: the key
+ * pointer lies inside its leaf page, whose header starts with the page's own number, so base =
+ * page − pgno × page size. The two must agree (else STK_E_FORMAT). The leaf page is already in
+ * memory (the cursor just read it), so this costs nothing, and it still works without /proc.
+ * Values bigger than about half a page live in a run of contiguous overflow pages, so one range
+ * covers a record; smaller values are inline and never cross a page. We never dereference a
+ * value pointer: the walk touches branch and leaf pages only. LMDB's magic 0xBEEFC0DE at byte 16
+ * of pages 0 and 1 is checked with pread (not via the map); the file must be at least as long
+ * as its last used page (a truncated shard would otherwise SIGBUS the walk), and every offset
+ * plus length must lie inside the file. stoker's own 16-byte record header (magic + length) is
+ * checked again by every read, a second check of every computed offset.
+ *
+ * Consistency. A shard must not change while its table is in use: the read transaction that
+ * built it stays open (with LMDB's lock file, a writer then never reuses those pages). Where the
+ * lock file cannot be created (read-only media: EACCES / EROFS) the shard is opened MDB_NOLOCK
+ * and its identity (device, inode, size, mtime, last txnid, last page) is recorded;
+ * stk__dataset_check() re-verifies it.
+ */
+#include "dataset.h"
+
+#include "common.h"
+#include "folder.h"
+#include "format.h"
+#include "writer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define LMDB_MAGIC 0xBEEFC0DEu
+#define META_MAGIC_OFF 16
+#define META_PSIZE_OFF 40 /* mm_dbs[FREE_DBI].md_pad holds the page size */
+#define META_LASTPG_OFF 136
+#define META_TXNID_OFF 144
+
+/* mdb_dbi_open / mdb_get on the kept read transactions from several threads (record names) */
+static pthread_mutex_t g_name_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+int stk_dataset_create(stk_dataset **out)
+{
+    if (!out)
+        return STK_E_INVALID;
+    stk_dataset *ds = calloc(1, sizeof *ds);
+    if (!ds)
+        return STK_E_NOMEM;
+    ds->foreign_label = -1;
+    *out = ds;
+    return STK_OK;
+}
+
+int stk_dataset_set(stk_dataset *ds, int key, int64_t value)
+{
+    if (!ds)
+        return STK_E_INVALID;
+    if (ds->opened)
+        return stk__err(ds->err, STK_E_STATE, "stk_dataset_set: only before stk_dataset_open");
+    switch (key) {
+    case STK_P_LAYOUT:
+        if (value < STK_LAYOUT_AUTO || value > STK_LAYOUT_LMDB)
+            return stk__err(ds->err, STK_E_INVALID, "STK_P_LAYOUT: %lld is not a STK_LAYOUT_*",
+                            (long long)value);
+        ds->layout = (int)value;
+        return STK_OK;
+    case STK_P_FOREIGN_LABEL:
+        if (value < -1 || value > INT32_MAX)
+            return stk__err(ds->err, STK_E_INVALID, "STK_P_FOREIGN_LABEL must be -1..%d", INT32_MAX);
+        ds->foreign_label = value;
+        return STK_OK;
+    case STK_P_ALLOW_INCOMPLETE:
+        if (value != 0 && value != 1)
+            return stk__err(ds->err, STK_E_INVALID, "STK_P_ALLOW_INCOMPLETE must be 0 or 1");
+        ds->allow_incomplete = (int)value;
+        return STK_OK;
+    default:
+        return stk__err(ds->err, STK_E_BADPARAM, "parameter %d is not a dataset parameter", key);
+    }
+}
+
+/* ---- shard list ------------------------------------------------------------------------------ */
+
+static int is_shard_name(const char *n, unsigned *no)
+{
+    if (strlen(n) != 16 || strncmp(n, "shard-", 6) != 0 || strcmp(n + 11, ".lmdb") != 0)
+        return 0;
+    unsigned v = 0;
+    for (int i = 6; i < 11; i++) {
+        if (n[i] < '0' || n[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned)(n[i] - '0');
+    }
+    *no = v;
+    return 1;
+}
+
+static int cmp_uint(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Shard numbers in DIR, sorted; *n set. Returns STK_OK or an error. */
+static int list_shards(stk_dataset *ds, const char *dir, unsigned **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return stk__err(ds->err, -errno, "%s: cannot list", dir);
+    size_t cap = 0;
+    unsigned *v = NULL;
+    struct dirent *e;
+    unsigned no;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_shard_name(e->d_name, &no))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            unsigned *nv = realloc(v, cap * sizeof *nv);
+            if (!nv) {
+                free(v);
+                closedir(d);
+                return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+            }
+            v = nv;
+        }
+        v[(*n)++] = no;
+    }
+    closedir(d);
+    if (*n)
+        qsort(v, *n, sizeof *v, cmp_uint);
+    *out = v;
+    return STK_OK;
+}
+
+/* ---- one LMDB file ---------------------------------------------------------------------------- */
+
+typedef struct lmdb_probe {
+    uint32_t psize;
+    uint64_t last_pgno, txnid;
+} lmdb_probe;
+
+/* Read LMDB's two meta pages with pread: magic in both, page size, the newer meta's last page
+ * and txnid. Returns STK_OK or STK_E_FORMAT / STK_E_TRUNCATED / -errno with ds->err set. */
+static int probe_lmdb(char *err, int fd, const char *path, uint64_t fsize, lmdb_probe *p)
+{
+    uint8_t m0[160], m1[160];
+    if (fsize < 160)
+        return stk__err(err, fsize == 0 ? STK_E_EMPTY : STK_E_FORMAT,
+                        "%s: not an LMDB file (%llu bytes)", path, (unsigned long long)fsize);
+    ssize_t r = pread(fd, m0, sizeof m0, 0);
+    if (r < 0)
+        return stk__err(err, -errno, "%s: read failed", path);
+    if (r != (ssize_t)sizeof m0 || le32(m0 + META_MAGIC_OFF) != LMDB_MAGIC)
+        return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (no magic 0xBEEFC0DE in page 0)", path);
+    uint32_t psize = le32(m0 + META_PSIZE_OFF);
+    if (psize < 512 || psize > 65536 || (psize & (psize - 1)))
+        return stk__err(err, STK_E_FORMAT, "%s: LMDB page size %u is not valid", path, psize);
+    if (fsize < 2ull * psize)
+        return stk__err(err, STK_E_TRUNCATED, "%s: truncated (%llu bytes, shorter than two LMDB pages)",
+                        path, (unsigned long long)fsize);
+    r = pread(fd, m1, sizeof m1, psize);
+    if (r < 0)
+        return stk__err(err, -errno, "%s: read failed", path);
+    if (r != (ssize_t)sizeof m1 || le32(m1 + META_MAGIC_OFF) != LMDB_MAGIC)
+        return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (no magic 0xBEEFC0DE in page 1)", path);
+    uint64_t t0 = le64(m0 + META_TXNID_OFF), t1 = le64(m1 + META_TXNID_OFF);
+    const uint8_t *m = t1 > t0 ? m1 : m0;
+    p->psize = psize;
+    p->last_pgno = le64(m + META_LASTPG_OFF);
+    p->txnid = le64(m + META_TXNID_OFF);
+    return STK_OK;
+}
+
+/* Base address of the mapping of (dev, ino) at file offset 0 that contains PTR; 0 if not found. */
+static uintptr_t proc_map_base(dev_t dev, ino_t ino, uintptr_t ptr)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    char line[1024];
+    uintptr_t found = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long lo, hi, off, inode;
+        unsigned maj, mnr;
+        char perms[8];
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &off, &maj, &mnr, &inode) != 7)
+            continue;
+        if (off != 0 || inode != (unsigned long long)ino || makedev(maj, mnr) != dev)
+            continue;
+        if (ptr >= lo && ptr < hi) {
+            found = (uintptr_t)lo;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
+}
+
+typedef struct recvec {
+    stk__rec *v;
+    uint64_t n, cap;
+} recvec;
+
+static int rec_push(recvec *r, uint64_t off, uint32_t len, uint32_t shard)
+{
+    if (r->n == r->cap) {
+        uint64_t nc = r->cap ? r->cap * 2 : 4096;
+        stk__rec *nv = realloc(r->v, nc * sizeof *nv);
+        if (!nv)
+            return STK_E_NOMEM;
+        r->v = nv;
+        r->cap = nc;
+    }
+    r->v[r->n++] = (stk__rec){off, len, shard};
+    return STK_OK;
+}
+
+static int get_meta(MDB_txn *txn, MDB_dbi meta, const char *key, MDB_val *v)
+{
+    MDB_val k = {strlen(key), (void *)key};
+    return mdb_get(txn, meta, &k, v);
+}
+
+static int meta_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *out)
+{
+    MDB_val v;
+    if (get_meta(txn, meta, key, &v) != 0 || v.mv_size == 0 || v.mv_size > 20)
+        return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < v.mv_size; i++) {
+        char c = ((const char *)v.mv_data)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(c - '0');
+    }
+    *out = x;
+    return 0;
+}
+
+static int set_classes(stk_dataset *ds, const char *text, size_t len)
+{
+    size_t n = len ? 1 : 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        return STK_E_NOMEM;
+    size_t start = 0, k = 0;
+    for (size_t i = 0; i <= len && n; i++) {
+        if (i == len || text[i] == '\n') {
+            c[k] = malloc(i - start + 1);
+            if (!c[k]) {
+                for (size_t j = 0; j < k; j++)
+                    free(c[j]);
+                free(c);
+                return STK_E_NOMEM;
+            }
+            memcpy(c[k], text + start, i - start);
+            c[k][i - start] = 0;
+            k++;
+            start = i + 1;
+        }
+    }
+    ds->classes = c;
+    ds->nclasses = (uint32_t)n;
+    return STK_OK;
+}
+
+/*
+ * Open the LMDB at PATH as shard SH (number NO in ds->shards); ENV_DIR: PATH is a directory
+ * environment (data.mdb inside). EXPECT_STOKER: 1 = must be a stoker shard, 0 = decide.
+ * Walks the records into RECS.
+ */
+static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *path, int env_dir,
+                      int expect_stoker, recvec *recs)
+{
+    int rc;
+    char datafile[4200];
+    if (env_dir)
+        snprintf(datafile, sizeof datafile, "%s/data.mdb", path);
+    else
+        snprintf(datafile, sizeof datafile, "%s", path);
+    if (!(sh->path = stk__strdup(path)))
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    const char *slash = strrchr(sh->path, '/');
+    sh->name = slash && slash[1] ? slash + 1 : sh->path;
+    sh->fd_direct = -1;
+    sh->fd = open(datafile, O_RDONLY | O_CLOEXEC);
+    if (sh->fd < 0)
+        return stk__err(ds->err, -errno, "%s: cannot open", datafile);
+    sh->fd_direct = open(datafile, O_RDONLY | O_CLOEXEC | O_DIRECT);
+    struct stat st;
+    if (fstat(sh->fd, &st) != 0)
+        return stk__err(ds->err, -errno, "%s: fstat", datafile);
+    if (!S_ISREG(st.st_mode))
+        return stk__err(ds->err, STK_E_FORMAT, "%s: not a regular file", datafile);
+    sh->file_size = (uint64_t)st.st_size;
+    sh->dev = st.st_dev;
+    sh->ino = st.st_ino;
+    sh->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    lmdb_probe pr;
+    if ((rc = probe_lmdb(ds->err, sh->fd, datafile, sh->file_size, &pr)) != STK_OK)
+        return rc;
+    if ((pr.last_pgno + 1) * pr.psize > sh->file_size)
+        return stk__err(ds->err, STK_E_TRUNCATED,
+                        "%s: truncated: %llu bytes, but LMDB's meta says pages up to %llu (%llu bytes)",
+                        datafile, (unsigned long long)sh->file_size, (unsigned long long)pr.last_pgno,
+                        (unsigned long long)((pr.last_pgno + 1) * pr.psize));
+
+    if ((rc = mdb_env_create(&sh->env)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
+    mdb_env_set_maxdbs(sh->env, 8);
+    unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS | (env_dir ? 0 : MDB_NOSUBDIR);
+    rc = mdb_env_open(sh->env, path, flags, 0644);
+    if (rc == EACCES || rc == EROFS || rc == EPERM) {
+        mdb_env_close(sh->env);
+        sh->env = NULL;
+        if ((rc = mdb_env_create(&sh->env)) != 0)
+            return stk__err(ds->err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
+        mdb_env_set_maxdbs(sh->env, 8);
+        rc = mdb_env_open(sh->env, path, flags | MDB_NOLOCK, 0644);
+        sh->nolock = 1;
+    }
+    if (rc) {
+        mdb_env_close(sh->env);
+        sh->env = NULL;
+        return stk__err(ds->err, STK_E_LMDB, "%s: cannot open as LMDB: %s", path, mdb_strerror(rc));
+    }
+    if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &sh->txn)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
+    MDB_envinfo ei;
+    mdb_env_info(sh->env, &ei);
+    MDB_stat ms;
+    mdb_env_stat(sh->env, &ms);
+    uint64_t psize = ms.ms_psize;
+    sh->txnid = ei.me_last_txnid;
+    sh->last_pgno = ei.me_last_pgno;
+    if ((sh->last_pgno + 1) * psize > sh->file_size)
+        return stk__err(ds->err, STK_E_TRUNCATED, "%s: truncated (%llu bytes, last page %llu)", datafile,
+                        (unsigned long long)sh->file_size, (unsigned long long)sh->last_pgno);
+
+    /* stoker shard or foreign? */
+    MDB_dbi rec_dbi, meta_dbi;
+    int stoker = 0;
+    rc = mdb_dbi_open(sh->txn, STK__DB_RECORDS, 0, &rec_dbi);
+    if (rc == 0) {
+        stoker = 1;
+    } else if (expect_stoker) {
+        return stk__err(ds->err, STK_E_FORMAT, "%s: not a stoker shard (no `records` database: %s)",
+                        path, mdb_strerror(rc));
+    }
+    uint64_t meta_count = 0, first_index = 0;
+    int have_first = 0;
+    if (stoker) {
+        if ((rc = mdb_dbi_open(sh->txn, STK__DB_META, 0, &meta_dbi)) != 0)
+            return stk__err(ds->err, STK_E_FORMAT, "%s: stoker shard without a `meta` database", path);
+        MDB_val v;
+        if (get_meta(sh->txn, meta_dbi, "format", &v) != 0)
+            return stk__err(ds->err, STK_E_FORMAT, "%s: meta has no `format`", path);
+        if (v.mv_size != strlen(STK__FORMAT_NAME) || memcmp(v.mv_data, STK__FORMAT_NAME, v.mv_size) != 0)
+            return stk__err(ds->err, STK_E_FORMAT, "%s: unsupported format `%.*s` (this build reads `%s`)",
+                            path, (int)STK__MIN(v.mv_size, 64), (const char *)v.mv_data, STK__FORMAT_NAME);
+        if (meta_u64(sh->txn, meta_dbi, "count", &meta_count) != 0)
+            return stk__err(ds->err, STK_E_FORMAT, "%s: meta `count` missing or not a number", path);
+        have_first = meta_u64(sh->txn, meta_dbi, STK__META_FIRST_INDEX, &first_index) == 0;
+        uint64_t last = 1;
+        if (ds->nshards > 1 && no + 1 == ds->nshards && meta_u64(sh->txn, meta_dbi, STK__META_LAST, &last) == 0 &&
+            last == 0)
+            return stk__err(ds->err, STK_E_FORMAT, "%s: the dataset has more shards after this one: "
+                            "shard-%05u.lmdb is missing", path, no + 1);
+        if (no == 0 && !ds->classes && get_meta(sh->txn, meta_dbi, "classes", &v) == 0 &&
+            set_classes(ds, v.mv_data, v.mv_size) != STK_OK)
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+        MDB_dbi src; /* optional; opened now so that record_name() only looks the handle up */
+        (void)mdb_dbi_open(sh->txn, STK__DB_SOURCES, 0, &src);
+        sh->dbi = rec_dbi;
+    } else {
+        sh->foreign = 1;
+        if ((rc = mdb_dbi_open(sh->txn, NULL, 0, &sh->dbi)) != 0)
+            return stk__err(ds->err, STK_E_LMDB, "%s: cannot open the main database: %s", path,
+                            mdb_strerror(rc));
+    }
+    if (stoker && have_first && ds->nshards > 1 && first_index != recs->n)
+        return stk__err(ds->err, STK_E_FORMAT,
+                        "%s: meta first_index %llu but the shards before it hold %llu records "
+                        "(a shard is missing or from another dataset)",
+                        path, (unsigned long long)first_index, (unsigned long long)recs->n);
+
+    /* the walk */
+    MDB_cursor *cur;
+    if ((rc = mdb_cursor_open(sh->txn, sh->dbi, &cur)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", path, mdb_strerror(rc));
+    sh->first = recs->n;
+    MDB_val k, v;
+    uintptr_t base = 0;
+    uint64_t ordinal = 0;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    while (rc == 0) {
+        uintptr_t kp = (uintptr_t)k.mv_data, vp = (uintptr_t)v.mv_data;
+        uintptr_t page = kp & ~(uintptr_t)(psize - 1);
+        uint64_t pgno;
+        memcpy(&pgno, (const void *)page, sizeof pgno); /* leaf page header: its own number */
+        if (pgno > sh->last_pgno) {
+            mdb_cursor_close(cur);
+            return stk__err(ds->err, STK_E_FORMAT, "%s key %llu: leaf page number %llu past the last page",
+                            sh->name, (unsigned long long)ordinal, (unsigned long long)pgno);
+        }
+        uintptr_t leaf_base = page - (uintptr_t)(pgno * psize);
+        if (!base) {
+            base = proc_map_base(sh->dev, sh->ino, vp);
+            if (!base)
+                base = leaf_base; /* no /proc: the leaf page's own number is enough */
+        }
+        if (leaf_base != base) {
+            mdb_cursor_close(cur);
+            return stk__err(ds->err, STK_E_FORMAT,
+                            "%s key %llu: map base from /proc/self/maps and from the leaf page disagree",
+                            sh->name, (unsigned long long)ordinal);
+        }
+        if (stoker) {
+            if (k.mv_size != 8 || stk__rec_key_parse(k.mv_data) != ordinal) {
+                mdb_cursor_close(cur);
+                return stk__err(ds->err, STK_E_FORMAT, "%s: record %llu has key %s (expected 8-byte "
+                                "big-endian %llu)", sh->name, (unsigned long long)ordinal,
+                                k.mv_size == 8 ? "out of sequence" : "of the wrong size",
+                                (unsigned long long)ordinal);
+            }
+            if (v.mv_size < STK__REC_HDR) {
+                mdb_cursor_close(cur);
+                return stk__err(ds->err, STK_E_CORRUPT, "%s key %llu: value of %zu bytes is shorter than "
+                                "the 16-byte record header", sh->name, (unsigned long long)ordinal,
+                                v.mv_size);
+            }
+        }
+        if (vp < base || v.mv_size > UINT32_MAX || (uint64_t)(vp - base) + v.mv_size > sh->file_size ||
+            (uint64_t)(vp - base) < 2 * psize) {
+            mdb_cursor_close(cur);
+            return stk__err(ds->err, STK_E_FORMAT, "%s key %llu: value at offset %llu, %zu bytes, lies "
+                            "outside the file (%llu bytes)", sh->name, (unsigned long long)ordinal,
+                            (unsigned long long)(vp - base), v.mv_size, (unsigned long long)sh->file_size);
+        }
+        if (rec_push(recs, (uint64_t)(vp - base), (uint32_t)v.mv_size, no) != STK_OK) {
+            mdb_cursor_close(cur);
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+        }
+        uint32_t plen = (uint32_t)v.mv_size - (stoker ? STK__REC_HDR : 0);
+        ds->payload_bytes += plen;
+        if (plen > ds->max_len)
+            ds->max_len = plen;
+        ordinal++;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    mdb_cursor_close(cur);
+    if (rc != MDB_NOTFOUND)
+        return stk__err(ds->err, STK_E_LMDB, "%s: walking the records after key %llu: %s", path,
+                        (unsigned long long)ordinal, mdb_strerror(rc));
+    sh->count = ordinal;
+    if (stoker && meta_count != ordinal)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: meta count %llu but %llu records", path,
+                        (unsigned long long)meta_count, (unsigned long long)ordinal);
+    ds->file_bytes += sh->file_size;
+    ds->format_version = stoker ? 1 : 0;
+    return STK_OK;
+}
+
+static int alloc_shards(stk_dataset *ds, size_t n)
+{
+    ds->shards = calloc(n, sizeof *ds->shards);
+    if (!ds->shards)
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        ds->shards[i].fd = -1;
+        ds->shards[i].fd_direct = -1;
+    }
+    ds->nshards = (uint32_t)n;
+    return STK_OK;
+}
+
+static int open_shard_dir(stk_dataset *ds, const char *dir, const unsigned *nos, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (nos[i] != i) {
+            char want[32];
+            snprintf(want, sizeof want, STK__SHARD_FMT, (unsigned)i);
+            return stk__err(ds->err, STK_E_FORMAT, "%s: shard %s is missing (shards must be numbered "
+                            "from 00000 without gaps)", dir, want);
+        }
+    }
+    int rc = alloc_shards(ds, n);
+    if (rc)
+        return rc;
+    recvec recs = {0};
+    for (size_t i = 0; i < n; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/" STK__SHARD_FMT, dir, nos[i]);
+        if ((rc = open_shard(ds, &ds->shards[i], (uint32_t)i, path, 0, 1, &recs)) != STK_OK) {
+            free(recs.v);
+            return rc;
+        }
+    }
+    ds->recs = recs.v;
+    ds->count = recs.n;
+    ds->layout = STK_LAYOUT_SHARDS;
+    return STK_OK;
+}
+
+static int open_single(stk_dataset *ds, const char *path, int env_dir, int want_layout)
+{
+    int rc = alloc_shards(ds, 1);
+    if (rc)
+        return rc;
+    recvec recs = {0};
+    rc = open_shard(ds, &ds->shards[0], 0, path, env_dir, want_layout == STK_LAYOUT_SHARDS, &recs);
+    if (rc) {
+        free(recs.v);
+        return rc;
+    }
+    if (want_layout == STK_LAYOUT_LMDB && !ds->shards[0].foreign) {
+        /* a stoker shard read as a foreign LMDB would give header+payload as the image */
+        free(recs.v);
+        return stk__err(ds->err, STK_E_INVALID, "%s: a stoker shard, not a foreign LMDB (use "
+                        "STK_LAYOUT_SHARDS or AUTO)", path);
+    }
+    ds->recs = recs.v;
+    ds->count = recs.n;
+    ds->layout = ds->shards[0].foreign ? STK_LAYOUT_LMDB : STK_LAYOUT_SHARDS;
+    return STK_OK;
+}
+
+static int open_files(stk_dataset *ds, const char *path, int is_dir)
+{
+    int rc;
+    if (is_dir) {
+        rc = stk__folder_scan(path, &ds->files, ds->err);
+    } else {
+        size_t len;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return stk__err(ds->err, -errno, "%s: cannot open", path);
+        struct stat st;
+        if (fstat(fd, &st) != 0 || st.st_size > (1ll << 32)) {
+            close(fd);
+            return stk__err(ds->err, STK_E_INVALID, "%s: not a usable list file", path);
+        }
+        len = (size_t)st.st_size;
+        char *text = malloc(len + 1);
+        if (!text) {
+            close(fd);
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+        }
+        ssize_t got = 0;
+        while ((size_t)got < len) {
+            ssize_t r = read(fd, text + got, len - (size_t)got);
+            if (r <= 0)
+                break;
+            got += r;
+        }
+        close(fd);
+        char dir[4200];
+        snprintf(dir, sizeof dir, "%s", path);
+        char *sl = strrchr(dir, '/');
+        if (sl)
+            *sl = 0;
+        else
+            snprintf(dir, sizeof dir, ".");
+        char lerr[STK__ERRLEN];
+        rc = stk__list_parse(text, (size_t)got, dir, &ds->files, lerr);
+        free(text);
+        if (rc)
+            return stk__err(ds->err, rc, "%s: %s", path, lerr);
+    }
+    if (rc)
+        return rc;
+    if ((rc = alloc_shards(ds, 0 + 1)) != STK_OK)
+        return rc;
+    ds->nshards = 0; /* files: no shard files; shards[0] keeps the root path for shard_path() */
+    ds->shards[0].path = stk__strdup(path);
+    ds->recs = calloc(ds->files.n ? ds->files.n : 1, sizeof *ds->recs);
+    if (!ds->recs || !ds->shards[0].path)
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < ds->files.n; i++) {
+        struct stat st;
+        uint64_t sz = 0;
+        if (stat(ds->files.paths[i], &st) == 0 && S_ISREG(st.st_mode))
+            sz = (uint64_t)st.st_size;
+        ds->recs[i] = (stk__rec){0, (uint32_t)STK__MIN(sz, (uint64_t)UINT32_MAX), 0};
+        ds->payload_bytes += sz;
+        ds->file_bytes += sz;
+        if (sz > ds->max_len)
+            ds->max_len = (uint32_t)STK__MIN(sz, (uint64_t)UINT32_MAX);
+    }
+    ds->count = ds->files.n;
+    ds->classes = ds->files.classes;
+    ds->nclasses = (uint32_t)ds->files.nclasses;
+    ds->layout = STK_LAYOUT_FILES;
+    return STK_OK;
+}
+
+static void close_all(stk_dataset *ds)
+{
+    uint32_t n = ds->shards ? STK__MAX(ds->nshards, 1) : 0;
+    for (uint32_t i = 0; i < n; i++) {
+        stk__shard *sh = &ds->shards[i];
+        if (sh->txn)
+            mdb_txn_abort(sh->txn);
+        if (sh->env)
+            mdb_env_close(sh->env);
+        if (sh->fd >= 0)
+            close(sh->fd);
+        if (sh->fd_direct >= 0)
+            close(sh->fd_direct);
+        free(sh->path);
+    }
+    free(ds->shards);
+    ds->shards = NULL;
+    ds->nshards = 0;
+    free(ds->recs);
+    ds->recs = NULL;
+    if (ds->classes && ds->classes != ds->files.classes) {
+        for (uint32_t i = 0; i < ds->nclasses; i++)
+            free(ds->classes[i]);
+        free(ds->classes);
+    }
+    ds->classes = NULL;
+    ds->nclasses = 0;
+    stk__filelist_free(&ds->files);
+    ds->count = 0;
+    ds->payload_bytes = ds->file_bytes = 0;
+    ds->max_len = 0;
+}
+
+int stk_dataset_open(stk_dataset *ds, const char *path)
+{
+    if (!ds || !path || !*path)
+        return STK_E_INVALID;
+    if (ds->opened)
+        return stk__err(ds->err, STK_E_STATE, "dataset already open");
+    ds->err[0] = 0;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return stk__err(ds->err, -errno, "%s", path);
+    int rc;
+    int want = ds->layout;
+    if (S_ISDIR(st.st_mode)) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s/%s", path, STK__INCOMPLETE_MARK);
+        if (access(p, F_OK) == 0 && !ds->allow_incomplete && want != STK_LAYOUT_FILES)
+            return stk__err(ds->err, STK_E_INCOMPLETE,
+                            "%s: interrupted pack (%s present): re-run stoker pack to finish it", path,
+                            STK__INCOMPLETE_MARK);
+        unsigned *nos;
+        size_t n;
+        if ((rc = list_shards(ds, path, &nos, &n)) != STK_OK)
+            return rc;
+        snprintf(p, sizeof p, "%s/data.mdb", path);
+        int has_env = access(p, F_OK) == 0;
+        if (want == STK_LAYOUT_SHARDS || (want == STK_LAYOUT_AUTO && n > 0)) {
+            if (n == 0)
+                rc = stk__err(ds->err, STK_E_FORMAT, "%s: no shard files (shard-00000.lmdb ...)", path);
+            else
+                rc = open_shard_dir(ds, path, nos, n);
+        } else if (want == STK_LAYOUT_LMDB || (want == STK_LAYOUT_AUTO && has_env)) {
+            rc = has_env ? open_single(ds, path, 1, want)
+                         : stk__err(ds->err, STK_E_FORMAT, "%s: no data.mdb (not an LMDB environment)", path);
+        } else {
+            rc = open_files(ds, path, 1);
+        }
+        free(nos);
+    } else if (S_ISREG(st.st_mode)) {
+        if (want == STK_LAYOUT_FILES)
+            rc = open_files(ds, path, 0);
+        else
+            rc = open_single(ds, path, 0, want);
+    } else {
+        rc = stk__err(ds->err, STK_E_INVALID, "%s: not a directory or a regular file", path);
+    }
+    if (rc) {
+        close_all(ds);
+        ds->layout = want;
+        return rc;
+    }
+    free(ds->path);
+    ds->path = stk__strdup(path);
+    ds->opened = 1;
+    return STK_OK;
+}
+
+void stk_dataset_destroy(stk_dataset *ds)
+{
+    if (!ds)
+        return;
+    close_all(ds);
+    free(ds->path);
+    free(ds);
+}
+
+const char *stk_dataset_last_error(const stk_dataset *ds)
+{
+    return ds ? ds->err : "";
+}
+
+int stk_dataset_info_get(const stk_dataset *ds, stk_dataset_info *info)
+{
+    if (!ds || !info)
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    memset(info, 0, sizeof *info);
+    info->layout = ds->layout;
+    info->format_version = ds->format_version;
+    info->shards = ds->nshards;
+    info->classes = ds->nclasses;
+    info->records = ds->count;
+    info->payload_bytes = ds->payload_bytes;
+    info->file_bytes = ds->file_bytes;
+    info->max_record_bytes = ds->max_len;
+    return STK_OK;
+}
+
+uint64_t stk_dataset_count(const stk_dataset *ds)
+{
+    return ds && ds->opened ? ds->count : 0;
+}
+
+const char *stk_dataset_class_name(const stk_dataset *ds, uint32_t label)
+{
+    if (!ds || !ds->opened || label >= ds->nclasses)
+        return NULL;
+    return ds->classes[label];
+}
+
+const char *stk_dataset_shard_path(const stk_dataset *ds, uint32_t shard)
+{
+    if (!ds || !ds->opened || !ds->shards)
+        return NULL;
+    if (ds->layout == STK_LAYOUT_FILES)
+        return shard == 0 ? ds->shards[0].path : NULL;
+    return shard < ds->nshards ? ds->shards[shard].path : NULL;
+}
+
+int32_t stk__dataset_static_label(const stk_dataset *ds, uint64_t index)
+{
+    if (!ds || index >= ds->count)
+        return -1;
+    if (ds->layout == STK_LAYOUT_FILES)
+        return ds->files.labels[index];
+    if (ds->layout == STK_LAYOUT_LMDB || ds->shards[ds->recs[index].shard].foreign)
+        return (int32_t)ds->foreign_label;
+    return -1;
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return STK_E_TRUNCATED;
+        p += r;
+        len -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return STK_OK;
+}
+
+static void rec_where(const stk_dataset *ds, uint64_t index, char *buf, size_t cap)
+{
+    if (ds->layout == STK_LAYOUT_FILES) {
+        snprintf(buf, cap, "%s", ds->files.paths[index]);
+        return;
+    }
+    const stk__rec *r = &ds->recs[index];
+    const stk__shard *sh = &ds->shards[r->shard];
+    snprintf(buf, cap, "%s key %llu", sh->name, (unsigned long long)(index - sh->first));
+}
+
+int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info)
+{
+    if (!ds || !info)
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    if (index >= ds->count)
+        return STK_E_RANGE;
+    memset(info, 0, sizeof *info);
+    const stk__rec *r = &ds->recs[index];
+    info->index = index;
+    info->shard = r->shard;
+    info->label = stk__dataset_static_label(ds, index);
+    if (ds->layout == STK_LAYOUT_FILES) {
+        info->length = r->len;
+        info->key = index;
+        return STK_OK;
+    }
+    const stk__shard *sh = &ds->shards[r->shard];
+    info->key = index - sh->first;
+    if (sh->foreign) {
+        info->length = r->len;
+        info->offset = r->off;
+        return STK_OK;
+    }
+    uint8_t h[STK__REC_HDR];
+    char where[300];
+    int rc = pread_full(sh->fd, h, sizeof h, r->off);
+    if (rc) {
+        rec_where(ds, index, where, sizeof where);
+        return stk__err(ds->err, rc, "%s: cannot read the record header", where);
+    }
+    int32_t label;
+    uint32_t crc, len;
+    rc = stk__rec_header_decode(h, r->len, &label, &crc, &len);
+    if (rc == STK_OK && len != r->len - STK__REC_HDR)
+        rc = STK_E_TRUNCATED;
+    if (rc) {
+        rec_where(ds, index, where, sizeof where);
+        return stk__err(ds->err, STK_E_CORRUPT, "%s: bad record header (%s)", where,
+                        rc == STK_E_FORMAT ? "no STK1 magic" : "length does not match the LMDB value");
+    }
+    info->label = label;
+    info->crc32c = crc;
+    info->has_crc = 1;
+    info->length = len;
+    info->offset = r->off + STK__REC_HDR;
+    return STK_OK;
+}
+
+int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
+                     stk_record_info *info)
+{
+    if (!ds || !len || (cap && !buf))
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    if (index >= ds->count)
+        return STK_E_RANGE;
+    stk_record_info tmp;
+    if (!info)
+        info = &tmp;
+    char where[4200];
+    int rc;
+    const stk__rec *r = &ds->recs[index];
+    if (ds->layout == STK_LAYOUT_FILES) {
+        memset(info, 0, sizeof *info);
+        info->index = index;
+        info->key = index;
+        info->label = ds->files.labels[index];
+        const char *p = ds->files.paths[index];
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return stk__err(ds->err, -errno, "%s: cannot open", p);
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return stk__err(ds->err, STK_E_IO, "%s: not a regular file", p);
+        }
+        if ((uint64_t)st.st_size > UINT32_MAX) {
+            close(fd);
+            return stk__err(ds->err, STK_E_TOO_LARGE, "%s: file over 4 GiB", p);
+        }
+        size_t sz = (size_t)st.st_size;
+        info->length = (uint32_t)sz;
+        *len = sz;
+        if (sz > cap) {
+            close(fd);
+            return STK_E_RANGE;
+        }
+        rc = pread_full(fd, buf, sz, 0);
+        close(fd);
+        if (rc)
+            return stk__err(ds->err, rc, "%s: read failed", p);
+        info->crc32c = stk__crc32c(0, buf, sz);
+        return STK_OK;
+    }
+    rc = stk_dataset_record(ds, index, info);
+    if (rc)
+        return rc;
+    const stk__shard *sh = &ds->shards[r->shard];
+    *len = info->length;
+    if (info->length > cap)
+        return STK_E_RANGE;
+    rc = pread_full(sh->fd, buf, info->length, info->offset);
+    if (rc) {
+        rec_where(ds, index, where, sizeof where);
+        return stk__err(ds->err, rc, "%s: payload read failed", where);
+    }
+    uint32_t crc = stk__crc32c(0, buf, info->length);
+    if (info->has_crc && crc != info->crc32c) {
+        rec_where(ds, index, where, sizeof where);
+        return stk__err(ds->err, STK_E_CRC, "%s: CRC32C mismatch (stored %08x, computed %08x)", where,
+                        info->crc32c, crc);
+    }
+    info->crc32c = crc;
+    return STK_OK;
+}
+
+int stk_dataset_record_name(const stk_dataset *ds, uint64_t index, char *buf, size_t cap)
+{
+    if (!ds || (!buf && cap))
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    if (index >= ds->count)
+        return STK_E_RANGE;
+    if (!cap)
+        return STK_OK;
+    char where[4200];
+    rec_where(ds, index, where, sizeof where);
+    if (ds->layout == STK_LAYOUT_FILES) {
+        snprintf(buf, cap, "%s", where);
+        return STK_OK;
+    }
+    const stk__shard *sh = &ds->shards[ds->recs[index].shard];
+    if (sh->foreign) {
+        snprintf(buf, cap, "%s", where);
+        return STK_OK;
+    }
+    uint8_t kb[8];
+    stk__rec_key(kb, index - sh->first);
+    MDB_val k = {8, kb}, v;
+    MDB_dbi src;
+    int found = 0;
+    char name[1024];
+    pthread_mutex_lock(&g_name_mu);
+    if (mdb_dbi_open(sh->txn, STK__DB_SOURCES, 0, &src) == 0 && mdb_get(sh->txn, src, &k, &v) == 0) {
+        snprintf(name, sizeof name, "%.*s", (int)STK__MIN(v.mv_size, sizeof name - 1), (const char *)v.mv_data);
+        found = 1;
+    }
+    pthread_mutex_unlock(&g_name_mu);
+    if (found)
+        snprintf(buf, cap, "%s (%s)", where, name);
+    else
+        snprintf(buf, cap, "%s", where);
+    return STK_OK;
+}
+
+int stk__dataset_check(stk_dataset *ds, char *err)
+{
+    if (!ds || !ds->opened)
+        return STK_E_STATE;
+    for (uint32_t i = 0; i < ds->nshards; i++) {
+        stk__shard *sh = &ds->shards[i];
+        struct stat st;
+        if (fstat(sh->fd, &st) != 0)
+            return stk__err(err, -errno, "%s: fstat", sh->path);
+        if ((uint64_t)st.st_size < sh->file_size)
+            return stk__err(err, STK_E_TRUNCATED, "%s: shrank from %llu to %llu bytes while open", sh->path,
+                            (unsigned long long)sh->file_size, (unsigned long long)st.st_size);
+        if (!sh->nolock)
+            continue;
+        int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+        if (st.st_dev != sh->dev || st.st_ino != sh->ino || (uint64_t)st.st_size != sh->file_size ||
+            mt != sh->mtime_ns)
+            return stk__err(err, STK_E_CHANGED, "%s: file changed while open (size or mtime)", sh->path);
+        lmdb_probe pr;
+        char perr[STK__ERRLEN];
+        if (probe_lmdb(perr, sh->fd, sh->path, (uint64_t)st.st_size, &pr) != STK_OK)
+            return stk__err(err, STK_E_CHANGED, "%s: changed while open (%s)", sh->path, perr);
+        if (pr.txnid != sh->txnid || pr.last_pgno != sh->last_pgno)
+            return stk__err(err, STK_E_CHANGED, "%s: changed while open (LMDB txnid %llu -> %llu)", sh->path,
+                            (unsigned long long)sh->txnid, (unsigned long long)pr.txnid);
+    }
+    return STK_OK;
+}

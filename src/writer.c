@@ -1,0 +1,701 @@
+/*
+ * writer.c — the shard writer (stk_writer_*): records appended in order into LMDB shards of
+ * format v1 (docs/FORMAT.md).
+ *
+ * Why it is fast: one writer, keys that only grow (8-byte big-endian record numbers), so every
+ * put is MDB_APPEND (no search, leaf pages filled completely) with MDB_RESERVE (the 16-byte
+ * header and the payload are written straight into the map: MDB_WRITEMAP, no copy into a dirty
+ * page list). No fsync per transaction (MDB_NOSYNC | MDB_NOMETASYNC); transactions are committed
+ * every few thousand records or tens of MB so that the dirty set stays bounded; the shard is
+ * made durable once, when it is complete: mdb_env_sync, close, truncate to the pages in use
+ * (MDB_WRITEMAP grows the file to the map size), fsync, rename from `shard-NNNNN.lmdb.tmp` to its
+ * final name, fsync of the directory. A shard with its final name is therefore always whole.
+ *
+ * No lock file: the temp file is private to this writer (MDB_NOLOCK), so nothing is left beside
+ * the shards. The map grows when the next record might not fit (the estimate is conservative:
+ * it counts every value rounded up to pages plus the leaf/branch copies of the transaction).
+ *
+ * While a dataset is being written, DST holds the marker `.stoker-pack-incomplete`; it goes last,
+ * after every shard (and the pack report) is durable. stk_dataset_open refuses a directory with
+ * the marker unless asked to open an incomplete dataset.
+ */
+#include "writer.h"
+
+#include "common.h"
+#include "format.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TXN_RECORDS 4096
+#define TXN_BYTES (64u << 20)
+#define MIN_SHARD_BYTES (1u << 20)
+
+struct stk_writer {
+    uint64_t shard_bytes;
+    int force;
+    char **classes;
+    size_t nclasses;
+    char *dst;
+    int opened, finished, failed;
+
+    /* current shard */
+    int shard_open;
+    uint32_t shard_no; /* open shard, or the next one */
+    MDB_env *env;
+    MDB_txn *txn;
+    MDB_dbi dbi_rec, dbi_src;
+    int have_src_dbi;
+    char tmp_path[4096];
+    uint64_t shard_count, shard_payload, shard_first;
+    size_t mapsize, psize;
+    uint64_t committed_pages;
+    uint64_t txn_records, txn_bytes;
+
+    /* dataset */
+    uint64_t total, payload_total, shards_done;
+
+    /* pack extensions */
+    char *digest;
+    uint64_t src_begin; /* source range start of the open / next shard */
+    char *skips;
+    size_t skips_len, skips_cap;
+
+    char err[STK__ERRLEN];
+};
+
+static int fail(stk_writer *w, int rc)
+{
+    w->failed = 1;
+    return rc;
+}
+
+static int lmdb_err(stk_writer *w, int rc, const char *what)
+{
+    return fail(w, stk__err(w->err, STK_E_LMDB, "%s: %s: %s", w->tmp_path, what, mdb_strerror(rc)));
+}
+
+int stk_writer_create(stk_writer **out)
+{
+    if (!out)
+        return STK_E_INVALID;
+    stk_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return STK_E_NOMEM;
+    w->shard_bytes = (uint64_t)1 << 30;
+    *out = w;
+    return STK_OK;
+}
+
+int stk_writer_set(stk_writer *w, int key, int64_t value)
+{
+    if (!w)
+        return STK_E_INVALID;
+    if (w->opened)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_set: only before stk_writer_open");
+    switch (key) {
+    case STK_W_SHARD_BYTES:
+        if (value < (int64_t)MIN_SHARD_BYTES)
+            return stk__err(w->err, STK_E_INVALID, "STK_W_SHARD_BYTES must be >= 1 MiB (got %lld)",
+                            (long long)value);
+        w->shard_bytes = (uint64_t)value;
+        return STK_OK;
+    case STK_W_FORCE:
+        if (value != 0 && value != 1)
+            return stk__err(w->err, STK_E_INVALID, "STK_W_FORCE must be 0 or 1");
+        w->force = (int)value;
+        return STK_OK;
+    default:
+        return stk__err(w->err, STK_E_BADPARAM, "unknown writer parameter %d", key);
+    }
+}
+
+static void free_classes(stk_writer *w)
+{
+    for (size_t i = 0; i < w->nclasses; i++)
+        free(w->classes[i]);
+    free(w->classes);
+    w->classes = NULL;
+    w->nclasses = 0;
+}
+
+int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n)
+{
+    if (!w || (n && !names))
+        return STK_E_INVALID;
+    if (w->finished)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_set_classes: writer already finished");
+    for (size_t i = 0; i < n; i++) {
+        if (!names[i] || strchr(names[i], '\n'))
+            return stk__err(w->err, STK_E_INVALID, "class %zu: name is NULL or holds a newline", i);
+    }
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        return stk__err(w->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (!(c[i] = stk__strdup(names[i]))) {
+            for (size_t j = 0; j < i; j++)
+                free(c[j]);
+            free(c);
+            return stk__err(w->err, STK_E_NOMEM, "out of memory");
+        }
+    }
+    free_classes(w);
+    w->classes = c;
+    w->nclasses = n;
+    return STK_OK;
+}
+
+/* ---- DST handling --------------------------------------------------------------------------- */
+
+static int is_final_shard_name(const char *n)
+{
+    if (strlen(n) != 16 || strncmp(n, "shard-", 6) != 0 || strcmp(n + 11, ".lmdb") != 0)
+        return 0;
+    for (int i = 6; i < 11; i++)
+        if (n[i] < '0' || n[i] > '9')
+            return 0;
+    return 1;
+}
+
+static int is_own_file(const char *n)
+{
+    return !strncmp(n, "shard-", 6) || !strcmp(n, STK__PACK_REPORT) || !strcmp(n, STK__INCOMPLETE_MARK) ||
+           !strcmp(n, STK__PACK_REPORT ".tmp");
+}
+
+int64_t stk__dst_count_shards(const char *dst)
+{
+    DIR *d = opendir(dst);
+    if (!d)
+        return -errno;
+    int64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += is_final_shard_name(e->d_name);
+    closedir(d);
+    return n;
+}
+
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int rc = fsync(fd) ? -errno : 0;
+    close(fd);
+    return rc;
+}
+
+int stk__dst_clean(const char *dst, char *err)
+{
+    DIR *d = opendir(dst);
+    if (!d)
+        return stk__err(err, -errno, "%s", dst);
+    struct dirent *e;
+    int rc = STK_OK;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_own_file(e->d_name) || !strcmp(e->d_name, STK__INCOMPLETE_MARK))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+            rc = stk__err(err, -errno, "%s/%s: cannot remove", dst, e->d_name);
+            break;
+        }
+    }
+    /* the marker last: until the shards are gone the directory must still read as unfinished */
+    if (rc == STK_OK && unlinkat(dirfd(d), STK__INCOMPLETE_MARK, 0) != 0 && errno != ENOENT)
+        rc = stk__err(err, -errno, "%s/%s: cannot remove", dst, STK__INCOMPLETE_MARK);
+    closedir(d);
+    return rc;
+}
+
+int stk__write_file_durable(const char *path, const void *data, size_t len, char *err)
+{
+    char tmp[4200];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return stk__err(err, STK_E_INVALID, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return stk__err(err, -errno, "%s: cannot create", tmp);
+    const char *p = data;
+    size_t left = len;
+    while (left) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return stk__err(err, -e, "%s: write failed", tmp);
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    if (fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return stk__err(err, -e, "%s: fsync failed", tmp);
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return stk__err(err, -e, "%s: cannot rename to %s", tmp, path);
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    fsync_dir(slash && dir[0] == 0 ? "/" : dir);
+    return STK_OK;
+}
+
+static int mkdirs(const char *path, char *err)
+{
+    char buf[4096];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        return stk__err(err, STK_E_INVALID, "%s: path too long", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return stk__err(err, -errno, "%s: cannot create directory", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return stk__err(err, -errno, "%s: cannot create directory", buf);
+    struct stat st;
+    if (stat(buf, &st) != 0)
+        return stk__err(err, -errno, "%s", buf);
+    if (!S_ISDIR(st.st_mode))
+        return stk__err(err, STK_E_INVALID, "%s: exists and is not a directory", buf);
+    return STK_OK;
+}
+
+static int open_common(stk_writer *w, const char *dst)
+{
+    if (!w || !dst || !*dst)
+        return STK_E_INVALID;
+    if (w->opened)
+        return stk__err(w->err, STK_E_STATE, "writer already opened");
+    int rc = mkdirs(dst, w->err);
+    if (rc)
+        return rc;
+    if (!(w->dst = stk__strdup(dst)))
+        return stk__err(w->err, STK_E_NOMEM, "out of memory");
+    return STK_OK;
+}
+
+int stk__writer_open_pack(stk_writer *w, const char *dst, const char *marker, const char *digest)
+{
+    int rc = open_common(w, dst);
+    if (rc)
+        return rc;
+    char mpath[4200];
+    snprintf(mpath, sizeof mpath, "%s/%s", dst, STK__INCOMPLETE_MARK);
+    int has_marker = access(mpath, F_OK) == 0;
+    int64_t nsh = stk__dst_count_shards(dst);
+    if (nsh < 0)
+        return fail(w, stk__err(w->err, (int)nsh, "%s: cannot list", dst));
+    if (nsh > 0 && !has_marker && !w->force)
+        return fail(w, stk__err(w->err, STK_E_EXISTS,
+                                "%s: already holds a dataset (%lld shard%s); use --force "
+                                "(STK_W_FORCE) to replace it",
+                                dst, (long long)nsh, nsh == 1 ? "" : "s"));
+    /* the marker first, then the old files go: an interruption in between leaves an
+     * incomplete dataset, never one that looks whole */
+    if ((rc = stk__write_file_durable(mpath, marker, strlen(marker), w->err)) != STK_OK)
+        return fail(w, rc);
+    DIR *d = opendir(dst);
+    if (!d)
+        return fail(w, stk__err(w->err, -errno, "%s", dst));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_own_file(e->d_name) || !strcmp(e->d_name, STK__INCOMPLETE_MARK))
+            continue;
+        if (unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+            rc = stk__err(w->err, -errno, "%s/%s: cannot remove", dst, e->d_name);
+            closedir(d);
+            return fail(w, rc);
+        }
+    }
+    closedir(d);
+    fsync_dir(dst);
+    if (digest && !(w->digest = stk__strdup(digest)))
+        return fail(w, stk__err(w->err, STK_E_NOMEM, "out of memory"));
+    w->opened = 1;
+    return STK_OK;
+}
+
+int stk_writer_open(stk_writer *w, const char *dst)
+{
+    return stk__writer_open_pack(w, dst, "stoker-writer 1\n", NULL);
+}
+
+int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint32_t next_shard,
+                       uint64_t first_index, uint64_t src_begin)
+{
+    int rc = open_common(w, dst);
+    if (rc)
+        return rc;
+    /* remove temp files and shards from NEXT_SHARD on (the caller found them unusable) */
+    DIR *d = opendir(dst);
+    if (!d)
+        return fail(w, stk__err(w->err, -errno, "%s", dst));
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        unsigned no;
+        if (strncmp(e->d_name, "shard-", 6) != 0)
+            continue;
+        int drop = strstr(e->d_name, ".tmp") != NULL || strstr(e->d_name, "-lock") != NULL;
+        if (sscanf(e->d_name, "shard-%5u", &no) == 1 && no >= next_shard)
+            drop = 1;
+        if (drop && unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
+            rc = stk__err(w->err, -errno, "%s/%s: cannot remove", dst, e->d_name);
+            closedir(d);
+            return fail(w, rc);
+        }
+    }
+    closedir(d);
+    if (digest && !(w->digest = stk__strdup(digest)))
+        return fail(w, stk__err(w->err, STK_E_NOMEM, "out of memory"));
+    w->shard_no = next_shard;
+    w->shards_done = next_shard;
+    w->total = first_index;
+    w->src_begin = src_begin;
+    w->opened = 1;
+    return STK_OK;
+}
+
+/* ---- shards ----------------------------------------------------------------------------------- */
+
+static int shard_start(stk_writer *w)
+{
+    snprintf(w->tmp_path, sizeof w->tmp_path, "%s/" STK__SHARD_FMT ".tmp", w->dst, w->shard_no);
+    unlink(w->tmp_path);
+    int rc = mdb_env_create(&w->env);
+    if (rc)
+        return lmdb_err(w, rc, "mdb_env_create");
+    mdb_env_set_maxdbs(w->env, 4);
+    w->psize = stk__page_size();
+    uint64_t want = w->shard_bytes + w->shard_bytes / 4 + (64u << 20);
+    w->mapsize = stk__round_up((size_t)want, w->psize);
+    if ((rc = mdb_env_set_mapsize(w->env, w->mapsize)) != 0)
+        return lmdb_err(w, rc, "mdb_env_set_mapsize");
+    rc = mdb_env_open(w->env, w->tmp_path,
+                      MDB_NOSUBDIR | MDB_WRITEMAP | MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOLOCK, 0644);
+    if (rc) {
+        int r = lmdb_err(w, rc, "cannot create shard");
+        mdb_env_close(w->env);
+        w->env = NULL;
+        unlink(w->tmp_path);
+        return r;
+    }
+    MDB_stat ms;
+    if (mdb_env_stat(w->env, &ms) == 0)
+        w->psize = ms.ms_psize;
+    w->committed_pages = 2;
+    if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
+        return lmdb_err(w, rc, "mdb_txn_begin");
+    if ((rc = mdb_dbi_open(w->txn, STK__DB_RECORDS, MDB_CREATE, &w->dbi_rec)) != 0)
+        return lmdb_err(w, rc, "cannot create the `records` database");
+    w->have_src_dbi = 0;
+    w->shard_open = 1;
+    w->shard_count = 0;
+    w->shard_payload = 0;
+    w->shard_first = w->total;
+    w->txn_records = 0;
+    w->txn_bytes = 0;
+    return STK_OK;
+}
+
+static int txn_commit(stk_writer *w)
+{
+    int rc = mdb_txn_commit(w->txn);
+    w->txn = NULL;
+    if (rc)
+        return lmdb_err(w, rc, "mdb_txn_commit");
+    MDB_envinfo info;
+    mdb_env_info(w->env, &info);
+    w->committed_pages = info.me_last_pgno + 1;
+    w->txn_records = 0;
+    w->txn_bytes = 0;
+    return STK_OK;
+}
+
+/* Make sure a value of VLEN bytes fits in the map; commit and grow it if it might not. */
+static int ensure_room(stk_writer *w, size_t vlen)
+{
+    uint64_t need = w->committed_pages * w->psize + w->txn_bytes + w->txn_bytes / 4 +
+                    (uint64_t)vlen + (uint64_t)vlen / 8 + (4u << 20);
+    if (need <= w->mapsize && w->txn)
+        return STK_OK;
+    int rc;
+    if (w->txn && (rc = txn_commit(w)) != STK_OK)
+        return rc;
+    need = w->committed_pages * w->psize + 2 * (uint64_t)vlen + (uint64_t)TXN_BYTES * 2 + (16u << 20);
+    if (need > w->mapsize) {
+        size_t ns = w->mapsize * 2;
+        if (ns < need)
+            ns = (size_t)need;
+        ns = stk__round_up(ns, w->psize);
+        if ((rc = mdb_env_set_mapsize(w->env, ns)) != 0)
+            return lmdb_err(w, rc, "cannot grow the map");
+        w->mapsize = ns;
+    }
+    if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
+        return lmdb_err(w, rc, "mdb_txn_begin");
+    return STK_OK;
+}
+
+static int put_meta(stk_writer *w, MDB_dbi dbi, const char *key, const char *val, size_t vlen)
+{
+    MDB_val k = {strlen(key), (void *)key}, v = {vlen, (void *)val};
+    int rc = mdb_put(w->txn, dbi, &k, &v, 0);
+    return rc ? lmdb_err(w, rc, "cannot write meta") : STK_OK;
+}
+
+static int put_meta_u64(stk_writer *w, MDB_dbi dbi, const char *key, uint64_t v)
+{
+    char b[32];
+    int n = snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    return put_meta(w, dbi, key, b, (size_t)n);
+}
+
+static int shard_close(stk_writer *w, uint64_t src_end, int last)
+{
+    int rc = ensure_room(w, 65536 + w->skips_len + w->nclasses * 256);
+    if (rc)
+        return rc;
+    MDB_dbi meta;
+    if ((rc = mdb_dbi_open(w->txn, STK__DB_META, MDB_CREATE, &meta)) != 0)
+        return lmdb_err(w, rc, "cannot create the `meta` database");
+    size_t clen = 0;
+    for (size_t i = 0; i < w->nclasses; i++)
+        clen += strlen(w->classes[i]) + 1;
+    char *cls = malloc(clen + 1);
+    if (!cls)
+        return fail(w, stk__err(w->err, STK_E_NOMEM, "out of memory"));
+    size_t o = 0;
+    for (size_t i = 0; i < w->nclasses; i++) {
+        size_t l = strlen(w->classes[i]);
+        memcpy(cls + o, w->classes[i], l);
+        o += l;
+        cls[o++] = '\n';
+    }
+    if (o)
+        o--; /* no trailing newline: line i = class i */
+    const char *by = "stoker " STK_VERSION_STRING;
+    rc = put_meta(w, meta, "format", STK__FORMAT_NAME, strlen(STK__FORMAT_NAME));
+    if (!rc)
+        rc = put_meta_u64(w, meta, "count", w->shard_count);
+    if (!rc)
+        rc = put_meta(w, meta, "classes", cls, o);
+    free(cls);
+    if (!rc)
+        rc = put_meta(w, meta, "created_by", by, strlen(by));
+    if (!rc)
+        rc = put_meta_u64(w, meta, STK__META_FIRST_INDEX, w->shard_first);
+    if (!rc)
+        rc = put_meta_u64(w, meta, STK__META_SHARD, w->shard_no);
+    if (!rc)
+        rc = put_meta(w, meta, STK__META_LAST, last ? "1" : "0", 1);
+    if (!rc && w->digest) {
+        rc = put_meta(w, meta, STK__META_DIGEST, w->digest, strlen(w->digest));
+        if (!rc)
+            rc = put_meta_u64(w, meta, STK__META_SRC_BEGIN, w->src_begin);
+        if (!rc)
+            rc = put_meta_u64(w, meta, STK__META_SRC_END, src_end);
+        if (!rc)
+            rc = put_meta(w, meta, STK__META_SKIPPED, w->skips ? w->skips : "", w->skips_len);
+    }
+    if (rc)
+        return rc;
+    if ((rc = txn_commit(w)) != STK_OK)
+        return rc;
+    if ((rc = mdb_env_sync(w->env, 1)) != 0)
+        return lmdb_err(w, rc, "mdb_env_sync");
+    uint64_t used = w->committed_pages * w->psize;
+    mdb_env_close(w->env);
+    w->env = NULL;
+    int fd = open(w->tmp_path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return fail(w, stk__err(w->err, -errno, "%s: cannot reopen", w->tmp_path));
+    if (ftruncate(fd, (off_t)used) != 0 || fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(w, stk__err(w->err, -e, "%s: cannot truncate/fsync", w->tmp_path));
+    }
+    close(fd);
+    char final[4200];
+    snprintf(final, sizeof final, "%s/" STK__SHARD_FMT, w->dst, w->shard_no);
+    if (rename(w->tmp_path, final) != 0)
+        return fail(w, stk__err(w->err, -errno, "%s: cannot rename to %s", w->tmp_path, final));
+    fsync_dir(w->dst);
+    w->shard_open = 0;
+    w->shard_no++;
+    w->shards_done++;
+    w->src_begin = src_end;
+    w->skips_len = 0;
+    if (w->skips)
+        w->skips[0] = 0;
+    return STK_OK;
+}
+
+int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t label,
+                        const char *source, uint32_t crc, uint64_t src_index)
+{
+    if (!w || (len && !payload))
+        return STK_E_INVALID;
+    if (!w->opened || w->finished)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_add: writer not open");
+    if (w->failed)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_add: the writer failed earlier");
+    if (len > UINT32_MAX - STK__REC_HDR)
+        return stk__err(w->err, STK_E_TOO_LARGE, "record %llu (%s): %zu bytes is over the 4 GiB limit",
+                        (unsigned long long)w->total, source ? source : "?", len);
+    int rc;
+    if (w->shard_open && w->shard_payload >= w->shard_bytes && (rc = shard_close(w, src_index, 0)) != STK_OK)
+        return rc;
+    if (!w->shard_open && (rc = shard_start(w)) != STK_OK)
+        return rc;
+    if (w->txn_records >= TXN_RECORDS || w->txn_bytes >= TXN_BYTES) {
+        if ((rc = txn_commit(w)) != STK_OK)
+            return rc;
+    }
+    if ((rc = ensure_room(w, len + STK__REC_HDR + (source ? strlen(source) : 0))) != STK_OK)
+        return rc;
+    uint8_t kb[8];
+    stk__rec_key(kb, w->shard_count);
+    MDB_val k = {8, kb}, v = {len + STK__REC_HDR, NULL};
+    rc = mdb_put(w->txn, w->dbi_rec, &k, &v, MDB_APPEND | MDB_RESERVE);
+    if (rc)
+        return lmdb_err(w, rc, "cannot append a record");
+    stk__rec_header_encode(v.mv_data, label, crc, (uint32_t)len);
+    if (len)
+        memcpy((uint8_t *)v.mv_data + STK__REC_HDR, payload, len);
+    if (source) {
+        if (!w->have_src_dbi) {
+            if ((rc = mdb_dbi_open(w->txn, STK__DB_SOURCES, MDB_CREATE, &w->dbi_src)) != 0)
+                return lmdb_err(w, rc, "cannot create the `sources` database");
+            w->have_src_dbi = 1;
+        }
+        MDB_val sv = {strlen(source), (void *)source};
+        if ((rc = mdb_put(w->txn, w->dbi_src, &k, &sv, MDB_APPEND)) != 0)
+            return lmdb_err(w, rc, "cannot append a source name");
+    }
+    w->shard_count++;
+    w->shard_payload += len;
+    w->total++;
+    w->payload_total += len;
+    w->txn_records++;
+    w->txn_bytes += stk__round_up(len + STK__REC_HDR + 64, w->psize) + (source ? strlen(source) + 64 : 0);
+    return STK_OK;
+}
+
+int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label, const char *source)
+{
+    if (!w || (len && !payload))
+        return STK_E_INVALID;
+    uint32_t crc = stk__crc32c(0, payload, len);
+    return stk__writer_add_crc(w, payload, len, label, source, crc, w->total);
+}
+
+int stk__writer_note_skip(stk_writer *w, uint64_t src_index, const char *rel, const char *reason)
+{
+    STK__UNUSED(src_index);
+    if (!w)
+        return STK_E_INVALID;
+    size_t need = w->skips_len + strlen(rel) + strlen(reason) + 3;
+    if (need > w->skips_cap) {
+        size_t nc = w->skips_cap ? w->skips_cap * 2 : 4096;
+        while (nc < need)
+            nc *= 2;
+        char *ns = realloc(w->skips, nc);
+        if (!ns)
+            return stk__err(w->err, STK_E_NOMEM, "out of memory");
+        w->skips = ns;
+        w->skips_cap = nc;
+    }
+    w->skips_len += (size_t)snprintf(w->skips + w->skips_len, w->skips_cap - w->skips_len, "%s\t%s\n",
+                                     rel, reason);
+    return STK_OK;
+}
+
+int stk__writer_finish_pack(stk_writer *w, uint64_t src_end, const char *report, size_t len)
+{
+    if (!w)
+        return STK_E_INVALID;
+    if (!w->opened || w->finished)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_finish: writer not open");
+    if (w->failed)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_finish: the writer failed earlier");
+    int rc;
+    /* a dataset always has at least one shard; trailing skipped files belong to the last one */
+    if (!w->shard_open && (w->shards_done == 0 || w->skips_len > 0) && (rc = shard_start(w)) != STK_OK)
+        return rc;
+    if (w->shard_open && (rc = shard_close(w, src_end, 1)) != STK_OK)
+        return rc;
+    char path[4200];
+    if (report) {
+        snprintf(path, sizeof path, "%s/%s", w->dst, STK__PACK_REPORT);
+        if ((rc = stk__write_file_durable(path, report, len, w->err)) != STK_OK)
+            return fail(w, rc);
+    }
+    snprintf(path, sizeof path, "%s/%s", w->dst, STK__INCOMPLETE_MARK);
+    if (unlink(path) != 0 && errno != ENOENT)
+        return fail(w, stk__err(w->err, -errno, "%s: cannot remove", path));
+    fsync_dir(w->dst);
+    w->finished = 1;
+    return STK_OK;
+}
+
+int stk_writer_finish(stk_writer *w)
+{
+    return stk__writer_finish_pack(w, w ? w->total : 0, NULL, 0);
+}
+
+void stk__writer_totals(const stk_writer *w, uint64_t *records, uint64_t *shards, uint64_t *payload)
+{
+    if (records)
+        *records = w->total;
+    if (shards)
+        *shards = w->shards_done;
+    if (payload)
+        *payload = w->payload_total;
+}
+
+void stk_writer_destroy(stk_writer *w)
+{
+    if (!w)
+        return;
+    if (w->txn)
+        mdb_txn_abort(w->txn);
+    if (w->env)
+        mdb_env_close(w->env);
+    if (w->shard_open)
+        unlink(w->tmp_path);
+    free_classes(w);
+    free(w->dst);
+    free(w->digest);
+    free(w->skips);
+    free(w);
+}
+
+const char *stk_writer_last_error(const stk_writer *w)
+{
+    return w ? w->err : "";
+}

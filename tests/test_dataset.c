@@ -1,0 +1,251 @@
+/* test_dataset.c — stk_writer writes records, stk_dataset reads them back: bytes, labels, CRCs,
+ * names, classes, several shards, the offset table against the file, errors on bad input.
+ * stk-test: concurrency (reads from several threads at once) */
+#include "testutil.h"
+
+#include "dataset.h"
+#include "format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define N 300
+
+static uint8_t *payload(uint64_t i, size_t *len)
+{
+    /* sizes from 0 to ~9 KB: inline values, one-page and multi-page overflow values */
+    size_t n = (size_t)((i * 7919) % 20000);
+    if (i % 50 == 7)
+        n = 0;
+    uint8_t *p = malloc(n ? n : 1);
+    for (size_t k = 0; k < n; k++)
+        p[k] = (uint8_t)(i * 31 + k * 7 + (k >> 8));
+    *len = n;
+    return p;
+}
+
+typedef struct thr {
+    stk_dataset *ds;
+    int id;
+    int bad;
+} thr;
+
+static void *reader(void *arg)
+{
+    thr *t = arg;
+    uint8_t *buf = malloc(32768);
+    for (uint64_t i = (uint64_t)t->id; i < N; i += 3) {
+        size_t len, want;
+        uint8_t *p = payload(i, &want);
+        stk_record_info info;
+        if (stk_dataset_read(t->ds, i, buf, 32768, &len, &info) != STK_OK || len != want ||
+            memcmp(buf, p, len) != 0 || info.label != (int32_t)(i % 5))
+            t->bad++;
+        free(p);
+    }
+    free(buf);
+    return NULL;
+}
+
+int main(void)
+{
+    char *dir = t_tmpdir("dataset");
+    char dst[4200];
+    snprintf(dst, sizeof dst, "%s/ds", dir);
+
+    /* write N records over several 1 MiB shards */
+    stk_writer *w;
+    T_OK(stk_writer_create(&w));
+    T_CHECK(stk_writer_set(w, STK_W_SHARD_BYTES, 1000) == STK_E_INVALID, "tiny shard size refused");
+    T_OK(stk_writer_set(w, STK_W_SHARD_BYTES, 1 << 20));
+    const char *classes[] = {"cat", "dog", "émeu", "fish-1", "zebra"};
+    T_OK(stk_writer_set_classes(w, classes, 5));
+    T_OK(stk_writer_open(w, dst));
+    char mark[4300];
+    snprintf(mark, sizeof mark, "%s/%s", dst, STK__INCOMPLETE_MARK);
+    T_CHECK(access(mark, F_OK) == 0, "marker present while writing");
+    for (uint64_t i = 0; i < N; i++) {
+        size_t len;
+        uint8_t *p = payload(i, &len);
+        char src[64];
+        snprintf(src, sizeof src, "class_%d/img_%03d.jpg", (int)(i % 5), (int)i);
+        T_OK(stk_writer_add(w, p, len, (int32_t)(i % 5), i % 2 ? src : src));
+        free(p);
+    }
+    /* an unfinished dataset is refused */
+    {
+        stk_dataset *ds;
+        T_OK(stk_dataset_create(&ds));
+        int rc = stk_dataset_open(ds, dst);
+        T_CHECK(rc == STK_E_INCOMPLETE, "open of unfinished dataset: %d %s", rc, stk_dataset_last_error(ds));
+        T_CHECK(strstr(stk_dataset_last_error(ds), "re-run") != NULL, "message: %s", stk_dataset_last_error(ds));
+        stk_dataset_destroy(ds);
+    }
+    T_OK(stk_writer_finish(w));
+    stk_writer_destroy(w);
+    T_CHECK(access(mark, F_OK) != 0, "marker removed at finish");
+
+    /* a second writer refuses the finished dataset without force */
+    T_OK(stk_writer_create(&w));
+    T_OK(stk_writer_open(w, dir)); /* parent dir: no dataset there, fine */
+    stk_writer_destroy(w);
+    T_OK(stk_writer_create(&w));
+    int rc = stk_writer_open(w, dst);
+    T_CHECK(rc == STK_E_EXISTS, "existing dataset refused: %d", rc);
+    T_CHECK(strstr(stk_writer_last_error(w), dst) != NULL, "names DST: %s", stk_writer_last_error(w));
+    stk_writer_destroy(w);
+
+    stk_dataset *ds;
+    T_OK(stk_dataset_create(&ds));
+    T_OK(stk_dataset_open(ds, dst));
+    stk_dataset_info info;
+    T_OK(stk_dataset_info_get(ds, &info));
+    T_CHECK(info.records == N, "records %llu", (unsigned long long)info.records);
+    T_CHECK(info.shards >= 3, "several shards: %u", info.shards);
+    uint32_t nsh = info.shards;
+    T_CHECK(info.classes == 5 && info.format_version == 1 && info.layout == STK_LAYOUT_SHARDS, "info");
+    for (uint32_t c = 0; c < 5; c++)
+        T_CHECK(!strcmp(stk_dataset_class_name(ds, c), classes[c]), "class %u", c);
+    T_CHECK(stk_dataset_class_name(ds, 5) == NULL, "class past end");
+    uint64_t total = 0;
+    uint32_t maxlen = 0;
+    uint8_t *buf = malloc(32768);
+    for (uint64_t i = 0; i < N; i++) {
+        size_t want, len;
+        uint8_t *p = payload(i, &want);
+        total += want;
+        if (want > maxlen)
+            maxlen = (uint32_t)want;
+        stk_record_info ri;
+        T_OK(stk_dataset_record(ds, i, &ri));
+        T_CHECK(ri.length == want && ri.label == (int32_t)(i % 5) && ri.has_crc &&
+                    ri.crc32c == stk__crc32c(0, p, want), "record %llu info", (unsigned long long)i);
+        /* the offset table points at the payload in the file */
+        const stk__shard *sh = &ds->shards[ds->recs[i].shard];
+        T_CHECK(ds->recs[i].len == want + 16, "table length");
+        uint8_t *fb = malloc(want + 16);
+        T_CHECK(pread(sh->fd, fb, want + 16, (off_t)ds->recs[i].off) == (ssize_t)(want + 16), "pread");
+        T_CHECK(!memcmp(fb, "STK1", 4) && !memcmp(fb + 16, p, want), "bytes at the table offset");
+        free(fb);
+        T_OK(stk_dataset_read(ds, i, buf, 32768, &len, NULL));
+        T_CHECK(len == want && !memcmp(buf, p, len), "read %llu", (unsigned long long)i);
+        if (want > 1) {
+            T_CHECK(stk_dataset_read(ds, i, buf, want - 1, &len, NULL) == STK_E_RANGE && len == want,
+                    "small buffer");
+        }
+        char name[512], exp[128];
+        T_OK(stk_dataset_record_name(ds, i, name, sizeof name));
+        snprintf(exp, sizeof exp, "key %llu (class_%d/img_%03d.jpg)",
+                 (unsigned long long)(i - sh->first), (int)(i % 5), (int)i);
+        T_CHECK(strstr(name, exp) && !strncmp(name, "shard-", 6), "name %s", name);
+        free(p);
+    }
+    T_CHECK(info.payload_bytes == total && info.max_record_bytes == maxlen, "payload bytes");
+    stk_record_info ri;
+    T_CHECK(stk_dataset_record(ds, N, &ri) == STK_E_RANGE, "range");
+    T_OK(stk__dataset_check(ds, NULL));
+
+    /* threads */
+    pthread_t th[3];
+    thr ts[3];
+    for (int t = 0; t < 3; t++) {
+        ts[t] = (thr){ds, t, 0};
+        pthread_create(&th[t], NULL, reader, &ts[t]);
+    }
+    for (int t = 0; t < 3; t++) {
+        pthread_join(th[t], NULL);
+        T_CHECK(ts[t].bad == 0, "thread %d: %d bad reads", t, ts[t].bad);
+    }
+
+    /* a single shard path opens alone */
+    char s1[4300];
+    snprintf(s1, sizeof s1, "%s/shard-00001.lmdb", dst);
+    stk_dataset *one;
+    T_OK(stk_dataset_create(&one));
+    T_OK(stk_dataset_open(one, s1));
+    T_CHECK(stk_dataset_count(one) == ds->shards[1].count, "single shard count");
+    {
+        size_t len, want;
+        uint8_t *p = payload(ds->shards[1].first, &want);
+        T_OK(stk_dataset_read(one, 0, buf, 32768, &len, NULL));
+        T_CHECK(len == want && !memcmp(buf, p, want), "single shard record 0");
+        free(p);
+    }
+    stk_dataset_destroy(one);
+
+    /* corrupt a payload byte on disk: CRC error naming shard and key */
+    {
+        uint64_t i = 3;
+        const stk__shard *sh = &ds->shards[ds->recs[i].shard];
+        int fd = open(sh->path, O_RDWR);
+        uint8_t b;
+        pread(fd, &b, 1, (off_t)ds->recs[i].off + 20);
+        b ^= 0x55;
+        pwrite(fd, &b, 1, (off_t)ds->recs[i].off + 20);
+        size_t len;
+        rc = stk_dataset_read(ds, i, buf, 32768, &len, NULL);
+        T_CHECK(rc == STK_E_CRC, "corrupt byte -> CRC error (%d)", rc);
+        T_CHECK(strstr(stk_dataset_last_error(ds), "shard-00000.lmdb key 3"), "names record: %s",
+                stk_dataset_last_error(ds));
+        b ^= 0x55;
+        pwrite(fd, &b, 1, (off_t)ds->recs[i].off + 20);
+        close(fd);
+    }
+    stk_dataset_destroy(ds);
+    free(buf);
+
+    /* missing shard: clear error naming it */
+    char s2[4300], s2b[4300];
+    snprintf(s2, sizeof s2, "%s/shard-00001.lmdb", dst);
+    snprintf(s2b, sizeof s2b, "%s/moved.lmdb", dir);
+    T_CHECK(rename(s2, s2b) == 0, "rename");
+    T_OK(stk_dataset_create(&ds));
+    rc = stk_dataset_open(ds, dst);
+    T_CHECK(rc == STK_E_FORMAT && strstr(stk_dataset_last_error(ds), "shard-00001.lmdb is missing"),
+            "missing shard: %d %s", rc, stk_dataset_last_error(ds));
+    stk_dataset_destroy(ds);
+    T_CHECK(rename(s2b, s2) == 0, "rename back");
+    snprintf(s2, sizeof s2, "%s/shard-%05u.lmdb", dst, nsh - 1);
+    T_CHECK(rename(s2, s2b) == 0, "rename");
+    T_OK(stk_dataset_create(&ds));
+    rc = stk_dataset_open(ds, dst);
+    T_CHECK(rc == STK_E_FORMAT && strstr(stk_dataset_last_error(ds), "is missing"),
+            "missing last shard: %d %s", rc, stk_dataset_last_error(ds));
+    stk_dataset_destroy(ds);
+
+    /* truncated shard */
+    struct stat st;
+    stat(s2b, &st);
+    T_CHECK(truncate(s2b, st.st_size / 2) == 0, "truncate");
+    T_OK(stk_dataset_create(&ds));
+    rc = stk_dataset_open(ds, s2b);
+    T_CHECK(rc == STK_E_TRUNCATED && strstr(stk_dataset_last_error(ds), "moved.lmdb"), "truncated: %d %s",
+            rc, stk_dataset_last_error(ds));
+    stk_dataset_destroy(ds);
+
+    /* not LMDB at all */
+    char junk[4300];
+    snprintf(junk, sizeof junk, "%s/junk.lmdb", dir);
+    uint8_t zeros[8192] = {1, 2, 3};
+    t_write_file(junk, zeros, sizeof zeros);
+    T_OK(stk_dataset_create(&ds));
+    rc = stk_dataset_open(ds, junk);
+    T_CHECK(rc == STK_E_FORMAT && strstr(stk_dataset_last_error(ds), "not an LMDB file"), "junk: %d %s", rc,
+            stk_dataset_last_error(ds));
+    stk_dataset_destroy(ds);
+    T_OK(stk_dataset_create(&ds));
+    rc = stk_dataset_open(ds, "/nonexistent/x");
+    T_CHECK(rc == -ENOENT && strstr(stk_dataset_last_error(ds), "/nonexistent/x"), "missing path");
+    stk_dataset_destroy(ds);
+    stk_dataset_destroy(NULL);
+    stk_writer_destroy(NULL);
+
+    t_rmtree(dir);
+    free(dir);
+    printf("ok\n");
+    return 0;
+}

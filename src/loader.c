@@ -1,0 +1,869 @@
+/*
+ * loader.c — the public stk_loader_* API: parameters, open, start/stop, and the consumer side
+ * of the host batch ring (next, release, set_epoch, seek, tell, cancel).
+ *
+ * How the pieces meet (DESIGN.md, "Host batch ring"):
+ *
+ *   reader threads ── WORK() ──► (pos, index, epoch)    gated on ring space: sample pos of run
+ *        │                                              batch k is handed out only when slot
+ *        │                                              k % K is free for batch k
+ *        └── SINK() ──► decode queue ──► T workers ──► slot k % K, sample pos - first
+ *                                                           │ last sample written: done
+ *                       (device path) stager thread ◄───────┘ in order: H2D, then frees the slot
+ *   next() ◄── batch k: host slot (done) or device buffer k % nbuf (ready)
+ *   release() ── host: slot seq += K (space for batch k + K); device: buffer seq += nbuf
+ *
+ * Everything is allocated in stk_loader_start: K slots (images, labels, indices, substituted,
+ * payload sizes), the device buffers' metadata, per-worker decompressors and scratch; the reader
+ * allocates its buffer pool. Nothing is allocated per sample. A seek or set_epoch that does not
+ * match what is prefetched halts the run (reader, workers and stager threads joined, queued reads
+ * returned) and launches a new one at the requested position; the allocations stay.
+ *
+ * Order and augmentation are pure functions of (seed, epoch, position / dataset index), and a
+ * sample's place in the ring is a function of its position, so the bytes of every batch are the
+ * same for any worker count and any completion order.
+ */
+#include "loader_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- parameters ---------------------------------------------------------------------------- */
+
+static int64_t pget_i(const stk_loader *h, int key) { return h->pv[stk__param_find(key)].i; }
+static double pget_d(const stk_loader *h, int key) { return h->pv[stk__param_find(key)].d; }
+
+int stk_loader_create(stk_loader **out)
+{
+    if (!out)
+        return STK_E_INVALID;
+    *out = NULL;
+    stk_loader *h = calloc(1, sizeof(*h));
+    if (!h)
+        return STK_E_NOMEM;
+    h->pv = calloc(stk__param_count, sizeof(*h->pv));
+    if (!h->pv) {
+        free(h);
+        return STK_E_NOMEM;
+    }
+    for (size_t i = 0; i < stk__param_count; i++) {
+        const stk__param_def *p = &stk__param_table[i];
+        if (p->type == STK__PT_DOUBLE)
+            h->pv[i].d = p->ddef;
+        else
+            h->pv[i].i = p->idef;
+    }
+    int cpus = stk__online_cpus();
+    h->pv[stk__param_find(STK_P_WORKERS)].i = cpus < 1 ? 1 : (cpus > 1024 ? 1024 : cpus);
+    for (int c = 0; c < 3; c++) {
+        h->mean[c] = 0.0f;
+        h->std[c] = 1.0f;
+    }
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->stats_mu, NULL);
+    pthread_mutex_init(&h->err_mu, NULL);
+    stk__cond_init_monotonic(&h->space_cv);
+    stk__cond_init_monotonic(&h->ready_cv);
+    stk__cond_init_monotonic(&h->stage_cv);
+    h->state = STK__LS_CREATED;
+    *out = h;
+    return STK_OK;
+}
+
+/* Common checks of the setters: known key of TYPE, settable now. Returns the table index. */
+static int param_check(stk_loader *h, int key, char type, int *idx)
+{
+    if (!h)
+        return STK_E_INVALID;
+    int i = stk__param_find(key);
+    if (i < 0 || stk__param_table[i].when == STK__PW_WRITER) {
+        stk__err(h->err, STK_E_BADPARAM, "unknown loader parameter %d", key);
+        return STK_E_BADPARAM;
+    }
+    const stk__param_def *p = &stk__param_table[i];
+    if (p->type != type) {
+        stk__err(h->err, STK_E_BADPARAM, "%s is of type %c, not %c (use the matching setter)",
+                 p->name, p->type, type);
+        return STK_E_BADPARAM;
+    }
+    if (p->when == STK__PW_OPEN && h->state != STK__LS_CREATED) {
+        stk__err(h->err, STK_E_STATE, "%s can only be set before stk_loader_open", p->name);
+        return STK_E_STATE;
+    }
+    if (h->state == STK__LS_STARTED) {
+        stk__err(h->err, STK_E_STATE, "%s can only be set before stk_loader_start (or after stop)",
+                 p->name);
+        return STK_E_STATE;
+    }
+    *idx = i;
+    return STK_OK;
+}
+
+int stk_loader_set(stk_loader *h, int key, int64_t value)
+{
+    int i, rc = param_check(h, key, STK__PT_INT, &i);
+    if (rc != STK_OK)
+        return rc;
+    const stk__param_def *p = &stk__param_table[i];
+    if (value < p->ilo || value > p->ihi) {
+        stk__err(h->err, STK_E_INVALID, "%s = %lld is out of range [%lld, %lld]", p->name,
+                 (long long)value, (long long)p->ilo, (long long)p->ihi);
+        return STK_E_INVALID;
+    }
+    h->pv[i].i = value;
+    return STK_OK;
+}
+
+int stk_loader_set_double(stk_loader *h, int key, double value)
+{
+    int i, rc = param_check(h, key, STK__PT_DOUBLE, &i);
+    if (rc != STK_OK)
+        return rc;
+    const stk__param_def *p = &stk__param_table[i];
+    if (!isfinite(value) || value > p->dhi || (p->lo_open ? value <= p->dlo : value < p->dlo)) {
+        stk__err(h->err, STK_E_INVALID, "%s = %g is out of range %c%g, %g]", p->name, value,
+                 p->lo_open ? '(' : '[', p->dlo, p->dhi);
+        return STK_E_INVALID;
+    }
+    h->pv[i].d = value;
+    return STK_OK;
+}
+
+int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
+{
+    int i, rc = param_check(h, key, STK__PT_FLOATS, &i);
+    if (rc != STK_OK)
+        return rc;
+    const stk__param_def *p = &stk__param_table[i];
+    if (!v || (n != 1 && n != 3)) {
+        stk__err(h->err, STK_E_INVALID, "%s takes 3 values (or 1 for all channels), got %zu",
+                 p->name, n);
+        return STK_E_INVALID;
+    }
+    float tmp[3];
+    for (int c = 0; c < 3; c++) {
+        double x = v[n == 3 ? c : 0];
+        if (!isfinite(x) || x > p->dhi || (p->lo_open ? x <= p->dlo : x < p->dlo)) {
+            stk__err(h->err, STK_E_INVALID, "%s[%d] = %g is out of range", p->name, c, x);
+            return STK_E_INVALID;
+        }
+        tmp[c] = (float)x;
+    }
+    if (key == STK_P_MEAN) {
+        memcpy(h->mean, tmp, sizeof tmp);
+        h->have_mean = 1;
+    } else {
+        memcpy(h->std, tmp, sizeof tmp);
+        h->have_std = 1;
+    }
+    return STK_OK;
+}
+
+int stk_loader_get(const stk_loader *h, int key, double *value)
+{
+    if (!h || !value)
+        return STK_E_INVALID;
+    int i = stk__param_find(key);
+    if (i < 0 || stk__param_table[i].when == STK__PW_WRITER ||
+        stk__param_table[i].type == STK__PT_FLOATS)
+        return STK_E_BADPARAM;
+    *value = stk__param_table[i].type == STK__PT_INT ? (double)h->pv[i].i : h->pv[i].d;
+    return STK_OK;
+}
+
+/* ---- open ---------------------------------------------------------------------------------- */
+
+int stk_loader_open(stk_loader *h, const char *path)
+{
+    if (!h || !path)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_CREATED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_open: the loader already has a dataset");
+    stk_dataset *ds = NULL;
+    int rc = stk_dataset_create(&ds);
+    if (rc != STK_OK)
+        return stk__err(h->err, rc, "stk_loader_open: cannot create a dataset handle");
+    if ((rc = stk_dataset_set(ds, STK_P_LAYOUT, pget_i(h, STK_P_LAYOUT))) != STK_OK ||
+        (rc = stk_dataset_set(ds, STK_P_FOREIGN_LABEL, pget_i(h, STK_P_FOREIGN_LABEL))) != STK_OK ||
+        (rc = stk_dataset_set(ds, STK_P_ALLOW_INCOMPLETE, pget_i(h, STK_P_ALLOW_INCOMPLETE))) != STK_OK ||
+        (rc = stk_dataset_open(ds, path)) != STK_OK) {
+        const char *why = stk_dataset_last_error(ds);
+        stk__err(h->err, rc, "%s", why && *why ? why : stk_strerror(rc));
+        stk_dataset_destroy(ds);
+        return rc;
+    }
+    if (stk_dataset_count(ds) == 0) {
+        stk_dataset_destroy(ds);
+        return stk__err(h->err, STK_E_EMPTYSET, "%s: the dataset has no records", path);
+    }
+    h->ds = ds;
+    h->state = STK__LS_OPENED;
+    return STK_OK;
+}
+
+/* Samples per rank (from the sampler) with the current parameters; 0 if they are inconsistent. */
+static uint64_t per_rank_now(const stk_loader *h)
+{
+    if (!h || !h->ds)
+        return 0;
+    stk__plan plan;
+    int64_t rank = pget_i(h, STK_P_RANK), world = pget_i(h, STK_P_WORLD_SIZE);
+    if (rank >= world)
+        return 0;
+    if (stk__plan_init(&plan, stk_dataset_count(h->ds), (uint64_t)pget_i(h, STK_P_SEED), 0,
+                       (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
+                       pget_i(h, STK_P_DIST_MODE) == STK_DIST_DROP) != STK_OK)
+        return 0;
+    return plan.per_rank;
+}
+
+uint64_t stk_loader_batches_per_epoch(const stk_loader *h)
+{
+    uint64_t n = per_rank_now(h);
+    if (!n)
+        return 0;
+    uint64_t bs = (uint64_t)pget_i(h, STK_P_BATCH_SIZE);
+    return pget_i(h, STK_P_DROP_LAST) ? n / bs : (n + bs - 1) / bs;
+}
+
+uint64_t stk_loader_samples_per_epoch(const stk_loader *h)
+{
+    uint64_t n = per_rank_now(h);
+    if (!n)
+        return 0;
+    uint64_t bs = (uint64_t)pget_i(h, STK_P_BATCH_SIZE);
+    return pget_i(h, STK_P_DROP_LAST) ? n / bs * bs : n;
+}
+
+const stk_dataset *stk_loader_dataset(const stk_loader *h) { return h ? h->ds : NULL; }
+
+/* ---- start / stop -------------------------------------------------------------------------- */
+
+static void free_ring(stk_loader *h)
+{
+    if (h->workers) {
+        for (int i = 0; i < h->workers_n; i++) {
+            stk__worker_ctx_destroy(h->workers[i].ctx);
+            stk__free_aligned(h->workers[i].scratch);
+        }
+        free(h->workers);
+        h->workers = NULL;
+    }
+    if (h->slots) {
+        for (uint32_t i = 0; i < h->K; i++) {
+            free(h->slots[i].labels);
+            free(h->slots[i].indices);
+            free(h->slots[i].substituted);
+            free(h->slots[i].payload);
+        }
+        free(h->slots);
+        h->slots = NULL;
+    }
+    if (h->devs) {
+        for (int i = 0; i < h->nbuf; i++) {
+            free(h->devs[i].labels);
+            free(h->devs[i].indices);
+            free(h->devs[i].substituted);
+            free(h->devs[i].payload);
+        }
+        free(h->devs);
+        h->devs = NULL;
+    }
+    if (h->ring_mem)
+        stk__host_free(h->ring_mem, h->ring_pinned);
+    h->ring_mem = NULL;
+    h->ring_bytes = 0;
+    stk__stager_destroy(h->stager);
+    h->stager = NULL;
+    if (h->dq_ok)
+        stk__queue_destroy(&h->dq);
+    h->dq_ok = 0;
+}
+
+static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t **subst, uint32_t **payload)
+{
+    *labels = calloc(n, sizeof(**labels));
+    *indices = calloc(n, sizeof(**indices));
+    *subst = calloc(n, sizeof(**subst));
+    *payload = calloc(n, sizeof(**payload));
+    return (*labels && *indices && *subst && *payload) ? STK_OK : STK_E_NOMEM;
+}
+
+/* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
+static int configure(stk_loader *h)
+{
+    h->n = stk_dataset_count(h->ds);
+    h->bs = (uint32_t)pget_i(h, STK_P_BATCH_SIZE);
+    h->K = (uint32_t)pget_i(h, STK_P_PREFETCH);
+    h->stage = (int)pget_i(h, STK_P_STAGE);
+    h->workers_n = (int)pget_i(h, STK_P_WORKERS);
+    h->out_dtype = (int)pget_i(h, STK_P_DTYPE);
+    h->out_layout = (int)pget_i(h, STK_P_OUT_LAYOUT);
+    h->dev_id = (int)pget_i(h, STK_P_DEVICE);
+    h->nbuf = (int)pget_i(h, STK_P_DEVICE_BUFFERS);
+    h->seed = (uint64_t)pget_i(h, STK_P_SEED);
+    h->shuffle = (int)pget_i(h, STK_P_SHUFFLE);
+    h->drop_dist = pget_i(h, STK_P_DIST_MODE) == STK_DIST_DROP;
+    h->normalize = h->have_mean || h->have_std;
+    int64_t rank = pget_i(h, STK_P_RANK), world = pget_i(h, STK_P_WORLD_SIZE);
+    if (rank >= world)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_RANK = %lld must be below STK_P_WORLD_SIZE = %lld",
+                        (long long)rank, (long long)world);
+    h->rank = (uint32_t)rank;
+    h->world = (uint32_t)world;
+    stk__plan plan;
+    int rc = stk__plan_init(&plan, h->n, h->seed, 0, h->shuffle, h->rank, h->world, h->drop_dist);
+    if (rc != STK_OK)
+        return stk__err(h->err, rc, "cannot set up the sampler for %llu records, rank %u of %u",
+                        (unsigned long long)h->n, h->rank, h->world);
+    h->per_rank = plan.per_rank;
+    h->drop_last = (int)pget_i(h, STK_P_DROP_LAST);
+    h->bpe = h->drop_last ? h->per_rank / h->bs : (h->per_rank + h->bs - 1) / h->bs;
+    h->epoch_end = h->drop_last ? h->bpe * h->bs : h->per_rank;
+
+    stk__aug_config_default(&h->aug);
+    h->aug.mode = (int)pget_i(h, STK_P_MODE);
+    h->aug.out_h = (int)pget_i(h, STK_P_OUT_HEIGHT);
+    h->aug.out_w = (int)pget_i(h, STK_P_OUT_WIDTH);
+    h->aug.resize = (int)pget_i(h, STK_P_RESIZE);
+    h->aug.flip_prob = pget_d(h, STK_P_FLIP_PROB);
+    h->aug.scale_min = pget_d(h, STK_P_SCALE_MIN);
+    h->aug.scale_max = pget_d(h, STK_P_SCALE_MAX);
+    h->aug.ratio_min = pget_d(h, STK_P_RATIO_MIN);
+    h->aug.ratio_max = pget_d(h, STK_P_RATIO_MAX);
+    h->aug.max_pixels = pget_i(h, STK_P_MAX_PIXELS);
+    h->aug.strict = (int)pget_i(h, STK_P_STRICT);
+    h->aug.dct_scaling = (int)pget_i(h, STK_P_DCT_SCALING);
+    if (h->aug.scale_min > h->aug.scale_max)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_SCALE_MIN = %g is above STK_P_SCALE_MAX = %g",
+                        h->aug.scale_min, h->aug.scale_max);
+    if (h->aug.ratio_min > h->aug.ratio_max)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_RATIO_MIN = %g is above STK_P_RATIO_MAX = %g",
+                        h->aug.ratio_min, h->aug.ratio_max);
+
+    memset(&h->rcfg, 0, sizeof h->rcfg);
+    h->rcfg.backend = (int)pget_i(h, STK_P_IO_BACKEND);
+    h->rcfg.direct = (int)pget_i(h, STK_P_IO_DIRECT);
+    h->rcfg.queue_depth = (int)pget_i(h, STK_P_QUEUE_DEPTH);
+    h->rcfg.inflight_bytes = (size_t)pget_i(h, STK_P_INFLIGHT_BYTES);
+    h->rcfg.verify_crc = (int)pget_i(h, STK_P_VERIFY_CRC);
+    h->rcfg.io_threads = (int)pget_i(h, STK_P_IO_THREADS);
+    h->rcfg.fault_eio_ppm = (uint32_t)pget_i(h, STK_P_FAULT_EIO_PPM);
+    h->rcfg.fault_short_ppm = (uint32_t)pget_i(h, STK_P_FAULT_SHORT_PPM);
+    h->rcfg.fault_delay_ppm = (uint32_t)pget_i(h, STK_P_FAULT_DELAY_PPM);
+    h->rcfg.fault_delay_us = (uint32_t)pget_i(h, STK_P_FAULT_DELAY_US);
+    h->rcfg.fault_seed = (uint64_t)pget_i(h, STK_P_FAULT_SEED);
+    return STK_OK;
+}
+
+/* Try the stager (device path) when a device is asked for and the stage runs that far. */
+static int setup_stager(stk_loader *h)
+{
+    h->device_path = 0;
+    h->fallback_reason = 0;
+    if (h->dev_id < 0 || h->stage != STK_STAGE_FULL)
+        return STK_OK;
+    stk__stager_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.device = h->dev_id;
+    sc.dtype = h->out_dtype;
+    sc.layout = h->out_layout;
+    sc.normalize = h->normalize;
+    memcpy(sc.mean, h->mean, sizeof sc.mean);
+    memcpy(sc.std, h->std, sizeof sc.std);
+    sc.nbuf = h->nbuf;
+    sc.batch_cap = h->bs;
+    sc.h = h->aug.out_h;
+    sc.w = h->aug.out_w;
+    sc.max_device_bytes = (size_t)pget_i(h, STK_P_MAX_DEVICE_BYTES);
+    char err[STK__ERRLEN] = "";
+    int rc = stk__stager_create(&h->stager, &sc, err);
+    if (rc == STK_OK) {
+        h->device_path = 1;
+        return STK_OK;
+    }
+    h->stager = NULL;
+    if (rc == STK_E_UNSUPPORTED || rc == STK_E_NODEVICE) {
+        h->fallback_reason = rc; /* host batches, converted on the CPU */
+        return STK_OK;
+    }
+    return stk__err(h->err, rc, "cannot set up the CUDA stager on device %d: %s", h->dev_id,
+                    *err ? err : stk_strerror(rc));
+}
+
+static int alloc_ring(stk_loader *h)
+{
+    size_t px = (size_t)h->aug.out_h * (size_t)h->aug.out_w * 3;
+    h->out_sample_bytes = px * stk__dtype_size(h->out_dtype);
+    if (h->stage == STK_STAGE_READ)
+        h->host_sample_bytes = 0;
+    else if (h->device_path)
+        h->host_sample_bytes = px; /* uint8 HWC; the stager converts */
+    else
+        h->host_sample_bytes = h->out_sample_bytes;
+    h->direct_out = h->stage != STK_STAGE_READ &&
+                    (h->device_path || (h->out_dtype == STK_DTYPE_UINT8 && h->out_layout == STK_NHWC));
+    size_t page = stk__page_size();
+    size_t slot_bytes = stk__round_up(h->host_sample_bytes * h->bs, page);
+    h->ring_bytes = slot_bytes * h->K;
+    int64_t cap = pget_i(h, STK_P_MAX_PINNED_BYTES);
+    if (cap > 0 && h->ring_bytes > (uint64_t)cap)
+        return stk__err(h->err, STK_E_INVALID,
+                        "the host ring needs %u slots x %zu bytes = %zu bytes, above "
+                        "STK_P_MAX_PINNED_BYTES = %lld (lower STK_P_PREFETCH or STK_P_BATCH_SIZE)",
+                        h->K, slot_bytes, h->ring_bytes, (long long)cap);
+    if (h->ring_bytes) {
+        char err[STK__ERRLEN] = "";
+        int rc = stk__host_alloc(h->ring_bytes, h->device_path ? h->dev_id : -1, (void **)&h->ring_mem,
+                                 &h->ring_pinned, err);
+        if (rc != STK_OK) {
+            h->ring_mem = NULL;
+            return stk__err(h->err, rc, "cannot allocate the host ring (%zu bytes): %s", h->ring_bytes,
+                            *err ? err : stk_strerror(rc));
+        }
+    }
+    h->slots = calloc(h->K, sizeof(*h->slots));
+    if (!h->slots)
+        return stk__err(h->err, STK_E_NOMEM, "out of memory for %u ring slots", h->K);
+    for (uint32_t i = 0; i < h->K; i++) {
+        stk__slot *s = &h->slots[i];
+        if (alloc_meta(h->bs, &s->labels, &s->indices, &s->substituted, &s->payload) != STK_OK)
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
+        s->images = h->ring_mem ? h->ring_mem + (size_t)i * slot_bytes : NULL;
+    }
+    if (h->device_path) {
+        h->devs = calloc((size_t)h->nbuf, sizeof(*h->devs));
+        if (!h->devs)
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for device batch records");
+        for (int i = 0; i < h->nbuf; i++)
+            if (alloc_meta(h->bs, &h->devs[i].labels, &h->devs[i].indices, &h->devs[i].substituted,
+                           &h->devs[i].payload) != STK_OK)
+                return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
+    }
+    h->workers = calloc((size_t)h->workers_n, sizeof(*h->workers));
+    if (!h->workers)
+        return stk__err(h->err, STK_E_NOMEM, "out of memory for %d workers", h->workers_n);
+    for (int i = 0; i < h->workers_n; i++) {
+        stk__worker *w = &h->workers[i];
+        w->h = h;
+        if (h->stage == STK_STAGE_READ)
+            continue;
+        int rc = stk__worker_ctx_create(&w->ctx);
+        if (rc != STK_OK) {
+            w->ctx = NULL;
+            return stk__err(h->err, rc, "cannot create the decoder of worker %d", i);
+        }
+        if (!h->direct_out) {
+            w->scratch = stk__alloc_aligned(64, px);
+            if (!w->scratch)
+                return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
+        }
+    }
+    size_t qcap = (size_t)h->rcfg.queue_depth + 4 * (size_t)h->workers_n;
+    if (stk__queue_init(&h->dq, qcap) != STK_OK)
+        return stk__err(h->err, STK_E_NOMEM, "out of memory for the decode queue");
+    h->dq_ok = 1;
+    return STK_OK;
+}
+
+int stk_loader_start(stk_loader *h)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state == STK__LS_CREATED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_start: open a dataset first");
+    if (h->state == STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_start: already started");
+    int rc = configure(h);
+    if (rc == STK_OK)
+        rc = setup_stager(h);
+    if (rc == STK_OK)
+        rc = alloc_ring(h);
+    if (rc != STK_OK) {
+        free_ring(h);
+        return rc;
+    }
+    stk__loader_stats_reset(h);
+    pthread_mutex_lock(&h->mu);
+    h->failed = 0;
+    h->pipe_status = 0;
+    h->cancel_pending = 0;
+    h->held_host = h->held_dev = 0;
+    pthread_mutex_unlock(&h->mu);
+    rc = stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
+    if (rc != STK_OK) {
+        free_ring(h);
+        return rc;
+    }
+    h->state = STK__LS_STARTED;
+    return STK_OK;
+}
+
+int stk_loader_stop(stk_loader *h)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return STK_OK;
+    stk__loader_halt(h);
+    pthread_mutex_lock(&h->stats_mu);
+    free_ring(h);
+    pthread_mutex_unlock(&h->stats_mu);
+    h->state = STK__LS_OPENED;
+    return STK_OK;
+}
+
+void stk_loader_destroy(stk_loader *h)
+{
+    if (!h)
+        return;
+    stk_loader_stop(h);
+    stk_dataset_destroy(h->ds);
+    pthread_mutex_destroy(&h->mu);
+    pthread_mutex_destroy(&h->stats_mu);
+    pthread_mutex_destroy(&h->err_mu);
+    pthread_cond_destroy(&h->space_cv);
+    pthread_cond_destroy(&h->ready_cv);
+    pthread_cond_destroy(&h->stage_cv);
+    free(h->errs);
+    free(h->pv);
+    free(h);
+}
+
+const char *stk_loader_last_error(const stk_loader *h) { return h ? h->err : "invalid handle"; }
+
+/* ---- consumer ------------------------------------------------------------------------------ */
+
+static void set_pos(stk_loader *h, uint64_t epoch, uint64_t next)
+{
+    h->c_epoch = epoch;
+    h->c_next = next;
+    atomic_store(&h->pos_epoch, epoch);
+    atomic_store(&h->pos_next, next);
+}
+
+/* Fill the public view of a host slot or device buffer. */
+static void fill_batch(stk_loader *h, stk_batch *b, void *owner, uint64_t epoch, uint64_t number,
+                       uint64_t first, uint32_t size, uint32_t bad, void *images, int device,
+                       const int32_t *labels, const uint64_t *indices, const uint8_t *subst,
+                       const uint32_t *payload)
+{
+    memset(b, 0, sizeof(*b));
+    b->epoch = epoch;
+    b->number = number;
+    b->first_sample = first;
+    b->size = size;
+    b->capacity = h->bs;
+    b->dtype = h->out_dtype;
+    b->layout = h->out_layout;
+    b->device = device;
+    b->channels = 3;
+    b->height = (uint32_t)h->aug.out_h;
+    b->width = (uint32_t)h->aug.out_w;
+    b->sample_bytes = h->out_sample_bytes;
+    b->images = h->stage == STK_STAGE_READ ? NULL : images;
+    b->image_bytes = b->images ? (size_t)size * h->out_sample_bytes : 0;
+    b->labels = labels;
+    b->indices = indices;
+    b->substituted = subst;
+    b->payload_bytes = payload;
+    b->bad = bad;
+    b->internal = owner;
+}
+
+/* Is run batch K ready to hand out? (h->mu held) */
+static int batch_ready(const stk_loader *h, uint64_t k)
+{
+    if (h->device_path) {
+        const stk__devbuf *d = &h->devs[k % (uint64_t)h->nbuf];
+        return d->seq == k && d->ready && !d->held;
+    }
+    const stk__slot *s = &h->slots[k % h->K];
+    return s->seq == k && s->done && !s->held;
+}
+
+int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out)
+{
+    if (out)
+        *out = NULL;
+    if (!h || !out)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_next: the loader is not started");
+    pthread_mutex_lock(&h->mu);
+    if (h->cancel_pending) {
+        h->cancel_pending = 0;
+        pthread_mutex_unlock(&h->mu);
+        return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
+    }
+    if (h->failed) {
+        int rc = h->failed;
+        pthread_mutex_unlock(&h->mu);
+        return rc; /* h->err still names the record */
+    }
+    /* end of the epoch: the next batch belongs to a later epoch (or there are none) */
+    uint64_t e, first;
+    uint32_t size;
+    if (h->bpe == 0 && h->c_k >= h->r_nb0) {
+        e = h->c_epoch + 1;
+        first = 0;
+        size = 0;
+    } else {
+        stk__loader_geom(h, h->c_k, &e, &first, &size);
+    }
+    if (e > h->c_epoch) {
+        set_pos(h, h->c_epoch + 1, 0);
+        pthread_mutex_unlock(&h->mu);
+        return STK_END;
+    }
+    uint32_t held = h->device_path ? h->held_dev : h->held_host;
+    uint32_t limit = h->device_path ? (uint32_t)h->nbuf : h->K;
+    if (held >= limit) {
+        pthread_mutex_unlock(&h->mu);
+        return stk__err(h->err, STK_E_STATE,
+                        "stk_loader_next: %u batches are held; release one first (the limit is %u)",
+                        held, limit);
+    }
+    uint64_t k = h->c_k;
+    if (!batch_ready(h, k) && !h->pipe_status) {
+        uint64_t t0 = stk__now_ns();
+        struct timespec dl;
+        if (timeout_ms >= 0)
+            stk__deadline(&dl, timeout_ms);
+        int timed_out = 0;
+        while (!batch_ready(h, k) && !h->pipe_status && !h->cancel_pending) {
+            if (timeout_ms < 0) {
+                pthread_cond_wait(&h->ready_cv, &h->mu);
+            } else if (pthread_cond_timedwait(&h->ready_cv, &h->mu, &dl) == ETIMEDOUT) {
+                timed_out = !batch_ready(h, k);
+                break;
+            }
+        }
+        atomic_fetch_add(&h->wait_ns, stk__now_ns() - t0);
+        if (h->cancel_pending && !batch_ready(h, k)) {
+            h->cancel_pending = 0;
+            pthread_mutex_unlock(&h->mu);
+            return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
+        }
+        if (timed_out && !h->pipe_status) {
+            pthread_mutex_unlock(&h->mu);
+            return STK_TIMEOUT;
+        }
+    }
+    if (!batch_ready(h, k)) { /* fatal pipeline error */
+        int rc = h->pipe_status;
+        stk__err(h->err, rc, "%s", h->pipe_msg);
+        h->failed = rc;
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
+    const stk_batch *b;
+    int fail = 0;
+    if (h->device_path) {
+        stk__devbuf *d = &h->devs[k % (uint64_t)h->nbuf];
+        if (d->fail_status) {
+            fail = d->fail_status;
+            snprintf(h->err, sizeof h->err, "%s", d->fail_msg);
+        } else {
+            char cerr[STK__ERRLEN] = "";
+            int buf = (int)(k % (uint64_t)h->nbuf);
+            int rc = stk__stager_hand_out(h->stager, buf, cuda_stream, cerr);
+            if (rc != STK_OK) {
+                stk__err(h->err, rc, "handing out batch %llu: %s", (unsigned long long)d->number, cerr);
+                h->failed = rc;
+                pthread_mutex_unlock(&h->mu);
+                return rc;
+            }
+            fill_batch(h, &d->batch, d, d->epoch, d->number, d->first, d->size, d->bad,
+                       stk__stager_buffer(h->stager, buf), h->dev_id, d->labels, d->indices,
+                       d->substituted, d->payload);
+            d->held = 1;
+            h->held_dev++;
+            b = &d->batch;
+        }
+    } else {
+        stk__slot *s = &h->slots[k % h->K];
+        if (s->fail_status) {
+            fail = s->fail_status;
+            snprintf(h->err, sizeof h->err, "%s", s->fail_msg);
+        } else {
+            fill_batch(h, &s->batch, s, s->epoch, s->number, s->first, s->size,
+                       atomic_load(&s->bad), s->images, -1, s->labels, s->indices, s->substituted,
+                       s->payload);
+            s->held = 1;
+            h->held_host++;
+            b = &s->batch;
+        }
+    }
+    if (fail) {
+        h->failed = fail;
+        pthread_mutex_unlock(&h->mu);
+        return fail;
+    }
+    h->c_k++;
+    set_pos(h, b->epoch, b->first_sample + b->size);
+    atomic_fetch_add(&h->batches_out, 1);
+    atomic_fetch_add(&h->samples_out, b->size);
+    pthread_mutex_unlock(&h->mu);
+    *out = b;
+    return STK_OK;
+}
+
+int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
+{
+    if (!h || !batch)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_release: the loader is not started");
+    pthread_mutex_lock(&h->mu);
+    int rc = STK_OK;
+    if (h->device_path) {
+        stk__devbuf *d = (stk__devbuf *)batch->internal;
+        ptrdiff_t i = d - h->devs;
+        if (i < 0 || i >= h->nbuf || batch != &d->batch || !d->held) {
+            pthread_mutex_unlock(&h->mu);
+            return stk__err(h->err, STK_E_INVALID, "stk_loader_release: not a batch held from this loader");
+        }
+        char cerr[STK__ERRLEN] = "";
+        rc = stk__stager_release(h->stager, (int)i, cuda_stream, cerr);
+        if (rc != STK_OK)
+            stk__err(h->err, rc, "releasing batch %llu: %s", (unsigned long long)d->number, cerr);
+        d->held = 0;
+        d->ready = 0;
+        d->seq += (uint64_t)h->nbuf;
+        h->held_dev--;
+        pthread_cond_broadcast(&h->stage_cv);
+    } else {
+        stk__slot *s = (stk__slot *)batch->internal;
+        ptrdiff_t i = s - h->slots;
+        if (i < 0 || i >= (ptrdiff_t)h->K || batch != &s->batch || !s->held) {
+            pthread_mutex_unlock(&h->mu);
+            return stk__err(h->err, STK_E_INVALID, "stk_loader_release: not a batch held from this loader");
+        }
+        s->held = 0;
+        s->done = 0;
+        s->started = 0;
+        s->seq += h->K;
+        h->held_host--;
+        pthread_cond_broadcast(&h->space_cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample)
+{
+    if (!h)
+        return STK_E_INVALID;
+    uint64_t e, s;
+    if (h->state == STK__LS_STARTED) {
+        e = atomic_load(&((stk_loader *)h)->pos_epoch);
+        s = atomic_load(&((stk_loader *)h)->pos_next);
+    } else {
+        e = (uint64_t)pget_i(h, STK_P_EPOCH);
+        s = 0;
+    }
+    if (epoch)
+        *epoch = e;
+    if (next_sample)
+        *next_sample = s;
+    return STK_OK;
+}
+
+int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_seek: the loader is not started");
+    if (epoch > (uint64_t)INT64_MAX)
+        return stk__err(h->err, STK_E_RANGE, "stk_loader_seek: epoch %llu is out of range",
+                        (unsigned long long)epoch);
+    if (next_sample > h->epoch_end)
+        return stk__err(h->err, STK_E_RANGE,
+                        "stk_loader_seek: sample %llu is past the end of the epoch (%llu samples)",
+                        (unsigned long long)next_sample, (unsigned long long)h->epoch_end);
+    pthread_mutex_lock(&h->mu);
+    if (h->held_host || h->held_dev) {
+        uint32_t held = h->held_host + h->held_dev;
+        pthread_mutex_unlock(&h->mu);
+        return stk__err(h->err, STK_E_STATE, "stk_loader_seek: %u batches are still held; release them first",
+                        held);
+    }
+    int keep = 0;
+    if (!h->failed && !h->pipe_status && h->running) {
+        if (epoch == h->c_epoch && next_sample == h->c_next) {
+            keep = 1;
+        } else if (epoch == h->c_epoch + 1 && next_sample == 0 && h->c_next == h->epoch_end) {
+            /* the caller moves on without reading STK_END: skip it */
+            set_pos(h, epoch, 0);
+            keep = 1;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (keep)
+        return STK_OK;
+    stk__loader_halt(h);
+    pthread_mutex_lock(&h->mu);
+    h->failed = 0;
+    h->pipe_status = 0;
+    pthread_mutex_unlock(&h->mu);
+    int rc = stk__loader_launch(h, epoch, next_sample);
+    if (rc != STK_OK) {
+        /* nothing runs now: next() keeps returning this error until a seek succeeds */
+        pthread_mutex_lock(&h->mu);
+        h->failed = rc;
+        pthread_mutex_unlock(&h->mu);
+    }
+    return rc;
+}
+
+int stk_loader_set_epoch(stk_loader *h, uint64_t epoch)
+{
+    if (h && h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_set_epoch: the loader is not started");
+    return stk_loader_seek(h, epoch, 0);
+}
+
+int stk_loader_cancel(stk_loader *h)
+{
+    if (!h)
+        return STK_E_INVALID;
+    pthread_mutex_lock(&h->mu);
+    h->cancel_pending = 1;
+    pthread_cond_broadcast(&h->ready_cv);
+    pthread_mutex_unlock(&h->mu);
+    return STK_OK;
+}
+
+/* ---- record errors ------------------------------------------------------------------------- */
+
+uint64_t stk_loader_error_count(const stk_loader *h)
+{
+    if (!h)
+        return 0;
+    stk_loader *m = (stk_loader *)h;
+    pthread_mutex_lock(&m->err_mu);
+    uint64_t n = m->nerrs;
+    pthread_mutex_unlock(&m->err_mu);
+    return n;
+}
+
+int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out)
+{
+    if (!h || !out)
+        return STK_E_INVALID;
+    stk_loader *m = (stk_loader *)h;
+    pthread_mutex_lock(&m->err_mu);
+    int rc = STK_OK;
+    if (i >= m->nerrs || i >= STK__MAX_ERRS || !m->errs)
+        rc = STK_E_RANGE;
+    else
+        *out = m->errs[i];
+    pthread_mutex_unlock(&m->err_mu);
+    return rc;
+}

@@ -1,0 +1,198 @@
+/*
+ * loader_internal.h — the loader's private state, shared by loader.c (public API, consumer side),
+ * loader_pipeline.c (reader WORK/SINK, decode workers, stager thread, launch/halt),
+ * loader_report.c (stats and the one-screen report) and loader_params.c (the parameter table).
+ * Internal.
+ *
+ * Vocabulary
+ *   run         the pipeline between one launch and the next halt. It starts at (r_e0, r_s0)
+ *               and runs on through later epochs without stopping.
+ *   run batch k the k-th batch of the run (k = 0, 1, ...). Epoch r_e0 has r_nb0 batches starting
+ *               at sample r_s0; every later epoch has bpe batches starting at sample 0.
+ *   slot        one of K host batch slots; batch k lives in slot k % K. A slot whose `seq` is k
+ *               is free for (or being filled with, or holding) batch k; releasing it adds K.
+ *   dev buffer  one of nbuf device buffers (stager); device batch k lives in buffer k % nbuf.
+ */
+#ifndef STK_LOADER_INTERNAL_H
+#define STK_LOADER_INTERNAL_H
+
+#include "augment.h"
+#include "common.h"
+#include "dataset.h"
+#include "order.h"
+#include "reader.h"
+#include "stager.h"
+
+/* ---- parameters ---------------------------------------------------------------------------- */
+
+enum { STK__PT_INT = 'I', STK__PT_DOUBLE = 'D', STK__PT_FLOATS = 'F' };
+enum { STK__PW_OPEN = 'O', STK__PW_START = 'S', STK__PW_WRITER = 'W' };
+
+typedef struct stk__param_def {
+    int key;
+    char type;      /* STK__PT_* */
+    char when;      /* STK__PW_*: settable before open / before start; writer keys: not loader */
+    char lo_open;   /* 1: lower bound excluded (lo < value) */
+    const char *name;
+    int64_t ilo, ihi;   /* integer range (STK__PT_INT) */
+    double dlo, dhi;    /* double range (STK__PT_DOUBLE / FLOATS) */
+    int64_t idef;
+    double ddef;
+} stk__param_def;
+
+/* The table (sorted by key) and lookups. */
+extern const stk__param_def stk__param_table[];
+extern const size_t stk__param_count;
+/* Index of KEY in the table, or -1. */
+int stk__param_find(int key);
+
+typedef union stk__pval {
+    int64_t i;
+    double d;
+} stk__pval;
+
+/* ---- ring, device buffers, workers --------------------------------------------------------- */
+
+typedef struct stk__slot {
+    /* guarded by h->mu */
+    uint64_t seq;        /* run batch this slot is for */
+    int started;         /* metadata set by WORK for batch `seq` */
+    int done;            /* every sample written */
+    int held;            /* handed to the consumer (host batches) */
+    int fail_status;     /* strict mode: first bad record's status (lowest sample) */
+    uint32_t fail_i;
+    char fail_msg[STK__ERRLEN];
+    /* set by WORK (under h->mu) before any sample of the batch is handed out */
+    uint64_t epoch, number, first;
+    uint32_t size;
+    _Atomic uint32_t remaining;
+    _Atomic uint32_t bad;
+    /* storage, allocated once at start */
+    uint8_t *images;     /* NULL for STK_STAGE_READ */
+    int32_t *labels;
+    uint64_t *indices;
+    uint8_t *substituted;
+    uint32_t *payload;
+    stk_batch batch;     /* what next() hands out */
+} stk__slot;
+
+typedef struct stk__devbuf {
+    /* guarded by h->mu */
+    uint64_t seq;        /* run batch this buffer is for */
+    int ready, held;
+    int fail_status;
+    char fail_msg[STK__ERRLEN];
+    uint64_t epoch, number, first;
+    uint32_t size, bad;
+    int32_t *labels;
+    uint64_t *indices;
+    uint8_t *substituted;
+    uint32_t *payload;
+    stk_batch batch;
+} stk__devbuf;
+
+typedef struct stk__worker {
+    stk_loader *h;
+    pthread_t th;
+    int running;
+    stk__worker_ctx *ctx;
+    uint8_t *scratch;    /* uint8 HWC sample when the slot needs a conversion */
+    char err[STK__ERRLEN];
+} stk__worker;
+
+/* ---- the loader ---------------------------------------------------------------------------- */
+
+enum { STK__LS_CREATED = 0, STK__LS_OPENED = 1, STK__LS_STARTED = 2 };
+
+struct stk_loader {
+    int state;                   /* STK__LS_*; changed by the consumer thread only */
+    stk__pval *pv;               /* parameter values, indexed like stk__param_table */
+    float mean[3], std[3];
+    int have_mean, have_std;
+    stk_dataset *ds;
+    char err[STK__ERRLEN];       /* last_error (consumer thread) */
+
+    /* fixed at start */
+    uint64_t n;                  /* dataset records */
+    uint64_t per_rank, epoch_end, bpe; /* samples per rank, samples used per epoch, batches per epoch */
+    uint32_t bs, K;
+    int drop_last;
+    int stage, device_path, direct_out, normalize, nbuf, workers_n, out_dtype, out_layout;
+    int dev_id;
+    uint64_t seed;
+    int shuffle, drop_dist;
+    uint32_t rank, world;
+    stk__aug_config aug;
+    stk__reader_config rcfg;
+    size_t host_sample_bytes;    /* bytes per sample in a host slot */
+    size_t out_sample_bytes;     /* bytes per sample handed out */
+    uint8_t *ring_mem;           /* K slots of images */
+    size_t ring_bytes;
+    int ring_pinned;
+    stk__slot *slots;
+    stk__devbuf *devs;
+    stk__worker *workers;
+    stk__stager *stager;
+    int fallback_reason;
+    stk__queue dq;               /* reads waiting for decode */
+    int dq_ok;
+
+    /* the run; guarded by mu */
+    pthread_mutex_t mu;
+    pthread_cond_t space_cv;     /* slots / device buffers freed, halting */
+    pthread_cond_t ready_cv;     /* batch done / device batch ready / cancel / pipeline error */
+    pthread_cond_t stage_cv;     /* stager: host batch done or device buffer released */
+    int halting;
+    _Atomic int halt_flag;       /* mirror of halting, read by workers without the lock */
+    int running;                 /* a run is launched */
+    uint64_t r_e0, r_s0, r_nb0;
+    /* WORK cursor */
+    uint64_t w_k, w_epoch, w_pos, w_bend;
+    stk__plan w_plan;
+    /* consumer cursor */
+    uint64_t c_k, c_epoch, c_next;
+    uint32_t held_host, held_dev;
+    int failed;                  /* sticky strict-mode failure status, 0 = none */
+    int pipe_status;             /* fatal pipeline error (stager), 0 = none */
+    char pipe_msg[STK__ERRLEN];
+    int cancel_pending;
+    /* threads */
+    stk__reader *reader;
+    pthread_t stager_th;
+    int stager_running;
+    int reader_started;
+
+    /* telemetry */
+    pthread_mutex_t stats_mu;    /* guards the reader pointer for snapshots and the accumulators */
+    stk__stage_clock dec_clock, stg_clock;
+    stk_stage_stats read_acc;    /* counters of readers already destroyed (earlier runs) */
+    uint64_t read_disk_acc;
+    uint32_t inflight_max_acc;
+    stk__reader_info last_rinfo; /* info of the latest reader (kept after it is destroyed) */
+    int have_rinfo;
+    double t_start, cpu_u0, cpu_s0;
+    _Atomic uint64_t wait_ns, batches_out, samples_out;
+    _Atomic uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
+    _Atomic uint64_t pos_epoch, pos_next; /* tell(), readable from any thread */
+
+    /* record errors */
+    pthread_mutex_t err_mu;
+    stk_record_error *errs;      /* first STK__MAX_ERRS, allocated at the first error */
+    uint64_t nerrs;
+};
+
+#define STK__MAX_ERRS 1024
+
+/* loader_pipeline.c */
+int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample);
+void stk__loader_halt(stk_loader *h);
+/* run batch K -> epoch, first sample, size (h->bpe > 0 or K < r_nb0) */
+void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size);
+/* record a bad record in the error list */
+void stk__loader_add_error(stk_loader *h, uint64_t index, uint64_t epoch, int status, int sys_errno,
+                           const char *reason);
+
+/* loader_report.c */
+void stk__loader_stats_reset(stk_loader *h);
+
+#endif

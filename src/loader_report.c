@@ -1,0 +1,274 @@
+/*
+ * loader_report.c — stats snapshots and the one-screen report.
+ *
+ * Where the time goes (DESIGN.md, "Telemetry"): every stage counts busy, starved (waiting for
+ * input) and blocked (waiting for space downstream) seconds, summed over its threads. The reader
+ * keeps its own clock (its blocked time is the time WORK waited for a free ring slot); the
+ * decode workers count busy time per sample and starved time waiting on the decode queue; the
+ * stager thread counts busy time in the copy, starved time waiting for a done host batch and
+ * blocked time waiting for the consumer to release a device buffer. wait_s is the time the
+ * consumer spent blocked in stk_loader_next: the GPU waiting for data.
+ *
+ * The verdict: if the consumer waited under 5% of the wall time, the loader keeps up. Otherwise
+ * the stage that limits is the one whose threads are busiest relative to how long they starve:
+ * decode workers busy more than starved → decode-bound; decode starved while the reader is not
+ * blocked → storage-bound; a stager busy most of the time → transfer-bound.
+ */
+#include "loader_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void stk__loader_stats_reset(stk_loader *h)
+{
+    pthread_mutex_lock(&h->stats_mu);
+    stk__stage_clock *cs[2] = {&h->dec_clock, &h->stg_clock};
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&cs[i]->busy_ns, 0);
+        atomic_store(&cs[i]->starved_ns, 0);
+        atomic_store(&cs[i]->blocked_ns, 0);
+        atomic_store(&cs[i]->items, 0);
+        atomic_store(&cs[i]->bytes, 0);
+        atomic_store(&cs[i]->errors, 0);
+        atomic_store(&cs[i]->threads, 0);
+    }
+    memset(&h->read_acc, 0, sizeof h->read_acc);
+    h->read_disk_acc = 0;
+    h->inflight_max_acc = 0;
+    h->have_rinfo = 0;
+    memset(&h->last_rinfo, 0, sizeof h->last_rinfo);
+    h->t_start = stk__now();
+    stk__cpu_times(&h->cpu_u0, &h->cpu_s0);
+    atomic_store(&h->wait_ns, 0);
+    atomic_store(&h->batches_out, 0);
+    atomic_store(&h->samples_out, 0);
+    atomic_store(&h->crc_errors, 0);
+    atomic_store(&h->io_errors, 0);
+    atomic_store(&h->decode_errors, 0);
+    atomic_store(&h->substituted, 0);
+    atomic_store(&h->decode_warnings, 0);
+    pthread_mutex_unlock(&h->stats_mu);
+}
+
+int stk_loader_stats(stk_loader *h, stk_stats *out)
+{
+    if (!h || !out)
+        return STK_E_INVALID;
+    memset(out, 0, sizeof(*out));
+    out->device = -1;
+    out->io_backend = -1;
+    pthread_mutex_lock(&h->stats_mu);
+    if (h->t_start == 0.0) {
+        pthread_mutex_unlock(&h->stats_mu);
+        return STK_OK; /* never started: all zero */
+    }
+    out->read = h->read_acc;
+    uint64_t disk = h->read_disk_acc;
+    uint32_t inflight_max = h->inflight_max_acc;
+    stk__reader_info info = h->last_rinfo;
+    int have_info = h->have_rinfo;
+    if (h->reader) {
+        stk_stage_stats rs;
+        stk__clock_snapshot(stk__reader_clock(h->reader), &rs);
+        out->read.busy_s += rs.busy_s;
+        out->read.starved_s += rs.starved_s;
+        out->read.blocked_s += rs.blocked_s;
+        out->read.items += rs.items;
+        out->read.bytes += rs.bytes;
+        out->read.errors += rs.errors;
+        out->read.threads = rs.threads;
+        stk__reader_get_info(h->reader, &info);
+        have_info = 1;
+        disk += info.disk_bytes;
+        if (info.inflight_max > inflight_max)
+            inflight_max = info.inflight_max;
+    }
+    stk__clock_snapshot(&h->dec_clock, &out->decode);
+    stk__clock_snapshot(&h->stg_clock, &out->stager);
+    if (h->stager) {
+        stk__stager_stats ss;
+        stk__stager_get_stats(h->stager, &ss);
+        out->h2d_bytes = ss.h2d_bytes;
+        out->h2d_s = ss.h2d_s;
+        out->convert_s = ss.convert_s;
+        out->release_wait_s = ss.release_wait_s;
+        out->device_bytes = ss.device_bytes;
+    }
+    if (have_info) {
+        out->io_backend = info.backend;
+        out->io_direct = info.direct;
+        out->inflight_now = info.inflight_now;
+        snprintf(out->io_backend_note, sizeof out->io_backend_note, "%s", info.note);
+        out->reader_pool_bytes = info.pool_bytes;
+    }
+    out->inflight_max = inflight_max;
+    out->disk_bytes = disk;
+    out->bytes_read = out->read.bytes;
+    out->host_ring_bytes = h->ring_bytes;
+    out->pinned_bytes = h->ring_pinned ? h->ring_bytes : 0;
+    out->device = h->device_path ? h->dev_id : -1;
+    out->fallback_reason = h->fallback_reason;
+    if (!out->fallback_reason && have_info)
+        out->fallback_reason = info.fallback_reason;
+    out->wall_s = stk__now() - h->t_start;
+    double u, s;
+    stk__cpu_times(&u, &s);
+    out->cpu_user_s = u - h->cpu_u0;
+    out->cpu_sys_s = s - h->cpu_s0;
+    out->samples_per_epoch = h->epoch_end;
+    out->batches_per_epoch = h->bpe;
+    pthread_mutex_unlock(&h->stats_mu);
+
+    out->wait_s = (double)atomic_load(&h->wait_ns) * 1e-9;
+    out->batches = atomic_load(&h->batches_out);
+    out->samples = atomic_load(&h->samples_out);
+    out->epoch = atomic_load(&h->pos_epoch);
+    out->next_sample = atomic_load(&h->pos_next);
+    out->crc_errors = atomic_load(&h->crc_errors);
+    out->io_errors = atomic_load(&h->io_errors);
+    out->decode_errors = atomic_load(&h->decode_errors);
+    out->substituted = atomic_load(&h->substituted);
+    out->decode_warnings = atomic_load(&h->decode_warnings);
+    return STK_OK;
+}
+
+/* snprintf into a buffer that may be too small, counting what it would need. */
+typedef struct rbuf {
+    char *p;
+    size_t cap, len;
+} rbuf;
+
+__attribute__((format(printf, 2, 3))) static void rb_printf(rbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = b->len < b->cap ? b->p + b->len : NULL;
+    size_t room = b->len < b->cap ? b->cap - b->len : 0;
+    int n = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        b->len += (size_t)n;
+}
+
+static double frac(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
+
+static void stage_row(rbuf *b, const char *name, const stk_stage_stats *s, double wall)
+{
+    double t = wall * (s->threads ? s->threads : 1);
+    rb_printf(b, "  %-8s %7u %6.1f%% %7.1f%% %7.1f%% %10llu %9.1f %7llu\n", name, s->threads,
+              100.0 * frac(s->busy_s, t), 100.0 * frac(s->starved_s, t), 100.0 * frac(s->blocked_s, t),
+              (unsigned long long)s->items, (double)s->bytes / 1e6, (unsigned long long)s->errors);
+}
+
+static const char *backend_name(int b)
+{
+    switch (b) {
+    case STK_IO_URING:
+        return "io_uring";
+    case STK_IO_PREAD:
+        return "pread pool";
+    case STK_IO_MMAP:
+        return "mmap (mdb_get)";
+    default:
+        return "-";
+    }
+}
+
+static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
+{
+    double wall = st->wall_s;
+    if (st->batches == 0 || wall <= 0) {
+        rb_printf(b, "verdict: no batches delivered yet\n");
+        return;
+    }
+    double wait = frac(st->wait_s, wall);
+    uint32_t T = st->decode.threads ? st->decode.threads : 1;
+    double dbusy = frac(st->decode.busy_s, wall * T), dstarve = frac(st->decode.starved_s, wall * T);
+    uint32_t RT = st->read.threads ? st->read.threads : 1;
+    double rbusy = frac(st->read.busy_s, wall * RT), rblock = frac(st->read.blocked_s, wall * RT);
+    double sbusy = frac(st->stager.busy_s, wall);
+    if (wait < 0.05) {
+        rb_printf(b, "verdict: the loader keeps up: the consumer waited %.1f%% of the time\n", 100.0 * wait);
+        return;
+    }
+    if (st->stager.threads && sbusy > 0.7 && sbusy > dbusy) {
+        rb_printf(b, "verdict: transfer-bound: the stager copied %.0f%% of the time (%.2f GB/s) — use "
+                     "uint8 output and convert on the GPU, or a faster PCIe link\n",
+                  100.0 * sbusy, st->h2d_s > 0 ? (double)st->h2d_bytes / st->h2d_s / 1e9 : 0.0);
+        return;
+    }
+    if (h->stage == STK_STAGE_READ || dstarve > dbusy) {
+        rb_printf(b,
+                  "verdict: storage-bound: reader busy %.0f%%, blocked %.0f%%; decode workers starved "
+                  "%.0f%% — pack into shards / use O_DIRECT / raise STK_P_QUEUE_DEPTH (now %d)\n",
+                  100.0 * rbusy, 100.0 * rblock, 100.0 * dstarve, h->rcfg.queue_depth);
+        return;
+    }
+    int cpus = stk__online_cpus();
+    if ((int)T < cpus)
+        rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — raise STK_P_WORKERS (%d cores "
+                     "online), or pack at a smaller stored resolution\n",
+                  T, T, 100.0 * dbusy, cpus);
+    else
+        rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — more cores, or pack at a "
+                     "smaller stored resolution\n",
+                  T, T, 100.0 * dbusy);
+}
+
+size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
+{
+    rbuf b = {buf, cap, 0};
+    if (buf && cap)
+        buf[0] = '\0';
+    if (!h) {
+        rb_printf(&b, "stoker loader: invalid handle\n");
+        return b.len;
+    }
+    stk_stats st;
+    stk_loader_stats(h, &st);
+    double wall = st.wall_s;
+    rb_printf(&b, "stoker loader: %.2f s, %llu batches, %llu samples (%.0f samples/s); at epoch %llu sample "
+                  "%llu of %llu\n",
+              wall, (unsigned long long)st.batches, (unsigned long long)st.samples,
+              frac((double)st.samples, wall), (unsigned long long)st.epoch,
+              (unsigned long long)st.next_sample, (unsigned long long)st.samples_per_epoch);
+    rb_printf(&b, "  %-8s %7s %7s %8s %8s %10s %9s %7s\n", "stage", "threads", "busy", "starved",
+              "blocked", "items", "MB", "errors");
+    stage_row(&b, "read", &st.read, wall);
+    stage_row(&b, "decode", &st.decode, wall);
+    if (st.stager.threads)
+        stage_row(&b, "stager", &st.stager, wall);
+    rb_printf(&b, "  consumer waited %.3f s in next() (%.1f%% of the time); CPU %.2f s user + %.2f s sys "
+                  "(%.2f cores)\n",
+              st.wait_s, 100.0 * frac(st.wait_s, wall), st.cpu_user_s, st.cpu_sys_s,
+              frac(st.cpu_user_s + st.cpu_sys_s, wall));
+    rb_printf(&b, "  reader: %s%s%s; %.1f MB payload, %.1f MB from storage, %u in flight max\n",
+              backend_name(st.io_backend), st.io_backend_note[0] ? " — " : "", st.io_backend_note,
+              (double)st.bytes_read / 1e6, (double)st.disk_bytes / 1e6, st.inflight_max);
+    rb_printf(&b, "  memory: host ring %.1f MiB (%s), reader pool %.1f MiB, device %.1f MiB\n",
+              (double)st.host_ring_bytes / 1048576.0, st.pinned_bytes ? "pinned" : "pageable",
+              (double)st.reader_pool_bytes / 1048576.0, (double)st.device_bytes / 1048576.0);
+    if (st.device >= 0)
+        rb_printf(&b, "  device %d: %.1f MB copied in %.3f s, convert %.3f s, waited %.3f s for releases\n",
+                  st.device, (double)st.h2d_bytes / 1e6, st.h2d_s, st.convert_s, st.release_wait_s);
+    else if (st.fallback_reason)
+        rb_printf(&b, "  host batches: %s (%s)\n", stk_strerror(st.fallback_reason),
+                  stk_status_name(st.fallback_reason));
+    uint64_t nerr = stk_loader_error_count(h);
+    rb_printf(&b, "  bad records: %llu (crc %llu, read %llu, decode %llu; substituted %llu); libjpeg "
+                  "warnings %llu\n",
+              (unsigned long long)nerr, (unsigned long long)st.crc_errors, (unsigned long long)st.io_errors,
+              (unsigned long long)st.decode_errors, (unsigned long long)st.substituted,
+              (unsigned long long)st.decode_warnings);
+    for (uint64_t i = 0; i < nerr && i < 3; i++) {
+        stk_record_error e;
+        if (stk_loader_error_get(h, i, &e) == STK_OK)
+            rb_printf(&b, "    %s (index %llu, epoch %llu): %s\n", e.where, (unsigned long long)e.index,
+                      (unsigned long long)e.epoch, e.reason);
+    }
+    if (nerr > 3)
+        rb_printf(&b, "    ... %llu more (stk_loader_error_get)\n", (unsigned long long)(nerr - 3));
+    verdict(&b, h, &st);
+    return b.len;
+}

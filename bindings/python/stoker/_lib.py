@@ -1,0 +1,495 @@
+"""ctypes declarations of libstoker's public API (include/stoker.h) and the library search.
+
+Nothing here is compiled: every struct below mirrors the C header field by field (the test
+tests/python/test_binding_abi.py compiles a small C program and compares sizes and offsets).
+
+The library is looked up in this order; the first that loads wins:
+
+1. ``$STOKER_LIBRARY`` (a path to ``libstoker.so``; if it is set and fails to load, that is an
+   error — no silent fallback to another copy);
+2. next to this package (``stoker/libstoker.so.0`` or ``stoker/libstoker.so``);
+3. the install prefix: ``cmake --install`` puts this package into
+   ``<prefix>/lib/python3/dist-packages/stoker``, so ``<prefix>/lib`` (also
+   ``<prefix>/lib/<multiarch>`` and ``<prefix>/lib64``) is searched;
+4. the system loader path (``ctypes.util.find_library("stoker")``, then ``libstoker.so.0``).
+
+The library's ``stk_version()`` must have this package's major and minor version, else
+:class:`ImportError` is raised naming both versions and the file that was loaded.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import sys
+import sysconfig
+import threading
+
+# The header version this binding was written against (STK_VERSION_MAJOR / MINOR).
+EXPECTED_MAJOR = 0
+EXPECTED_MINOR = 1
+
+c_int = ctypes.c_int
+c_uint = ctypes.c_uint
+c_int32 = ctypes.c_int32
+c_uint8 = ctypes.c_uint8
+c_uint32 = ctypes.c_uint32
+c_int64 = ctypes.c_int64
+c_uint64 = ctypes.c_uint64
+c_double = ctypes.c_double
+c_float = ctypes.c_float
+c_size_t = ctypes.c_size_t
+c_char_p = ctypes.c_char_p
+c_void_p = ctypes.c_void_p
+POINTER = ctypes.POINTER
+
+# ---- status codes (STK_STATUS_LIST) ------------------------------------------------------------
+STK_OK = 0
+STK_END = 1
+STK_TIMEOUT = 2
+STK_E_INVALID = -1001
+STK_E_STATE = -1002
+STK_E_NOMEM = -1003
+STK_E_FORMAT = -1004
+STK_E_CORRUPT = -1005
+STK_E_CRC = -1006
+STK_E_DECODE = -1007
+STK_E_NOT_JPEG = -1008
+STK_E_TOO_LARGE = -1009
+STK_E_EMPTY = -1010
+STK_E_EXISTS = -1011
+STK_E_RANGE = -1012
+STK_E_LMDB = -1013
+STK_E_CUDA = -1014
+STK_E_NODEVICE = -1015
+STK_E_UNSUPPORTED = -1016
+STK_E_CHANGED = -1017
+STK_E_INCOMPLETE = -1018
+STK_E_CANCELLED = -1019
+STK_E_IO = -1020
+STK_E_TRUNCATED = -1021
+STK_E_BADPARAM = -1022
+STK_E_EMPTYSET = -1023
+
+# ---- parameters (stk_param) --------------------------------------------------------------------
+P_LAYOUT = 1
+P_FOREIGN_LABEL = 2
+P_ALLOW_INCOMPLETE = 3
+P_IO_BACKEND = 100
+P_IO_DIRECT = 101
+P_QUEUE_DEPTH = 102
+P_INFLIGHT_BYTES = 103
+P_VERIFY_CRC = 104
+P_IO_THREADS = 105
+P_SHUFFLE = 110
+P_SEED = 111
+P_EPOCH = 112
+P_RANK = 113
+P_WORLD_SIZE = 114
+P_DIST_MODE = 115
+P_FAULT_EIO_PPM = 120
+P_FAULT_SHORT_PPM = 121
+P_FAULT_DELAY_PPM = 122
+P_FAULT_DELAY_US = 123
+P_FAULT_SEED = 124
+P_WORKERS = 200
+P_MODE = 201
+P_OUT_HEIGHT = 202
+P_OUT_WIDTH = 203
+P_RESIZE = 204
+P_FLIP_PROB = 205
+P_SCALE_MIN = 206
+P_SCALE_MAX = 207
+P_RATIO_MIN = 208
+P_RATIO_MAX = 209
+P_MAX_PIXELS = 210
+P_STRICT = 211
+P_DCT_SCALING = 212
+P_BATCH_SIZE = 300
+P_DROP_LAST = 301
+P_PREFETCH = 302
+P_DEVICE = 303
+P_DTYPE = 304
+P_OUT_LAYOUT = 305
+P_DEVICE_BUFFERS = 306
+P_MAX_PINNED_BYTES = 307
+P_MAX_DEVICE_BYTES = 308
+P_STAGE = 309
+P_MEAN = 310
+P_STD = 311
+
+# keys of type D (stk_loader_set_double); every other numeric key is type I
+DOUBLE_PARAMS = frozenset({P_FLIP_PROB, P_SCALE_MIN, P_SCALE_MAX, P_RATIO_MIN, P_RATIO_MAX})
+
+LAYOUT_AUTO, LAYOUT_SHARDS, LAYOUT_FILES, LAYOUT_LMDB = 0, 1, 2, 3
+LAYOUT_NAMES = {LAYOUT_AUTO: "auto", LAYOUT_SHARDS: "shards", LAYOUT_FILES: "files",
+                LAYOUT_LMDB: "lmdb"}
+IO_AUTO, IO_URING, IO_PREAD, IO_MMAP = 0, 1, 2, 3
+IO_NAMES = {IO_AUTO: "auto", IO_URING: "io_uring", IO_PREAD: "pread", IO_MMAP: "mmap"}
+DIST_PAD, DIST_DROP = 0, 1
+MODE_TRAIN, MODE_EVAL = 0, 1
+DTYPE_UINT8, DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32 = 0, 1, 2, 3
+NCHW, NHWC = 0, 1
+STAGE_READ, STAGE_DECODE, STAGE_FULL = 0, 1, 2
+FEATURE_URING, FEATURE_CUDA = 1, 2
+W_SHARD_BYTES = 1000
+W_FORCE = 1001
+
+
+# ---- structs -----------------------------------------------------------------------------------
+class DatasetInfo(ctypes.Structure):
+    _fields_ = [
+        ("layout", c_int),
+        ("format_version", c_int),
+        ("shards", c_uint32),
+        ("classes", c_uint32),
+        ("records", c_uint64),
+        ("payload_bytes", c_uint64),
+        ("file_bytes", c_uint64),
+        ("max_record_bytes", c_uint32),
+        ("reserved", c_uint32 * 7),
+    ]
+
+
+class RecordInfo(ctypes.Structure):
+    _fields_ = [
+        ("index", c_uint64),
+        ("shard", c_uint32),
+        ("length", c_uint32),
+        ("key", c_uint64),
+        ("offset", c_uint64),
+        ("label", c_int32),
+        ("crc32c", c_uint32),
+        ("has_crc", c_int),
+        ("reserved", c_int),
+    ]
+
+
+class PackProgress(ctypes.Structure):
+    _fields_ = [
+        ("files_total", c_uint64),
+        ("files_done", c_uint64),
+        ("records_written", c_uint64),
+        ("skipped", c_uint64),
+        ("bytes_total", c_uint64),
+        ("bytes_done", c_uint64),
+        ("elapsed_s", c_double),
+    ]
+
+
+PackProgressFn = ctypes.CFUNCTYPE(None, POINTER(PackProgress), c_void_p)
+
+
+class PackOptions(ctypes.Structure):
+    _fields_ = [
+        ("shard_bytes", c_uint64),
+        ("threads", c_int),
+        ("strict", c_int),
+        ("force", c_int),
+        ("progress", PackProgressFn),
+        ("progress_user", c_void_p),
+        ("error", c_void_p),
+        ("error_cap", c_size_t),
+    ]
+
+
+class PackResult(ctypes.Structure):
+    _fields_ = [
+        ("records", c_uint64),
+        ("skipped", c_uint64),
+        ("shards", c_uint64),
+        ("classes", c_uint64),
+        ("payload_bytes", c_uint64),
+        ("resumed_records", c_uint64),
+        ("elapsed_s", c_double),
+    ]
+
+
+class DecodeArgs(ctypes.Structure):
+    _fields_ = [
+        ("crop_x", c_int),
+        ("crop_y", c_int),
+        ("crop_w", c_int),
+        ("crop_h", c_int),
+        ("scale_num", c_int),
+        ("max_pixels", c_int64),
+        ("strict", c_int),
+    ]
+
+
+class Batch(ctypes.Structure):
+    _fields_ = [
+        ("epoch", c_uint64),
+        ("number", c_uint64),
+        ("first_sample", c_uint64),
+        ("size", c_uint32),
+        ("capacity", c_uint32),
+        ("dtype", c_int),
+        ("layout", c_int),
+        ("device", c_int),
+        ("channels", c_uint32),
+        ("height", c_uint32),
+        ("width", c_uint32),
+        ("images", c_void_p),
+        ("image_bytes", c_size_t),
+        ("sample_bytes", c_size_t),
+        ("labels", POINTER(c_int32)),
+        ("indices", POINTER(c_uint64)),
+        ("substituted", POINTER(c_uint8)),
+        ("payload_bytes", POINTER(c_uint32)),
+        ("bad", c_uint32),
+        ("reserved", c_uint32),
+        ("internal", c_void_p),
+    ]
+
+
+class StageStats(ctypes.Structure):
+    _fields_ = [
+        ("busy_s", c_double),
+        ("starved_s", c_double),
+        ("blocked_s", c_double),
+        ("items", c_uint64),
+        ("bytes", c_uint64),
+        ("errors", c_uint64),
+        ("threads", c_uint32),
+        ("reserved", c_uint32),
+    ]
+
+
+class Stats(ctypes.Structure):
+    _fields_ = [
+        ("read", StageStats),
+        ("decode", StageStats),
+        ("stager", StageStats),
+        ("wall_s", c_double),
+        ("wait_s", c_double),
+        ("cpu_user_s", c_double),
+        ("cpu_sys_s", c_double),
+        ("batches", c_uint64),
+        ("samples", c_uint64),
+        ("epoch", c_uint64),
+        ("next_sample", c_uint64),
+        ("samples_per_epoch", c_uint64),
+        ("batches_per_epoch", c_uint64),
+        ("io_backend", c_int),
+        ("io_direct", c_int),
+        ("inflight_now", c_uint32),
+        ("inflight_max", c_uint32),
+        ("bytes_read", c_uint64),
+        ("disk_bytes", c_uint64),
+        ("crc_errors", c_uint64),
+        ("io_errors", c_uint64),
+        ("decode_errors", c_uint64),
+        ("substituted", c_uint64),
+        ("decode_warnings", c_uint64),
+        ("h2d_bytes", c_uint64),
+        ("h2d_s", c_double),
+        ("convert_s", c_double),
+        ("release_wait_s", c_double),
+        ("host_ring_bytes", c_uint64),
+        ("pinned_bytes", c_uint64),
+        ("device_bytes", c_uint64),
+        ("reader_pool_bytes", c_uint64),
+        ("device", c_int),
+        ("fallback_reason", c_int),
+        ("io_backend_note", ctypes.c_char * 96),
+        ("reserved", c_uint64 * 8),
+    ]
+
+
+class RecordError(ctypes.Structure):
+    _fields_ = [
+        ("index", c_uint64),
+        ("epoch", c_uint64),
+        ("status", c_int),
+        ("sys_errno", c_int),
+        ("where", ctypes.c_char * 256),
+        ("reason", ctypes.c_char * 256),
+    ]
+
+
+# (name, restype, argtypes)
+_PROTOTYPES = [
+    ("stk_version", c_uint, []),
+    ("stk_version_string", c_char_p, []),
+    ("stk_has_feature", c_int, [c_int]),
+    ("stk_cuda_device_count", c_int, []),
+    ("stk_strerror", c_char_p, [c_int]),
+    ("stk_status_name", c_char_p, [c_int]),
+    ("stk_param_bounds", c_int, [c_int, POINTER(c_double), POINTER(c_double)]),
+    # dataset
+    ("stk_dataset_create", c_int, [POINTER(c_void_p)]),
+    ("stk_dataset_set", c_int, [c_void_p, c_int, c_int64]),
+    ("stk_dataset_open", c_int, [c_void_p, c_char_p]),
+    ("stk_dataset_destroy", None, [c_void_p]),
+    ("stk_dataset_last_error", c_char_p, [c_void_p]),
+    ("stk_dataset_info_get", c_int, [c_void_p, POINTER(DatasetInfo)]),
+    ("stk_dataset_count", c_uint64, [c_void_p]),
+    ("stk_dataset_class_name", c_char_p, [c_void_p, c_uint32]),
+    ("stk_dataset_shard_path", c_char_p, [c_void_p, c_uint32]),
+    ("stk_dataset_record", c_int, [c_void_p, c_uint64, POINTER(RecordInfo)]),
+    ("stk_dataset_read", c_int,
+     [c_void_p, c_uint64, c_void_p, c_size_t, POINTER(c_size_t), POINTER(RecordInfo)]),
+    ("stk_dataset_record_name", c_int, [c_void_p, c_uint64, c_void_p, c_size_t]),
+    # writer
+    ("stk_writer_create", c_int, [POINTER(c_void_p)]),
+    ("stk_writer_set", c_int, [c_void_p, c_int, c_int64]),
+    ("stk_writer_set_classes", c_int, [c_void_p, POINTER(c_char_p), c_size_t]),
+    ("stk_writer_open", c_int, [c_void_p, c_char_p]),
+    ("stk_writer_add", c_int, [c_void_p, c_void_p, c_size_t, c_int32, c_char_p]),
+    ("stk_writer_finish", c_int, [c_void_p]),
+    ("stk_writer_destroy", None, [c_void_p]),
+    ("stk_writer_last_error", c_char_p, [c_void_p]),
+    # pack
+    ("stk_pack", c_int, [c_char_p, c_char_p, POINTER(PackOptions), POINTER(PackResult)]),
+    # decode
+    ("stk_decoder_create", c_int, [POINTER(c_void_p)]),
+    ("stk_decoder_destroy", None, [c_void_p]),
+    ("stk_decoder_last_error", c_char_p, [c_void_p]),
+    ("stk_image_info", c_int, [c_void_p, c_size_t, POINTER(c_int), POINTER(c_int), POINTER(c_int)]),
+    ("stk_decode", c_int,
+     [c_void_p, c_void_p, c_size_t, POINTER(DecodeArgs), c_void_p, c_size_t, POINTER(c_int),
+      POINTER(c_int), POINTER(c_int)]),
+    # loader
+    ("stk_loader_create", c_int, [POINTER(c_void_p)]),
+    ("stk_loader_set", c_int, [c_void_p, c_int, c_int64]),
+    ("stk_loader_set_double", c_int, [c_void_p, c_int, c_double]),
+    ("stk_loader_set_floats", c_int, [c_void_p, c_int, POINTER(c_float), c_size_t]),
+    ("stk_loader_get", c_int, [c_void_p, c_int, POINTER(c_double)]),
+    ("stk_loader_open", c_int, [c_void_p, c_char_p]),
+    ("stk_loader_samples_per_epoch", c_uint64, [c_void_p]),
+    ("stk_loader_batches_per_epoch", c_uint64, [c_void_p]),
+    ("stk_loader_dataset", c_void_p, [c_void_p]),
+    ("stk_loader_start", c_int, [c_void_p]),
+    # the batch pointer travels as a plain address (the binding keeps it in a c_void_p slot)
+    ("stk_loader_next", c_int, [c_void_p, c_void_p, c_int, c_void_p]),
+    ("stk_loader_release", c_int, [c_void_p, c_void_p, c_void_p]),
+    ("stk_loader_set_epoch", c_int, [c_void_p, c_uint64]),
+    ("stk_loader_tell", c_int, [c_void_p, POINTER(c_uint64), POINTER(c_uint64)]),
+    ("stk_loader_seek", c_int, [c_void_p, c_uint64, c_uint64]),
+    ("stk_loader_cancel", c_int, [c_void_p]),
+    ("stk_loader_stop", c_int, [c_void_p]),
+    ("stk_loader_destroy", None, [c_void_p]),
+    ("stk_loader_last_error", c_char_p, [c_void_p]),
+    ("stk_loader_stats", c_int, [c_void_p, POINTER(Stats)]),
+    ("stk_loader_report", c_size_t, [c_void_p, c_void_p, c_size_t]),
+    ("stk_loader_error_count", c_uint64, [c_void_p]),
+    ("stk_loader_error_get", c_int, [c_void_p, c_uint64, POINTER(RecordError)]),
+]
+
+
+class _Lib:
+    """The loaded library: ``lib.stk_xxx`` are the C functions, ``lib.path`` the file loaded."""
+
+    def __init__(self, cdll, path):
+        self._cdll = cdll
+        self.path = path
+        self.missing = []
+        for name, restype, argtypes in _PROTOTYPES:
+            try:
+                fn = getattr(cdll, name)
+            except AttributeError:
+                # A symbol the library does not export (yet): calling it raises a clear error.
+                self.missing.append(name)
+                setattr(self, name, _missing_symbol(name, path))
+                continue
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
+
+
+def _missing_symbol(name, path):
+    def call(*_args, **_kw):
+        raise NotImplementedError("libstoker at %s does not export %s()" % (path, name))
+    call.__name__ = name
+    return call
+
+
+def _candidates():
+    here = os.path.dirname(os.path.abspath(__file__))
+    names = ("libstoker.so.0", "libstoker.so")
+    out = [os.path.join(here, n) for n in names]
+    # <prefix>/lib/python3/dist-packages/stoker -> <prefix>/lib
+    libdir = os.path.normpath(os.path.join(here, os.pardir, os.pardir, os.pardir))
+    prefix = os.path.dirname(libdir)
+    multiarch = sysconfig.get_config_var("MULTIARCH") or "x86_64-linux-gnu"
+    for d in (libdir, os.path.join(libdir, multiarch), os.path.join(prefix, "lib64")):
+        out.extend(os.path.join(d, n) for n in names)
+    return out
+
+
+def _load():
+    env = os.environ.get("STOKER_LIBRARY")
+    if env:
+        try:
+            return ctypes.CDLL(env), env
+        except OSError as e:
+            raise ImportError("stoker: cannot load STOKER_LIBRARY=%s: %s" % (env, e)) from None
+    tried = []
+    for path in _candidates():
+        if os.path.exists(path):
+            try:
+                return ctypes.CDLL(path), path
+            except OSError as e:
+                tried.append("%s (%s)" % (path, e))
+    for name in (ctypes.util.find_library("stoker"), "libstoker.so.0", "libstoker.so"):
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name), name
+        except OSError as e:
+            tried.append("%s (%s)" % (name, e))
+    raise ImportError(
+        "stoker: libstoker not found. Set STOKER_LIBRARY=/path/to/libstoker.so, or install the "
+        "library (cmake --install build --prefix P) so that it lies in P/lib next to "
+        "P/lib/python3/dist-packages/stoker, or on the system loader path. Tried: "
+        + ("; ".join(tried) if tried else "(no candidate file existed)"))
+
+
+def _check_version(lib):
+    v = int(lib.stk_version())
+    major, minor, patch = v // 10000, (v // 100) % 100, v % 100
+    if (major, minor) != (EXPECTED_MAJOR, EXPECTED_MINOR):
+        raise ImportError(
+            "stoker: version mismatch: the Python package expects libstoker %d.%d.x but %s is "
+            "%d.%d.%d; install matching versions (or point STOKER_LIBRARY at the right file)"
+            % (EXPECTED_MAJOR, EXPECTED_MINOR, lib.path, major, minor, patch))
+    return (major, minor, patch)
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def get():
+    """The loaded, version-checked library (loaded on first use, once per process)."""
+    global _lib
+    if _lib is None:
+        with _lock:
+            if _lib is None:
+                cdll, path = _load()
+                lib = _Lib(cdll, path)
+                if "stk_version" in lib.missing:
+                    raise ImportError("stoker: %s does not export stk_version(): not libstoker?"
+                                      % path)
+                lib.version = _check_version(lib)
+                _lib = lib
+    return _lib
+
+
+def text(b):
+    """bytes from a C string (may be None) -> str."""
+    if b is None:
+        return ""
+    return b.decode("utf-8", "replace")
+
+
+def fspath(p):
+    """A path argument (str, bytes, os.PathLike) -> bytes for C."""
+    p = os.fspath(p)
+    if isinstance(p, str):
+        return os.fsencode(p)
+    return p
+
+
+if sys.byteorder != "little" or ctypes.sizeof(ctypes.c_void_p) != 8:  # pragma: no cover
+    raise ImportError("stoker supports 64-bit little-endian Linux only")

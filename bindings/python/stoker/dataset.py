@@ -1,0 +1,312 @@
+"""Datasets (open, describe, read records), stoker.pack and stoker.decode."""
+
+import ctypes
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import _lib
+from . import errors as _errors
+
+_LAYOUTS = {"auto": _lib.LAYOUT_AUTO, "shards": _lib.LAYOUT_SHARDS, "files": _lib.LAYOUT_FILES,
+            "lmdb": _lib.LAYOUT_LMDB}
+
+
+class Dataset:
+    """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB).
+
+    ``len(ds)`` records; ``ds[i]`` -> (payload bytes, label); ``ds.record(i)`` -> dict of the
+    record's shard, key, offset, length, label and CRC; ``ds.name(i)`` a printable name;
+    ``ds.classes``; ``ds.info()``. Reads may come from several threads at once; ``close()``
+    (or ``with``) frees the handle. Not usable in a fork() child of the process that opened it.
+    """
+
+    def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False):
+        self._lib = lib = _lib.get()
+        self._h = None
+        self._pid = os.getpid()
+        self.path = os.fspath(path)
+        if layout not in _LAYOUTS:
+            raise ValueError("layout must be one of %s" % ", ".join(_LAYOUTS))
+        h = ctypes.c_void_p()
+        self._check(lib.stk_dataset_create(ctypes.byref(h)), "stk_dataset_create")
+        self._h = h
+        self._check(lib.stk_dataset_set(h, _lib.P_LAYOUT, _LAYOUTS[layout]), "layout")
+        if foreign_label is not None:
+            self._check(lib.stk_dataset_set(h, _lib.P_FOREIGN_LABEL, int(foreign_label)),
+                        "foreign_label")
+        if allow_incomplete:
+            self._check(lib.stk_dataset_set(h, _lib.P_ALLOW_INCOMPLETE, 1), "allow_incomplete")
+        self._check(lib.stk_dataset_open(h, _lib.fspath(path)), "open %s" % self.path)
+        self._count = int(lib.stk_dataset_count(h))
+
+    def _check(self, rc, what):
+        if rc < 0:
+            detail = _lib.text(self._lib.stk_dataset_last_error(self._h)) if self._h else ""
+            raise _errors.make(rc, detail, what)
+        return rc
+
+    def _usable(self):
+        if os.getpid() != self._pid:
+            raise _errors.StokerError("this stoker.Dataset was opened in process %d; open it "
+                                      "again in the fork() child" % self._pid)
+        if self._h is None:
+            raise _errors.StateError("the dataset is closed", _lib.STK_E_STATE, "STK_E_STATE")
+
+    def __len__(self):
+        return self._count
+
+    def _index(self, i):
+        i = int(i)
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError("record %d out of range (dataset has %d)" % (i, self._count))
+        return i
+
+    def record(self, i):
+        """Describe record I: {index, shard, key, offset, length, label, crc32c, has_crc}."""
+        self._usable()
+        i = self._index(i)
+        info = _lib.RecordInfo()
+        self._check(self._lib.stk_dataset_record(self._h, i, ctypes.byref(info)), "record %d" % i)
+        return {"index": info.index, "shard": info.shard, "key": info.key,
+                "offset": info.offset, "length": info.length, "label": info.label,
+                "crc32c": info.crc32c, "has_crc": bool(info.has_crc)}
+
+    def read(self, i):
+        """(payload bytes, label) of record I; the stored CRC32C is checked."""
+        self._usable()
+        i = self._index(i)
+        lib = self._lib
+        info = _lib.RecordInfo()
+        n = ctypes.c_size_t()
+        cap = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(cap)
+            rc = lib.stk_dataset_read(self._h, i, buf, cap, ctypes.byref(n), ctypes.byref(info))
+            if rc == _lib.STK_E_RANGE and n.value > cap:
+                cap = int(n.value)
+                continue
+            self._check(rc, "read record %d" % i)
+            return buf.raw[:n.value], int(info.label)
+
+    __getitem__ = read
+
+    def name(self, i):
+        """A printable name of record I ("shard-00001.lmdb key 42" or the file's path)."""
+        self._usable()
+        i = self._index(i)
+        buf = ctypes.create_string_buffer(4096)
+        self._check(self._lib.stk_dataset_record_name(self._h, i, buf, len(buf)), "name %d" % i)
+        return _lib.text(buf.value)
+
+    @property
+    def classes(self):
+        """Class names, label = position."""
+        self._usable()
+        n = self._info().classes
+        return [_lib.text(self._lib.stk_dataset_class_name(self._h, k)) for k in range(n)]
+
+    def _info(self):
+        info = _lib.DatasetInfo()
+        self._check(self._lib.stk_dataset_info_get(self._h, ctypes.byref(info)), "info")
+        return info
+
+    def info(self):
+        """{path, layout, format_version, shards, shard_paths, classes, records,
+        payload_bytes, file_bytes, max_record_bytes}."""
+        self._usable()
+        info = self._info()
+        paths = []
+        for k in range(max(info.shards, 1 if info.layout == _lib.LAYOUT_FILES else 0)):
+            p = self._lib.stk_dataset_shard_path(self._h, k)
+            if p:
+                paths.append(_lib.text(p))
+        return {"path": self.path, "layout": _lib.LAYOUT_NAMES.get(info.layout, str(info.layout)),
+                "format_version": info.format_version, "shards": info.shards,
+                "shard_paths": paths, "classes": self.classes, "records": info.records,
+                "payload_bytes": info.payload_bytes, "file_bytes": info.file_bytes,
+                "max_record_bytes": info.max_record_bytes}
+
+    def close(self):
+        h, self._h = self._h, None
+        if h is not None and os.getpid() == self._pid:
+            self._lib.stk_dataset_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:   # noqa: BLE001
+            pass
+
+
+def info(path, **kw):
+    """Describe the dataset at PATH (a dict; see Dataset.info)."""
+    with Dataset(path, **kw) as ds:
+        return ds.info()
+
+
+def _print_progress(p):
+    done, total = p["files_done"], p["files_total"]
+    frac = done / total if total else 0.0
+    bar = "#" * int(frac * 30)
+    sys.stderr.write("\rpack [%-30s] %d/%d files, %d skipped, %.1fs" %
+                     (bar, done, total, p["skipped"], p["elapsed_s"]))
+    if total and done >= total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False, progress=None):
+    """Pack SRC (an ImageFolder root or a ``path<TAB>label`` list file) into a dataset of
+    shards in DST. Returns {records, skipped, shards, classes, payload_bytes, resumed_records,
+    elapsed_s}. Non-JPEG files are skipped and listed in DST/pack-report.tsv unless
+    ``strict``; an existing dataset in DST raises DatasetExists unless ``force``; a DST that an
+    interrupted pack left is finished. PROGRESS: True prints a bar to stderr, or a callable
+    receiving a dict (files_total, files_done, records_written, skipped, bytes_total,
+    bytes_done, elapsed_s) about 4 times a second.
+
+    The packing runs in a background thread so that Ctrl-C raises KeyboardInterrupt at once;
+    the unfinished pack then goes on until the process exits (shards are renamed into place
+    only when complete, and a later pack into DST resumes it).
+    """
+    lib = _lib.get()
+    opts = _lib.PackOptions()
+    opts.shard_bytes = int(shard_bytes or 0)
+    opts.threads = int(threads or 0)
+    opts.strict = int(bool(strict))
+    opts.force = int(bool(force))
+    errbuf = ctypes.create_string_buffer(4096)
+    opts.error = ctypes.cast(errbuf, ctypes.c_void_p)
+    opts.error_cap = len(errbuf)
+    cb_error = []
+    if progress is True:
+        progress = _print_progress
+    if progress:
+        def _cb(p, _user):
+            if cb_error:
+                return
+            try:
+                c = p.contents
+                progress({k: getattr(c, k) for k, _t in _lib.PackProgress._fields_})
+            except BaseException as e:   # noqa: BLE001 - re-raised in the caller's thread
+                cb_error.append(e)
+        cfn = _lib.PackProgressFn(_cb)
+        opts.progress = cfn
+    result = _lib.PackResult()
+    src_b, dst_b = _lib.fspath(src), _lib.fspath(dst)
+    out = {}
+
+    def run():
+        out["rc"] = lib.stk_pack(src_b, dst_b, ctypes.byref(opts), ctypes.byref(result))
+
+    t = threading.Thread(target=run, name="stoker-pack", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    rc = out.get("rc", _lib.STK_E_STATE)
+    if cb_error:
+        raise cb_error[0]
+    if rc < 0:
+        raise _errors.make(rc, _lib.text(errbuf.value), "pack %s -> %s" % (src, dst))
+    return {k: getattr(result, k) for k, _t in _lib.PackResult._fields_}
+
+
+class _Decoders(threading.local):
+    def __init__(self):
+        self.d = None
+        self.pid = None
+
+
+_decoders = _Decoders()
+
+
+class _DecoderHandle:
+    def __init__(self, lib):
+        self._lib = lib
+        self.h = ctypes.c_void_p()
+        rc = lib.stk_decoder_create(ctypes.byref(self.h))
+        if rc < 0:
+            self.h = None
+            raise _errors.make(rc, "", "stk_decoder_create")
+        self.pid = os.getpid()
+
+    def __del__(self):
+        try:
+            if self.h is not None and os.getpid() == self.pid:
+                self._lib.stk_decoder_destroy(self.h)
+        except Exception:   # noqa: BLE001
+            pass
+
+
+def _decoder(lib):
+    d = _decoders.d
+    if d is None or d.pid != os.getpid():
+        d = _decoders.d = _DecoderHandle(lib)
+    return d
+
+
+def image_info(data):
+    """(width, height, components) from a JPEG's headers."""
+    lib = _lib.get()
+    data = bytes(data)
+    w, h, c = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    rc = lib.stk_image_info(data, len(data), ctypes.byref(w), ctypes.byref(h), ctypes.byref(c))
+    if rc < 0:
+        raise _errors.make(rc, "", "image_info")
+    return w.value, h.value, c.value
+
+
+def decode(data, *, crop=None, scale=8, max_pixels=0, strict=False):
+    """Decode one JPEG (bytes-like) with libjpeg-turbo into an H×W×3 uint8 RGB NumPy array.
+
+    CROP = (x, y, w, h) in full-size pixels decodes only that window; SCALE (1, 2, 4 or 8)
+    decodes at scale/8 (output size ceil(w*scale/8) × ceil(h*scale/8), as libjpeg scales).
+    MAX_PIXELS: images with more pixels raise DataError (0: the library's default limit).
+    STRICT: libjpeg warnings (corrupt data decoded anyway) raise. Thread-safe (a decoder per
+    thread); the GIL is released while decoding.
+    """
+    lib = _lib.get()
+    if isinstance(data, np.ndarray):
+        data = data.tobytes()
+    data = bytes(data)
+    args = _lib.DecodeArgs()
+    if crop is not None:
+        args.crop_x, args.crop_y, args.crop_w, args.crop_h = (int(v) for v in crop)
+    if scale not in (1, 2, 4, 8):
+        raise ValueError("scale must be 1, 2, 4 or 8 (decode at scale/8), not %r" % (scale,))
+    args.scale_num = int(scale)
+    args.max_pixels = int(max_pixels)
+    args.strict = int(bool(strict))
+    dec = _decoder(lib)
+    w, h, warn = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    # size from the header, then one decode; STK_E_RANGE reports the exact size needed
+    try:
+        fw, fh, _c = image_info(data)
+        cw, ch = (args.crop_w, args.crop_h) if crop is not None and args.crop_w else (fw, fh)
+        guess = (-(-cw * args.scale_num // 8)) * (-(-ch * args.scale_num // 8)) * 3
+    except _errors.StokerError:
+        guess = 0
+    for _attempt in range(2):
+        out = np.empty(max(guess, 1), dtype=np.uint8)
+        rc = lib.stk_decode(dec.h, data, len(data), ctypes.byref(args),
+                            out.ctypes.data_as(ctypes.c_void_p), out.nbytes, ctypes.byref(w),
+                            ctypes.byref(h), ctypes.byref(warn))
+        need = w.value * h.value * 3
+        if rc == _lib.STK_E_RANGE and need > out.nbytes:
+            guess = need
+            continue
+        break
+    if rc < 0:
+        raise _errors.make(rc, _lib.text(lib.stk_decoder_last_error(dec.h)), "decode")
+    return out[:need].reshape(h.value, w.value, 3)

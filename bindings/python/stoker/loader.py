@@ -1,0 +1,818 @@
+"""stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator."""
+
+import atexit
+import ctypes
+import os
+import sys
+import threading
+import time
+import warnings
+import weakref
+
+import numpy as np
+
+from . import _lib
+from . import errors as _errors
+
+_NP_DTYPE = {
+    _lib.DTYPE_UINT8: np.dtype(np.uint8),
+    _lib.DTYPE_FLOAT16: np.dtype(np.float16),
+    _lib.DTYPE_BFLOAT16: np.dtype(np.int16),  # raw bits; torch views them as bfloat16
+    _lib.DTYPE_FLOAT32: np.dtype(np.float32),
+}
+_CAI_TYPESTR = {
+    _lib.DTYPE_UINT8: "|u1",
+    _lib.DTYPE_FLOAT16: "<f2",
+    _lib.DTYPE_BFLOAT16: "<i2",
+    _lib.DTYPE_FLOAT32: "<f4",
+}
+_DTYPE_NAMES = {
+    "uint8": _lib.DTYPE_UINT8, "u8": _lib.DTYPE_UINT8, "byte": _lib.DTYPE_UINT8,
+    "float16": _lib.DTYPE_FLOAT16, "half": _lib.DTYPE_FLOAT16, "fp16": _lib.DTYPE_FLOAT16,
+    "f2": _lib.DTYPE_FLOAT16,
+    "bfloat16": _lib.DTYPE_BFLOAT16, "bf16": _lib.DTYPE_BFLOAT16,
+    "float32": _lib.DTYPE_FLOAT32, "float": _lib.DTYPE_FLOAT32, "fp32": _lib.DTYPE_FLOAT32,
+    "f4": _lib.DTYPE_FLOAT32,
+}
+DTYPE_NAMES = {_lib.DTYPE_UINT8: "uint8", _lib.DTYPE_FLOAT16: "float16",
+               _lib.DTYPE_BFLOAT16: "bfloat16", _lib.DTYPE_FLOAT32: "float32"}
+
+_POLL_MS = 100  # next() waits at most this long per call, so that Ctrl-C is seen promptly
+
+_live = weakref.WeakSet()   # every open Loader of this process
+_torch_state = {"tried": False, "mod": None}
+
+
+def _torch():
+    """torch if importable (imported once), else None."""
+    if not _torch_state["tried"]:
+        _torch_state["tried"] = True
+        try:
+            import torch  # noqa: F401
+            _torch_state["mod"] = torch
+        except ImportError:
+            _torch_state["mod"] = None
+    return _torch_state["mod"]
+
+
+def parse_dtype(dtype):
+    """A torch dtype, numpy dtype or name -> STK_DTYPE_*."""
+    if dtype is None:
+        return _lib.DTYPE_UINT8
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(dtype, torch.dtype):
+        table = {torch.uint8: _lib.DTYPE_UINT8, torch.float16: _lib.DTYPE_FLOAT16,
+                 torch.bfloat16: _lib.DTYPE_BFLOAT16, torch.float32: _lib.DTYPE_FLOAT32}
+        if dtype in table:
+            return table[dtype]
+        raise ValueError("dtype %s is not supported: use uint8, float16, bfloat16 or float32"
+                         % (dtype,))
+    if isinstance(dtype, str):
+        name = dtype.lower()
+        for prefix in ("torch.", "np.", "numpy."):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+        if name in _DTYPE_NAMES:
+            return _DTYPE_NAMES[name]
+    try:
+        nd = np.dtype(dtype)
+    except TypeError:
+        nd = None
+    if nd is not None:
+        table = {np.dtype(np.uint8): _lib.DTYPE_UINT8, np.dtype(np.float16): _lib.DTYPE_FLOAT16,
+                 np.dtype(np.float32): _lib.DTYPE_FLOAT32}
+        if nd in table:
+            return table[nd]
+    raise ValueError("dtype %r is not supported: use uint8, float16, bfloat16 or float32"
+                     % (dtype,))
+
+
+def parse_device(device):
+    """'cpu' | 'cuda' | 'cuda:N' | torch.device | int -> CUDA ordinal or -1."""
+    if device is None:
+        return -1
+    if isinstance(device, bool):
+        raise ValueError("device must be 'cpu', 'cuda', 'cuda:N' or an ordinal, not %r" % device)
+    if isinstance(device, int):
+        if device < -1:
+            raise ValueError("device ordinal must be >= 0 (or -1 for the CPU), not %d" % device)
+        return device
+    text = str(device).strip().lower()
+    if text == "cpu":
+        return -1
+    if text == "cuda":
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            return int(torch.cuda.current_device())
+        return 0
+    if text.startswith("cuda:"):
+        try:
+            n = int(text[5:])
+        except ValueError:
+            n = -1
+        if n >= 0:
+            return n
+    raise ValueError("device must be 'cpu', 'cuda', 'cuda:N' or an ordinal, not %r" % (device,))
+
+
+def parse_layout(layout):
+    text = str(layout).upper()
+    if text in ("NCHW", "CHW"):
+        return _lib.NCHW
+    if text in ("NHWC", "HWC"):
+        return _lib.NHWC
+    raise ValueError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
+
+
+def _triple(value, name):
+    if np.ndim(value) == 0:
+        v = [float(value)] * 3
+    else:
+        v = [float(x) for x in value]
+        if len(v) == 1:
+            v = v * 3
+    if len(v) != 3:
+        raise ValueError("%s must be a number or 3 numbers (one per RGB channel), got %r"
+                         % (name, value))
+    return v
+
+
+def normalization(dtype_code, mean, std):
+    """Library mean/std (0..255 units) for the torchvision-convention MEAN/STD (0..1 units).
+
+    float output without mean/std is x/255 (torchvision's ToTensor); with them it is
+    Normalize(mean, std)(x/255) = (x - 255*mean) / (255*std). uint8 output takes neither.
+    Returns (mean3, std3) or None.
+    """
+    if dtype_code == _lib.DTYPE_UINT8:
+        if mean is not None or std is not None:
+            raise ValueError("mean/std need a float dtype (float16, bfloat16 or float32); "
+                             "uint8 output is the raw 0..255 pixels")
+        return None
+    m = _triple(0.0 if mean is None else mean, "mean")
+    s = _triple(1.0 if std is None else std, "std")
+    for x in s:
+        if not x > 0:
+            raise ValueError("std must be > 0, got %r" % (std,))
+    return [x * 255.0 for x in m], [x * 255.0 for x in s]
+
+
+def resolve_distributed(rank, world_size):
+    """(rank, world_size): explicit values, else torch.distributed when initialised, else the
+    RANK / WORLD_SIZE environment variables, else (0, 1)."""
+    r, w = rank, world_size
+    if r is None or w is None:
+        tr = tw = None
+        torch = sys.modules.get("torch")
+        dist = getattr(torch, "distributed", None) if torch is not None else None
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            tr, tw = dist.get_rank(), dist.get_world_size()
+        else:
+            env_r, env_w = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+            if env_w is not None:
+                try:
+                    tw = int(env_w)
+                    tr = int(env_r) if env_r is not None else 0
+                except ValueError:
+                    raise ValueError("RANK=%r / WORLD_SIZE=%r are not integers"
+                                     % (env_r, env_w)) from None
+        if w is None:
+            w = tw if tw is not None else 1
+        if r is None:
+            r = tr if tr is not None else 0
+    r, w = int(r), int(w)
+    if w < 1 or not 0 <= r < w:
+        raise ValueError("need 0 <= rank < world_size, got rank=%d world_size=%d" % (r, w))
+    return r, w
+
+
+class _CudaView:
+    """A device batch described by __cuda_array_interface__ (v2: the caller's stream already
+    waits for the batch, so no stream is named and consumers need not synchronise)."""
+
+    def __init__(self, ptr, shape, typestr):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
+            "strides": None, "version": 2,
+        }
+
+
+class LoaderStats(dict):
+    """stats() result: a dict of the library's counters; str() is the library's report."""
+
+    def __init__(self, values, report_text):
+        super().__init__(values)
+        self.report = report_text
+
+    def __str__(self):
+        return self.report or dict.__repr__(self)
+
+
+def _stage_dict(s):
+    return {"busy_s": s.busy_s, "starved_s": s.starved_s, "blocked_s": s.blocked_s,
+            "items": s.items, "bytes": s.bytes, "errors": s.errors, "threads": s.threads}
+
+
+class _Iter:
+    """One pass over the loader (one epoch, or the rest of it after load_state_dict)."""
+
+    __slots__ = ("_loader", "_gen", "epoch", "done", "__weakref__")
+
+    def __init__(self, loader, gen, epoch):
+        self._loader = loader
+        self._gen = gen
+        self.epoch = epoch
+        self.done = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.done or self._loader._gen != self._gen:
+            self.done = True
+            raise StopIteration
+        return self._loader._next(self)
+
+    def __len__(self):
+        return len(self._loader)
+
+
+class Loader:
+    """Batches of decoded, augmented images from a stoker dataset — a drop-in replacement for
+    ``torch.utils.data.DataLoader(ImageFolder(...), ...)`` in a training loop.
+
+    ``for images, labels in loader`` yields one epoch of batches: ``images`` is an N×3×H×W
+    (``layout="NCHW"``) or N×H×W×3 (``"NHWC"``) tensor of ``dtype``, ``labels`` an int64 tensor
+    of N labels (with ``return_index=True`` a third int64 tensor holds each sample's dataset
+    index). They are torch tensors when torch can be imported, NumPy arrays otherwise (or as
+    ``array="numpy"`` / ``"torch"`` asks). N = ``batch_size`` except for a short last batch
+    (``drop_last=False``).
+
+    Arguments (keyword-only after ``batch_size``):
+      path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
+        ImageFolder root.
+      train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
+      size: output side, or (height, width). resize: eval's shorter side before the crop.
+      workers: decode threads (default: online cores). prefetch: host batch slots (default 4).
+      shuffle: permute each epoch (default: ``train``). seed: order and augmentation seed;
+        everything is a pure function of (seed, epoch, sample), whatever ``workers`` is.
+      drop_last: drop a short last batch (default False, as DataLoader).
+      device: "cpu", "cuda", "cuda:N" (a torch.device works too). CUDA batches are converted and
+        normalised on the GPU and handed out on torch's current stream.
+      dtype: uint8 (default), float16, bfloat16 or float32, as a torch or NumPy dtype or a name.
+        Float output follows torchvision: without mean/std it is x/255 (ToTensor); with them it
+        is Normalize(mean, std)(x/255); mean/std are in 0..1 units, e.g. (0.485, 0.456, 0.406).
+      layout: "NCHW" (default) or "NHWC".
+      rank, world_size: this process's part of the dataset; default from torch.distributed when
+        initialised, else the RANK / WORLD_SIZE environment variables. Every rank gets the same
+        number of batches (dist_mode="pad" wraps around as DistributedSampler; "drop" drops the
+        remainder).
+      strict: a bad record (corrupt, truncated, not a JPEG, too large) raises DataError naming
+        it; by default it is replaced by a deterministic substitute, counted and listed in
+        stats()["errors"].
+      return_index: also yield the dataset indices.
+      copy: yield copies instead of views of the library's batch memory (see below).
+      timeout: seconds to wait for one batch before raising StokerTimeout (None: no limit).
+      epoch: the epoch the first ``for`` runs.
+      io_backend ("auto", "io_uring", "pread", "mmap"), direct (O_DIRECT), queue_depth,
+      verify_crc, max_pixels, flip_prob, scale, ratio, dist_mode, max_pinned_bytes,
+      device_buffers: the library's parameters of the same meaning (include/stoker.h).
+      options: more raw parameters, {STK_P_* number: value}.
+
+    Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
+    Which epoch: the one given to ``set_epoch()``, else the one after the previous ``for``'s
+    (starting at ``epoch``). Breaking out of a ``for`` abandons the rest of that epoch; the
+    next ``for`` runs the next epoch. After ``load_state_dict()`` the next ``for`` continues
+    the saved epoch at the saved sample, exactly as the uninterrupted epoch would have gone on.
+
+    Zero-copy lifetime: each batch yielded (images, labels views) lies in the library's batch
+    ring and stays valid until the loader's next step — the next batch is requested, a new
+    ``for`` starts, ``set_epoch``/``load_state_dict``/``close`` is called — then its memory is
+    reused. Copy what must live longer (``images.clone()``), or pass ``copy=True``. Moving the
+    batch to a GPU (``images.cuda()``) or any computation on it makes a new tensor, so the usual
+    training loop needs nothing. Never use a batch after ``close()``. Labels and indices are
+    always small int64 copies.
+
+    CUDA batches: ``next`` and ``release`` are called with ``torch.cuda.current_stream()``; the
+    stream waits for the batch on the GPU (no host sync), and the buffer is reused only after the
+    work queued on that stream when the next step released it.
+
+    Threads: one thread iterates; ``stats()``, ``report()`` and ``cancel()`` may be called from
+    any thread. Ctrl-C interrupts a blocked iteration within ~0.1 s (KeyboardInterrupt); the
+    loader stays usable.
+
+    fork(): the loader's threads do not exist in a fork() child. In the child every method
+    raises StokerError (create a new Loader there); the parent's loader is unaffected.
+    ``close()`` (also by ``with``, garbage collection or interpreter exit) stops and joins the
+    threads and frees all memory.
+    """
+
+    def __init__(self, path, batch_size, *, train=True, size=224, resize=256, workers=None,
+                 shuffle=None, seed=0, drop_last=False, device="cpu", dtype=None,
+                 layout="NCHW", mean=None, std=None, rank=None, world_size=None, prefetch=None,
+                 strict=False, return_index=False, copy=False, timeout=None, epoch=0,
+                 array="auto", io_backend=None, direct=None, queue_depth=None,
+                 verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
+                 dist_mode="pad", max_pinned_bytes=None, device_buffers=None, options=None):
+        self._h = None
+        self._pid = os.getpid()
+        self._closed = False
+        lib = self._lib = _lib.get()
+        self.path = os.fspath(path)
+        self.batch_size = int(batch_size)
+        if self.batch_size < 1:
+            raise ValueError("batch_size must be >= 1, got %r" % (batch_size,))
+        self.train = bool(train)
+        self.shuffle = self.train if shuffle is None else bool(shuffle)
+        self.seed = int(seed)
+        if not -(1 << 63) <= self.seed < (1 << 63):
+            raise ValueError("seed must fit in a signed 64-bit integer")
+        self.drop_last = bool(drop_last)
+        self.return_index = bool(return_index)
+        self.copy = bool(copy)
+        self.strict = bool(strict)
+        if timeout is not None and not timeout > 0:
+            raise ValueError("timeout must be > 0 seconds or None")
+        self.timeout = timeout
+        self._dtype = parse_dtype(dtype)
+        self.dtype = DTYPE_NAMES[self._dtype]
+        self._layout = parse_layout(layout)
+        self.layout = "NCHW" if self._layout == _lib.NCHW else "NHWC"
+        self.device = parse_device(device)
+        self._norm = normalization(self._dtype, mean, std)
+        self.rank, self.world_size = resolve_distributed(rank, world_size)
+        if isinstance(size, (tuple, list)):
+            if len(size) != 2:
+                raise ValueError("size must be an int or (height, width), got %r" % (size,))
+            self.height, self.width = int(size[0]), int(size[1])
+        else:
+            self.height = self.width = int(size)
+        if array not in ("auto", "torch", "numpy"):
+            raise ValueError("array must be 'auto', 'torch' or 'numpy', not %r" % (array,))
+        self._torch = None
+        if array in ("auto", "torch"):
+            self._torch = _torch()
+            if self._torch is None and (array == "torch" or self.device >= 0):
+                raise ImportError("stoker.Loader(array=%r, device=%r) needs torch, which cannot "
+                                  "be imported" % (array, device))
+        if self.device >= 0 and self._torch is not None and not self._torch.cuda.is_available():
+            raise _errors.Unsupported("device=%r: torch sees no CUDA device" % (device,),
+                                      _lib.STK_E_NODEVICE, "STK_E_NODEVICE")
+        if dist_mode not in ("pad", "drop"):
+            raise ValueError("dist_mode must be 'pad' or 'drop', not %r" % (dist_mode,))
+
+        self._epoch = int(epoch)          # the epoch the next `for` runs
+        if self._epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._resume = None               # (epoch, next_sample) from load_state_dict
+        self._started = False
+        self._gen = 0
+        self._active = None               # weakref to the iterator in progress
+        self._slot = ctypes.c_void_p()    # the batch handed out last and not yet released
+        self._slot_addr = ctypes.addressof(self._slot)
+        self._warned_fallback = False
+        self._lock = threading.Lock()     # guards close() against stats() from other threads
+
+        h = ctypes.c_void_p()
+        self._check(lib.stk_loader_create(ctypes.byref(h)), "stk_loader_create")
+        self._h = h
+        _live.add(self)
+
+        sets = [
+            (_lib.P_BATCH_SIZE, self.batch_size, "batch_size"),
+            (_lib.P_MODE, _lib.MODE_TRAIN if self.train else _lib.MODE_EVAL, "train"),
+            (_lib.P_OUT_HEIGHT, self.height, "size"),
+            (_lib.P_OUT_WIDTH, self.width, "size"),
+            (_lib.P_RESIZE, int(resize), "resize"),
+            (_lib.P_SHUFFLE, int(self.shuffle), "shuffle"),
+            (_lib.P_SEED, self.seed, "seed"),
+            (_lib.P_DROP_LAST, int(self.drop_last), "drop_last"),
+            (_lib.P_DTYPE, self._dtype, "dtype"),
+            (_lib.P_OUT_LAYOUT, self._layout, "layout"),
+            (_lib.P_DEVICE, self.device, "device"),
+            (_lib.P_RANK, self.rank, "rank"),
+            (_lib.P_WORLD_SIZE, self.world_size, "world_size"),
+            (_lib.P_DIST_MODE, _lib.DIST_PAD if dist_mode == "pad" else _lib.DIST_DROP,
+             "dist_mode"),
+            (_lib.P_STRICT, int(self.strict), "strict"),
+            (_lib.P_EPOCH, self._epoch, "epoch"),
+        ]
+        opt = [(_lib.P_WORKERS, workers, "workers"), (_lib.P_PREFETCH, prefetch, "prefetch"),
+               (_lib.P_IO_DIRECT, None if direct is None else int(bool(direct)), "direct"),
+               (_lib.P_QUEUE_DEPTH, queue_depth, "queue_depth"),
+               (_lib.P_VERIFY_CRC, None if verify_crc is None else int(bool(verify_crc)),
+                "verify_crc"),
+               (_lib.P_MAX_PIXELS, max_pixels, "max_pixels"),
+               (_lib.P_MAX_PINNED_BYTES, max_pinned_bytes, "max_pinned_bytes"),
+               (_lib.P_DEVICE_BUFFERS, device_buffers, "device_buffers")]
+        sets.extend(o for o in opt if o[1] is not None)
+        if io_backend is not None:
+            names = {v: k for k, v in _lib.IO_NAMES.items()}
+            names["uring"] = _lib.IO_URING
+            if io_backend not in names:
+                raise ValueError("io_backend must be one of auto, io_uring, pread, mmap")
+            sets.append((_lib.P_IO_BACKEND, names[io_backend], "io_backend"))
+        for key, value, name in sets:
+            self._set(key, value, name)
+        if flip_prob is not None:
+            self._set(_lib.P_FLIP_PROB, float(flip_prob), "flip_prob")
+        if scale is not None:
+            self._set(_lib.P_SCALE_MIN, float(scale[0]), "scale")
+            self._set(_lib.P_SCALE_MAX, float(scale[1]), "scale")
+        if ratio is not None:
+            self._set(_lib.P_RATIO_MIN, float(ratio[0]), "ratio")
+            self._set(_lib.P_RATIO_MAX, float(ratio[1]), "ratio")
+        if self._norm is not None:
+            for key, vals, name in ((_lib.P_MEAN, self._norm[0], "mean"),
+                                    (_lib.P_STD, self._norm[1], "std")):
+                arr = (ctypes.c_float * 3)(*vals)
+                self._check(lib.stk_loader_set_floats(self._h, key, arr, 3), "%s=%r" % (name, vals))
+        for key, value in (options or {}).items():
+            self._set(int(key), value, "options[%d]" % int(key))
+
+        self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
+        self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
+        self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
+
+    # ---- plumbing ------------------------------------------------------------------------
+    def _detail(self):
+        if self._h is None:
+            return ""
+        return _lib.text(self._lib.stk_loader_last_error(self._h))
+
+    def _check(self, rc, what):
+        if rc < 0:
+            raise _errors.make(rc, self._detail(), what)
+        return rc
+
+    def _set(self, key, value, name):
+        if isinstance(value, float) or key in _lib.DOUBLE_PARAMS:
+            rc = self._lib.stk_loader_set_double(self._h, key, float(value))
+        else:
+            rc = self._lib.stk_loader_set(self._h, key, int(value))
+        self._check(rc, "%s=%r" % (name, value))
+
+    def _usable(self):
+        if os.getpid() != self._pid:
+            raise _errors.StokerError(
+                "this stoker.Loader was created in process %d; this is a fork() child (pid %d) "
+                "where its threads do not exist. Create a new stoker.Loader in the child."
+                % (self._pid, os.getpid()))
+        if self._closed or self._h is None:
+            raise _errors.StateError("the loader is closed", _lib.STK_E_STATE, "STK_E_STATE")
+
+    def _stream(self):
+        if self.device >= 0 and self._torch is not None:
+            return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
+        return None
+
+    def _release_held(self):
+        """Give back the batch handed out last (the end of its zero-copy lifetime)."""
+        addr = self._slot.value
+        if addr:
+            stream = self._stream()
+            # cleared first and no Python call in between: a Ctrl-C raised when the C call
+            # returns can neither repeat the release nor lose the batch
+            self._slot.value = None
+            rc = self._lib.stk_loader_release(self._h, addr, stream)
+            self._check(rc, "stk_loader_release")
+
+    def _ensure_position(self, epoch, sample):
+        lib = self._lib
+        if not self._started:
+            self._set(_lib.P_EPOCH, epoch, "epoch")
+            self._check(lib.stk_loader_start(self._h), "start")
+            self._started = True
+            if sample:
+                self._check(lib.stk_loader_seek(self._h, epoch, sample),
+                            "seek to epoch %d sample %d" % (epoch, sample))
+            return
+        cur = self._tell()
+        if cur == (epoch, sample):
+            return
+        if sample == 0:
+            self._check(lib.stk_loader_set_epoch(self._h, epoch), "set_epoch(%d)" % epoch)
+        else:
+            self._check(lib.stk_loader_seek(self._h, epoch, sample),
+                        "seek to epoch %d sample %d" % (epoch, sample))
+
+    def _tell(self):
+        e, s = ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(self._lib.stk_loader_tell(self._h, ctypes.byref(e), ctypes.byref(s)),
+                    "stk_loader_tell")
+        return int(e.value), int(s.value)
+
+    def _in_progress(self):
+        it = self._active() if self._active is not None else None
+        return it is not None and not it.done and it._gen == self._gen
+
+    def _end_iteration(self):
+        """A new pass or a change of position ends the pass in progress."""
+        self._gen += 1
+        self._active = None
+
+    # ---- iteration -----------------------------------------------------------------------
+    def __iter__(self):
+        self._usable()
+        self._release_held()
+        self._end_iteration()
+        if self._resume is not None:
+            epoch, sample = self._resume
+        else:
+            epoch, sample = self._epoch, 0
+        self._ensure_position(epoch, sample)
+        self._resume = None
+        self._epoch = epoch + 1           # the `for` after this one runs the next epoch
+        it = _Iter(self, self._gen, epoch)
+        self._active = weakref.ref(it)
+        return it
+
+    def __len__(self):
+        """Batches per epoch on this rank."""
+        return self._batches
+
+    @property
+    def samples_per_epoch(self):
+        """Samples per epoch on this rank (padded or dropped to be equal on every rank)."""
+        return self._samples
+
+    def _next(self, it):
+        self._usable()
+        lib = self._lib
+        self._release_held()
+        stream = self._stream()
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        while True:
+            wait = _POLL_MS
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise _errors.StokerTimeout(
+                        "no batch within timeout=%gs (epoch %d)" % (self.timeout, it.epoch),
+                        _lib.STK_TIMEOUT, "STK_TIMEOUT")
+                wait = max(1, min(_POLL_MS, int(left * 1000)))
+            # the batch pointer lands in self._slot: if Ctrl-C strikes right after the call, the
+            # next step still finds and releases it
+            rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
+            if rc != _lib.STK_TIMEOUT:
+                break
+        if rc == _lib.STK_END:
+            it.done = True
+            raise StopIteration
+        if rc != _lib.STK_OK:
+            it.done = True
+            raise _errors.make(rc, self._detail(), "epoch %d" % it.epoch)
+        return self._wrap(_lib.Batch.from_address(self._slot.value))
+
+    def _wrap(self, b):
+        n = int(b.size)
+        c, hgt, wid = int(b.channels), int(b.height), int(b.width)
+        shape = (n, c, hgt, wid) if b.layout == _lib.NCHW else (n, hgt, wid, c)
+        torch = self._torch
+        if b.device >= 0:
+            view = _CudaView(b.images, shape, _CAI_TYPESTR[b.dtype])
+            images = torch.as_tensor(view, device="cuda:%d" % b.device)
+            if b.dtype == _lib.DTYPE_BFLOAT16:
+                images = images.view(torch.bfloat16)
+            if self.copy:
+                images = images.clone()
+        else:
+            if self.device >= 0 and not self._warned_fallback:
+                self._warned_fallback = True
+                warnings.warn("stoker: device=cuda:%d requested but the library hands out host "
+                              "batches (%s)" % (self.device, self._fallback_text()))
+            nbytes = int(b.image_bytes)
+            buf = (ctypes.c_char * nbytes).from_address(b.images)
+            arr = np.frombuffer(buf, dtype=_NP_DTYPE[b.dtype]).reshape(shape)
+            if self.copy:
+                arr = arr.copy()
+            if torch is not None:
+                images = torch.from_numpy(arr)
+                if b.dtype == _lib.DTYPE_BFLOAT16:
+                    images = images.view(torch.bfloat16)
+            else:
+                images = arr.view(np.uint16) if b.dtype == _lib.DTYPE_BFLOAT16 else arr
+        labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
+        if torch is not None:
+            labels = torch.from_numpy(labels)
+        if not self.return_index:
+            return images, labels
+        idx = np.ctypeslib.as_array(b.indices, (n,)).astype(np.int64)
+        if torch is not None:
+            idx = torch.from_numpy(idx)
+        return images, labels, idx
+
+    def _fallback_text(self):
+        try:
+            st = self.stats()
+        except _errors.StokerError:
+            return "no detail"
+        if st.get("fallback_reason"):
+            return _errors.strerror(st["fallback_reason"])
+        return "no usable CUDA device"
+
+    # ---- epochs and resume ---------------------------------------------------------------
+    def set_epoch(self, epoch):
+        """The next ``for`` runs EPOCH from its start (as DistributedSampler.set_epoch).
+        A pass in progress ends (its next step raises StopIteration)."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._usable()
+        self._release_held()
+        self._end_iteration()
+        self._resume = None
+        self._epoch = epoch
+
+    @property
+    def epoch(self):
+        """The epoch of the pass in progress, else the one the next ``for`` runs."""
+        if self._in_progress():
+            return self._active().epoch
+        return self._resume[0] if self._resume is not None else self._epoch
+
+    def _config(self):
+        return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,
+                "drop_last": self.drop_last, "rank": self.rank, "world_size": self.world_size,
+                "samples_per_epoch": self._samples, "train": self.train}
+
+    def state_dict(self):
+        """Where this loader goes on: inside a ``for``, the sample after the last batch yielded
+        (save it in the loop to resume mid-epoch); outside, where the next ``for`` starts.
+        A plain dict: {version, seed, epoch, next_sample, and the config a resume must match}."""
+        self._usable()
+        if self._in_progress():
+            epoch, sample = self._tell()
+            if epoch != self._active().epoch:   # the library already moved past the epoch end
+                epoch, sample = self._active().epoch + 1, 0
+        elif self._resume is not None:
+            epoch, sample = self._resume
+        else:
+            epoch, sample = self._epoch, 0
+        state = {"version": 1, "epoch": int(epoch), "next_sample": int(sample)}
+        state.update(self._config())
+        return state
+
+    def load_state_dict(self, state):
+        """Continue from STATE (from state_dict()): the next ``for`` yields the rest of that
+        epoch exactly as the uninterrupted epoch would have. The seed, batch size, shuffle,
+        drop_last, rank, world size and dataset size must match (ValueError otherwise)."""
+        self._usable()
+        if not isinstance(state, dict) or "epoch" not in state or "next_sample" not in state:
+            raise ValueError("not a stoker.Loader state_dict: %r" % (state,))
+        mine = self._config()
+        diff = ["%s: saved %r, this loader %r" % (k, state[k], v) for k, v in mine.items()
+                if k in state and state[k] != v]
+        if diff:
+            raise ValueError("state_dict does not match this loader (" + "; ".join(diff) + ")")
+        epoch, sample = int(state["epoch"]), int(state["next_sample"])
+        if epoch < 0 or not 0 <= sample <= self._samples:
+            raise ValueError("state_dict position out of range: epoch %d, next_sample %d "
+                             "(samples per epoch %d)" % (epoch, sample, self._samples))
+        self._release_held()
+        self._end_iteration()
+        if sample == self._samples:
+            epoch, sample = epoch + 1, 0
+        self._resume = (epoch, sample)
+        self._epoch = epoch
+
+    # ---- info ----------------------------------------------------------------------------
+    @property
+    def classes(self):
+        """Class names (label = position), as ImageFolder.classes; [] if the dataset has none."""
+        self._usable()
+        ds = self._lib.stk_loader_dataset(self._h)
+        if not ds:
+            return []
+        info = _lib.DatasetInfo()
+        self._check(self._lib.stk_dataset_info_get(ds, ctypes.byref(info)), "dataset info")
+        return [_lib.text(self._lib.stk_dataset_class_name(ds, i)) for i in range(info.classes)]
+
+    def start(self):
+        """Start the threads now (the first ``for`` otherwise does it), prefetching the epoch
+        the next ``for`` runs."""
+        self._usable()
+        if not self._started:
+            epoch, sample = self._resume if self._resume is not None else (self._epoch, 0)
+            self._ensure_position(epoch, sample)
+        return self
+
+    def cancel(self):
+        """Wake the thread blocked in the iteration (it raises Cancelled). Any thread."""
+        self._usable()
+        if self._started:
+            self._check(self._lib.stk_loader_cancel(self._h), "cancel")
+
+    def report(self):
+        """The library's one-screen report: stages, waits, the bottleneck and what would help."""
+        self._usable()
+        with self._lock:
+            if not self._started or self._h is None:
+                return ""
+            need = self._lib.stk_loader_report(self._h, None, 0)
+            buf = ctypes.create_string_buffer(int(need) + 1)
+            self._lib.stk_loader_report(self._h, buf, len(buf))
+            return _lib.text(buf.value)
+
+    def stats(self, max_errors=1024):
+        """A dict of the library's counters (stk_stats: per-stage busy/starved/blocked seconds,
+        wait_s = time this process waited for data, bytes, errors, memory), plus "errors": the
+        bad records kept (dicts with index, epoch, status, where, reason) and "error_count".
+        str(stats) is the library's report. Any thread."""
+        self._usable()
+        lib = self._lib
+        with self._lock:
+            base = {"started": self._started, "samples_per_epoch": self._samples,
+                    "batches_per_epoch": self._batches}
+            if not self._started or self._h is None:
+                return LoaderStats(base, "")
+            st = _lib.Stats()
+            self._check(lib.stk_loader_stats(self._h, ctypes.byref(st)), "stats")
+            d = dict(base)
+            for name, _t in _lib.Stats._fields_:
+                if name in ("reserved",):
+                    continue
+                v = getattr(st, name)
+                if isinstance(v, _lib.StageStats):
+                    v = _stage_dict(v)
+                elif isinstance(v, bytes):
+                    v = _lib.text(v)
+                d[name] = v
+            d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
+            count = int(lib.stk_loader_error_count(self._h))
+            d["error_count"] = count
+            errs = []
+            e = _lib.RecordError()
+            for i in range(min(count, 1024, max_errors)):
+                if lib.stk_loader_error_get(self._h, i, ctypes.byref(e)) != _lib.STK_OK:
+                    break
+                errs.append({"index": e.index, "epoch": e.epoch, "status": e.status,
+                             "status_name": _errors.status_name(e.status),
+                             "errno": e.sys_errno, "where": _lib.text(e.where),
+                             "reason": _lib.text(e.reason)})
+            d["errors"] = errs
+            need = lib.stk_loader_report(self._h, None, 0)
+            buf = ctypes.create_string_buffer(int(need) + 1)
+            lib.stk_loader_report(self._h, buf, len(buf))
+            return LoaderStats(d, _lib.text(buf.value))
+
+    # ---- lifetime ------------------------------------------------------------------------
+    def close(self):
+        """Stop and join the threads and free all memory (batches yielded become invalid).
+        Idempotent. In a fork() child it only forgets the parent's handle."""
+        with self._lock:
+            h, self._h = self._h, None
+            self._closed = True
+            self._gen += 1
+            if h is None:
+                return
+            _live.discard(self)
+            if os.getpid() != self._pid:
+                return   # the threads live in the parent; destroying here would wait forever
+            self._slot.value = None   # destroy frees a batch still handed out
+            self._lib.stk_loader_destroy(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            if getattr(self, "_h", None) is not None:
+                self.close()
+        except Exception:   # noqa: BLE001 - never raise from a finaliser
+            pass
+
+    def __repr__(self):
+        state = "closed" if self._closed else ("started" if self._started else "open")
+        return ("stoker.Loader(%r, batch_size=%d, train=%s, size=(%d, %d), dtype=%s, layout=%s, "
+                "device=%s, rank=%d/%d, %s)" % (self.path, self.batch_size, self.train,
+                                                self.height, self.width, self.dtype, self.layout,
+                                                "cpu" if self.device < 0 else
+                                                "cuda:%d" % self.device, self.rank,
+                                                self.world_size, state))
+
+
+def _after_fork_in_child():
+    # The parent's loaders must not be destroyed here (their threads are not in this process):
+    # forget the handles so that close()/__del__ do nothing but mark them closed.
+    for loader in list(_live):
+        loader._closed = True
+        loader._h = None
+    _live.clear()
+
+
+def _close_all_at_exit():
+    for loader in list(_live):
+        try:
+            loader.close()
+        except Exception:   # noqa: BLE001
+            pass
+
+
+atexit.register(_close_all_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,109 @@
+"""Shared fixtures of stoker's Python tests.
+
+Run through ctest (tests/python/run_pytest.sh sets PYTHONPATH and STOKER_LIBRARY) or standalone:
+    /usr/bin/python3 -m pytest tests/python            # uses build/ or build-*/libstoker.so
+Datasets are generated small (JPEGs written with PIL) and packed with stoker.pack once per session.
+"""
+
+import glob
+import hashlib
+import io
+import os
+import sys
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PKG_DIR = os.path.join(REPO, "bindings", "python")
+if PKG_DIR not in sys.path:
+    sys.path.insert(0, PKG_DIR)
+if not os.environ.get("STOKER_LIBRARY"):
+    # standalone run: the newest libstoker.so of a build directory in the repository
+    found = sorted((p for p in glob.glob(os.path.join(REPO, "build*", "libstoker.so"))
+                    if "san" not in os.path.basename(os.path.dirname(p))), key=os.path.getmtime)
+    if found:
+        os.environ["STOKER_LIBRARY"] = found[-1]
+
+# the environment a subprocess needs to `import stoker` the same way
+SUBPROCESS_ENV = dict(os.environ)
+SUBPROCESS_ENV["PYTHONPATH"] = PKG_DIR + (os.pathsep + os.environ["PYTHONPATH"]
+                                          if os.environ.get("PYTHONPATH") else "")
+SUBPROCESS_ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+
+CLASSES = ["ant", "bee", "cat"]
+
+
+def jpeg_bytes(rng, w, h, *, gray=False, subsampling=2, quality=90, progressive=False):
+    """A deterministic smooth-plus-noise test JPEG of W×H made with PIL."""
+    from PIL import Image
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    base = np.stack([xx / max(w - 1, 1) * 255, yy / max(h - 1, 1) * 255,
+                     (xx + yy) / max(w + h - 2, 1) * 255], axis=-1)
+    noise = rng.integers(0, 60, size=(h, w, 3)).astype(np.float32)
+    phase = rng.uniform(0, 6.28)
+    wave = (np.sin(xx / 5.0 + phase) * 40)[..., None]
+    img = np.clip(base * 0.7 + noise + wave, 0, 255).astype(np.uint8)
+    im = Image.fromarray(img, "RGB")
+    if gray:
+        im = im.convert("L")
+    out = io.BytesIO()
+    kw = {"quality": quality, "progressive": progressive}
+    if not gray:
+        kw["subsampling"] = subsampling
+    im.save(out, "JPEG", **kw)
+    return out.getvalue()
+
+
+def make_imagefolder(root, per_class=(13, 11, 12), seed=1):
+    """CLASSES dirs of JPEGs with varied sizes/subsampling/grayscale/progressive.
+    Returns {sha1(bytes): label}."""
+    rng = np.random.default_rng(seed)
+    truth = {}
+    for label, (name, n) in enumerate(zip(CLASSES, per_class)):
+        d = os.path.join(root, name)
+        os.makedirs(d, exist_ok=True)
+        for i in range(n):
+            w, h = int(rng.integers(48, 160)), int(rng.integers(48, 160))
+            data = jpeg_bytes(rng, w, h, gray=(i % 7 == 3), subsampling=int(i % 3),
+                              progressive=(i % 5 == 4))
+            with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
+                f.write(data)
+            truth[hashlib.sha1(data).hexdigest()] = label
+    return truth
+
+
+@pytest.fixture(scope="session")
+def stoker_mod():
+    import stoker
+    return stoker
+
+
+@pytest.fixture(scope="session")
+def imagefolder(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("imagefolder"))
+    truth = make_imagefolder(root)
+    return root, truth
+
+
+@pytest.fixture(scope="session")
+def shards(tmp_path_factory, imagefolder, stoker_mod):
+    """A packed copy of the ImageFolder: (path, {dataset index: label from the source file})."""
+    src, truth = imagefolder
+    dst = os.path.join(str(tmp_path_factory.mktemp("shards")), "ds")
+    res = stoker_mod.pack(src, dst, threads=2)
+    assert res["records"] == len(truth)
+    labels = {}
+    with stoker_mod.Dataset(dst) as ds:
+        for i in range(len(ds)):
+            payload, label = ds.read(i)
+            labels[i] = truth[hashlib.sha1(payload).hexdigest()]
+    return dst, labels
+
+
+def torch_or_skip():
+    try:
+        import torch
+    except ImportError:
+        pytest.skip("torch is not importable")
+    return torch

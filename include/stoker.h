@@ -462,6 +462,43 @@ STK_API uint64_t stk_loader_batches_per_epoch(const stk_loader *h);
 STK_API const stk_dataset *stk_loader_dataset(const stk_loader *h);
 /** Allocate every buffer and start the threads at (STK_P_EPOCH, sample 0). */
 STK_API int stk_loader_start(stk_loader *h);
+/*
+ * Device batches (STK_P_DEVICE >= 0): the hand-off contract. Neither next() nor release()
+ * synchronises the host with the GPU.
+ *   - next(h, stream, ...) returns a batch whose `images` is device memory on STK_P_DEVICE and
+ *     makes STREAM wait (cudaStreamWaitEvent) until the batch has been copied and converted.
+ *     Work the caller queues on STREAM afterwards sees the finished batch; work on another
+ *     stream does not wait, unless that stream waits on STREAM.
+ *   - release(h, batch, stream) records an event on STREAM. The loader overwrites the batch's
+ *     device buffer only after that event completes, i.e. after all work queued on STREAM
+ *     before the release. So release right after queueing the step that reads the batch; do
+ *     not queue more reads of it after release.
+ *   - At most STK_P_DEVICE_BUFFERS batches can be held; with the default 2, hold one while the
+ *     next is staged. STREAM must belong to STK_P_DEVICE (NULL = its legacy default stream).
+ *     The calling thread's current CUDA device is left as it was.
+ *   - Without a usable device (no GPU, or a build without CUDA), start() falls back to host
+ *     batches (batch->device == -1, stats fallback_reason says why) and STREAM is ignored.
+ *
+ *     cudaStream_t s;
+ *     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+ *     stk_loader_set(h, STK_P_DEVICE, 0);
+ *     stk_loader_set(h, STK_P_DTYPE, STK_DTYPE_FLOAT16);
+ *     const float mean[3] = {123.675f, 116.28f, 103.53f}, std[3] = {58.395f, 57.12f, 57.375f};
+ *     stk_loader_set_floats(h, STK_P_MEAN, mean, 3);
+ *     stk_loader_set_floats(h, STK_P_STD, std, 3);
+ *     stk_loader_open(h, "data/train");
+ *     stk_loader_start(h);
+ *     const stk_batch *b;
+ *     int rc;
+ *     while ((rc = stk_loader_next(h, s, -1, &b)) == STK_OK) {
+ *         train_step<<<grid, block, 0, s>>>((const __half *)b->images, b->size);
+ *         stk_loader_release(h, b, s);   // the buffer is reused after train_step, not before
+ *     }
+ *     if (rc != STK_END) fprintf(stderr, "%s\n", stk_loader_last_error(h));
+ *     cudaStreamSynchronize(s);
+ *
+ * (Labels are host memory: copy them to the device on S as well if the step needs them there.)
+ */
 /**
  * Next batch, in order. CUDA_STREAM: the caller's cudaStream_t for device batches (NULL = the
  * legacy default stream); the stream is made to wait for the batch (no host sync). Ignored for

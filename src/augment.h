@@ -20,10 +20,21 @@ typedef struct stk__aug_config {
 
 void stk__aug_config_default(stk__aug_config *c);
 
-/* Crop window in full-size pixel coordinates and the flip decision. */
+/* Crop window in full-size pixel coordinates and the flip decision.
+ * Train: x, y, w, h is the RandomResizedCrop box (torchvision's j, i, w, h); it is resized to
+ * out_w x out_h with the filter's support clipped to the box (as torchvision's crop-then-resize).
+ * Eval: resized_w x resized_h is the size torchvision's Resize(resize) gives the whole image and
+ * (off_x, off_y) the CenterCrop's top-left in that resized image; the output samples the whole
+ * image with that geometry (filter support not clipped to the window, as resize-then-crop).
+ * x, y, w, h is then the window in full-size pixels the output covers (for information).
+ * If out_w/out_h exceed the resized size, the window is clamped (edge pixels repeat) where
+ * torchvision would zero-pad. */
 typedef struct stk__crop {
     int x, y, w, h;
     int flip;
+    int fallback;            /* train: 1 when all ten tries failed (centre-crop fallback) */
+    int resized_w, resized_h; /* eval only (0 in train) */
+    int off_x, off_y;         /* eval only */
 } stk__crop;
 
 /*
@@ -34,6 +45,31 @@ typedef struct stk__crop {
  */
 void stk__crop_params(const stk__aug_config *c, uint64_t seed, uint64_t epoch, uint64_t index,
                       int width, int height, stk__crop *out);
+
+/* DCT scale M (1, 2, 4 or 8: decode at M/8) for a crop of a WIDTH x HEIGHT image: the smallest
+ * at which the crop still covers out_w x out_h in both directions (8 when dct_scaling is off). */
+int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, int height);
+/* libjpeg's scaled size of N pixels at M/8: ceil(N * M / 8). */
+int stk__scaled(int n, int m);
+
+/* ---- decode.c internals (used by augment.c; D is the public stk_decoder) ------------------
+ * Two phases so that the crop can be chosen from the image size: read the headers (checks
+ * empty / not-a-JPEG / pixel limit), then decode window (sx, sy, sw, sh) of the image scaled by
+ * M/8 (scaled coordinates). *PX points at the window's first pixel (RGB), rows STRIDE bytes
+ * apart, owned by D and valid until D's next call. A header must precede each window. */
+int stk__dec_header(stk_decoder *d, const uint8_t *data, size_t len, int64_t max_pixels, int *w,
+                    int *h, int *comps, char *err);
+int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict,
+                    const uint8_t **px, size_t *stride, int *warnings, char *err);
+/* Text of the first libjpeg warning of the last decode ("" if none). */
+const char *stk__dec_first_warning(const stk_decoder *d);
+
+/* ---- augment.c: the resize --------------------------------------------------------------
+ * Antialiased separable resize with Pillow's BILINEAR arithmetic (triangle filter whose support
+ * grows with the downscale factor, coefficients in 22-bit fixed point, horizontal pass first into
+ * an 8-bit intermediate, then vertical), so that at DCT scale 8/8 a train sample is bit-identical
+ * to torchvision's resized_crop + hflip on Pillow and an eval sample to Resize + CenterCrop.
+ * Flip is folded into the horizontal pass. */
 
 /* Per-worker state: libjpeg decompressor, scratch buffers. One thread at a time. */
 typedef struct stk__worker_ctx stk__worker_ctx;
@@ -61,6 +97,10 @@ void stk__substitute(const stk__aug_config *c, uint8_t *out);
  * arithmetic as the GPU kernel, so results match to 1 ulp. float16/bfloat16: round to nearest
  * even. uint8 ignores NORMALIZE.
  */
+/* The normalisation is exactly `((float)x - mean[c]) / std[c]` in float32 — a division, not a
+ * multiplication by a precomputed reciprocal (which rounds differently) — and the GPU kernel
+ * must compute the same expression. float16/bfloat16 are then rounded from that float32 value
+ * (NaN stays NaN, overflow becomes inf). */
 void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout, int normalize,
                          const float mean[3], const float std[3], void *dst);
 size_t stk__dtype_size(int dtype);

@@ -107,3 +107,26 @@ def torch_or_skip():
     except ImportError:
         pytest.skip("torch is not importable")
     return torch
+
+
+def write_dataset(dst, items, classes=None):
+    """A dataset written record by record with the C writer (stk_writer_*): ITEMS are
+    (payload bytes, label); any bytes are accepted, so bad records can be planted."""
+    import ctypes
+    from stoker import _lib
+    lib = _lib.get()
+    w = ctypes.c_void_p()
+    assert lib.stk_writer_create(ctypes.byref(w)) == 0
+    try:
+        def ok(rc, what):
+            assert rc == 0, "%s: %s" % (what, _lib.text(lib.stk_writer_last_error(w)))
+        if classes:
+            names = (ctypes.c_char_p * len(classes))(*[c.encode() for c in classes])
+            ok(lib.stk_writer_set_classes(w, names, len(classes)), "set_classes")
+        ok(lib.stk_writer_open(w, os.fsencode(dst)), "open")
+        for k, (payload, label) in enumerate(items):
+            ok(lib.stk_writer_add(w, payload, len(payload), int(label), b"item%d" % k), "add")
+        ok(lib.stk_writer_finish(w), "finish")
+    finally:
+        lib.stk_writer_destroy(w)
+    return dst

@@ -110,7 +110,8 @@ def make(status, detail="", what=None):
         msg = "%s (%s)" % (msg, generic)
     if what:
         msg = "%s: %s" % (what, msg)
-    msg = "%s [%s]" % (msg, name)
+    if name and name not in msg:
+        msg = "%s [%s]" % (msg, name)
     if -1000 < status < 0:
         cls = StokerIOError
         if status == -_errno.ENOENT:

@@ -1,0 +1,155 @@
+/*
+ * lb.h — loaderbench's own declarations (the tool is split by job: options and the sweep in
+ * loaderbench.c, the embedded default sample in synth.c, one measured point in point.c, the
+ * table / verdict / JSON / CSV / SVG in report.c). loaderbench uses only the public stoker.h.
+ */
+#ifndef LB_H
+#define LB_H
+
+#include "stoker.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define LB_MAX_WORKERS 64 /* entries in a --workers list */
+#define LB_MAX_REPEAT 101
+
+/* Exit codes. */
+enum { LB_EXIT_OK = 0, LB_EXIT_FAIL = 1, LB_EXIT_USAGE = 2 };
+
+/* The layouts loaderbench compares. */
+enum lb_layout {
+    LB_FILES = 0,           /* one file per image (ImageFolder), open/read/close per record */
+    LB_SHARDS_BUFFERED = 1, /* stoker shards / LMDB through the page cache */
+    LB_SHARDS_DIRECT = 2,   /* stoker shards / LMDB with O_DIRECT */
+    LB_LMDB_MMAP = 3,       /* LMDB's own mmap read path: the reference */
+    LB_NLAYOUTS = 4
+};
+extern const char *const lb_layout_names[LB_NLAYOUTS];
+
+/* What the user's DATASET is. */
+enum lb_kind { LB_KIND_DEFAULT = 0, LB_KIND_SHARDS, LB_KIND_FOLDER, LB_KIND_LMDB };
+
+typedef struct lb_config {
+    const char *dataset;  /* user's path, or NULL for the embedded default */
+    const char *cache_dir;
+    int workers[LB_MAX_WORKERS];
+    int nworkers;
+    int layouts[LB_NLAYOUTS]; /* in the order given */
+    int nlayouts;
+    int layouts_given;    /* --layouts was on the command line */
+    int cold;             /* --cache cold */
+    int batch_size;
+    int mode;             /* STK_MODE_* */
+    int stage;            /* STK_STAGE_* */
+    int repeat;
+    double seconds;       /* per run; 0 = automatic */
+    int epochs;           /* per run; 0 = use seconds */
+    double step_ms;       /* simulated trainer step */
+    int autotune;
+    int device;           /* -1 host batches, >= 0 CUDA device; -2 = automatic */
+    int size;             /* output side */
+    int sample_images;    /* images in the embedded default */
+    uint64_t seed;
+    const char *json_path, *csv_path, *plot_path;
+    int quiet;
+    int cores;
+} lb_config;
+
+/* One measured point (median of its repeats). Shares are fractions 0..1; a share < 0 means the
+ * stage did not run (e.g. the stager with --stage decode). */
+typedef struct lb_stage_share {
+    double busy, starved, blocked;
+    uint32_t threads;
+} lb_stage_share;
+
+typedef struct lb_point {
+    int layout, workers;
+    int repeat;
+    double runs[LB_MAX_REPEAT]; /* images/s of each repeat */
+    double images_per_s, images_per_s_min, images_per_s_max; /* median, min, max */
+    double mb_per_s;
+    double cpu_cores;
+    lb_stage_share read, decode, stager;
+    double wait_fraction;          /* consumer time in stk_loader_next / wall (loader stats) */
+    double trainer_wait_fraction;  /* < 0 when step_ms == 0 */
+    double wall_s;                 /* measured window of the median run */
+    uint64_t samples, batches;     /* in that window */
+    uint64_t bad_records;
+    uint64_t disk_read_bytes;      /* fetched from storage by this process (/proc/self/io) */
+    uint64_t record_errors;        /* stk_loader_error_count at the end of the run */
+    char first_bad[400];           /* where and why of the first record error, "" if none */
+    int io_backend, io_direct;
+    char io_note[96];
+    uint64_t host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes;
+    int device;
+    const char *bottleneck; /* "read", "decode", "stager", "trainer" */
+    int failed;             /* the point could not run */
+    char error[512];
+} lb_point;
+
+typedef struct lb_dataset {
+    int kind;               /* lb_kind */
+    char path[4096];        /* what the user gave, or the default's shard dir */
+    char folder[4096];      /* ImageFolder for the files layout ("" when none) */
+    char shards[4096];      /* shards / LMDB for the shard layouts ("" when none) */
+    uint64_t records;
+    uint64_t payload_bytes;
+    uint32_t shard_count;
+    int available[LB_NLAYOUTS];
+    char why_not[LB_NLAYOUTS][160];
+} lb_dataset;
+
+typedef struct lb_autotune {
+    int done;
+    int layout;
+    int workers;           /* fewest workers that keep the trainer fed, 0 = none did */
+    int max_tried;
+    double wait_fraction;  /* at that count */
+    double best_ips;       /* best images/s seen */
+} lb_autotune;
+
+typedef struct lb_results {
+    lb_point *points;
+    size_t npoints;
+    lb_autotune tune;
+    char verdict[2048];
+    const char *bottleneck;
+    uint64_t peak_ring, peak_pinned, peak_device, peak_pool;
+    long max_rss_kb;
+    double total_s;
+} lb_results;
+
+/* ---- synth.c: the embedded default sample ---- */
+/* Make (or reuse) the default ImageFolder and its shards under CACHE_DIR; fill DS. */
+int lb_default_dataset(const lb_config *cfg, lb_dataset *ds);
+/* Pack the ImageFolder SRC into shards at DST with stk_pack, or reuse a complete DST. */
+int lb_ensure_packed(const lb_config *cfg, const char *src, const char *dst, uint64_t expect);
+/* Synthesise image I of the default sample as a JPEG (malloc'd, *len set). Deterministic. */
+uint8_t *lb_synth_jpeg(uint64_t seed, uint64_t i, size_t *len, int *w, int *h);
+
+/* ---- point.c: one measured point ---- */
+int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int workers, lb_point *pt,
+                 int index, int total);
+/* Read every file of the dataset once (warm cache) / drop it from the page cache (cold). */
+void lb_warm_cache(const char *path);
+int lb_drop_cache(const char *path);
+
+/* ---- report.c ---- */
+void lb_print_table(FILE *f, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
+void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r);
+int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
+int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
+int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
+const char *lb_point_bottleneck(const lb_config *cfg, const lb_point *p);
+
+/* ---- small helpers (loaderbench.c) ---- */
+double lb_now(void);
+void lb_progress(const lb_config *cfg, int final, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void lb_note(const lb_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *lb_human_bytes(uint64_t b, char *buf, size_t cap);
+int lb_mkdirs(const char *path);
+
+#endif

@@ -61,6 +61,7 @@ struct stk_writer {
 
     /* dataset */
     uint64_t total, payload_total, shards_done;
+    int last_written; /* the newest closed shard is marked last_shard=1 */
 
     /* pack extensions */
     char *digest;
@@ -346,7 +347,7 @@ int stk_writer_open(stk_writer *w, const char *dst)
 }
 
 int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint32_t next_shard,
-                       uint64_t first_index, uint64_t src_begin)
+                       uint64_t first_index, uint64_t src_begin, int last_done)
 {
     int rc = open_common(w, dst);
     if (rc)
@@ -376,6 +377,7 @@ int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint3
     w->shards_done = next_shard;
     w->total = first_index;
     w->src_begin = src_begin;
+    w->last_written = last_done;
     w->opened = 1;
     return STK_OK;
 }
@@ -513,6 +515,8 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
         rc = put_meta_u64(w, meta, STK__META_SHARD, w->shard_no);
     if (!rc)
         rc = put_meta(w, meta, STK__META_LAST, last ? "1" : "0", 1);
+    if (!rc)
+        rc = put_meta_u64(w, meta, STK__META_PAYLOAD, w->shard_payload);
     if (!rc && w->digest) {
         rc = put_meta(w, meta, STK__META_DIGEST, w->digest, strlen(w->digest));
         if (!rc)
@@ -546,6 +550,7 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
         return fail(w, stk__err(w->err, -errno, "%s: cannot rename to %s", w->tmp_path, final));
     fsync_dir(w->dst);
     w->shard_open = 0;
+    w->last_written = last;
     w->shard_no++;
     w->shards_done++;
     w->src_begin = src_end;
@@ -645,7 +650,8 @@ int stk__writer_finish_pack(stk_writer *w, uint64_t src_end, const char *report,
         return stk__err(w->err, STK_E_STATE, "stk_writer_finish: the writer failed earlier");
     int rc;
     /* a dataset always has at least one shard; trailing skipped files belong to the last one */
-    if (!w->shard_open && (w->shards_done == 0 || w->skips_len > 0) && (rc = shard_start(w)) != STK_OK)
+    if (!w->shard_open && (w->shards_done == 0 || w->skips_len > 0 || !w->last_written) &&
+        (rc = shard_start(w)) != STK_OK)
         return rc;
     if (w->shard_open && (rc = shard_close(w, src_end, 1)) != STK_OK)
         return rc;

@@ -13,6 +13,7 @@
 #define STK__META_FIRST_INDEX "first_index"
 #define STK__META_SHARD "shard"
 #define STK__META_LAST "last_shard" /* "1" in the last shard of a dataset, "0" in the others */
+#define STK__META_PAYLOAD "payload_bytes" /* sum of payload lengths in the shard */
 #define STK__META_DIGEST "source_digest"
 #define STK__META_SRC_BEGIN "source_begin"
 #define STK__META_SRC_END "source_end"
@@ -24,9 +25,10 @@
 int stk__writer_open_pack(stk_writer *w, const char *dst, const char *marker, const char *digest);
 /* Continue an interrupted pack in DST whose marker and first NEXT_SHARD shards were checked by
  * the caller: the next shard is NEXT_SHARD, its first record gets dataset index FIRST_INDEX, and
- * its source range begins at SRC_BEGIN. Stale temp files are removed; the marker is kept. */
+ * its source range begins at SRC_BEGIN; LAST_DONE: the newest kept shard says last_shard=1.
+ * Stale temp files and shards from NEXT_SHARD on are removed; the marker is kept. */
 int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint32_t next_shard,
-                       uint64_t first_index, uint64_t src_begin);
+                       uint64_t first_index, uint64_t src_begin, int last_done);
 /* stk_writer_add with the payload's CRC32C already computed and the position SRC_INDEX of its
  * source file in the plan (source ranges of shards are [begin, end) of these positions). */
 int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t label,

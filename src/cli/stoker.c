@@ -1,0 +1,644 @@
+/*
+ * stoker — the command-line tool: pack, info, ls, get, verify. A thin program over the public
+ * API (stoker.h) only.
+ *
+ * Exit codes (all commands):
+ *   0  success
+ *   1  the operation failed (the message names the path and the reason)
+ *   2  usage error (unknown command or option, missing argument)
+ *   3  verify: one or more bad records (they are listed)
+ */
+#include "stoker.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+#define EXIT_BAD 3
+
+static const char *g_prog = "stoker";
+
+static const char usage_main[] =
+    "usage: stoker [--version] [--help] COMMAND [ARGS]\n"
+    "\n"
+    "Pack folders of JPEGs into LMDB shards and inspect them.\n"
+    "\n"
+    "commands:\n"
+    "  pack SRC DST     pack an ImageFolder root or a `path<TAB>label` list into shards\n"
+    "  info DST         summary of a dataset (format, shards, records, classes, bytes)\n"
+    "  ls DST           one line per record: index, shard, label, bytes, crc32c, name\n"
+    "  get DST INDEX    write record INDEX's payload (the original file's bytes)\n"
+    "  verify DST       check every record's CRC32C (--decode: also decode each image)\n"
+    "\n"
+    "`stoker COMMAND --help` describes a command.\n"
+    "\n"
+    "exit codes: 0 success, 1 failure (the message names the path and reason),\n"
+    "            2 usage error, 3 verify found bad records\n";
+
+static const char usage_pack[] =
+    "usage: stoker pack SRC DST [--shard-size SIZE] [--threads N] [--strict] [--force] [--quiet]\n"
+    "\n"
+    "Pack SRC into a dataset of shards in directory DST (shard-00000.lmdb, ...).\n"
+    "SRC is an ImageFolder root (one folder per class; labels 0..C-1 in torchvision's sorted\n"
+    "order; files with torchvision's image extensions, in torchvision's order) or a text file of\n"
+    "`path<TAB>label` lines (relative paths are relative to the list file's folder).\n"
+    "Every record is the source file's bytes, unchanged, with its label and CRC32C.\n"
+    "\n"
+    "Files that are not JPEGs (header check: PNG renamed .jpg, empty, unreadable) are skipped and\n"
+    "listed in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
+    "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to\n"
+    "finish it (completed shards are kept).\n"
+    "\n"
+    "options:\n"
+    "  --shard-size SIZE  payload bytes per shard, e.g. 512M, 1G, 1.5G [1G]\n"
+    "  --threads N        reader threads [all cores]\n"
+    "  --strict           stop at the first bad source file, naming it\n"
+    "  --force            replace a dataset already in DST (only stoker's own files are removed)\n"
+    "  --quiet            no progress, no summary\n"
+    "\n"
+    "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error\n";
+
+static const char usage_info[] =
+    "usage: stoker info DST\n"
+    "\n"
+    "Print the dataset's format, layout, shards, records, classes, payload and file bytes and\n"
+    "the mean and largest record size. DST: a dataset directory, one shard file, a foreign LMDB\n"
+    "or an ImageFolder root.\n"
+    "\n"
+    "exit codes: 0 ok, 1 cannot open DST, 2 usage error\n";
+
+static const char usage_ls[] =
+    "usage: stoker ls DST [--start I] [--count N]\n"
+    "\n"
+    "One tab-separated line per record: index, shard file, label, payload bytes, crc32c (hex),\n"
+    "name (shard and key, with the source path when the shard records it).\n"
+    "\n"
+    "exit codes: 0 ok, 1 failure, 2 usage error\n";
+
+static const char usage_get[] =
+    "usage: stoker get DST INDEX [-o FILE]\n"
+    "\n"
+    "Write the payload of record INDEX (dataset index, as `stoker ls` shows) to standard output\n"
+    "or FILE: byte-identical to the packed source file. The CRC32C is checked.\n"
+    "Refuses to write binary data to a terminal.\n"
+    "\n"
+    "exit codes: 0 ok, 1 failure (bad index, CRC mismatch, I/O), 2 usage error\n";
+
+static const char usage_verify[] =
+    "usage: stoker verify DST [--decode] [--quiet]\n"
+    "\n"
+    "Read every record and check its CRC32C; with --decode also decode each image with\n"
+    "libjpeg-turbo (corrupt data, libjpeg warnings and images over the pixel limit are errors).\n"
+    "Bad records are listed (dataset index, shard and key or file, reason).\n"
+    "\n"
+    "exit codes: 0 all records good, 3 bad records found, 1 cannot open or read DST,\n"
+    "            2 usage error\n";
+
+static void die_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void die_usage(const char *usage, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", g_prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n\n%s", usage);
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
+static int is_help(const char *a)
+{
+    return !strcmp(a, "--help") || !strcmp(a, "-h");
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* 512M, 1G, 1.5G, 4096, 64K, 2GiB ... (binary multiples). */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return -1;
+    double m = 1;
+    switch (*end) {
+    case 'k': case 'K': m = 1024.0; end++; break;
+    case 'm': case 'M': m = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (!strcmp(end, "iB") || !strcmp(end, "B") || !strcmp(end, "b"))
+        end += strlen(end);
+    if (*end)
+        return -1;
+    double b = v * m;
+    if (b > 9e18)
+        return -1;
+    *out = (uint64_t)b;
+    return 0;
+}
+
+static void human(double b, char *buf, size_t cap)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+    while (b >= 1024 && i < 4) {
+        b /= 1024;
+        i++;
+    }
+    snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static stk_dataset *open_dataset(const char *path)
+{
+    stk_dataset *ds;
+    if (stk_dataset_create(&ds) != STK_OK) {
+        fprintf(stderr, "%s: out of memory\n", g_prog);
+        exit(EXIT_FAIL);
+    }
+    int rc = stk_dataset_open(ds, path);
+    if (rc) {
+        const char *e = stk_dataset_last_error(ds);
+        fprintf(stderr, "%s: %s\n", g_prog, *e ? e : stk_strerror(rc));
+        stk_dataset_destroy(ds);
+        exit(EXIT_FAIL);
+    }
+    return ds;
+}
+
+/* ---- pack ------------------------------------------------------------------------------------ */
+
+typedef struct prog_state {
+    int tty;
+    double last_line;
+    int drew;
+} prog_state;
+
+static void fmt_eta(double s, char *buf, size_t cap)
+{
+    if (s < 0 || s > 359999) {
+        snprintf(buf, cap, "--:--");
+        return;
+    }
+    unsigned t = (unsigned)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, cap, "%u:%02u:%02u", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, cap, "%u:%02u", t / 60, t % 60);
+}
+
+static void on_progress(const stk_pack_progress *p, void *user)
+{
+    prog_state *ps = user;
+    double el = p->elapsed_s > 1e-6 ? p->elapsed_s : 1e-6;
+    double frac = p->bytes_total ? (double)p->bytes_done / (double)p->bytes_total
+                                 : (p->files_total ? (double)p->files_done / (double)p->files_total : 1);
+    if (frac > 1)
+        frac = 1;
+    double rps = (double)p->files_done / el, mbs = (double)p->bytes_done / el / 1e6;
+    char eta[32];
+    fmt_eta(frac > 0 ? el * (1 - frac) / frac : -1, eta, sizeof eta);
+    if (ps->tty) {
+        char bar[31];
+        int fill = (int)(frac * 30);
+        for (int i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        fprintf(stderr, "\r[%s] %5.1f%% %" PRIu64 "/%" PRIu64 " files, %" PRIu64 " skipped | %.0f rec/s %.1f MB/s | ETA %s  ",
+                bar, frac * 100, p->files_done, p->files_total, p->skipped, rps, mbs, eta);
+        ps->drew = 1;
+    } else if (p->elapsed_s - ps->last_line >= 5.0 || p->files_done == p->files_total) {
+        ps->last_line = p->elapsed_s;
+        fprintf(stderr, "pack: %" PRIu64 "/%" PRIu64 " files (%.1f%%), %" PRIu64 " skipped, %.0f rec/s, %.1f MB/s, ETA %s\n",
+                p->files_done, p->files_total, frac * 100, p->skipped, rps, mbs, eta);
+    }
+    fflush(stderr);
+}
+
+static int cmd_pack(int argc, char **argv)
+{
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0, quiet = 0;
+    stk_pack_options o;
+    memset(&o, 0, sizeof o);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (is_help(a)) {
+            fputs(usage_pack, stdout);
+            return 0;
+        } else if (!strcmp(a, "--shard-size")) {
+            if (++i >= argc || parse_size(argv[i], &o.shard_bytes) != 0)
+                die_usage(usage_pack, "--shard-size needs a size such as 512M or 1G");
+            if (o.shard_bytes < (1u << 20))
+                die_usage(usage_pack, "--shard-size must be at least 1M");
+        } else if (!strcmp(a, "--threads")) {
+            uint64_t t;
+            if (++i >= argc || parse_u64(argv[i], &t) != 0 || t < 1 || t > 256)
+                die_usage(usage_pack, "--threads needs a number 1..256");
+            o.threads = (int)t;
+        } else if (!strcmp(a, "--strict")) {
+            o.strict = 1;
+        } else if (!strcmp(a, "--force")) {
+            o.force = 1;
+        } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+            quiet = 1;
+        } else if (a[0] == '-' && a[1]) {
+            die_usage(usage_pack, "unknown option %s", a);
+        } else if (npos < 2) {
+            pos[npos++] = a;
+        } else {
+            die_usage(usage_pack, "too many arguments (%s)", a);
+        }
+    }
+    if (npos != 2)
+        die_usage(usage_pack, "pack needs SRC and DST");
+    char err[1024] = "";
+    prog_state ps = {isatty(2), 0, 0};
+    if (!quiet) {
+        o.progress = on_progress;
+        o.progress_user = &ps;
+    }
+    o.error = err;
+    o.error_cap = sizeof err;
+    stk_pack_result r;
+    int rc = stk_pack(pos[0], pos[1], &o, &r);
+    if (ps.drew)
+        fputc('\n', stderr);
+    if (rc) {
+        fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
+        return EXIT_FAIL;
+    }
+    if (!quiet) {
+        char pb[32];
+        human((double)r.payload_bytes, pb, sizeof pb);
+        double el = r.elapsed_s > 1e-6 ? r.elapsed_s : 1e-6;
+        uint64_t now = r.records - r.resumed_records;
+        printf("packed %" PRIu64 " records (%" PRIu64 " classes) into %" PRIu64 " shard%s in %s: %s payload\n",
+               r.records, r.classes, r.shards, r.shards == 1 ? "" : "s", pos[1], pb);
+        if (r.resumed_records)
+            printf("resumed an interrupted pack: %" PRIu64 " records were already packed, %" PRIu64 " added now\n",
+                   r.resumed_records, now);
+        printf("%.2f s, %.0f records/s\n", r.elapsed_s, (double)now / el);
+        if (r.skipped)
+            printf("skipped %" PRIu64 " file%s that are not JPEGs: see %s/pack-report.tsv\n", r.skipped,
+                   r.skipped == 1 ? "" : "s", pos[1]);
+    }
+    return 0;
+}
+
+/* ---- info / ls / get ---------------------------------------------------------------------------- */
+
+static const char *layout_name(int l)
+{
+    switch (l) {
+    case STK_LAYOUT_SHARDS: return "stoker shards";
+    case STK_LAYOUT_FILES: return "image files (ImageFolder)";
+    case STK_LAYOUT_LMDB: return "foreign LMDB (key -> image bytes)";
+    default: return "?";
+    }
+}
+
+static int cmd_info(int argc, char **argv)
+{
+    const char *path = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_info, stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            die_usage(usage_info, "unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            die_usage(usage_info, "too many arguments (%s)", argv[i]);
+        }
+    }
+    if (!path)
+        die_usage(usage_info, "info needs DST");
+    stk_dataset *ds = open_dataset(path);
+    stk_dataset_info in;
+    stk_dataset_info_get(ds, &in);
+    char pb[32], fb[32], mb[32], xb[32];
+    human((double)in.payload_bytes, pb, sizeof pb);
+    human((double)in.file_bytes, fb, sizeof fb);
+    human(in.records ? (double)in.payload_bytes / (double)in.records : 0, mb, sizeof mb);
+    human((double)in.max_record_bytes, xb, sizeof xb);
+    printf("path:          %s\n", path);
+    printf("layout:        %s\n", layout_name(in.layout));
+    if (in.format_version)
+        printf("format:        stoker-shard %d\n", in.format_version);
+    printf("shards:        %u\n", in.shards);
+    printf("records:       %" PRIu64 "\n", in.records);
+    printf("classes:       %u", in.classes);
+    for (uint32_t c = 0; c < in.classes && c < 8; c++)
+        printf("%s%s", c ? ", " : " (", stk_dataset_class_name(ds, c));
+    if (in.classes)
+        printf("%s)", in.classes > 8 ? ", ..." : "");
+    printf("\n");
+    printf("payload bytes: %" PRIu64 " (%s)\n", in.payload_bytes, pb);
+    printf("file bytes:    %" PRIu64 " (%s)\n", in.file_bytes, fb);
+    printf("mean record:   %s\n", mb);
+    printf("largest:       %s\n", xb);
+    for (uint32_t s = 0; s < in.shards && s < 16; s++)
+        printf("shard %u:       %s\n", s, stk_dataset_shard_path(ds, s));
+    if (in.shards > 16)
+        printf("...            (%u shards)\n", in.shards);
+    stk_dataset_destroy(ds);
+    return 0;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = p ? strrchr(p, '/') : NULL;
+    return s ? s + 1 : (p ? p : "-");
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+    const char *path = NULL;
+    uint64_t start = 0, count = UINT64_MAX;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_ls, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--start")) {
+            if (++i >= argc || parse_u64(argv[i], &start))
+                die_usage(usage_ls, "--start needs an index");
+        } else if (!strcmp(argv[i], "--count")) {
+            if (++i >= argc || parse_u64(argv[i], &count))
+                die_usage(usage_ls, "--count needs a number");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            die_usage(usage_ls, "unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            die_usage(usage_ls, "too many arguments (%s)", argv[i]);
+        }
+    }
+    if (!path)
+        die_usage(usage_ls, "ls needs DST");
+    stk_dataset *ds = open_dataset(path);
+    uint64_t n = stk_dataset_count(ds);
+    int status = 0;
+    for (uint64_t i = start; i < n && i - start < count; i++) {
+        stk_record_info ri;
+        char name[4400];
+        int rc = stk_dataset_record(ds, i, &ri);
+        if (rc) {
+            fprintf(stderr, "%s: %s\n", g_prog, stk_dataset_last_error(ds));
+            status = EXIT_FAIL;
+            continue;
+        }
+        stk_dataset_record_name(ds, i, name, sizeof name);
+        if (ri.has_crc)
+            printf("%" PRIu64 "\t%s\t%d\t%u\t%08x\t%s\n", i, base_name(stk_dataset_shard_path(ds, ri.shard)),
+                   ri.label, ri.length, ri.crc32c, name);
+        else
+            printf("%" PRIu64 "\t%s\t%d\t%u\t-\t%s\n", i, base_name(stk_dataset_shard_path(ds, ri.shard)),
+                   ri.label, ri.length, name);
+    }
+    if (fflush(stdout) != 0 && errno != EPIPE) {
+        fprintf(stderr, "%s: write to stdout failed: %s\n", g_prog, strerror(errno));
+        status = EXIT_FAIL;
+    }
+    stk_dataset_destroy(ds);
+    return status;
+}
+
+static int cmd_get(int argc, char **argv)
+{
+    const char *pos[2] = {NULL, NULL}, *out = NULL;
+    int npos = 0;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_get, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--output")) {
+            if (++i >= argc)
+                die_usage(usage_get, "-o needs a file name");
+            out = argv[i];
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            die_usage(usage_get, "unknown option %s", argv[i]);
+        } else if (npos < 2) {
+            pos[npos++] = argv[i];
+        } else {
+            die_usage(usage_get, "too many arguments (%s)", argv[i]);
+        }
+    }
+    uint64_t index;
+    if (npos != 2)
+        die_usage(usage_get, "get needs DST and INDEX");
+    if (parse_u64(pos[1], &index))
+        die_usage(usage_get, "INDEX must be a record index >= 0 (got `%s`)", pos[1]);
+    if (!out && isatty(1)) {
+        fprintf(stderr, "%s: refusing to write binary data to a terminal; redirect stdout or use -o FILE\n",
+                g_prog);
+        return EXIT_USAGE;
+    }
+    stk_dataset *ds = open_dataset(pos[0]);
+    uint64_t n = stk_dataset_count(ds);
+    if (index >= n) {
+        fprintf(stderr, "%s: %s: index %" PRIu64 " out of range (the dataset has %" PRIu64 " records)\n", g_prog,
+                pos[0], index, n);
+        stk_dataset_destroy(ds);
+        return EXIT_FAIL;
+    }
+    stk_dataset_info in;
+    stk_dataset_info_get(ds, &in);
+    size_t cap = in.max_record_bytes ? in.max_record_bytes : 1, len;
+    void *buf = malloc(cap);
+    if (!buf) {
+        fprintf(stderr, "%s: out of memory\n", g_prog);
+        stk_dataset_destroy(ds);
+        return EXIT_FAIL;
+    }
+    int rc = stk_dataset_read(ds, index, buf, cap, &len, NULL);
+    if (rc == STK_E_RANGE) { /* files layout: the file may have grown since open */
+        free(buf);
+        cap = len;
+        buf = malloc(cap ? cap : 1);
+        rc = buf ? stk_dataset_read(ds, index, buf, cap, &len, NULL) : STK_E_NOMEM;
+    }
+    int status = 0;
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", g_prog, *stk_dataset_last_error(ds) ? stk_dataset_last_error(ds) : stk_strerror(rc));
+        status = EXIT_FAIL;
+    } else {
+        FILE *f = out ? fopen(out, "wb") : stdout;
+        if (!f) {
+            fprintf(stderr, "%s: %s: %s\n", g_prog, out, strerror(errno));
+            status = EXIT_FAIL;
+        } else {
+            if (fwrite(buf, 1, len, f) != len || fflush(f) != 0) {
+                fprintf(stderr, "%s: %s: write failed: %s\n", g_prog, out ? out : "stdout", strerror(errno));
+                status = EXIT_FAIL;
+            }
+            if (out && fclose(f) != 0 && !status) {
+                fprintf(stderr, "%s: %s: %s\n", g_prog, out, strerror(errno));
+                status = EXIT_FAIL;
+            }
+        }
+    }
+    free(buf);
+    stk_dataset_destroy(ds);
+    return status;
+}
+
+/* ---- verify ----------------------------------------------------------------------------------- */
+
+static int cmd_verify(int argc, char **argv)
+{
+    const char *path = NULL;
+    int decode = 0, quiet = 0;
+    for (int i = 0; i < argc; i++) {
+        if (is_help(argv[i])) {
+            fputs(usage_verify, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--decode")) {
+            decode = 1;
+        } else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q")) {
+            quiet = 1;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            die_usage(usage_verify, "unknown option %s", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            die_usage(usage_verify, "too many arguments (%s)", argv[i]);
+        }
+    }
+    if (!path)
+        die_usage(usage_verify, "verify needs DST");
+    stk_dataset *ds = open_dataset(path);
+    stk_dataset_info in;
+    stk_dataset_info_get(ds, &in);
+    uint64_t n = in.records, bad = 0;
+    size_t cap = in.max_record_bytes ? in.max_record_bytes : 1;
+    uint8_t *buf = malloc(cap), *pix = NULL;
+    size_t pixcap = 0;
+    stk_decoder *dec = NULL;
+    if (!buf || (decode && stk_decoder_create(&dec) != STK_OK)) {
+        fprintf(stderr, "%s: out of memory\n", g_prog);
+        free(buf);
+        stk_dataset_destroy(ds);
+        return EXIT_FAIL;
+    }
+    int status = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        size_t len;
+        char name[4400], reason[600] = "";
+        int rc = stk_dataset_read(ds, i, buf, cap, &len, NULL);
+        if (rc == STK_E_RANGE) {
+            uint8_t *nb = realloc(buf, len);
+            if (!nb) {
+                fprintf(stderr, "%s: out of memory\n", g_prog);
+                status = EXIT_FAIL;
+                break;
+            }
+            buf = nb;
+            cap = len;
+            rc = stk_dataset_read(ds, i, buf, cap, &len, NULL);
+        }
+        if (rc) {
+            snprintf(reason, sizeof reason, "%s", stk_dataset_last_error(ds));
+        } else if (decode) {
+            int w = 0, h = 0, c = 0, warn = 0;
+            rc = stk_image_info(buf, len, &w, &h, &c);
+            if (rc == STK_OK) {
+                size_t need = (size_t)w * (size_t)h * 3;
+                if (need > pixcap) {
+                    uint8_t *np = realloc(pix, need);
+                    if (!np) {
+                        rc = STK_E_NOMEM;
+                    } else {
+                        pix = np;
+                        pixcap = need;
+                    }
+                }
+            }
+            stk_decode_args a;
+            memset(&a, 0, sizeof a);
+            a.strict = 1;
+            if (rc == STK_OK)
+                rc = stk_decode(dec, buf, len, &a, pix, pixcap, &w, &h, &warn);
+            if (rc)
+                snprintf(reason, sizeof reason, "%s: %s", stk_strerror(rc),
+                         dec && *stk_decoder_last_error(dec) ? stk_decoder_last_error(dec) : "");
+        }
+        if (rc) {
+            bad++;
+            stk_dataset_record_name(ds, i, name, sizeof name);
+            printf("BAD\t%" PRIu64 "\t%s\t%s\n", i, name, reason);
+        }
+    }
+    free(buf);
+    free(pix);
+    stk_decoder_destroy(dec);
+    if (status == 0) {
+        if (!quiet)
+            printf("%s: %" PRIu64 " records, %" PRIu64 " bad (%s%s)\n", path, n, bad, "crc32c",
+                   decode ? " + decode" : "");
+        status = bad ? EXIT_BAD : 0;
+    }
+    stk_dataset_destroy(ds);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (is_help(cmd) || !strcmp(cmd, "help")) {
+        if (argc > 2 && strcmp(cmd, "help") == 0) {
+            char *h[] = {"--help"};
+            const char *c = argv[2];
+            if (!strcmp(c, "pack")) return cmd_pack(1, h);
+            if (!strcmp(c, "info")) return cmd_info(1, h);
+            if (!strcmp(c, "ls")) return cmd_ls(1, h);
+            if (!strcmp(c, "get")) return cmd_get(1, h);
+            if (!strcmp(c, "verify")) return cmd_verify(1, h);
+        }
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("stoker %s\n", stk_version_string());
+        return 0;
+    }
+    if (!strcmp(cmd, "pack"))
+        return cmd_pack(argc - 2, argv + 2);
+    if (!strcmp(cmd, "info"))
+        return cmd_info(argc - 2, argv + 2);
+    if (!strcmp(cmd, "ls"))
+        return cmd_ls(argc - 2, argv + 2);
+    if (!strcmp(cmd, "get"))
+        return cmd_get(argc - 2, argv + 2);
+    if (!strcmp(cmd, "verify"))
+        return cmd_verify(argc - 2, argv + 2);
+    fprintf(stderr, "%s: unknown command `%s`\n\n%s", g_prog, cmd, usage_main);
+    return EXIT_USAGE;
+}

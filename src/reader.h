@@ -21,7 +21,10 @@ typedef struct stk__read {
     const uint8_t *data; /* payload (stoker shards: after the record header); NULL on error */
     uint32_t len;        /* payload bytes */
     int32_t label;       /* record header / folder label / foreign label */
-    int status;          /* STK_OK, or STK_E_CRC / STK_E_FORMAT / STK_E_TRUNCATED / STK_E_EMPTY / -errno */
+    int status;          /* STK_OK, or STK_E_CRC / STK_E_FORMAT / STK_E_TRUNCATED / STK_E_EMPTY / -errno;
+                          * also STK_E_CORRUPT (header length != table length - 16, or a value
+                          * outside the file), STK_E_CHANGED (a file's size changed since open),
+                          * STK_E_RANGE (index past the end), STK_E_LMDB (mmap backend) */
     int sys_errno;       /* errno of a failed read, else 0 */
     char detail[128];    /* short cause for errors, e.g. "pread at 123456: short read 100 of 4096" */
     uint32_t disk_bytes; /* bytes requested from storage */
@@ -37,6 +40,10 @@ typedef struct stk__reader_config {
     int io_threads;           /* pread / files / mmap threads */
     uint32_t fault_eio_ppm, fault_short_ppm, fault_delay_ppm, fault_delay_us;
     uint64_t fault_seed;
+    /* Buffers the consumer may hold between SINK and stk__reader_release beyond those in flight
+     * (the pool has in-flight + hold normal buffers); 0 = max(queue depth or io_threads, 16).
+     * When all are held, the reader waits (blocked time). */
+    uint32_t hold_buffers;
 } stk__reader_config;
 
 /* Next work item. Returns 1 with the outputs set, 0 when there is no more work (stop). May block.
@@ -50,7 +57,11 @@ typedef int (*stk__sink_fn)(void *user, stk__read *rd);
 typedef struct stk__reader stk__reader;
 
 /* Allocate the buffer pool and set up the backend (io_uring probe; on failure with AUTO, the
- * pread pool, with the reason kept for the stats). DS must stay open. */
+ * pread pool, with the reason kept for the stats). DS must stay open. The files layout always
+ * uses the open/read/close pool (reported as STK_IO_PREAD); STK_IO_MMAP needs LMDB shards.
+ * Environment: STOKER_DISABLE_URING=1 makes io_uring setup fail as if io_uring_queue_init()
+ * returned -ENOSYS (AUTO falls back, URING fails), so tests can force the fallback path.
+ * Faults (cfg fault_*) are drawn per item from (fault_seed, epoch, index): reproducible. */
 int stk__reader_create(stk__reader **out, stk_dataset *ds, const stk__reader_config *cfg, char *err);
 /* Start the threads. */
 int stk__reader_start(stk__reader *r, stk__work_fn work, stk__sink_fn sink, void *user, char *err);

@@ -301,10 +301,11 @@ static int set_classes(stk_dataset *ds, const char *text, size_t len)
 /*
  * Open the LMDB at PATH as shard SH (number NO in ds->shards); ENV_DIR: PATH is a directory
  * environment (data.mdb inside). EXPECT_STOKER: 1 = must be a stoker shard, 0 = decide.
+ * IN_DIR: one of a directory of shards (continuity with the previous shards is checked).
  * Walks the records into RECS.
  */
 static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *path, int env_dir,
-                      int expect_stoker, recvec *recs)
+                      int expect_stoker, int in_dir, recvec *recs)
 {
     int rc;
     char datafile[4200];
@@ -396,7 +397,8 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
             return stk__err(ds->err, STK_E_FORMAT, "%s: meta `count` missing or not a number", path);
         have_first = meta_u64(sh->txn, meta_dbi, STK__META_FIRST_INDEX, &first_index) == 0;
         uint64_t last = 1;
-        if (ds->nshards > 1 && no + 1 == ds->nshards && meta_u64(sh->txn, meta_dbi, STK__META_LAST, &last) == 0 &&
+        if (in_dir && !ds->allow_incomplete && no + 1 == ds->nshards &&
+            meta_u64(sh->txn, meta_dbi, STK__META_LAST, &last) == 0 &&
             last == 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: the dataset has more shards after this one: "
                             "shard-%05u.lmdb is missing", path, no + 1);
@@ -412,7 +414,7 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
             return stk__err(ds->err, STK_E_LMDB, "%s: cannot open the main database: %s", path,
                             mdb_strerror(rc));
     }
-    if (stoker && have_first && ds->nshards > 1 && first_index != recs->n)
+    if (stoker && have_first && in_dir && first_index != recs->n)
         return stk__err(ds->err, STK_E_FORMAT,
                         "%s: meta first_index %llu but the shards before it hold %llu records "
                         "(a shard is missing or from another dataset)",
@@ -525,7 +527,7 @@ static int open_shard_dir(stk_dataset *ds, const char *dir, const unsigned *nos,
     for (size_t i = 0; i < n; i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/" STK__SHARD_FMT, dir, nos[i]);
-        if ((rc = open_shard(ds, &ds->shards[i], (uint32_t)i, path, 0, 1, &recs)) != STK_OK) {
+        if ((rc = open_shard(ds, &ds->shards[i], (uint32_t)i, path, 0, 1, 1, &recs)) != STK_OK) {
             free(recs.v);
             return rc;
         }
@@ -542,7 +544,7 @@ static int open_single(stk_dataset *ds, const char *path, int env_dir, int want_
     if (rc)
         return rc;
     recvec recs = {0};
-    rc = open_shard(ds, &ds->shards[0], 0, path, env_dir, want_layout == STK_LAYOUT_SHARDS, &recs);
+    rc = open_shard(ds, &ds->shards[0], 0, path, env_dir, want_layout == STK_LAYOUT_SHARDS, 0, &recs);
     if (rc) {
         free(recs.v);
         return rc;

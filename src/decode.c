@@ -415,6 +415,13 @@ int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int s
         return stk__err(err, STK_E_INVALID, "scale %d/8: must be 1, 2, 4 or 8", m);
     }
     d->jerr.strict = strict;
+    if (strict && d->jerr.warnings > 0) { /* a warning while reading the headers */
+        jpeg_abort_decompress(&d->cinfo);
+        d->have_header = 0;
+        if (warnings)
+            *warnings = d->jerr.warnings;
+        return stk__err(err, STK_E_DECODE, "cannot decode (strict): %s", d->jerr.first_warning);
+    }
     window_args a = {m, sx, sy, sw, sh, NULL, 0};
     int rc = run(d, window_body, &a);
     d->have_header = 0;

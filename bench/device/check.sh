@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The device check of the CUDA stager (issue 7), one script for a machine with an NVIDIA GPU.
+# Prepare first, here: bash bench/device/prepare.sh (builds into .device/, which the run carries).
+# Runs in under 5 minutes:
+#   1. GPU tests: test_stager (device == CPU conversion for every dtype/layout/normalisation, a
+#      slow-consumer race over 1000 batches, no device-memory growth, >2^31-element batch) and
+#      test_cuda_loader (device batches == host batches, per-epoch loaders without growth).
+#   2. (a) H2D GB/s of the stager vs a plain cudaMemcpyAsync from pinned memory (stager_h2d).
+#   3. A dataset: make-imagenet-like (carried, with its photos) -> ImageFolder, packed to shards.
+#   4. (b) synthetic trainer, GPU step longer than the loader's batch time: GPU idle between
+#      steps, stoker (idle_gap) vs per-batch .cuda() (torch_idle.py).
+#   5. (c) images/s: stoker vs PyTorch DataLoader, all cores (throughput.py).
+# Writes its logs and summary.txt to $OUT (default /tmp/stoker-check). Exit 0 when every part
+# ran (targets missed are reported, not failures), 1 when a test failed or a part broke.
+# Without a GPU it says so and exits 0; CHECK_SMOKE=1 then runs the parts that can run on a CPU
+# (programs start and skip, data generation, packing, throughput.py --device cpu) on tiny data.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+D=$PWD/.device
+OUT=${OUT:-/tmp/stoker-check}
+DATA=${CHECK_DATA:-/tmp/stoker-check-data}
+COUNT=${CHECK_COUNT:-5000}
+PY=${PYTHON:-python3}
+NCPU=$(nproc)
+mkdir -p "$OUT" "$DATA"
+rm -f "$OUT"/{check.log,test_stager.txt,test_cuda_loader.txt,h2d.txt,idle.txt,throughput.txt,summary.txt}
+exec > >(tee "$OUT/check.log") 2>&1
+
+if [ ! -x "$D/bin/stager_h2d" ]; then
+  echo "check.sh: $D is missing: run bench/device/prepare.sh first (on the build machine) and carry .device"
+  exit 2
+fi
+export LD_LIBRARY_PATH=$D/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export STOKER_LIBRARY=$D/lib/libstoker.so
+export PYTHONPATH=$PWD/bindings/python${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+
+gpu=1
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then gpu=0; fi
+"$D/bin/stager_h2d" 1 1 1 1 >/dev/null 2>&1
+[ $? = 77 ] && gpu=0
+if [ $gpu = 0 ]; then
+  echo "check.sh: no GPU here (nvidia-smi / stk_cuda_device_count): nothing measured"
+  if [ "${CHECK_SMOKE:-0}" != 1 ]; then exit 0; fi
+  echo "== CHECK_SMOKE=1: what can run without a GPU, on tiny data"
+  COUNT=60
+fi
+
+failed=()
+part() { echo; echo "== $(date +%T) $*"; }
+run() { # NAME TIMEOUT FILE CMD...: run, output also appended to FILE (- for none); record a
+         # failure (77 = skipped is fine)
+  local name=$1 t=$2 file=$3; shift 3
+  [ "$file" = - ] && file=/dev/null
+  timeout "$t" "$@" 2>&1 | tee -a "$file"
+  local rc=${PIPESTATUS[0]}
+  if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then failed+=("$name (exit $rc)"); fi
+  return 0
+}
+
+part "machine"
+[ $gpu = 1 ] && nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current --format=csv
+echo "cpus: $NCPU; python: $($PY -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)' 2>&1)"
+
+part "1. GPU tests"
+run test_stager 180 "$OUT/test_stager.txt" "$D/bin/test_stager"
+run test_cuda_loader 180 "$OUT/test_cuda_loader.txt" "$D/bin/test_cuda_loader"
+
+part "2. (a) H2D: stager vs plain cudaMemcpyAsync"
+run stager_h2d 120 "$OUT/h2d.txt" "$D/bin/stager_h2d" 256 224 7 30
+
+part "3. dataset: $COUNT images"
+run generate 180 - "$PY" "$D/make-imagenet-like" --count "$COUNT" --classes 100 --seed 1 \
+  --photo-cache "$D/photo-cache" --jobs "$NCPU" --force "$DATA/folder"
+run pack 120 - "$PY" -c "import stoker, sys; r = stoker.pack(sys.argv[1], sys.argv[2], force=True); print('packed', r)" \
+  "$DATA/folder" "$DATA/shards"
+
+part "4. (b) GPU idle between steps: stoker vs per-batch .cuda()"
+if [ $gpu = 1 ]; then
+  run idle_gap 150 "$OUT/idle.txt" "$D/bin/idle_gap" "$DATA/shards" 256 "$NCPU" 120 1.5
+  step_ns=$(sed -n 's/^RESULT idle .*step_ns=\([0-9]*\).*/\1/p' "$OUT/idle.txt")
+  run torch_idle 150 "$OUT/idle.txt" "$PY" bench/device/torch_idle.py --step-ns "${step_ns:-50000000}"
+else
+  run idle_gap 30 - "$D/bin/idle_gap" "$DATA/shards"
+  run torch_idle 60 - "$PY" bench/device/torch_idle.py --step-ns 1000000
+fi
+
+part "5. (c) images/s: stoker vs PyTorch DataLoader, $NCPU workers"
+if [ $gpu = 1 ]; then
+  run throughput 240 "$OUT/throughput.txt" "$PY" bench/device/throughput.py --folder "$DATA/folder" \
+    --shards "$DATA/shards" --workers "$NCPU" --epochs 2 --rounds 3
+else
+  run throughput 240 "$OUT/throughput.txt" "$PY" bench/device/throughput.py --folder "$DATA/folder" \
+    --shards "$DATA/shards" --workers 2 --epochs 1 --rounds 2 --batch 16 --device cpu
+fi
+
+part "summary"
+{
+  echo "stoker device check, $(date -u +%FT%TZ), gpu=$gpu"
+  grep -h '^RESULT' "$OUT"/*.txt 2>/dev/null
+  if [ ${#failed[@]} = 0 ]; then echo "all parts ran"; else printf 'FAILED: %s\n' "${failed[@]}"; fi
+} | tee "$OUT/summary.txt"
+[ ${#failed[@]} = 0 ]

@@ -629,6 +629,18 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
                         held, limit);
     }
     uint64_t k = h->c_k;
+    /* batch k goes where batch k - K (k - nbuf) is: waiting for it while that one is held would
+     * never end */
+    int blocked_by_held = h->device_path ? h->devs[k % (uint64_t)h->nbuf].held
+                                         : h->slots[k % h->K].held;
+    if (blocked_by_held) {
+        uint32_t lim = h->device_path ? (uint32_t)h->nbuf : h->K;
+        pthread_mutex_unlock(&h->mu);
+        return stk__err(h->err, STK_E_STATE,
+                        "stk_loader_next: batch %llu is still held and its buffer is needed next "
+                        "(at most %u consecutive batches can be held); release it first",
+                        (unsigned long long)(k >= lim ? k - lim : 0), lim);
+    }
     if (!batch_ready(h, k) && !h->pipe_status) {
         uint64_t t0 = stk__now_ns();
         struct timespec dl;

@@ -1,0 +1,107 @@
+"""docs/FORMAT.md is enough: python-lmdb alone reads a shard that `stoker pack` wrote, with only
+the rules written there (key encoding, 16-byte header, CRC32C, meta keys, sources db), and gets
+back every source file's bytes and label."""
+
+import os
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import jpeg_bytes
+
+lmdb = pytest.importorskip("lmdb")
+
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_T = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def test_crc32c_reference():
+    # the check value FORMAT.md quotes
+    assert crc32c(b"123456789") == 0xE3069283
+
+
+def stoker_cli():
+    exe = os.environ.get("STOKER")
+    if not exe or not os.path.exists(exe):
+        pytest.skip("STOKER (the CLI) not set")
+    return exe
+
+
+def test_read_shards_with_python_lmdb(tmp_path):
+    exe = stoker_cli()
+    rng = np.random.default_rng(5)
+    src = tmp_path / "src"
+    classes = ["Zebra", "ant", "bee-2", "bee"]
+    expected = []  # (relpath, label, bytes) in torchvision order
+    for label, c in enumerate(sorted(classes)):
+        d = src / c
+        d.mkdir(parents=True)
+        for i in range(12):
+            data = jpeg_bytes(rng, 60 + (i * 37) % 360, 50 + (i * 53) % 330,
+                              gray=(i % 5 == 4), subsampling=i % 3, progressive=(i % 4 == 1))
+            name = "img_%02d.jpg" % i
+            (d / name).write_bytes(data)
+            expected.append(("%s/%s" % (c, name), label, data))
+    (src / "bee" / "broken.jpg").write_bytes(b"GIF89a....")
+    dst = tmp_path / "ds"
+    r = subprocess.run([exe, "pack", str(src), str(dst), "--shard-size", "1M", "--quiet"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (dst / "pack-report.tsv").read_text() == \
+        "%s\tnot a JPEG (starts with 47 49 46)\n" % (src / "bee" / "broken.jpg")
+    assert not (dst / ".stoker-pack-incomplete").exists()
+
+    shards = sorted(p for p in os.listdir(dst) if p.startswith("shard-") and p.endswith(".lmdb"))
+    assert shards and shards[0] == "shard-00000.lmdb"
+    got = []
+    first = 0
+    for n, name in enumerate(shards):
+        assert name == "shard-%05d.lmdb" % n
+        env = lmdb.open(str(dst / name), subdir=False, readonly=True, lock=False, max_dbs=3)
+        records = env.open_db(b"records", create=False)
+        meta = env.open_db(b"meta", create=False)
+        sources = env.open_db(b"sources", create=False)
+        with env.begin() as txn:
+            assert txn.get(b"format", db=meta) == b"stoker-shard 1"
+            assert txn.get(b"classes", db=meta).decode().split("\n") == sorted(classes)
+            count = int(txn.get(b"count", db=meta))
+            assert int(txn.get(b"first_index", db=meta)) == first
+            assert txn.get(b"last_shard", db=meta) == (b"1" if n == len(shards) - 1 else b"0")
+            payload_sum = 0
+            k = 0
+            for key, value in txn.cursor(db=records):
+                assert len(key) == 8 and struct.unpack(">Q", key)[0] == k
+                magic, label, crc, length = struct.unpack("<4siII", value[:16])
+                assert magic == b"STK1"
+                assert length == len(value) - 16
+                payload = bytes(value[16:])
+                assert crc32c(payload) == crc
+                src_rel = txn.get(key, db=sources).decode()
+                got.append((src_rel, label, payload))
+                payload_sum += length
+                k += 1
+            assert k == count
+            assert int(txn.get(b"payload_bytes", db=meta)) == payload_sum
+        env.close()
+        first += count
+    assert len(shards) >= 2, "1 MiB shards: the test wants several"
+    assert got == expected

@@ -34,8 +34,9 @@
  * counts as 0 devices. No CUDA call is made before the first stoker call that needs one.
  *
  * Stats. Copy time and conversion time come from the events (t0 -> copied, copied -> ready) and
- * are collected once the events have completed: in wait_copied for the copy, before the buffer
- * is reused (or in get_stats / destroy) for both.
+ * are collected by the stager thread once the events have completed: in wait_copied (whatever
+ * has completed by then) and, at the latest, before the buffer is reused. get_stats makes no
+ * CUDA call.
  */
 #ifdef STK_HAVE_CUDA
 
@@ -425,7 +426,8 @@ int stk__stager_wait_copied(stk__stager *s, int b, char *err)
     if (e != cudaSuccess)
         return cuda_fail(err, "cudaEventSynchronize(copied)", e);
     pthread_mutex_lock(&s->mu);
-    collect_locked(s, b, 0);
+    for (int i = 0; i < s->cfg.nbuf; i++)
+        collect_locked(s, i, 0);
     pthread_mutex_unlock(&s->mu);
     return STK_OK;
 }
@@ -474,10 +476,10 @@ void stk__stager_get_stats(stk__stager *s, stk__stager_stats *out)
     memset(out, 0, sizeof *out);
     if (!s)
         return;
+    /* No CUDA call here: any thread may ask, and a CUDA call could give a thread that never
+     * used CUDA a context on another device. Timings are collected by the stager thread (in
+     * submit and wait_copied), so the last batch or two may not be counted yet. */
     pthread_mutex_lock(&s->mu);
-    /* Event queries need no current device: the caller's thread is left alone. */
-    for (int b = 0; b < s->cfg.nbuf; b++)
-        collect_locked(s, b, 0);
     out->h2d_bytes = s->h2d_bytes;
     out->h2d_s = s->h2d_s;
     out->convert_s = s->convert_s;

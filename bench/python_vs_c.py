@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Python binding overhead and the ratio against PyTorch's DataLoader, measured side by side.
+
+    /usr/bin/python3 bench/python_vs_c.py [--data /work/data/python-shards]
+        [--folder /work/data/imagenet-like] [--repeats 3] [--batch-size 256] [--workers 2]
+
+Three loaders run the same work — one epoch of the train pipeline (RandomResizedCrop 224 +
+horizontal flip, uint8, batch 256, 2 decode threads / worker processes) — in interleaved
+repeats (c, py, torch, c, py, torch, ...) so that they see the same machine weather; the table
+gives medians.
+
+  c      the C API, driven through ctypes with nothing else: stk_loader_next / _release in a
+         loop, no wrapping (a few microseconds of ctypes per 256-image batch, ~0.01 % of the
+         batch time), i.e. the library's own speed on this pipeline.
+  py     stoker.Loader: `for images, labels in loader` yielding torch tensors (zero-copy
+         images, int64 labels), as a training loop sees them.
+  torch  torch.utils.data.DataLoader over torchvision's ImageFolder with
+         RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor, 2 workers, batch 256
+         (the CPU-pipeline issue's baseline), reading the unpacked ImageFolder.
+
+Each run is timed from the loader's start (threads / worker processes) to its last batch, so
+start-up costs count for everyone; "steady" is the rate after the first batch. CPU seconds
+include DataLoader's worker processes (RUSAGE_CHILDREN; the workers exit at the epoch's end).
+The stoker runs read the packed copy (`stoker pack` of the folder) with the library's default
+reader (io_uring + O_DIRECT, so the page cache does not help either stoker run).
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, os.pardir, "bindings", "python"))
+
+
+def _cpu():
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def run_c(args):
+    import stoker
+    from stoker import _lib
+    lib = _lib.get()
+    h = ctypes.c_void_p()
+    assert lib.stk_loader_create(ctypes.byref(h)) == 0
+    try:
+        for key, value in ((_lib.P_BATCH_SIZE, args.batch_size), (_lib.P_WORKERS, args.workers),
+                           (_lib.P_OUT_HEIGHT, 224), (_lib.P_OUT_WIDTH, 224),
+                           (_lib.P_SEED, args.seed), (_lib.P_MODE, _lib.MODE_TRAIN)):
+            rc = lib.stk_loader_set(h, key, value)
+            assert rc == 0, (key, stoker.strerror(rc))
+        rc = lib.stk_loader_open(h, os.fsencode(args.data))
+        assert rc == 0, _lib.text(lib.stk_loader_last_error(h))
+        t0, c0 = time.perf_counter(), _cpu()
+        assert lib.stk_loader_start(h) == 0
+        bp = ctypes.c_void_p()
+        addr = ctypes.addressof(bp)
+        nxt, rel = lib.stk_loader_next, lib.stk_loader_release
+        n = 0
+        t_first = None
+        n_first = 0
+        while True:
+            rc = nxt(h, None, -1, addr)
+            if rc == _lib.STK_END:
+                break
+            assert rc == 0, _lib.text(lib.stk_loader_last_error(h))
+            n += _lib.Batch.from_address(bp.value).size
+            if t_first is None:
+                t_first, n_first = time.perf_counter(), n
+            rel(h, bp, None)
+        t1, c1 = time.perf_counter(), _cpu()
+    finally:
+        lib.stk_loader_destroy(h)
+    return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
+
+
+def run_py(args):
+    import stoker
+    t0, c0 = time.perf_counter(), _cpu()
+    with stoker.Loader(args.data, args.batch_size, train=True, size=224, workers=args.workers,
+                       seed=args.seed) as loader:
+        n = 0
+        t_first = None
+        n_first = 0
+        for images, labels in loader:
+            n += images.shape[0]
+            if t_first is None:
+                t_first, n_first = time.perf_counter(), n
+        t1 = time.perf_counter()
+    c1 = _cpu()
+    return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
+
+
+def run_torch(args):
+    import torch
+    import torchvision
+    import torchvision.transforms as T
+    tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
+    ds = torchvision.datasets.ImageFolder(args.folder, tf)
+    if args.limit:
+        ds = torch.utils.data.Subset(ds, range(min(args.limit, len(ds))))
+    t0, c0 = time.perf_counter(), _cpu()
+    loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True,
+                                         num_workers=args.workers)
+    n = 0
+    t_first = None
+    n_first = 0
+    for images, labels in loader:
+        n += images.shape[0]
+        if t_first is None:
+            t_first, n_first = time.perf_counter(), n
+    t1 = time.perf_counter()
+    del loader
+    c1 = _cpu()
+    return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="/work/data/python-shards", help="packed dataset")
+    ap.add_argument("--folder", default="/work/data/imagenet-like",
+                    help="the same images as an ImageFolder (for DataLoader; packed into "
+                         "--data first if --data does not exist)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--only", default="c,py,torch", help="comma list of c, py, torch")
+    ap.add_argument("--limit", type=int, default=0,
+                    help="torch: use only the first N images (0 = all); stoker runs always "
+                         "read the whole --data")
+    ap.add_argument("--json", help="write the raw runs here")
+    args = ap.parse_args()
+
+    import stoker
+    if "torch" in args.only or "py" in args.only:
+        import torch  # noqa: F401  (imported before timing: stoker.Loader uses it if present)
+    if "torch" in args.only:
+        import torchvision  # noqa: F401
+    if not os.path.exists(args.data):
+        print("packing %s -> %s" % (args.folder, args.data), flush=True)
+        print(stoker.pack(args.folder, args.data, threads=args.workers), flush=True)
+    info = stoker.info(args.data)
+    print("stoker %s (%s); dataset %s: %d records, %.0f MB; folder %s"
+          % (stoker.__version__, stoker.library_path, args.data, info["records"],
+             info["payload_bytes"] / 1e6, args.folder))
+    print("cores online: %d; load average before: %s"
+          % (os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
+
+    runners = {"c": run_c, "py": run_py, "torch": run_torch}
+    names = [x for x in args.only.split(",") if x]
+    runs = {k: [] for k in names}
+    for rep in range(args.repeats):
+        for k in names:
+            n, wall, steady, cpu = runners[k](args)
+            runs[k].append({"images": n, "wall_s": wall, "images_per_s": n / wall,
+                            "steady_images_per_s": steady, "cpu_s": cpu})
+            print("repeat %d %-5s %6d images %7.2f s  %7.1f images/s (steady %7.1f)  "
+                  "CPU %.1f s" % (rep, k, n, wall, n / wall, steady, cpu), flush=True)
+
+    med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
+    print("\nmedians of %d interleaved repeats (batch %d, %d workers, train 224 uint8):"
+          % (args.repeats, args.batch_size, args.workers))
+    print("%-6s %10s %10s %12s %14s" % ("loader", "images/s", "steady/s", "CPU s", "CPU ms/image"))
+    for k, m in med.items():
+        print("%-6s %10.1f %10.1f %12.1f %14.3f" % (k, m["images_per_s"],
+                                                      m["steady_images_per_s"], m["cpu_s"],
+                                                      1000 * m["cpu_s"] / m["images"]))
+    if "c" in med and "py" in med:
+        r = med["py"]["images_per_s"] / med["c"]["images_per_s"]
+        print("py / c   = %.4f  (Python iterator within %.1f%% of the C API; target: within 3%%)"
+              % (r, abs(1 - r) * 100))
+        pr = [p["images_per_s"] / c["images_per_s"] for p, c in zip(runs["py"], runs["c"])]
+        print("         per repeat: %s" % " ".join("%.4f" % x for x in pr))
+    if "torch" in med:
+        for k in ("py", "c"):
+            if k in med:
+                print("%s / torch = %.2fx  (target >= 2.5x)"
+                      % (k, med[k]["images_per_s"] / med["torch"]["images_per_s"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "runs": runs, "medians": med}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,8 +63,9 @@ static void eval_crop(const stk__aug_config *c, int W, int H, stk__crop *o)
     int nw = W <= H ? ns : nl, nh = W <= H ? nl : ns;
     o->resized_w = nw;
     o->resized_h = nh;
-    o->off_x = (int)rint((nw - c->out_w) / 2.0);
-    o->off_y = (int)rint((nh - c->out_h) / 2.0);
+    /* CenterCrop: an output larger than the image is zero-padded, (crop - size) // 2 before */
+    o->off_x = c->out_w > nw ? -((c->out_w - nw) / 2) : (int)rint((nw - c->out_w) / 2.0);
+    o->off_y = c->out_h > nh ? -((c->out_h - nh) / 2) : (int)rint((nh - c->out_h) / 2.0);
     double sx = (double)W / nw, sy = (double)H / nh;
     int x0 = (int)floor(o->off_x * sx), y0 = (int)floor(o->off_y * sy);
     int x1 = (int)ceil((o->off_x + c->out_w) * sx), y1 = (int)ceil((o->off_y + c->out_h) * sy);
@@ -225,7 +226,8 @@ static double triangle(double x)
  * in0 + (out_off + xx + 0.5) * scale over an input of IN_SIZE pixels; SHIFT is added to every
  * start (the input's position in the scaled image).
  */
-static int axis_build(axis *a, int out, double in0, double scale, int out_off, int in_size, int shift)
+static int axis_build(axis *a, int out, double in0, double scale, int out_off, int in_size, int shift,
+                      int virt_size)
 {
     double filterscale = scale < 1.0 ? 1.0 : scale;
     double support = 1.0 * filterscale;
@@ -242,6 +244,11 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
     a->hi = 0;
     double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out; xx++) {
+        if (virt_size > 0 && (out_off + xx < 0 || out_off + xx >= virt_size)) {
+            a->start[xx] = 0; /* zero padding (eval output larger than the resized image) */
+            a->count[xx] = 0;
+            continue;
+        }
         double center = in0 + (out_off + xx + 0.5) * scale;
         int xmin = (int)(center - support + 0.5);
         if (xmin < 0)
@@ -250,7 +257,7 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         if (xmax > in_size)
             xmax = in_size;
         xmax -= xmin;
-        if (xmax <= 0) { /* outside the input (only when the window is clamped): nearest edge */
+        if (xmax <= 0) { /* cannot happen for centres inside the input; be safe */
             xmin = STK__MIN(STK__MAX(xmin, 0), in_size - 1);
             xmax = 1;
         }
@@ -363,9 +370,9 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     int ow = c->out_w, oh = c->out_h;
     if (c->mode == STK_MODE_EVAL) {
         double sx = ((double)W * m / 8.0) / cr.resized_w, sy = ((double)H * m / 8.0) / cr.resized_h;
-        rc = axis_build(&w->ax, ow, 0.0, sx, cr.off_x, ws, 0);
+        rc = axis_build(&w->ax, ow, 0.0, sx, cr.off_x, ws, 0, cr.resized_w);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, 0.0, sy, cr.off_y, hs, 0);
+            rc = axis_build(&w->ay, oh, 0.0, sy, cr.off_y, hs, 0, cr.resized_h);
     } else {
         /* the crop box in scaled pixels: [x*m/8, (x+w)*m/8), decoded as the enclosing window */
         int x0 = (int)((int64_t)cr.x * m / 8), y0 = (int)((int64_t)cr.y * m / 8);
@@ -374,9 +381,9 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
         double in0x = (double)((int64_t)cr.x * m % 8) / 8.0, in0y = (double)((int64_t)cr.y * m % 8) / 8.0;
         double sx = m == 8 ? (double)cr.w / ow : ((double)cr.w * m / 8.0) / ow;
         double sy = m == 8 ? (double)cr.h / oh : ((double)cr.h * m / 8.0) / oh;
-        rc = axis_build(&w->ax, ow, in0x, sx, 0, x1 - x0, x0);
+        rc = axis_build(&w->ax, ow, in0x, sx, 0, x1 - x0, x0, 0);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, in0y, sy, 0, y1 - y0, y0);
+            rc = axis_build(&w->ay, oh, in0y, sy, 0, y1 - y0, y0, 0);
     }
     if (rc != STK_OK) {
         stk__dec_header(w->dec, NULL, 0, 1, NULL, NULL, NULL, err); /* reset the decoder */

@@ -27,8 +27,8 @@ void stk__aug_config_default(stk__aug_config *c);
  * (off_x, off_y) the CenterCrop's top-left in that resized image; the output samples the whole
  * image with that geometry (filter support not clipped to the window, as resize-then-crop).
  * x, y, w, h is then the window in full-size pixels the output covers (for information).
- * If out_w/out_h exceed the resized size, the window is clamped (edge pixels repeat) where
- * torchvision would zero-pad. */
+ * If out_w/out_h exceed the resized size, the output is zero-padded as torchvision's CenterCrop
+ * pads (off_x/off_y are then negative: -(out - resized) // 2). */
 typedef struct stk__crop {
     int x, y, w, h;
     int flip;

@@ -49,11 +49,11 @@ def _images(tmp_path):
     return paths
 
 
-def _run(mode, paths, tmp_path, seed=0):
+def _run(mode, paths, tmp_path, seed=0, resize=256):
     lst = tmp_path / f"{mode}.lst"
     lst.write_text("\n".join(paths) + "\n")
     out = tmp_path / f"{mode}.raw"
-    r = subprocess.run([str(TOOLS / "stk-aug"), "process", mode, "224", "224", "256", "1", str(seed),
+    r = subprocess.run([str(TOOLS / "stk-aug"), "process", mode, "224", "224", str(resize), "1", str(seed),
                         "0", str(lst), str(out)], check=True, capture_output=True, text=True)
     meta = [l.split() for l in r.stdout.splitlines()]
     imgs = np.fromfile(out, dtype=np.uint8).reshape(len(paths), 224, 224, 3)
@@ -133,3 +133,16 @@ def test_small_dct_scales_close(tmp_path):
             return np.asarray(tf(im.convert("RGB")))
 
     _compare("eval, large images", paths, meta, imgs, ref)
+
+
+def test_eval_center_crop_padding(tmp_path):
+    """Resize(200) + CenterCrop(224): torchvision zero-pads; so must stoker."""
+    paths = _images(tmp_path)[:20]
+    meta, imgs = _run("eval", paths, tmp_path, resize=200)
+    tf = T.Compose([T.Resize(200), T.CenterCrop(224)])
+
+    def ref(p, m):
+        with Image.open(p) as im:
+            return np.asarray(tf(im.convert("RGB")))
+
+    _compare("eval Resize(200)+CenterCrop(224) (padded)", paths, meta, imgs, ref)

@@ -147,6 +147,7 @@ struct stk__reader {
     _Atomic uint32_t inflight_now, inflight_max;
     _Atomic uint64_t disk_bytes;
     _Atomic uint64_t direct_reads;
+    _Atomic uint64_t resubmits;
 
     pthread_t *threads;
     stk__work_fn work;
@@ -509,7 +510,16 @@ static void fail(rslot *s, int status, int sys_errno, const char *fmt, ...)
 
 /* Common handling of one read result RES (bytes or -errno) for slot S. Returns 1 when another
  * request is needed (s->done / fd / lengths updated), 0 when finished (rd.status says how). */
+static int on_result_(stk__reader *r, rslot *s, int64_t res);
 static int on_result(stk__reader *r, rslot *s, int64_t res)
+{
+    int again = on_result_(r, s, res);
+    if (again)
+        atomic_fetch_add(&r->resubmits, 1);
+    return again;
+}
+
+static int on_result_(stk__reader *r, rslot *s, int64_t res)
 {
     if (s->fault_eio) {
         s->fault_eio = 0;
@@ -1247,6 +1257,11 @@ void stk__reader_get_info(stk__reader *r, stk__reader_info *out)
     out->inflight_max = atomic_load(&r->inflight_max);
     out->disk_bytes = atomic_load(&r->disk_bytes);
     out->pool_bytes = r->pool_bytes;
+    out->resubmits = atomic_load(&r->resubmits);
+    out->normal_buffer = r->normal_cap;
+    out->large_buffer = r->n_large ? r->large_cap : 0;
+    out->normal_buffers = r->n_normal;
+    out->large_buffers = r->n_large;
 }
 
 const stk__stage_clock *stk__reader_clock(const stk__reader *r) { return r ? &r->clock : NULL; }

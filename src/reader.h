@@ -80,6 +80,9 @@ typedef struct stk__reader_info {
     uint32_t inflight_now, inflight_max;
     uint64_t disk_bytes;
     size_t pool_bytes;
+    uint64_t resubmits;    /* requests issued again: short reads, EINTR/EAGAIN, O_DIRECT refused */
+    size_t normal_buffer, large_buffer; /* pool size classes (bytes) */
+    uint32_t normal_buffers, large_buffers;
 } stk__reader_info;
 
 void stk__reader_get_info(stk__reader *r, stk__reader_info *out);

@@ -27,18 +27,6 @@
 
 #define N_REC 1500
 
-static void make_shards(const char *dir, t_expect *e)
-{
-    stk_writer *w;
-    T_OK(stk_writer_create(&w));
-    T_OK(stk_writer_set(w, STK_W_SHARD_BYTES, 1 << 20));
-    T_OK(stk_writer_open(w, dir));
-    for (size_t i = 0; i < e->n; i++)
-        T_OK(stk_writer_add(w, e->data[i], e->len[i], e->label[i], NULL));
-    T_OK(stk_writer_finish(w));
-    stk_writer_destroy(w);
-}
-
 static void make_foreign(const char *dir, t_expect *e)
 {
     MDB_env *env;
@@ -75,19 +63,6 @@ static void make_files(const char *root, t_expect *e)
     }
 }
 
-static stk_dataset *open_ds(const char *path, int layout)
-{
-    stk_dataset *ds;
-    T_OK(stk_dataset_create(&ds));
-    T_OK(stk_dataset_set(ds, STK_P_LAYOUT, layout));
-    if (layout == STK_LAYOUT_LMDB)
-        T_OK(stk_dataset_set(ds, STK_P_FOREIGN_LABEL, 7));
-    int rc = stk_dataset_open(ds, path);
-    if (rc != STK_OK)
-        T_FAIL("open %s: %s", path, stk_dataset_last_error(ds));
-    return ds;
-}
-
 /* ---- the cases ----------------------------------------------------------------------------- */
 
 static void all_ok(const char *what, stk_dataset *ds, const t_expect *e, stk__reader_config cfg,
@@ -120,8 +95,8 @@ int main(void)
 
     /* ---- stoker shards -------------------------------------------------------------------- */
     snprintf(path, sizeof(path), "%s/shards", tmp);
-    make_shards(path, &e);
-    stk_dataset *ds = open_ds(path, STK_LAYOUT_SHARDS);
+    t_make_shards(path, &e);
+    stk_dataset *ds = t_open_ds(path, STK_LAYOUT_SHARDS);
     T_CHECK(ds->count == N_REC, "count %llu", (unsigned long long)ds->count);
     T_CHECK(ds->nshards > 3, "expected several shards, got %u", ds->nshards);
     check_disk(ds);
@@ -268,7 +243,7 @@ int main(void)
     snprintf(path, sizeof(path), "%s/foreign", tmp);
     t_mkdirs(path);
     make_foreign(path, &f);
-    ds = open_ds(path, STK_LAYOUT_LMDB);
+    ds = t_open_ds(path, STK_LAYOUT_LMDB);
     T_CHECK(ds->count == f.n, "foreign count %llu", (unsigned long long)ds->count);
     printf("foreign LMDB: %llu records\n", (unsigned long long)ds->count);
     if (have_uring) {
@@ -290,7 +265,7 @@ int main(void)
     t_expect_make(&g, 300, 9);
     snprintf(path, sizeof(path), "%s/folder", tmp);
     make_files(path, &g);
-    ds = open_ds(path, STK_LAYOUT_FILES);
+    ds = t_open_ds(path, STK_LAYOUT_FILES);
     T_CHECK(ds->count == g.n, "files count %llu", (unsigned long long)ds->count);
     printf("files: %llu records\n", (unsigned long long)ds->count);
     c = t_default_config();

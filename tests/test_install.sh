@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# `cmake --install` into a temporary prefix, then a tiny C consumer that writes a dataset with
+# stk_writer and reads it back with stk_dataset, built twice: with pkg-config and with
+# find_package(stoker) in a CMake project. The installed `stoker` CLI runs too.
+set -u
+[ -n "${BUILD_DIR:-}" ] && [ -d "$BUILD_DIR" ] || { echo "skip: BUILD_DIR not set"; exit 77; }
+if [ -n "${STOKER_SANITIZE:-}" ]; then echo "skip: sanitizer build (the consumer would need the runtime)"; exit 77; fi
+command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
+CC=${CC:-cc}
+command -v "$CC" >/dev/null || { echo "skip: no C compiler"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/stk-install.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cmake --install "$BUILD_DIR" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
+[ -f "$T/prefix/include/stoker.h" ] || fail "header installed"
+pc=$(find "$T/prefix" -name stoker.pc | head -1)
+cfg=$(find "$T/prefix" -name stokerConfig.cmake | head -1)
+[ -n "$pc" ] || fail "stoker.pc installed"
+[ -n "$cfg" ] || fail "stokerConfig.cmake installed"
+libdir=$(dirname "$(find "$T/prefix" -name 'libstoker.so*' | head -1)")
+[ -d "$libdir" ] || fail "libstoker.so installed"
+[ -x "$T/prefix/bin/stoker" ] || fail "CLI installed"
+"$T/prefix/bin/stoker" --version >/dev/null || fail "installed CLI runs"
+
+mkdir -p "$T/consumer"
+cat >"$T/consumer/main.c" <<'C'
+#include <stoker.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    if (argc != 2 || stk_version() != STK_VERSION_NUMBER) {
+        fprintf(stderr, "version mismatch or usage\n");
+        return 1;
+    }
+    const char *payload = "\xff\xd8\xff\xe0 consumer payload";
+    stk_writer *w;
+    const char *cls[] = {"only"};
+    if (stk_writer_create(&w) || stk_writer_set_classes(w, cls, 1) || stk_writer_open(w, argv[1]) ||
+        stk_writer_add(w, payload, strlen(payload), 0, "a.jpg") || stk_writer_finish(w)) {
+        fprintf(stderr, "writer: %s\n", stk_writer_last_error(w));
+        return 1;
+    }
+    stk_writer_destroy(w);
+    stk_dataset *ds;
+    char buf[64];
+    size_t len;
+    stk_record_info ri;
+    if (stk_dataset_create(&ds) || stk_dataset_open(ds, argv[1]) ||
+        stk_dataset_read(ds, 0, buf, sizeof buf, &len, &ri)) {
+        fprintf(stderr, "dataset: %s\n", stk_dataset_last_error(ds));
+        return 1;
+    }
+    int ok = len == strlen(payload) && !memcmp(buf, payload, len) && ri.label == 0 &&
+             !strcmp(stk_dataset_class_name(ds, 0), "only");
+    stk_dataset_destroy(ds);
+    printf("%s %s\n", ok ? "consumer-ok" : "consumer-bad", stk_strerror(STK_E_CRC));
+    return ok ? 0 : 1;
+}
+C
+
+# 1. pkg-config
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+flags=$(pkg-config --cflags --libs stoker) || fail "pkg-config stoker"
+"$CC" -std=c11 -Wall -Werror -o "$T/consumer/pc" "$T/consumer/main.c" $flags -Wl,-rpath,"$libdir" \
+    || fail "build with pkg-config ($flags)"
+out=$("$T/consumer/pc" "$T/ds1") || fail "pkg-config consumer run: $out"
+[ "$out" = "consumer-ok CRC32C mismatch" ] || fail "pkg-config consumer output: $out"
+
+# 2. find_package(stoker)
+cat >"$T/consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(stoker 0.1 REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE stoker::stoker)
+CM
+cmake -S "$T/consumer" -B "$T/consumer/build" -DCMAKE_PREFIX_PATH="$T/prefix" \
+    -DCMAKE_BUILD_RPATH="$libdir" >"$T/cm.log" 2>&1 || { cat "$T/cm.log"; fail "configure with find_package"; }
+cmake --build "$T/consumer/build" >>"$T/cm.log" 2>&1 || { cat "$T/cm.log"; fail "build with find_package"; }
+out=$("$T/consumer/build/consumer" "$T/ds2") || fail "find_package consumer run: $out"
+[ "$out" = "consumer-ok CRC32C mismatch" ] || fail "find_package consumer output: $out"
+# the installed CLI reads what the consumer wrote
+"$T/prefix/bin/stoker" verify "$T/ds2" >/dev/null || fail "installed CLI verify"
+echo ok

@@ -14,6 +14,9 @@
 
 #define LB_MAX_WORKERS 64 /* entries in a --workers list */
 #define LB_MAX_REPEAT 101
+#define LB_BUDGET_S 48.0       /* the default run's target, set-up included */
+#define LB_RUN_OVERHEAD_S 0.6  /* a run's open + start + first batch + stop, about */
+#define LB_MIN_RUN_S 0.75      /* shortest automatic measuring window */
 
 /* Exit codes. */
 enum { LB_EXIT_OK = 0, LB_EXIT_FAIL = 1, LB_EXIT_USAGE = 2 };

@@ -167,8 +167,9 @@ static void usage(FILE *f)
 "                        decode/augment, full = + batch ring and stager [full]\n"
 "  --size N              output side in pixels, 16..1024 [224]\n"
 "  --repeat N            runs per point, 1..101; the median is reported with min/max [1]\n"
-"  --seconds S           measured seconds per run (after the first batch) [auto: about 24 s\n"
-"                        over the whole sweep, 1..10 s per run]\n"
+"  --seconds S           measured seconds per run (after the first batch) [auto: the whole\n"
+"                        run, set-up included, aims at 48 s: what synthesis and packing leave\n"
+"                        is shared by the runs, 0.75..10 s each; --autotune adds runs]\n"
 "  --epochs E            instead of --seconds: run E whole epochs per run (timed from start)\n"
 "  --step-ms MS          simulated trainer: each batch is held MS milliseconds (a sleep; this\n"
 "                        build has no public GPU-kernel hook) before release; reports the\n"
@@ -798,8 +799,12 @@ int main(int argc, char **argv)
     }
     int total = nrun * cfg.nworkers;
     if (cfg.seconds <= 0.0 && !cfg.epochs) {
-        double s = 24.0 / (total * cfg.repeat);
-        cfg.seconds = s < 1.0 ? 1.0 : s > 10.0 ? 10.0 : s;
+        /* the whole run, set-up included, fits in LB_BUDGET_S: what the set-up (synthesis,
+         * packing) left is shared by the runs, less each run's start-up and pipeline fill */
+        int runs = total * cfg.repeat;
+        double left = LB_BUDGET_S - (lb_now() - t_start);
+        double s = left / runs - LB_RUN_OVERHEAD_S;
+        cfg.seconds = s < LB_MIN_RUN_S ? LB_MIN_RUN_S : s > 10.0 ? 10.0 : s;
     }
     char hb[32];
     lb_note(&cfg, "dataset %s: %llu records, %s encoded, %u shards; %d layouts x %d worker counts, "

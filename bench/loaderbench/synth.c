@@ -56,7 +56,6 @@ static int rng_int(rng *r, int lo, int hi) { return lo + (int)(rng_unit(r) * (do
 
 /* ---- the picture ---- */
 
-#define N_OCT 6
 #define MAX_SHAPES 9
 
 typedef struct shape {
@@ -66,19 +65,60 @@ typedef struct shape {
     double contrast;
     double stripe, stripe_amp;
     double ia2, ib2, ib; /* 1/a², 1/b², 1/b */
+    double qin, qout;    /* ellipse: q below qin is fully inside, above qout fully outside */
     int x0, x1, y0, y1; /* bounding box */
 } shape;
 
-typedef struct octave {
-    int cell;
-    int gw, gh;
-    float *grid;  /* gh x gw lattice values in [-1, 1] */
-    float amp;
-    int *x0;      /* per column: lattice column */
-    float *fx;    /* per column: smoothed fraction */
-} octave;
-
 static float smooth(float t) { return t * t * (3.0f - 2.0f * t); }
+
+/* Value-noise textures shared by every image: a low band (lattice cells of 96..12 px: clouds,
+ * hills, foliage masses) and a high band (6 and 3 px: leaves, grain). Each image reads both at
+ * its own offsets and weights, so the per-pixel cost is two loads instead of six octaves. */
+#define ATLAS 1024
+static float *g_lo, *g_hi;
+static pthread_once_t g_atlas_once = PTHREAD_ONCE_INIT;
+
+static void add_octave(float *dst, int cell, float amp, rng *r)
+{
+    int g = ATLAS / cell + 2;
+    float *grid = malloc(sizeof(float) * (size_t)g * (size_t)g);
+    if (!grid)
+        return;
+    for (int i = 0; i < g * g; i++)
+        grid[i] = (float)(rng_unit(r) * 2.0 - 1.0);
+    for (int y = 0; y < ATLAS; y++) {
+        int y0 = y / cell;
+        float fy = smooth((float)(y % cell) / (float)cell);
+        for (int x = 0; x < ATLAS; x++) {
+            int x0 = x / cell;
+            float fx = smooth((float)(x % cell) / (float)cell);
+            const float *g0 = grid + (size_t)y0 * (size_t)g + x0, *g1 = g0 + g;
+            float top = g0[0] + (g0[1] - g0[0]) * fx, bot = g1[0] + (g1[1] - g1[0]) * fx;
+            dst[(size_t)y * ATLAS + x] += amp * (top + (bot - top) * fy);
+        }
+    }
+    free(grid);
+}
+
+static void build_atlas(void)
+{
+    float *lo = calloc((size_t)ATLAS * ATLAS, sizeof(float));
+    float *hi = calloc((size_t)ATLAS * ATLAS, sizeof(float));
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        return;
+    }
+    rng r = {0x5EEDA71A5ull};
+    static const int lo_cells[4] = {96, 48, 24, 12};
+    float amp = 0.55f;
+    for (int k = 0; k < 4; k++, amp *= 0.8f)
+        add_octave(lo, lo_cells[k], amp, &r);
+    add_octave(hi, 6, 0.62f, &r);
+    add_octave(hi, 3, 0.5f, &r);
+    g_lo = lo;
+    g_hi = hi;
+}
 
 static uint8_t clamp8f(float v)
 {
@@ -92,39 +132,21 @@ static uint8_t clamp8f(float v)
 /* Paint image into RGB (w*h*3). Returns 0, or -1 on allocation failure. */
 static int paint(rng *r, uint8_t *rgb, int w, int h)
 {
-    static const int cells[N_OCT] = {96, 48, 24, 12, 6, 3};
-    octave oct[N_OCT];
-    memset(oct, 0, sizeof oct);
+    pthread_once(&g_atlas_once, build_atlas);
+    if (!g_lo || !g_hi)
+        return -1;
+    float *noise = malloc(sizeof(float) * (size_t)w);
+    float *px = malloc(sizeof(float) * (size_t)w * 3);
     int rc = -1;
-    float *rowv = NULL, *noise = NULL, *px = NULL;
+    if (!noise || !px)
+        goto out;
 
     /* texture strength: some images smooth (sky, studio), most busy */
     double busy = rng_unit(r);
-    double amp0 = 22.0 + 38.0 * busy;
-    double persist = rng_range(r, 0.72, 0.92);
-    for (int k = 0; k < N_OCT; k++) {
-        octave *o = &oct[k];
-        o->cell = cells[k];
-        o->gw = w / o->cell + 2;
-        o->gh = h / o->cell + 2;
-        o->amp = (float)(amp0 * pow(persist, k));
-        o->grid = malloc(sizeof(float) * (size_t)o->gw * (size_t)o->gh);
-        o->x0 = malloc(sizeof(int) * (size_t)w);
-        o->fx = malloc(sizeof(float) * (size_t)w);
-        if (!o->grid || !o->x0 || !o->fx)
-            goto out;
-        for (int i = 0; i < o->gw * o->gh; i++)
-            o->grid[i] = (float)(rng_unit(r) * 2.0 - 1.0);
-        for (int x = 0; x < w; x++) {
-            o->x0[x] = x / o->cell;
-            o->fx[x] = smooth((float)(x % o->cell) / (float)o->cell);
-        }
-    }
-    rowv = malloc(sizeof(float) * (size_t)(w / 3 + 2) * N_OCT);
-    noise = malloc(sizeof(float) * (size_t)w);
-    px = malloc(sizeof(float) * (size_t)w * 3);
-    if (!rowv || !noise || !px)
-        goto out;
+    float alo = (float)(22.0 + 38.0 * busy);
+    float ahi = alo * (float)pow(rng_range(r, 0.72, 0.92), 4.0) * 1.6f;
+    int lox = rng_int(r, 0, ATLAS - w), loy = rng_int(r, 0, ATLAS - h);
+    int hix = rng_int(r, 0, ATLAS - w), hiy = rng_int(r, 0, ATLAS - h);
 
     /* background: gradient between two colours along a random direction */
     double c0[3], c1[3];
@@ -150,6 +172,8 @@ static int paint(rng *r, uint8_t *rgb, int w, int h)
         p->ia2 = 1.0 / (p->a * p->a);
         p->ib2 = 1.0 / (p->b * p->b);
         p->ib = 1.0 / p->b;
+        p->qin = p->b > 0.5 ? (1.0 - 0.5 / p->b) * (1.0 - 0.5 / p->b) : 0.0;
+        p->qout = (1.0 + 0.5 / p->b) * (1.0 + 0.5 / p->b);
         double t = rng_range(r, 0.0, 3.14159);
         p->cs = cos(t);
         p->sn = sin(t);
@@ -179,30 +203,13 @@ static int paint(rng *r, uint8_t *rgb, int w, int h)
     }
     double grain = rng_range(r, 6.0, 14.0) * (0.5 + busy);
     uint64_t gseed = rng_u64(r);
-    int gi = (int)(grain * 256.0);
-    int cgi = (int)(grain * 0.6 * 256.0);
+    float fg = (float)(grain * 2.0 / 256.0), fcg = (float)(grain * 0.6 / 128.0);
 
     for (int y = 0; y < h; y++) {
-        /* per octave: the lattice row interpolated vertically */
-        for (int k = 0; k < N_OCT; k++) {
-            octave *o = &oct[k];
-            int y0 = y / o->cell;
-            float fy = smooth((float)(y % o->cell) / (float)o->cell);
-            const float *g0 = o->grid + (size_t)y0 * o->gw, *g1 = g0 + o->gw;
-            float *rv = rowv + (size_t)k * (size_t)(w / 3 + 2);
-            for (int i = 0; i < o->gw; i++)
-                rv[i] = g0[i] + (g1[i] - g0[i]) * fy;
-        }
-        memset(noise, 0, sizeof(float) * (size_t)w);
-        for (int k = 0; k < N_OCT; k++) {
-            const octave *o = &oct[k];
-            const float *rv = rowv + (size_t)k * (size_t)(w / 3 + 2);
-            /* per lattice cell: a linear ramp from rv[i] to rv[i + 1] */
-            for (int x = 0; x < w; x++) {
-                int i = o->x0[x];
-                noise[x] += o->amp * (rv[i] + (rv[i + 1] - rv[i]) * o->fx[x]);
-            }
-        }
+        const float *lrow = g_lo + (size_t)(y + loy) * ATLAS + lox;
+        const float *hrow = g_hi + (size_t)(y + hiy) * ATLAS + hix;
+        for (int x = 0; x < w; x++)
+            noise[x] = alo * lrow[x] + ahi * hrow[x];
         /* background row */
         float t0 = (float)(0.5 + (-w / 2) * gx + (y - h / 2) * gy), dt = (float)gx;
         for (int x = 0; x < w; x++) {
@@ -215,56 +222,56 @@ static int paint(rng *r, uint8_t *rgb, int w, int h)
             const shape *p = &sh[s];
             if (y < p->y0 || y > p->y1)
                 continue;
-            double dy = y - p->cy;
-            for (int x = p->x0; x <= p->x1; x++) {
-                double dx = x - p->cx;
-                double u = dx * p->cs + dy * p->sn, v = -dx * p->sn + dy * p->cs;
-                double d; /* signed distance, roughly in pixels */
+            float dy = (float)(y - p->cy), dx0 = (float)(p->x0 - p->cx);
+            float cs = (float)p->cs, sn = (float)p->sn;
+            float u = dx0 * cs + dy * sn, v = -dx0 * sn + dy * cs;
+            float ia2 = (float)p->ia2, ib2 = (float)p->ib2, pa = (float)p->a, pb = (float)p->b;
+            float qin = (float)p->qin, qout = (float)p->qout, ib = (float)p->ib;
+            float contrast = (float)p->contrast - 1.0f, stripe = (float)p->stripe, samp = (float)p->stripe_amp;
+            float col[3] = {(float)p->col[0], (float)p->col[1], (float)p->col[2]};
+            float shade[3] = {(float)p->shade[0], (float)p->shade[1], (float)p->shade[2]};
+            for (int x = p->x0; x <= p->x1; x++, u += cs, v -= sn) {
+                float cov; /* coverage of the pixel by the shape, anti-aliased over ~1 px */
                 if (p->kind == 0) {
-                    double q = u * u * p->ia2 + v * v * p->ib2;
-                    if (q > 1.6)
+                    float q = u * u * ia2 + v * v * ib2;
+                    if (q >= qout)
                         continue;
-                    d = (sqrt(q) - 1.0) * p->b;
+                    cov = q <= qin ? 1.0f : 0.5f - (sqrtf(q) - 1.0f) * pb;
                 } else {
-                    double du = fabs(u) - p->a, dv = fabs(v) - p->b;
-                    d = du > dv ? du : dv;
+                    float du = fabsf(u) - pa, dv = fabsf(v) - pb;
+                    cov = 0.5f - (du > dv ? du : dv);
                 }
-                double cov = 0.5 - d;
-                if (cov <= 0.0)
+                if (cov <= 0.0f)
                     continue;
-                if (cov > 1.0)
-                    cov = 1.0;
-                double lit = v * p->ib * 0.5;
-                double tex = noise[x] * (p->contrast - 1.0);
-                if (p->stripe > 0.0) {
-                    double f = u * p->stripe + noise[x] * 0.02;
-                    tex += p->stripe_amp * (fabs(f - floor(f) - 0.5) * 4.0 - 1.0);
+                if (cov > 1.0f)
+                    cov = 1.0f;
+                float lit = v * ib * 0.5f;
+                float tex = noise[x] * contrast;
+                if (stripe > 0.0f) {
+                    float f = u * stripe + noise[x] * 0.02f + 4096.0f; /* positive: (int) floors */
+                    tex += samp * (fabsf(f - (float)(int)f - 0.5f) * 4.0f - 1.0f);
                 }
-                for (int c = 0; c < 3; c++) {
-                    double sc = p->col[c] + p->shade[c] * lit + tex;
-                    px[x * 3 + c] += (float)((sc - px[x * 3 + c]) * cov);
-                }
+                float *q3 = px + x * 3;
+                for (int c = 0; c < 3; c++)
+                    q3[c] += (col[c] + shade[c] * lit + tex - q3[c]) * cov;
             }
         }
         uint8_t *out = rgb + (size_t)y * (size_t)w * 3;
+        /* sensor grain: a xorshift stream per row, one 32-bit draw per pixel */
+        uint32_t xs = (uint32_t)mix64(gseed + (uint64_t)y) | 1u;
         for (int x = 0; x < w; x++) {
-            uint64_t hsh = mix64(gseed ^ ((uint64_t)y << 32 | (uint64_t)x));
-            int g = (int)((hsh & 0x1ff) - 256) * gi / 256;
-            float base = noise[x] + (float)g / 256.0f;
+            xs ^= xs << 13;
+            xs ^= xs >> 17;
+            xs ^= xs << 5;
+            float base = noise[x] + (float)((int)(xs & 0xff) - 128) * fg;
             for (int c = 0; c < 3; c++) {
-                int cg = (int)(((hsh >> (16 + 8 * c)) & 0xff) - 128) * cgi / 128;
-                out[x * 3 + c] = clamp8f(px[x * 3 + c] + base + (float)cg / 256.0f);
+                float cg = (float)((int)((xs >> (8 + 8 * c)) & 0xff) - 128) * fcg;
+                out[x * 3 + c] = clamp8f(px[x * 3 + c] + base + cg);
             }
         }
     }
     rc = 0;
 out:
-    for (int k = 0; k < N_OCT; k++) {
-        free(oct[k].grid);
-        free(oct[k].x0);
-        free(oct[k].fx);
-    }
-    free(rowv);
     free(noise);
     free(px);
     return rc;

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# loaderbench's verdict and its datasets, on a small default sample (200 JPEGs):
+#  - trainer step 0: the loader is the bottleneck on this CPU-bound sample and the verdict names
+#    the decode stage;
+#  - a trainer step much longer than a batch takes to make: "keeps up", the trainer waits < 5%;
+#  - --autotune with such a step finds 1 worker;
+#  - --stage read measures the storage path alone (no decode stage in the figures);
+#  - a shard directory as DATASET: the files layout is skipped, and said so;
+#  - an ImageFolder as DATASET: packed into the cache for the shard layouts, files layout run.
+set -euo pipefail
+: "${LOADERBENCH:?LOADERBENCH not set (run through ctest)}"
+PY=/usr/bin/python3
+[ -x "$PY" ] || { echo "SKIP: $PY missing"; exit 77; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/stk-lb-verdict.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+C="$tmp/cache"
+fail() { echo "FAIL: $*"; for f in "$tmp"/*.out "$tmp"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
+json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# 1. step 0: the loader is the bottleneck, and on 200 small JPEGs that is decode
+"$LOADERBENCH" --cache-dir "$C" --sample-images 200 --layouts shards-direct,shards-buffered --workers 1 \
+    --seconds 1 --batch-size 16 --json "$tmp/s0.json" >"$tmp/s0.out" 2>"$tmp/s0.err" || fail "step 0 run"
+grep -q "^verdict: decode-bound" "$tmp/s0.out" || fail "step 0: verdict does not name decode"
+[ "$(json "$tmp/s0.json" 'd["bottleneck"]')" = decode ] || fail "step 0: JSON bottleneck"
+[ "$(json "$tmp/s0.json" 'len(d["points"])')" = 2 ] || fail "step 0: 2 points expected"
+
+# 2. a 400 ms step for a 16-image batch (a few tens of ms to make): the loader keeps up
+"$LOADERBENCH" --cache-dir "$C" --sample-images 200 --layouts shards-direct --workers 1 --seconds 2.5 \
+    --batch-size 16 --step-ms 400 --json "$tmp/s400.json" >"$tmp/s400.out" 2>"$tmp/s400.err" || fail "step 400 run"
+grep -q "^verdict: the loader keeps up" "$tmp/s400.out" || fail "step 400: verdict does not say keeps up"
+"$PY" - "$tmp/s400.json" <<'EOF' || fail "step 400: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["points"][0]
+assert d["bottleneck"] == "trainer", d["bottleneck"]
+assert p["step_ms"] == 400 and p["trainer_wait_fraction"] is not None, p
+assert 0 <= p["trainer_wait_fraction"] < 0.05, p["trainer_wait_fraction"]
+# the trainer consumed about one batch per step: images/s is capped by the step
+assert p["images_per_s"] <= 16 / 0.4 * 1.15, p["images_per_s"]
+EOF
+
+# 3. autotune with that step: one worker is enough
+"$LOADERBENCH" --cache-dir "$C" --sample-images 200 --layouts shards-direct --workers 1 --seconds 1.5 \
+    --batch-size 16 --step-ms 400 --autotune --json "$tmp/at.json" >"$tmp/at.out" 2>"$tmp/at.err" || fail "autotune run"
+grep -q "autotune: 1 worker keep" "$tmp/at.out" || fail "autotune did not report 1 worker"
+[ "$(json "$tmp/at.json" 'd["autotune"]["workers"]')" = 1 ] || fail "autotune JSON"
+
+# 4. the storage path alone
+"$LOADERBENCH" --cache-dir "$C" --sample-images 200 --stage read --layouts shards-direct --workers 1 \
+    --seconds 0.5 --json "$tmp/rd.json" >"$tmp/rd.out" 2>"$tmp/rd.err" || fail "stage read run"
+"$PY" - "$tmp/rd.json" <<'EOF' || fail "stage read: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["points"][0]
+assert p["stage"] == "read" and p["decode_busy"] is None and p["stager_busy"] is None, p
+assert p["images_per_s"] > 0 and p["mb_per_s"] > 0 and p["bottleneck"] == "read", p
+assert "storage path alone" in d["verdict"], d["verdict"]
+EOF
+
+base=$(ls -d "$C"/loaderbench-default-*-n200-*)
+# 5. a shard dataset: no files layout
+"$LOADERBENCH" --cache-dir "$C" --workers 1 --seconds 0.5 --batch-size 16 --json "$tmp/sh.json" \
+    "$base/shards" >"$tmp/sh.out" 2>"$tmp/sh.err" || fail "shard dataset run"
+grep -q "skipping the files layout: a shard dataset has no file-per-image layout" "$tmp/sh.err" ||
+    fail "the files layout was not reported as skipped"
+"$PY" - "$tmp/sh.json" <<'EOF' || fail "shard dataset: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dataset"]["kind"] == "shards" and d["dataset"]["records"] == 200, d["dataset"]
+assert [s["layout"] for s in d["skipped_layouts"]] == ["files"], d["skipped_layouts"]
+assert sorted(p["layout"] for p in d["points"]) == ["lmdb-mmap", "shards-buffered", "shards-direct"]
+EOF
+
+# 6. an ImageFolder: files layout on the folder, shard layouts on a packed copy in the cache
+"$LOADERBENCH" --cache-dir "$tmp/cache2" --workers 1 --seconds 0.5 --batch-size 16 \
+    --layouts files,shards-direct --json "$tmp/if.json" "$base/imagefolder" >"$tmp/if.out" 2>"$tmp/if.err" ||
+    fail "ImageFolder run"
+ls "$tmp"/cache2/packed-imagefolder-*/shard-00000.lmdb >/dev/null || fail "no packed copy in the cache"
+"$PY" - "$tmp/if.json" <<'EOF' || fail "ImageFolder: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dataset"]["kind"] == "imagefolder" and d["dataset"]["records"] == 200, d["dataset"]
+assert sorted(p["layout"] for p in d["points"]) == ["files", "shards-direct"], d["points"]
+assert all(p["error"] is None and p["images_per_s"] > 0 for p in d["points"])
+EOF
+echo "PASS"

@@ -4,10 +4,11 @@
     /usr/bin/python3 bench/python_vs_c.py [--data /work/data/python-shards]
         [--folder /work/data/imagenet-like] [--repeats 3] [--batch-size 256] [--workers 2]
 
-Three loaders run the same work — one epoch of the train pipeline (RandomResizedCrop 224 +
-horizontal flip, uint8, batch 256, 2 decode threads / worker processes) — in interleaved
-repeats (c, py, torch, c, py, torch, ...) so that they see the same machine weather; the table
-gives medians.
+Three loaders run the same work — --images images (default 5120 = 20 batches; 0 = a whole
+epoch of 10 000) of the train pipeline (RandomResizedCrop 224 + horizontal flip, uint8, batch
+256, 2 decode threads / worker processes) — in interleaved repeats (c, py, torch, c, py, torch,
+...) so that they see the same machine weather; the table gives medians. Shorter runs and more
+repeats resist the load swings of a shared machine better than a few long runs.
 
   c      the C API, driven through ctypes with nothing else: stk_loader_next / _release in a
          loop, no wrapping (a few microseconds of ctypes per 256-image batch, ~0.01 % of the
@@ -74,6 +75,8 @@ def run_c(args):
             if t_first is None:
                 t_first, n_first = time.perf_counter(), n
             rel(h, bp, None)
+            if args.images and n >= args.images:
+                break
         t1, c1 = time.perf_counter(), _cpu()
     finally:
         lib.stk_loader_destroy(h)
@@ -92,6 +95,8 @@ def run_py(args):
             n += images.shape[0]
             if t_first is None:
                 t_first, n_first = time.perf_counter(), n
+            if args.images and n >= args.images:
+                break
         t1 = time.perf_counter()
     c1 = _cpu()
     return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
@@ -103,8 +108,10 @@ def run_torch(args):
     import torchvision.transforms as T
     tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
     ds = torchvision.datasets.ImageFolder(args.folder, tf)
-    if args.limit:
-        ds = torch.utils.data.Subset(ds, range(min(args.limit, len(ds))))
+    if args.images and args.images < len(ds):
+        # a fixed random subset of the same size as the stoker runs' share of the epoch
+        pick = torch.randperm(len(ds), generator=torch.Generator().manual_seed(args.seed))
+        ds = torch.utils.data.Subset(ds, pick[:args.images].tolist())
     t0, c0 = time.perf_counter(), _cpu()
     loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True,
                                          num_workers=args.workers)
@@ -127,14 +134,14 @@ def main():
     ap.add_argument("--folder", default="/work/data/imagenet-like",
                     help="the same images as an ImageFolder (for DataLoader; packed into "
                          "--data first if --data does not exist)")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="c,py,torch", help="comma list of c, py, torch")
-    ap.add_argument("--limit", type=int, default=0,
-                    help="torch: use only the first N images (0 = all); stoker runs always "
-                         "read the whole --data")
+    ap.add_argument("--images", type=int, default=5120,
+                    help="images per run (0 = a whole epoch): stoker runs stop after the batch "
+                         "that reaches it, DataLoader runs a fixed random subset of this size")
     ap.add_argument("--json", help="write the raw runs here")
     args = ap.parse_args()
 
@@ -165,8 +172,9 @@ def main():
                   "CPU %.1f s" % (rep, k, n, wall, n / wall, steady, cpu), flush=True)
 
     med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
-    print("\nmedians of %d interleaved repeats (batch %d, %d workers, train 224 uint8):"
-          % (args.repeats, args.batch_size, args.workers))
+    print("\nmedians of %d interleaved repeats (%s images per run, batch %d, %d workers, "
+          "train 224 uint8):" % (args.repeats, args.images or "all", args.batch_size,
+                                  args.workers))
     print("%-6s %10s %10s %12s %14s" % ("loader", "images/s", "steady/s", "CPU s", "CPU ms/image"))
     for k, m in med.items():
         print("%-6s %10.1f %10.1f %12.1f %14.3f" % (k, m["images_per_s"],
@@ -178,6 +186,10 @@ def main():
               % (r, abs(1 - r) * 100))
         pr = [p["images_per_s"] / c["images_per_s"] for p, c in zip(runs["py"], runs["c"])]
         print("         per repeat: %s" % " ".join("%.4f" % x for x in pr))
+        cpu = [(p["cpu_s"] / p["images"]) / (c["cpu_s"] / c["images"])
+               for p, c in zip(runs["py"], runs["c"])]
+        print("CPU per image py / c = %.4f (median of the per-repeat ratios)"
+              % statistics.median(cpu))
     if "torch" in med:
         for k in ("py", "c"):
             if k in med:

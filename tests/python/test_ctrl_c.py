@@ -65,3 +65,25 @@ def test_sigint_interrupts_a_blocked_iteration(shards, catch):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_loader_usable_after_keyboard_interrupt(stoker_mod, shards):
+    """In-process: SIGINT while blocked in next(); afterwards a new `for` runs a whole epoch."""
+    import os
+    import threading
+    from stoker import _lib
+    path, labels = shards
+    # every read waits 50 ms: the first batch of 12 takes >= 0.6 s, an epoch about 2 s
+    slow = {_lib.P_FAULT_DELAY_PPM: 1000000, _lib.P_FAULT_DELAY_US: 50000}
+    with stoker_mod.Loader(path, 12, size=16, workers=1, queue_depth=4, options=slow,
+                           return_index=True, prefetch=2) as loader:
+        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            for _batch in loader:
+                pass
+        assert time.monotonic() - t0 < 1.5
+        timer.join()
+        seen = [i for _x, _y, idx in loader for i in idx.tolist()]
+        assert sorted(seen) == list(range(len(labels)))

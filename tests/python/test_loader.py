@@ -14,9 +14,10 @@ BS = 8
 
 
 def _loader(stoker, path, **kw):
+    batch_size = kw.pop("batch_size", BS)
     args = dict(size=SIZE, workers=2, return_index=True)
     args.update(kw)
-    return stoker.Loader(path, kw.pop("batch_size", BS), **args)
+    return stoker.Loader(path, batch_size, **args)
 
 
 def _epoch(loader, copy=True):
@@ -346,3 +347,28 @@ def test_rank_and_world_size_from_the_environment(stoker_mod, shards, monkeypatc
     assert seen == list(range(1, len(labels), 3))
     with pytest.raises(ValueError):
         _loader(stoker_mod, path, rank=3, world_size=3)
+
+
+def _rss_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def test_no_memory_left_behind_by_create_iterate_close_cycles(stoker_mod, shards):
+    path, _ = shards
+    before_threads = _threads()
+
+    def cycle():
+        with _loader(stoker_mod, path, batch_size=16, size=64, prefetch=4) as loader:
+            for _batch in loader:
+                pass
+    for _ in range(3):
+        cycle()                                  # warm up allocator arenas
+    base = _rss_kb()
+    for _ in range(20):
+        cycle()
+    grown = _rss_kb() - base
+    # one loader's ring is 4 x 16 x 3 x 64 x 64 = 786 KiB (+ reader pool); 20 leaked ones
+    # would add well over 16 MiB
+    assert grown < 4096, "RSS grew by %d KiB over 20 loader lifetimes" % grown
+    assert _threads() == before_threads

@@ -12,6 +12,11 @@ PY=/usr/bin/python3
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stk-lb-default.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
+# "under a minute here" holds on this machine when loaderbench has its cores; when the machine
+# is already oversubscribed at the start (other test programs running: load average above the
+# core count), the limit doubles, and says so — a regression of the default still shows
+load=$(cut -d' ' -f1 /proc/loadavg)
+limit=$("$PY" -c "import os; print(120 if $load > os.cpu_count() else 60)")
 start=$(date +%s.%N)
 "$LOADERBENCH" --cache-dir "$tmp/cache" --json "$tmp/out.json" --csv "$tmp/out.csv" \
     --plot "$tmp/out.svg" >"$tmp/stdout" 2>"$tmp/stderr" || {
@@ -19,13 +24,12 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 elapsed=$("$PY" -c "print(round($end - $start, 1))")
 cat "$tmp/stdout"
-echo "end to end from a clean cache: ${elapsed} s"
+echo "end to end from a clean cache: ${elapsed} s (limit ${limit} s; load average at the start ${load})"
 
-# under a minute here; sanitizer builds are several times slower, so the limit is for the
-# normal build only
+# sanitizer builds are several times slower, so the limit is for the normal build only
 if [ -z "${STOKER_SANITIZE:-}" ]; then
-    "$PY" -c "import sys; sys.exit(0 if $elapsed < 60 else 1)" ||
-        { echo "FAIL: the default took ${elapsed} s (limit 60 s)"; cat "$tmp/stderr"; exit 1; }
+    "$PY" -c "import sys; sys.exit(0 if $elapsed < $limit else 1)" ||
+        { echo "FAIL: the default took ${elapsed} s (limit ${limit} s)"; cat "$tmp/stderr"; exit 1; }
 fi
 
 grep -q "synthesised 2000 JPEGs" "$tmp/stderr" || { echo "FAIL: no synthesis message"; cat "$tmp/stderr"; exit 1; }

@@ -122,6 +122,7 @@ typedef struct lb_results {
     uint64_t peak_ring, peak_pinned, peak_device, peak_pool;
     long max_rss_kb;
     double total_s;
+    double load_start, load_end; /* 1-minute load average before and after the sweep */
 } lb_results;
 
 /* ---- synth.c: the embedded default sample ---- */

@@ -196,13 +196,16 @@ static void usage(FILE *f)
 "time; wait = the consumer's time blocked in stk_loader_next; trainer = the simulated\n"
 "trainer's waiting share (with --step-ms).\n"
 "\n"
-"JSON (--json): {\"tool\", \"version\", \"stoker_version\", \"dataset\": {path, kind, records,\n"
-"payload_bytes, shards, folder, shards_path}, \"machine\": {cores, cuda_devices}, \"config\":\n"
-"{workers, layouts, cache, batch_size, mode, stage, size, repeat, seconds, epochs, step_ms,\n"
-"device}, \"skipped_layouts\": [{layout, reason}], \"points\": [...], \"autotune\": {layout,\n"
-"workers, wait_fraction, max_tried, best_images_per_s} or null, \"memory\": {host_ring_bytes,\n"
-"pinned_bytes, device_bytes, reader_pool_bytes, max_rss_bytes}, \"bottleneck\", \"verdict\",\n"
-"\"elapsed_s\"}. Every point holds:\n"
+"JSON (--json): {\"tool\", \"version\", \"stoker_version\",\n"
+"  \"dataset\": {path, kind, records, payload_bytes, shards, folder, shards_path},\n"
+"  \"machine\": {cores, cuda_devices, loadavg_start, loadavg_end},\n"
+"  \"config\": {workers, layouts, cache, batch_size, mode, stage, size, repeat, seconds, epochs,\n"
+"             step_ms, device, autotune},\n"
+"  \"skipped_layouts\": [{layout, reason}], \"points\": [...],\n"
+"  \"autotune\": {layout, workers, wait_fraction, max_tried, best_images_per_s} or null,\n"
+"  \"memory\": {host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes, max_rss_bytes},\n"
+"  \"bottleneck\", \"verdict\", \"elapsed_s\"}.\n"
+"Every point holds:\n"
 "  layout, workers, mode, stage, cache, batch_size, size, step_ms, repeat   the point\n"
 "  runs                      images/s of each repeat\n"
 "  images_per_s, images_per_s_min, images_per_s_max   median, min, max over the repeats\n"
@@ -780,6 +783,9 @@ int main(int argc, char **argv)
         return LB_EXIT_FAIL;
     }
     double t_start = lb_now();
+    double load_start = -1.0;
+    if (getloadavg(&load_start, 1) != 1)
+        load_start = -1.0;
     lb_dataset ds;
     if (setup_dataset(&cfg, &ds) != 0)
         return LB_EXIT_FAIL;
@@ -852,6 +858,9 @@ int main(int argc, char **argv)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         res.max_rss_kb = ru.ru_maxrss;
     res.total_s = lb_now() - t_start;
+    res.load_start = load_start;
+    if (getloadavg(&res.load_end, 1) != 1)
+        res.load_end = -1.0;
     lb_make_verdict(&cfg, &ds, &res);
     lb_print_table(stdout, &cfg, &ds, &res);
     fflush(stdout);

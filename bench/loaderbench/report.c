@@ -141,7 +141,15 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
                 "at most %.0f img/s).",
              cfg->step_ms, pct(b->trainer_wait_fraction), L, W, W == 1 ? "" : "s", b->images_per_s, need);
     } else if (strcmp(bn, "decode") == 0) {
-        if (b->cpu_cores >= 0.8 * cfg->cores || W >= cfg->cores)
+        int want = W < cfg->cores ? W : cfg->cores;
+        if (b->cpu_cores < 0.6 * want)
+            vcat(r, "decode-bound, but starved of CPU: the decode stage is %.0f%% busy at %d worker%s on %s "
+                    "(%.0f img/s) yet this process got only %.1f of %d cores — other programs are using the "
+                    "machine (load average %.1f at the start, %.1f at the end); rerun on a quiet machine for "
+                    "figures that hold. I/O is %.0f%% busy.",
+                 pct(b->decode.busy), W, W == 1 ? "" : "s", L, b->images_per_s, b->cpu_cores, cfg->cores,
+                 r->load_start, r->load_end, io_busy);
+        else if (b->cpu_cores >= 0.8 * cfg->cores || W >= cfg->cores)
             vcat(r, "decode-bound: %d of %d cores busy (%.1f cores of CPU in use; the decode stage is %.0f%% "
                     "busy at %d worker%s on %s, %.0f img/s) — more cores or a smaller stored resolution "
                     "(re-encode with a capped side when packing) would help; I/O is %.0f%% busy.",
@@ -392,7 +400,12 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
         json_str(f, ds->shards);
     else
         fputs("null", f);
-    fprintf(f, "},\n  \"machine\": {\"cores\": %d, \"cuda_devices\": %d},\n", cfg->cores, stk_cuda_device_count());
+    fprintf(f, "},\n  \"machine\": {\"cores\": %d, \"cuda_devices\": %d, \"loadavg_start\": ", cfg->cores,
+            stk_cuda_device_count());
+    json_num(f, r->load_start);
+    fputs(", \"loadavg_end\": ", f);
+    json_num(f, r->load_end);
+    fputs("},\n", f);
     fprintf(f, "  \"config\": {\"workers\": [");
     for (int i = 0; i < cfg->nworkers; i++)
         fprintf(f, "%s%d", i ? ", " : "", cfg->workers[i]);

@@ -252,9 +252,59 @@ static int fail_text(stk_decoder *d, int rc, char *err)
     }
 }
 
+/*
+ * libjpeg keeps the quantization and Huffman tables in the decompressor from one image to the
+ * next (for abbreviated datastreams), so an image that lacks a DQT/DHT for a table it uses would
+ * be decoded with the previous image's table: the result would depend on what the worker decoded
+ * before (found by tests/fuzz/fuzz_decode; regress/decode/stale-huffman-table-*). Before the
+ * headers are read every table present is marked (quantval[0] = 0: a DQT rewrites all 64
+ * values; bits[0] = 1: a DHT rewrites bits[0] with 0). If a marked table is still there after the
+ * headers, the decompressor is re-created and the headers read again, so every image is decoded
+ * as by a fresh decoder. Re-creating costs microseconds and happens only after a table was
+ * left unused (e.g. a gray image after a colour one, or progressive images' later-scan tables).
+ */
+static void mark_tables(j_decompress_ptr c)
+{
+    for (int i = 0; i < NUM_QUANT_TBLS; i++)
+        if (c->quant_tbl_ptrs[i])
+            c->quant_tbl_ptrs[i]->quantval[0] = 0;
+    for (int i = 0; i < NUM_HUFF_TBLS; i++) {
+        if (c->dc_huff_tbl_ptrs[i])
+            c->dc_huff_tbl_ptrs[i]->bits[0] = 1;
+        if (c->ac_huff_tbl_ptrs[i])
+            c->ac_huff_tbl_ptrs[i]->bits[0] = 1;
+    }
+}
+
+static int stale_tables(j_decompress_ptr c)
+{
+    for (int i = 0; i < NUM_QUANT_TBLS; i++)
+        if (c->quant_tbl_ptrs[i] && c->quant_tbl_ptrs[i]->quantval[0] == 0)
+            return 1;
+    for (int i = 0; i < NUM_HUFF_TBLS; i++)
+        if ((c->dc_huff_tbl_ptrs[i] && c->dc_huff_tbl_ptrs[i]->bits[0]) ||
+            (c->ac_huff_tbl_ptrs[i] && c->ac_huff_tbl_ptrs[i]->bits[0]))
+            return 1;
+    return 0;
+}
+
+/* A fresh libjpeg decompressor in D (the old one destroyed). STK_E_NOMEM leaves none (mem NULL);
+ * the next stk__dec_header tries again. */
+static int recreate(stk_decoder *d)
+{
+    jpeg_destroy_decompress(&d->cinfo);
+    d->cinfo.err = &d->jerr.pub;
+    if (run(d, create_body, NULL) != STK_OK)
+        return STK_E_NOMEM;
+    d->cinfo.progress = &d->progress;
+    return STK_OK;
+}
+
 int stk__dec_header(stk_decoder *d, const uint8_t *data, size_t len, int64_t max_pixels, int *w,
                     int *h, int *comps, char *err)
 {
+    if (!d->cinfo.mem && recreate(d) != STK_OK)
+        return stk__err(err, STK_E_NOMEM, "out of memory (libjpeg decompressor)");
     jpeg_abort_decompress(&d->cinfo); /* whatever the previous call left */
     d->have_header = 0;
     d->jerr.warnings = 0;
@@ -266,7 +316,16 @@ int stk__dec_header(stk_decoder *d, const uint8_t *data, size_t len, int64_t max
     if (rc != STK_OK)
         return rc;
     header_args a = {data, len, max_pixels > 0 ? max_pixels : 89478485};
+    mark_tables(&d->cinfo);
     rc = run(d, header_body, &a);
+    if (rc == STK_OK && stale_tables(&d->cinfo)) {
+        if (recreate(d) != STK_OK)
+            return stk__err(err, STK_E_NOMEM, "out of memory (libjpeg decompressor)");
+        d->jerr.warnings = 0; /* the headers' warnings are counted again */
+        d->jerr.pub.num_warnings = 0;
+        d->jerr.first_warning[0] = 0;
+        rc = run(d, header_body, &a);
+    }
     if (rc != STK_OK) {
         jpeg_abort_decompress(&d->cinfo);
         return fail_text(d, rc, err);

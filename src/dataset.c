@@ -233,20 +233,6 @@ typedef struct recvec {
     uint64_t n, cap;
 } recvec;
 
-static int rec_push(recvec *r, uint64_t off, uint32_t len, uint32_t shard)
-{
-    if (r->n == r->cap) {
-        uint64_t nc = r->cap ? r->cap * 2 : 4096;
-        stk__rec *nv = realloc(r->v, nc * sizeof *nv);
-        if (!nv)
-            return STK_E_NOMEM;
-        r->v = nv;
-        r->cap = nc;
-    }
-    r->v[r->n++] = (stk__rec){off, len, shard};
-    return STK_OK;
-}
-
 static int get_meta(MDB_txn *txn, MDB_dbi meta, const char *key, MDB_val *v)
 {
     MDB_val k = {strlen(key), (void *)key};
@@ -296,6 +282,153 @@ static int set_classes(stk_dataset *ds, const char *text, size_t len)
     ds->classes = c;
     ds->nclasses = (uint32_t)n;
     return STK_OK;
+}
+
+/* One range of the cursor walk: keys [a, b) of a stoker shard (checked to be exactly those), or
+ * the whole main database of a foreign LMDB (a = 0, b = its entry count). */
+typedef struct walk_job {
+    const stk__shard *sh;
+    MDB_txn *txn;       /* the read transaction to walk in */
+    int own_txn;        /* txn is this job's (a worker's): abort it when done */
+    MDB_dbi dbi;
+    int stoker;
+    uint64_t a, b;
+    uintptr_t base;
+    uint64_t psize;
+    uint32_t no;
+    stk__rec *out;      /* out[i] for record i of the shard */
+    /* results */
+    uint64_t n, payload;
+    uint32_t maxlen;
+    int rc;
+    char err[STK__ERRLEN];
+} walk_job;
+
+/* Map base from the first record: /proc/self/maps, cross-checked by the leaf page's number. */
+static uintptr_t leaf_base_of(const void *key, uint64_t psize, uint64_t *pgno)
+{
+    uintptr_t page = (uintptr_t)key & ~(uintptr_t)(psize - 1);
+    memcpy(pgno, (const void *)page, sizeof *pgno); /* leaf page header: its own number */
+    return page - (uintptr_t)(*pgno * psize);
+}
+
+static int walk_find_base(walk_job *j)
+{
+    MDB_cursor *cur;
+    int rc = mdb_cursor_open(j->txn, j->dbi, &cur);
+    if (rc)
+        return stk__err(j->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", j->sh->path, mdb_strerror(rc));
+    MDB_val k, v;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    mdb_cursor_close(cur);
+    if (rc == MDB_NOTFOUND)
+        return STK_OK; /* empty: no offsets to compute */
+    if (rc)
+        return stk__err(j->err, STK_E_LMDB, "%s: first record: %s", j->sh->path, mdb_strerror(rc));
+    uint64_t pgno;
+    uintptr_t lb = leaf_base_of(k.mv_data, j->psize, &pgno);
+    if (pgno > j->sh->last_pgno)
+        return stk__err(j->err, STK_E_FORMAT, "%s key 0: leaf page number %llu past the last page",
+                        j->sh->name, (unsigned long long)pgno);
+    uintptr_t pb = proc_map_base(j->sh->dev, j->sh->ino, (uintptr_t)v.mv_data);
+    if (pb && pb != lb)
+        return stk__err(j->err, STK_E_FORMAT, "%s: map base from /proc/self/maps and from the leaf page "
+                        "disagree", j->sh->name);
+    j->base = pb ? pb : lb; /* no /proc: the leaf page's own number is enough */
+    return STK_OK;
+}
+
+static void walk_run(walk_job *j)
+{
+    MDB_txn *own = NULL;
+    MDB_cursor *cur = NULL;
+    const stk__shard *sh = j->sh;
+    int rc;
+    j->n = 0;
+    j->payload = 0;
+    j->maxlen = 0;
+    j->rc = STK_OK;
+    if (j->a >= j->b)
+        return;
+    if (j->own_txn)
+        own = j->txn;
+    MDB_txn *txn = own ? own : j->txn;
+    if ((rc = mdb_cursor_open(txn, j->dbi, &cur)) != 0) {
+        j->rc = stk__err(j->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", sh->path, mdb_strerror(rc));
+        goto out;
+    }
+    MDB_val k, v;
+    uint8_t kb[8];
+    if (j->a > 0) {
+        stk__rec_key(kb, j->a);
+        k.mv_size = 8;
+        k.mv_data = kb;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    } else {
+        rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+    }
+    uint64_t ord = j->a;
+    const uint64_t hdr = j->stoker ? STK__REC_HDR : 0;
+    while (rc == 0 && ord < j->b) {
+        uintptr_t vp = (uintptr_t)v.mv_data;
+        uint64_t pgno;
+        uintptr_t lb = leaf_base_of(k.mv_data, j->psize, &pgno);
+        if (pgno > sh->last_pgno || lb != j->base) {
+            j->rc = stk__err(j->err, STK_E_FORMAT, "%s key %llu: leaf page %llu does not sit where the map "
+                             "base says", sh->name, (unsigned long long)ord, (unsigned long long)pgno);
+            goto out;
+        }
+        if (j->stoker) {
+            if (k.mv_size != 8 || stk__rec_key_parse(k.mv_data) != ord) {
+                j->rc = stk__err(j->err, STK_E_FORMAT, "%s: record %llu has key %s (expected 8-byte "
+                                 "big-endian %llu)", sh->name, (unsigned long long)ord,
+                                 k.mv_size == 8 ? "out of sequence" : "of the wrong size",
+                                 (unsigned long long)ord);
+                goto out;
+            }
+            if (v.mv_size < STK__REC_HDR) {
+                j->rc = stk__err(j->err, STK_E_CORRUPT, "%s key %llu: value of %zu bytes is shorter than "
+                                 "the 16-byte record header", sh->name, (unsigned long long)ord, v.mv_size);
+                goto out;
+            }
+        }
+        if (vp < j->base || v.mv_size > UINT32_MAX || (uint64_t)(vp - j->base) + v.mv_size > sh->file_size ||
+            (uint64_t)(vp - j->base) < 2 * j->psize) {
+            j->rc = stk__err(j->err, STK_E_FORMAT, "%s key %llu: value at offset %llu, %zu bytes, lies "
+                             "outside the file (%llu bytes)", sh->name, (unsigned long long)ord,
+                             (unsigned long long)(vp - j->base), v.mv_size, (unsigned long long)sh->file_size);
+            goto out;
+        }
+        j->out[ord] = (stk__rec){(uint64_t)(vp - j->base), (uint32_t)v.mv_size, j->no};
+        uint32_t plen = (uint32_t)(v.mv_size - hdr);
+        j->payload += plen;
+        if (plen > j->maxlen)
+            j->maxlen = plen;
+        ord++;
+        j->n++;
+        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    if (rc != 0 && rc != MDB_NOTFOUND) {
+        j->rc = stk__err(j->err, STK_E_LMDB, "%s: walking the records at key %llu: %s", sh->path,
+                         (unsigned long long)ord, mdb_strerror(rc));
+    } else if (ord < j->b) {
+        j->rc = stk__err(j->err, STK_E_FORMAT, "%s: records end at key %llu, but meta count says %llu",
+                         sh->path, (unsigned long long)ord, (unsigned long long)j->sh->count);
+    } else if (rc == 0 && j->stoker && j->b == j->sh->count) {
+        j->rc = stk__err(j->err, STK_E_FORMAT, "%s: more records than meta count %llu", sh->path,
+                         (unsigned long long)j->b);
+    }
+out:
+    if (cur)
+        mdb_cursor_close(cur);
+    if (own)
+        mdb_txn_abort(own);
+}
+
+static void *walk_thread(void *arg)
+{
+    walk_run(arg);
+    return NULL;
 }
 
 /*
@@ -421,77 +554,94 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
                         path, (unsigned long long)first_index, (unsigned long long)recs->n);
 
     /* the walk */
-    MDB_cursor *cur;
-    if ((rc = mdb_cursor_open(sh->txn, sh->dbi, &cur)) != 0)
-        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", path, mdb_strerror(rc));
     sh->first = recs->n;
-    MDB_val k, v;
-    uintptr_t base = 0;
-    uint64_t ordinal = 0;
-    rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
-    while (rc == 0) {
-        uintptr_t kp = (uintptr_t)k.mv_data, vp = (uintptr_t)v.mv_data;
-        uintptr_t page = kp & ~(uintptr_t)(psize - 1);
-        uint64_t pgno;
-        memcpy(&pgno, (const void *)page, sizeof pgno); /* leaf page header: its own number */
-        if (pgno > sh->last_pgno) {
-            mdb_cursor_close(cur);
-            return stk__err(ds->err, STK_E_FORMAT, "%s key %llu: leaf page number %llu past the last page",
-                            sh->name, (unsigned long long)ordinal, (unsigned long long)pgno);
-        }
-        uintptr_t leaf_base = page - (uintptr_t)(pgno * psize);
-        if (!base) {
-            base = proc_map_base(sh->dev, sh->ino, vp);
-            if (!base)
-                base = leaf_base; /* no /proc: the leaf page's own number is enough */
-        }
-        if (leaf_base != base) {
-            mdb_cursor_close(cur);
-            return stk__err(ds->err, STK_E_FORMAT,
-                            "%s key %llu: map base from /proc/self/maps and from the leaf page disagree",
-                            sh->name, (unsigned long long)ordinal);
-        }
-        if (stoker) {
-            if (k.mv_size != 8 || stk__rec_key_parse(k.mv_data) != ordinal) {
-                mdb_cursor_close(cur);
-                return stk__err(ds->err, STK_E_FORMAT, "%s: record %llu has key %s (expected 8-byte "
-                                "big-endian %llu)", sh->name, (unsigned long long)ordinal,
-                                k.mv_size == 8 ? "out of sequence" : "of the wrong size",
-                                (unsigned long long)ordinal);
-            }
-            if (v.mv_size < STK__REC_HDR) {
-                mdb_cursor_close(cur);
-                return stk__err(ds->err, STK_E_CORRUPT, "%s key %llu: value of %zu bytes is shorter than "
-                                "the 16-byte record header", sh->name, (unsigned long long)ordinal,
-                                v.mv_size);
-            }
-        }
-        if (vp < base || v.mv_size > UINT32_MAX || (uint64_t)(vp - base) + v.mv_size > sh->file_size ||
-            (uint64_t)(vp - base) < 2 * psize) {
-            mdb_cursor_close(cur);
-            return stk__err(ds->err, STK_E_FORMAT, "%s key %llu: value at offset %llu, %zu bytes, lies "
-                            "outside the file (%llu bytes)", sh->name, (unsigned long long)ordinal,
-                            (unsigned long long)(vp - base), v.mv_size, (unsigned long long)sh->file_size);
-        }
-        if (rec_push(recs, (uint64_t)(vp - base), (uint32_t)v.mv_size, no) != STK_OK) {
-            mdb_cursor_close(cur);
-            return stk__err(ds->err, STK_E_NOMEM, "out of memory");
-        }
-        uint32_t plen = (uint32_t)v.mv_size - (stoker ? STK__REC_HDR : 0);
-        ds->payload_bytes += plen;
-        if (plen > ds->max_len)
-            ds->max_len = plen;
-        ordinal++;
-        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    uint64_t count = meta_count;
+    if (!stoker) {
+        MDB_stat ds_st;
+        if ((rc = mdb_stat(sh->txn, sh->dbi, &ds_st)) != 0)
+            return stk__err(ds->err, STK_E_LMDB, "%s: mdb_stat: %s", path, mdb_strerror(rc));
+        count = ds_st.ms_entries;
     }
-    mdb_cursor_close(cur);
-    if (rc != MDB_NOTFOUND)
-        return stk__err(ds->err, STK_E_LMDB, "%s: walking the records after key %llu: %s", path,
-                        (unsigned long long)ordinal, mdb_strerror(rc));
-    sh->count = ordinal;
-    if (stoker && meta_count != ordinal)
+    if (count > (uint64_t)1 << 40)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: %llu records is not plausible", path,
+                        (unsigned long long)count);
+    if (recs->cap < recs->n + count) {
+        stk__rec *nv = realloc(recs->v, (recs->n + count + 1) * sizeof *nv);
+        if (!nv)
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory for %llu records", (unsigned long long)count);
+        recs->v = nv;
+        recs->cap = recs->n + count + 1;
+    }
+    sh->count = count;
+    walk_job base_job = {.sh = sh, .txn = sh->txn, .dbi = sh->dbi, .stoker = stoker, .a = 0, .b = count,
+                         .psize = psize, .no = no, .out = recs->v + recs->n};
+    if ((rc = walk_find_base(&base_job)) != STK_OK)
+        return stk__err(ds->err, rc, "%s", base_job.err);
+    /* Cold, the walk is one page fault per leaf page, one at a time: split the key range over
+     * threads (each with its own read transaction on the same snapshot) so that many faults are
+     * in flight. Keys of stoker shards are 0..count-1, so the split needs no extra I/O. */
+    int nthreads = 1;
+    if (stoker && count >= 65536)
+        nthreads = (int)STK__MIN((uint64_t)16, count / 32768);
+    walk_job jobs[16];
+    pthread_t tids[16];
+    int started[16] = {0};
+    for (int t = 0; t < nthreads; t++) {
+        jobs[t] = base_job;
+        jobs[t].a = count * (uint64_t)t / (uint64_t)nthreads;
+        jobs[t].b = count * (uint64_t)(t + 1) / (uint64_t)nthreads;
+        if (t == 0)
+            continue;
+        /* the workers' transactions and database handles are set up here, one after the other
+         * (mdb_dbi_open must not run in concurrent transactions); the threads only walk */
+        MDB_txn *wt;
+        MDB_dbi wd;
+        if (mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &wt) != 0)
+            continue; /* e.g. no reader slot left: this range is walked below, serially */
+        if (mdb_txn_id(wt) != mdb_txn_id(sh->txn)) {
+            mdb_txn_abort(wt);
+            for (int u = 1; u < t; u++)
+                if (jobs[u].own_txn)
+                    mdb_txn_abort(jobs[u].txn);
+            return stk__err(ds->err, STK_E_CHANGED, "%s: shard changed while its offset table was built", path);
+        }
+        if (mdb_dbi_open(wt, stoker ? STK__DB_RECORDS : NULL, 0, &wd) != 0) {
+            mdb_txn_abort(wt);
+            continue;
+        }
+        jobs[t].txn = wt;
+        jobs[t].dbi = wd;
+        jobs[t].own_txn = 1;
+    }
+    for (int t = 1; t < nthreads; t++)
+        started[t] = jobs[t].own_txn && pthread_create(&tids[t], NULL, walk_thread, &jobs[t]) == 0;
+    walk_run(&jobs[0]);
+    for (int t = 1; t < nthreads; t++) {
+        if (started[t])
+            pthread_join(tids[t], NULL);
+        if (!started[t]) { /* no thread or no reader slot: walk it here */
+            if (jobs[t].own_txn)
+                mdb_txn_abort(jobs[t].txn);
+            jobs[t].txn = sh->txn;
+            jobs[t].dbi = sh->dbi;
+            jobs[t].own_txn = 0;
+            walk_run(&jobs[t]);
+        }
+    }
+    uint64_t walked = 0;
+    for (int t = 0; t < nthreads; t++) {
+        if (jobs[t].rc)
+            return stk__err(ds->err, jobs[t].rc, "%s", jobs[t].err);
+        walked += jobs[t].n;
+        ds->payload_bytes += jobs[t].payload;
+        if (jobs[t].maxlen > ds->max_len)
+            ds->max_len = jobs[t].maxlen;
+    }
+    if (walked != count)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta count %llu but %llu records", path,
-                        (unsigned long long)meta_count, (unsigned long long)ordinal);
+                        (unsigned long long)count, (unsigned long long)walked);
+    recs->n += count;
+    sh->count = count;
     ds->file_bytes += sh->file_size;
     ds->format_version = stoker ? 1 : 0;
     return STK_OK;

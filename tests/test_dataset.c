@@ -244,6 +244,40 @@ int main(void)
     stk_dataset_destroy(NULL);
     stk_writer_destroy(NULL);
 
+    /* a shard big enough for the parallel walk (>= 65536 records): inline and overflow values */
+    {
+        char big[4300];
+        snprintf(big, sizeof big, "%s/big", dir);
+        T_OK(stk_writer_create(&w));
+        T_OK(stk_writer_open(w, big));
+        const uint64_t nb = 140000;
+        uint8_t pb[3000];
+        for (uint64_t i = 0; i < nb; i++) {
+            size_t len = i % 1000 == 5 ? 2500 : (size_t)(i % 40);
+            for (size_t k = 0; k < len; k++)
+                pb[k] = (uint8_t)(i * 13 + k);
+            T_OK(stk_writer_add(w, pb, len, (int32_t)(i % 1000), NULL));
+        }
+        T_OK(stk_writer_finish(w));
+        stk_writer_destroy(w);
+        T_OK(stk_dataset_create(&ds));
+        T_OK(stk_dataset_open(ds, big));
+        T_CHECK(stk_dataset_count(ds) == nb, "big count");
+        uint8_t rb[3000];
+        for (uint64_t i = 0; i < nb; i += (i % 1000 == 5) ? 1 : 97) {
+            size_t len, want = i % 1000 == 5 ? 2500 : (size_t)(i % 40);
+            stk_record_info bi;
+            T_OK(stk_dataset_read(ds, i, rb, sizeof rb, &len, &bi));
+            T_CHECK(len == want && bi.label == (int32_t)(i % 1000) && bi.key == i, "big record %llu",
+                    (unsigned long long)i);
+            for (size_t k = 0; k < len; k++)
+                T_CHECK(rb[k] == (uint8_t)(i * 13 + k), "big record %llu byte %zu", (unsigned long long)i, k);
+        }
+        for (uint64_t i = 1; i < nb; i++)
+            T_CHECK(ds->recs[i].off != ds->recs[i - 1].off && ds->recs[i].shard == 0, "distinct offsets");
+        stk_dataset_destroy(ds);
+    }
+
     t_rmtree(dir);
     free(dir);
     printf("ok\n");

@@ -6,7 +6,8 @@
 #  - --autotune with such a step finds 1 worker;
 #  - --stage read measures the storage path alone (no decode stage in the figures);
 #  - a shard directory as DATASET: the files layout is skipped, and said so;
-#  - an ImageFolder as DATASET: packed into the cache for the shard layouts, files layout run.
+#  - an ImageFolder as DATASET: packed into the cache for the shard layouts, files layout run;
+#  - a foreign LMDB (key -> image bytes) as DATASET: the shard read paths, no files layout.
 set -euo pipefail
 : "${LOADERBENCH:?LOADERBENCH not set (run through ctest)}"
 PY=/usr/bin/python3
@@ -84,4 +85,27 @@ assert d["dataset"]["kind"] == "imagefolder" and d["dataset"]["records"] == 200,
 assert sorted(p["layout"] for p in d["points"]) == ["files", "shards-direct"], d["points"]
 assert all(p["error"] is None and p["images_per_s"] > 0 for p in d["points"])
 EOF
+
+# 7. a foreign LMDB (main database: key -> JPEG bytes, as LSUN), written by python-lmdb
+if "$PY" -c "import lmdb" 2>/dev/null; then
+    "$PY" - "$base/imagefolder" "$tmp/foreign" <<'EOF'
+import glob, lmdb, sys
+env = lmdb.open(sys.argv[2], map_size=1 << 28)
+with env.begin(write=True) as t:
+    for i, p in enumerate(sorted(glob.glob(sys.argv[1] + "/*/*.JPEG"))):
+        t.put(b"%08d" % i, open(p, "rb").read())
+env.close()
+EOF
+    "$LOADERBENCH" --cache-dir "$C" --workers 1 --seconds 0.5 --batch-size 16 --json "$tmp/lm.json" \
+        "$tmp/foreign" >"$tmp/lm.out" 2>"$tmp/lm.err" || fail "foreign LMDB run"
+    "$PY" - "$tmp/lm.json" <<'EOF' || fail "foreign LMDB: JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["dataset"]["kind"] == "lmdb" and d["dataset"]["records"] == 200, d["dataset"]
+assert [s["layout"] for s in d["skipped_layouts"]] == ["files"], d["skipped_layouts"]
+assert len(d["points"]) == 3 and all(p["error"] is None and p["images_per_s"] > 0 for p in d["points"])
+EOF
+else
+    echo "python3-lmdb missing: foreign LMDB part skipped"
+fi
 echo "PASS"

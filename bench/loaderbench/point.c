@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LB_MIN_BATCHES 3
+
 /* ---- cache control ---- */
 
 static int drop_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -240,7 +242,9 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
                             cfg->seconds);
             last_progress = now;
         }
-        if (!cfg->epochs && window_open && now - t0 >= cfg->seconds)
+        /* the window closes after S seconds, but never before LB_MIN_BATCHES batches: one
+         * slow batch (a loaded machine, a cold disk) must not leave an empty window */
+        if (!cfg->epochs && window_open && now - t0 >= cfg->seconds && batches >= LB_MIN_BATCHES)
             break;
     }
     double t1 = lb_now();

@@ -187,7 +187,8 @@ enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
- *  Thread-safe. */
+ *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the
+ *  STK_P_* and STK_W_* keys (one table; the setters check the same ranges). Thread-safe. */
 STK_API int stk_param_bounds(int key, double *lo, double *hi);
 
 /* ---------------------------------------------------------------------------------------------
@@ -445,7 +446,10 @@ typedef struct stk_record_error {
 /** Create a loader with all parameters at their defaults. */
 STK_API int stk_loader_create(stk_loader **out);
 /** Set an integer parameter (type I). Returns STK_E_STATE if it is too late to set it,
- *  STK_E_BADPARAM for an unknown key or the wrong type, STK_E_INVALID out of range. */
+ *  STK_E_BADPARAM for an unknown key or the wrong type, STK_E_INVALID out of range.
+ *  "Before start" keys may be set again after stk_loader_stop, for the next start. Ranges that
+ *  involve two keys (rank < world size, scale/ratio min <= max, the ring against
+ *  STK_P_MAX_PINNED_BYTES) are checked by stk_loader_start (STK_E_INVALID, naming them). */
 STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 /** Set a double parameter (type D). */
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
@@ -455,12 +459,20 @@ STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
 /** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */
 STK_API int stk_loader_open(stk_loader *h, const char *path);
-/** Samples and batches this rank gets per epoch (after open). */
+/** Samples and batches this rank gets per epoch (after open; 0 before, or when RANK >= WORLD_SIZE),
+ *  with the current parameters. With STK_P_DROP_LAST the samples are those delivered
+ *  (batches x batch size). */
 STK_API uint64_t stk_loader_samples_per_epoch(const stk_loader *h);
 STK_API uint64_t stk_loader_batches_per_epoch(const stk_loader *h);
 /** The opened dataset (borrowed; valid until destroy), e.g. for class names. */
 STK_API const stk_dataset *stk_loader_dataset(const stk_loader *h);
-/** Allocate every buffer and start the threads at (STK_P_EPOCH, sample 0). */
+/** Allocate every buffer and start the threads at (STK_P_EPOCH, sample 0). The host ring is
+ *  STK_P_PREFETCH slots of STK_P_BATCH_SIZE samples (plus labels, indices, flags, sizes), the
+ *  reader's buffer pool is bounded by STK_P_QUEUE_DEPTH / STK_P_INFLIGHT_BYTES, and each worker
+ *  has one decoder and one sample of scratch: nothing grows afterwards (see stats memory fields).
+ *  With STK_P_DEVICE >= 0 and STK_STAGE_FULL, a stager that cannot be created for lack of CUDA
+ *  (STK_E_UNSUPPORTED) or of a device (STK_E_NODEVICE) is not an error: host batches follow,
+ *  converted on the CPU, and stats.fallback_reason holds that status. */
 STK_API int stk_loader_start(stk_loader *h);
 /*
  * Device batches (STK_P_DEVICE >= 0): the hand-off contract. Neither next() nor release()
@@ -506,35 +518,55 @@ STK_API int stk_loader_start(stk_loader *h);
  * Returns STK_OK with *out set; STK_END at the end of the epoch (*out = NULL); an error in
  * strict mode naming the record (stk_loader_last_error). At most STK_P_PREFETCH (host) or
  * STK_P_DEVICE_BUFFERS (device) batches may be held unreleased; one more next() returns
- * STK_E_STATE.
+ * STK_E_STATE. Batch k reuses the slot of batch k - STK_P_PREFETCH (k - STK_P_DEVICE_BUFFERS
+ * for device batches): while that one is held, next() returns STK_E_STATE instead of waiting.
+ * After STK_TIMEOUT or STK_E_CANCELLED nothing is lost: the next call returns the same batch.
+ * A strict-mode failure (or a fatal stager error) is sticky: next() returns it until
+ * stk_loader_seek / stk_loader_set_epoch (which restart the pipeline) or stop + start.
+ * Bad records in the default mode: batch->substituted[i] = 1 marks a sample replaced by the
+ * deterministic substitute, batch->bad counts them, stk_loader_error_get names them.
+ * When the dataset gives no batch per epoch (STK_P_DROP_LAST with fewer samples than a batch),
+ * every call returns STK_END and moves on one epoch.
  */
 STK_API int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out);
 /** Give a batch back. Device batches: an event recorded on CUDA_STREAM orders the reuse of the
  *  buffer after the caller's work. Batches may be released in any order. */
 STK_API int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream);
-/** Move to the start of EPOCH (drops prefetched batches of another epoch). All batches must be
- *  released. After start. */
+/** Move to the start of EPOCH: stk_loader_seek(h, EPOCH, 0). After start. */
 STK_API int stk_loader_set_epoch(stk_loader *h, uint64_t epoch);
-/** Position = {seed, epoch, next sample}: the sample after the last one delivered. */
+/** Position = {seed, epoch, next sample}: the sample after the last one delivered; after
+ *  STK_END of epoch e it is (e + 1, 0). Before start: (STK_P_EPOCH, 0). */
 STK_API int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample);
 /** Continue from a saved position: the rest of the epoch is reproduced exactly. All batches
- *  must be released. */
+ *  must be released (else STK_E_STATE). NEXT_SAMPLE <= samples per epoch (else STK_E_RANGE);
+ *  batches then start at NEXT_SAMPLE (equal to the end: STK_END comes first). If the position
+ *  is the one being prefetched — what tell() reports, or (e + 1, 0) right after the last batch
+ *  of epoch e, which also skips that STK_END — the prefetched batches are kept; otherwise the
+ *  reader, workers and stager are stopped, drained and restarted there (buffers are kept).
+ *  After start. */
 STK_API int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample);
-/** Wake a thread blocked in stk_loader_next (it returns STK_E_CANCELLED). Any thread. */
+/** Wake a thread blocked in stk_loader_next (it returns STK_E_CANCELLED). If no thread is
+ *  waiting, the next stk_loader_next call returns STK_E_CANCELLED instead (once), so a cancel
+ *  is never lost between two calls. Any thread (it takes a mutex: not from a signal handler). */
 STK_API int stk_loader_cancel(stk_loader *h);
-/** Stop the threads (prefetched batches are dropped). start() may be called again. */
+/** Stop the threads (prefetched batches are dropped; batches still held become invalid) and
+ *  free the ring. start() may be called again; it begins at (STK_P_EPOCH, 0) and the stats
+ *  restart. No-op when not started. */
 STK_API int stk_loader_stop(stk_loader *h);
 /** Stop and free everything, device memory too. NULL is a no-op. */
 STK_API void stk_loader_destroy(stk_loader *h);
 STK_API const char *stk_loader_last_error(const stk_loader *h);
-/** Snapshot of the counters. Any thread. */
+/** Snapshot of the counters since start: the stages count the work done, prefetched samples
+ *  included; batches/samples count what was delivered. Any thread. */
 STK_API int stk_loader_stats(stk_loader *h, stk_stats *out);
 /** A one-screen report (stages, waits, the bottleneck stage and what would help) into BUF.
  *  Returns the length it needs (like snprintf). Any thread. */
 STK_API size_t stk_loader_report(stk_loader *h, char *buf, size_t cap);
-/** Number of record errors seen (all epochs). */
+/** Number of record errors seen (all epochs, counted when the record is processed, so
+ *  prefetched records count before they are delivered). Any thread. */
 STK_API uint64_t stk_loader_error_count(const stk_loader *h);
-/** The I-th kept record error (I < min(count, 1024)). */
+/** The I-th kept record error (I < min(count, 1024); STK_E_RANGE otherwise), in the order the
+ *  workers met them. Any thread. */
 STK_API int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out);
 
 #ifdef __cplusplus

@@ -110,6 +110,66 @@ static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 static int crc_hw;
 
+/* Hardware CRC on three interleaved streams (the crc32 instruction has a latency of 3 cycles and
+ * a throughput of 1: one stream uses a third of it), combined by "shift the CRC over N zero
+ * bytes" operators, as in Mark Adler's crc32c.c. The tables apply the operator for LONG and SHORT
+ * zero bytes one byte of the CRC at a time. */
+#define CRC_LONG 8192
+#define CRC_SHORT 256
+static uint32_t crc_long[4][256], crc_short[4][256];
+
+static uint32_t gf2_times(const uint32_t *mat, uint32_t vec)
+{
+    uint32_t sum = 0;
+    for (; vec; vec >>= 1, mat++)
+        if (vec & 1)
+            sum ^= *mat;
+    return sum;
+}
+
+static void gf2_square(uint32_t *sq, const uint32_t *mat)
+{
+    for (int n = 0; n < 32; n++)
+        sq[n] = gf2_times(mat, mat[n]);
+}
+
+/* Tables applying LEN (a power of two) zero bytes to a raw CRC register. */
+static void crc_zeros(uint32_t zeros[4][256], size_t len)
+{
+    uint32_t even[32], odd[32], row = 1;
+    odd[0] = 0x82F63B78u; /* one zero bit */
+    for (int n = 1; n < 32; n++, row <<= 1)
+        odd[n] = row;
+    gf2_square(even, odd); /* two zero bits */
+    gf2_square(odd, even); /* four */
+    /* odd = 4 zero bits = half a byte; square until it covers LEN bytes */
+    const uint32_t *op = odd;
+    for (;;) {
+        gf2_square(even, odd); /* 1, 4, 16, ... zero bytes */
+        op = even;
+        len >>= 1;
+        if (!len)
+            break;
+        gf2_square(odd, even);
+        op = odd;
+        len >>= 1;
+        if (!len)
+            break;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        zeros[0][n] = gf2_times(op, n);
+        zeros[1][n] = gf2_times(op, n << 8);
+        zeros[2][n] = gf2_times(op, n << 16);
+        zeros[3][n] = gf2_times(op, n << 24);
+    }
+}
+
+static inline uint32_t crc_shift(const uint32_t zeros[4][256], uint32_t crc)
+{
+    return zeros[0][crc & 0xff] ^ zeros[1][(crc >> 8) & 0xff] ^ zeros[2][(crc >> 16) & 0xff] ^
+           zeros[3][crc >> 24];
+}
+
 static void crc_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
@@ -124,6 +184,10 @@ static void crc_init(void)
 #if defined(__x86_64__)
     __builtin_cpu_init();
     crc_hw = __builtin_cpu_supports("sse4.2");
+    if (crc_hw) {
+        crc_zeros(crc_long, CRC_LONG);
+        crc_zeros(crc_short, CRC_SHORT);
+    }
 #endif
 }
 
@@ -157,7 +221,37 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw8(uint32_t c, const uint
         c64 = __builtin_ia32_crc32qi((uint32_t)c64, *p++);
         n--;
     }
-    /* three independent streams would be faster still; one stream runs ~8 GB/s */
+    /* three streams of LONG, then SHORT bytes; each block's CRC shifted over the next block */
+    while (n >= 3 * CRC_LONG) {
+        uint64_t c1 = 0, c2 = 0, w0, w1, w2;
+        for (const uint8_t *end = p + CRC_LONG; p < end; p += 8) {
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + CRC_LONG, 8);
+            memcpy(&w2, p + 2 * CRC_LONG, 8);
+            c64 = __builtin_ia32_crc32di(c64, w0);
+            c1 = __builtin_ia32_crc32di(c1, w1);
+            c2 = __builtin_ia32_crc32di(c2, w2);
+        }
+        c64 = crc_shift(crc_long, (uint32_t)c64) ^ (uint32_t)c1;
+        c64 = crc_shift(crc_long, (uint32_t)c64) ^ (uint32_t)c2;
+        p += 2 * CRC_LONG;
+        n -= 3 * CRC_LONG;
+    }
+    while (n >= 3 * CRC_SHORT) {
+        uint64_t c1 = 0, c2 = 0, w0, w1, w2;
+        for (const uint8_t *end = p + CRC_SHORT; p < end; p += 8) {
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + CRC_SHORT, 8);
+            memcpy(&w2, p + 2 * CRC_SHORT, 8);
+            c64 = __builtin_ia32_crc32di(c64, w0);
+            c1 = __builtin_ia32_crc32di(c1, w1);
+            c2 = __builtin_ia32_crc32di(c2, w2);
+        }
+        c64 = crc_shift(crc_short, (uint32_t)c64) ^ (uint32_t)c1;
+        c64 = crc_shift(crc_short, (uint32_t)c64) ^ (uint32_t)c2;
+        p += 2 * CRC_SHORT;
+        n -= 3 * CRC_SHORT;
+    }
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);

@@ -35,6 +35,7 @@
 #include "common.h"
 #include "folder.h"
 #include "format.h"
+#include "lmdb_check.h"
 #include "writer.h"
 
 #include <dirent.h>
@@ -472,6 +473,9 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
                         "%s: truncated: %llu bytes, but LMDB's meta says pages up to %llu (%llu bytes)",
                         datafile, (unsigned long long)sh->file_size, (unsigned long long)pr.last_pgno,
                         (unsigned long long)((pr.last_pgno + 1) * pr.psize));
+    /* LMDB trusts its file: check every B-tree page it may touch first (lmdb_check.h) */
+    if ((rc = stk__lmdb_check(sh->fd, datafile, sh->file_size, ds->err)) != STK_OK)
+        return rc;
 
     if ((rc = mdb_env_create(&sh->env)) != 0)
         return stk__err(ds->err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
@@ -492,6 +496,20 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
         sh->env = NULL;
         return stk__err(ds->err, STK_E_LMDB, "%s: cannot open as LMDB: %s", path, mdb_strerror(rc));
     }
+    /* Open the named databases in a short transaction and commit it: that makes the handles
+     * environment-wide, so the kept transaction and the walk's worker transactions only look
+     * them up (LMDB registers a handle first opened in a still-open transaction per txn, and
+     * concurrent first opens would fight over the same slot). */
+    MDB_txn *t0;
+    if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &t0)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
+    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META, STK__DB_SOURCES};
+    for (size_t i = 0; i < STK__ARRAY_LEN(dbnames); i++) {
+        MDB_dbi d;
+        (void)mdb_dbi_open(t0, dbnames[i], 0, &d); /* absent ones are looked for again below */
+    }
+    if ((rc = mdb_txn_commit(t0)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_commit: %s", path, mdb_strerror(rc));
     if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &sh->txn)) != 0)
         return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
     MDB_envinfo ei;
@@ -592,8 +610,8 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
         jobs[t].b = count * (uint64_t)(t + 1) / (uint64_t)nthreads;
         if (t == 0)
             continue;
-        /* the workers' transactions and database handles are set up here, one after the other
-         * (mdb_dbi_open must not run in concurrent transactions); the threads only walk */
+        /* the workers' transactions are set up here, one after the other; the database handle
+         * is environment-wide already (see above), mdb_dbi_open only looks it up */
         MDB_txn *wt;
         MDB_dbi wd;
         if (mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &wt) != 0)

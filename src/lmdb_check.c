@@ -1,0 +1,295 @@
+/*
+ * lmdb_check.c — see lmdb_check.h. The layout read here is LMDB 0.9's on 64-bit builds
+ * (mdb.c: MDB_page, MDB_node, MDB_db, MDB_meta), which is also what dataset.c's probe relies on:
+ *
+ *   page header (16 bytes): u64 pgno, u16 pad, u16 flags, u16 lower, u16 upper (overflow pages:
+ *     u32 page count instead of lower/upper); then u16 node offsets ("ptrs"), lower = 16 + 2 × keys
+ *   node (8 bytes + key + data): u16 lo, u16 hi, u16 flags, u16 ksize. Leaf: data size = lo|hi<<16,
+ *     flags F_BIGDATA (data = u64 overflow pgno), F_SUBDATA (data = MDB_db), F_DUPDATA.
+ *     Branch: child pgno = lo | hi<<16 | flags<<32.
+ *   MDB_db (48 bytes): u32 pad, u16 flags, u16 depth, u64 branch, leaf, overflow pages, entries,
+ *     root (P_INVALID = ~0 when empty)
+ *   meta (in pages 0 and 1, after the page header): u32 magic, u32 version, u64 address,
+ *     u64 mapsize, MDB_db free, MDB_db main, u64 last_pg, u64 txnid. LMDB uses the meta with the
+ *     larger txnid (meta 0 on a tie).
+ *
+ * Checks, per reachable page: number <= last_pg (dataset.c has checked that the file holds every
+ * page up to last_pg), the page's own number matches, branch/leaf type as expected, lower/upper
+ * consistent, at least one key, each node and its key (and inline data) inside the page, branch
+ * children and overflow runs <= last_pg, no page reached twice (a cycle or a shared page: bounds
+ * the work to the pages of the file), depth <= 32 (LMDB's cursor stack).
+ */
+#include "lmdb_check.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PAGEHDRSZ 16u
+#define NODESIZE 8u
+#define P_BRANCH 0x01
+#define P_LEAF 0x02
+#define P_LEAF2 0x20
+#define F_BIGDATA 0x01
+#define F_SUBDATA 0x02
+#define F_DUPDATA 0x04
+#define MDB_DUPSORT 0x04
+#define DB_SIZE 48u
+#define META_MAGIC 0xBEEFC0DEu
+#define P_INVALID UINT64_MAX
+#define MAX_DEPTH 32
+
+typedef struct ck {
+    int fd;
+    const char *name;
+    uint32_t psize;
+    uint64_t last_pg;
+    uint8_t *seen;   /* one bit per page */
+    uint8_t *pages;  /* one page */
+    uint64_t *roots; /* named databases found in the main database's leaves */
+    size_t nroots, cap;
+    char *err;
+} ck;
+
+static uint16_t u16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t u32(const uint8_t *p) { return (uint32_t)u16(p) | (uint32_t)u16(p + 2) << 16; }
+static uint64_t u64(const uint8_t *p) { return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32; }
+
+static int read_at(ck *c, uint8_t *buf, size_t len, uint64_t off, uint64_t pgno)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(c->fd, buf + done, len - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return stk__err(c->err, -errno, "%s: reading LMDB page %llu", c->name, (unsigned long long)pgno);
+        if (r == 0)
+            return stk__err(c->err, STK_E_FORMAT, "%s: corrupt LMDB file: page %llu lies past the end of "
+                            "the file", c->name, (unsigned long long)pgno);
+        done += (size_t)r;
+    }
+    return STK_OK;
+}
+
+static int bad(ck *c, uint64_t pgno, const char *why)
+{
+    return stk__err(c->err, STK_E_FORMAT, "%s: corrupt LMDB file: page %llu: %s", c->name,
+                    (unsigned long long)pgno, why);
+}
+
+static int dupsort(ck *c, uint64_t pgno)
+{
+    return stk__err(c->err, STK_E_UNSUPPORTED, "%s: LMDB page %llu: duplicate-sorted data (MDB_DUPSORT) "
+                    "is not supported", c->name, (unsigned long long)pgno);
+}
+
+/* A database record (MDB_db) found at page FROM: its root joins the list to check. */
+static int add_db(ck *c, const uint8_t *db, uint64_t from)
+{
+    if (u16(db + 4) & MDB_DUPSORT)
+        return dupsort(c, from);
+    uint64_t root = u64(db + 40);
+    if (root == P_INVALID)
+        return STK_OK;
+    if (c->nroots == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 8;
+        uint64_t *nr = realloc(c->roots, nc * sizeof *nr);
+        if (!nr)
+            return stk__err(c->err, STK_E_NOMEM, "out of memory");
+        c->roots = nr;
+        c->cap = nc;
+    }
+    c->roots[c->nroots++] = root;
+    return STK_OK;
+}
+
+typedef struct pgvec {
+    uint64_t *v;
+    size_t n, cap;
+} pgvec;
+
+static int pg_push(ck *c, pgvec *q, uint64_t pgno)
+{
+    if (q->n == q->cap) {
+        size_t nc = q->cap ? q->cap * 2 : 64;
+        uint64_t *nv = realloc(q->v, nc * sizeof *nv);
+        if (!nv)
+            return stk__err(c->err, STK_E_NOMEM, "out of memory");
+        q->v = nv;
+        q->cap = nc;
+    }
+    q->v[q->n++] = pgno;
+    return STK_OK;
+}
+
+/* Check page PGNO (read into c->page); queue a branch page's children in NEXT. IS_MAIN: the main
+ * database (its leaves may name databases, queued in c->roots and checked afterwards). */
+static int check_page(ck *c, uint64_t pgno, int is_main, int want_leaf, pgvec *next)
+{
+    char why[160];
+    uint8_t *p = c->pages;
+    int rc = read_at(c, p, c->psize, pgno * c->psize, pgno);
+    if (rc)
+        return rc;
+    if (u64(p) != pgno) {
+        snprintf(why, sizeof why, "its header says page %llu", (unsigned long long)u64(p));
+        return bad(c, pgno, why);
+    }
+    uint16_t flags = u16(p + 10), lower = u16(p + 12), upper = u16(p + 14);
+    int branch = (flags & P_BRANCH) != 0, leaf = (flags & P_LEAF) != 0;
+    if (branch == leaf || (flags & P_LEAF2)) {
+        snprintf(why, sizeof why, "not a branch or leaf page (flags 0x%x)", flags);
+        return bad(c, pgno, why);
+    }
+    if (want_leaf >= 0 && leaf != want_leaf)
+        return bad(c, pgno, "branch and leaf pages mixed on one level of the B-tree");
+    if (lower < PAGEHDRSZ || (lower - PAGEHDRSZ) % 2 || lower > upper || upper > c->psize) {
+        snprintf(why, sizeof why, "bad free-space bounds (lower %u, upper %u)", lower, upper);
+        return bad(c, pgno, why);
+    }
+    unsigned nkeys = (lower - PAGEHDRSZ) / 2u;
+    if (nkeys == 0)
+        return bad(c, pgno, "no keys");
+    for (unsigned i = 0; i < nkeys; i++) {
+        uint16_t off = u16(p + PAGEHDRSZ + 2 * i);
+        if (off < upper || (uint32_t)off + NODESIZE > c->psize) {
+            snprintf(why, sizeof why, "node %u at offset %u, outside the page's node area", i, off);
+            return bad(c, pgno, why);
+        }
+        const uint8_t *n = p + off;
+        uint16_t nflags = u16(n + 4), ksize = u16(n + 6);
+        uint64_t end = (uint64_t)off + NODESIZE + ksize;
+        if (end > c->psize) {
+            snprintf(why, sizeof why, "node %u: key of %u bytes runs past the page", i, ksize);
+            return bad(c, pgno, why);
+        }
+        if (branch) {
+            uint64_t child = (uint64_t)u16(n) | (uint64_t)u16(n + 2) << 16 | (uint64_t)nflags << 32;
+            if ((rc = pg_push(c, next, child)) != STK_OK)
+                return rc;
+            continue;
+        }
+        uint64_t dsize = (uint64_t)u16(n) | (uint64_t)u16(n + 2) << 16;
+        if (nflags & F_DUPDATA)
+            return dupsort(c, pgno);
+        if (nflags & F_BIGDATA) {
+            if (end + 8 > c->psize) {
+                snprintf(why, sizeof why, "node %u: overflow page number runs past the page", i);
+                return bad(c, pgno, why);
+            }
+            uint64_t ov = u64(p + end);
+            uint64_t npages = (PAGEHDRSZ + dsize + c->psize - 1) / c->psize;
+            if (ov < 2 || ov > c->last_pg || npages > c->last_pg - ov + 1) {
+                snprintf(why, sizeof why, "node %u: value of %llu bytes in overflow pages from %llu, "
+                         "outside the file", i, (unsigned long long)dsize, (unsigned long long)ov);
+                return bad(c, pgno, why);
+            }
+            continue;
+        }
+        if (end + dsize > c->psize) {
+            snprintf(why, sizeof why, "node %u: value of %llu bytes runs past the page", i,
+                     (unsigned long long)dsize);
+            return bad(c, pgno, why);
+        }
+        if (nflags & F_SUBDATA) {
+            if (!is_main || dsize != DB_SIZE) {
+                snprintf(why, sizeof why, "node %u: a named database record %s", i,
+                         is_main ? "of the wrong size" : "inside a named database");
+                return bad(c, pgno, why);
+            }
+            if ((rc = add_db(c, p + end, pgno)) != STK_OK)
+                return rc;
+        }
+    }
+    return STK_OK;
+}
+
+/* The B-tree from ROOT, level by level. The pages of a level are announced to the kernel
+ * (POSIX_FADV_WILLNEED) before they are read, so a cold file is read with many requests in
+ * flight rather than one page at a time. */
+static int check_tree(ck *c, uint64_t root, int is_main)
+{
+    pgvec cur = {0}, next = {0};
+    int rc = pg_push(c, &cur, root);
+    for (int depth = 0; rc == STK_OK && cur.n; depth++) {
+        if (depth >= MAX_DEPTH) {
+            rc = bad(c, cur.v[0], "B-tree deeper than 32 levels");
+            break;
+        }
+        for (size_t i = 0; rc == STK_OK && i < cur.n; i++) {
+            uint64_t pg = cur.v[i];
+            char why[96];
+            if (pg < 2 || pg > c->last_pg) {
+                snprintf(why, sizeof why, "page number outside the file's %llu pages",
+                         (unsigned long long)c->last_pg + 1);
+                rc = bad(c, pg, why);
+            } else if (c->seen[pg >> 3] & (1u << (pg & 7))) {
+                rc = bad(c, pg, "reached twice (a cycle or a shared page)");
+            } else {
+                c->seen[pg >> 3] |= (uint8_t)(1u << (pg & 7));
+                if (cur.n > 1)
+                    (void)posix_fadvise(c->fd, (off_t)(pg * c->psize), (off_t)c->psize, POSIX_FADV_WILLNEED);
+            }
+        }
+        next.n = 0;
+        int want_leaf = -1;
+        for (size_t i = 0; rc == STK_OK && i < cur.n; i++) {
+            size_t before = next.n;
+            rc = check_page(c, cur.v[i], is_main, want_leaf, &next);
+            if (rc == STK_OK && want_leaf < 0)
+                want_leaf = next.n == before;
+        }
+        pgvec t = cur;
+        cur = next;
+        next = t;
+    }
+    free(cur.v);
+    free(next.v);
+    return rc;
+}
+
+int stk__lmdb_check(int fd, const char *name, uint64_t file_size, char *err)
+{
+    ck c = {.fd = fd, .name = name, .err = err};
+    uint8_t m[2][160];
+    if (file_size < 160)
+        return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (%llu bytes)", name,
+                        (unsigned long long)file_size);
+    int rc = read_at(&c, m[0], sizeof m[0], 0, 0);
+    if (rc)
+        return rc;
+    uint32_t psize = u32(m[0] + 40); /* the free database's md_pad holds the page size */
+    if (u32(m[0] + 16) != META_MAGIC || psize < 512 || psize > 65536 || (psize & (psize - 1)))
+        return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (meta page 0)", name);
+    if ((rc = read_at(&c, m[1], sizeof m[1], psize, 1)) != STK_OK)
+        return rc;
+    if (u32(m[1] + 16) != META_MAGIC)
+        return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (meta page 1)", name);
+    const uint8_t *meta = u64(m[0] + 144) < u64(m[1] + 144) ? m[1] : m[0]; /* as mdb_env_pick_meta */
+    c.psize = psize;
+    c.last_pg = u64(meta + 136);
+    if (c.last_pg < 1 || c.last_pg >= file_size / psize)
+        return stk__err(err, STK_E_FORMAT, "%s: corrupt LMDB file: last page %llu, but the file holds "
+                        "%llu pages", name, (unsigned long long)c.last_pg,
+                        (unsigned long long)(file_size / psize));
+    c.seen = calloc((size_t)(c.last_pg / 8 + 1), 1);
+    c.pages = malloc(psize);
+    if (!c.seen || !c.pages) {
+        free(c.seen);
+        free(c.pages);
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    }
+    rc = add_db(&c, meta + 88, meta == m[0] ? 0 : 1); /* the main database */
+    for (size_t i = 0; rc == STK_OK && i < c.nroots; i++)
+        rc = check_tree(&c, c.roots[i], i == 0);
+    free(c.seen);
+    free(c.pages);
+    free(c.roots);
+    return rc;
+}

@@ -254,7 +254,10 @@ static void test_matches_cpu(int dev)
     stk__host_free(host, pinned);
 }
 
-/* A consumer that reads batch b slowly while the stager stages b+1 and b+2. */
+/* A consumer that reads batch b slowly while the stager stages b+1 and b+2: every consumer
+ * kernel first spins this long, then checks every element of its batch. */
+static const uint64_t k_consume_ns = 500000;
+
 static void test_race(int dev, int dtype, int layout, int batches)
 {
     char err[STK__ERRLEN] = "";
@@ -294,8 +297,8 @@ static void test_race(int dev, int dtype, int layout, int batches)
         T_OK(stk__stager_wait_copied(s, buf, err));
         staged += n * px;
         T_OK(stk__stager_hand_out(s, buf, cs, err));
-        CK(t_cuda_consume(stk__stager_buffer(s, buf), dtype, layout, n, h, w, (uint64_t)b, 40000,
-                          errors, cs));
+        CK(t_cuda_consume(stk__stager_buffer(s, buf), dtype, layout, n, h, w, (uint64_t)b,
+                          k_consume_ns, errors, cs));
         T_OK(stk__stager_release(s, buf, cs, err));
     }
     CK(cudaStreamSynchronize(cs));
@@ -308,9 +311,10 @@ static void test_race(int dev, int dtype, int layout, int batches)
     T_CHECK(nerr == 0, "%llu elements corrupted: the stager overwrote a buffer the consumer was reading", nerr);
     T_CHECK(st.h2d_bytes == staged, "h2d_bytes %llu, staged %llu", (unsigned long long)st.h2d_bytes,
             (unsigned long long)staged);
-    /* Each consumer kernel spins 40 us; the stager must have waited for a good part of that. */
-    T_CHECK(st.release_wait_s > batches * 40e-6 * 0.25, "release wait %.4f s: the stager did not wait",
-            st.release_wait_s);
+    /* The consumer (500 us per batch) is slower than this producer (filling a slot takes well
+     * under that), so the stager must have spent much of the run waiting for releases. */
+    T_CHECK(st.release_wait_s > batches * (k_consume_ns / 1e9) * 0.1,
+            "release wait %.4f s: the stager did not wait for the consumer", st.release_wait_s);
     CK(cudaFree(errors));
     CK(cudaStreamDestroy(cs));
     for (int i = 0; i < slots; i++)
@@ -358,7 +362,8 @@ static void test_no_growth(int dev)
     CK(cudaStreamSynchronize(cs));
     const size_t after = device_free();
     printf("device memory free: %zu before, %zu after 38 create/destroy cycles\n", before, after);
-    T_CHECK(after + (2u << 20) >= before, "device memory shrank by %zu bytes", before - after);
+    /* a leak of any one buffer per cycle would be >= 38 x 384 KiB */
+    T_CHECK(after + (4u << 20) >= before, "device memory shrank by %zu bytes", before - after);
     CK(cudaStreamDestroy(cs));
 }
 

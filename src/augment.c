@@ -32,6 +32,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define STK_AVX2 1
+#endif
+
 #define PB 22 /* Pillow's PRECISION_BITS for 8-bit images: 32 - 8 - 2 */
 
 void stk__aug_config_default(stk__aug_config *c)
@@ -149,7 +154,10 @@ typedef struct axis {
     int *start, *count;
     int32_t *k;
     double *pre;
-    size_t cap_start, cap_count, cap_k, cap_pre;
+    int16_t *k16;  /* AVX2 horizontal pass: per output, per 4 taps, 16 high + 16 low halves */
+    size_t cap_start, cap_count, cap_k, cap_pre, cap_k16;
+    int groups;    /* 4-tap groups per output in k16 */
+    int maxcount;  /* largest count */
     int lo, hi; /* inputs used: [lo, hi) */
 } axis;
 
@@ -179,6 +187,7 @@ int stk__worker_ctx_create(stk__worker_ctx **out)
 
 static void axis_free(axis *a)
 {
+    free(a->k16);
     free(a->start);
     free(a->count);
     free(a->k);
@@ -242,6 +251,7 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
     a->ksize = ksize;
     a->lo = in_size;
     a->hi = 0;
+    a->maxcount = 1;
     double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out; xx++) {
         if (virt_size > 0 && (out_off + xx < 0 || out_off + xx >= virt_size)) {
@@ -278,6 +288,7 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
             kk[x] = 0;
         a->start[xx] = xmin + shift;
         a->count[xx] = xmax;
+        a->maxcount = STK__MAX(a->maxcount, xmax);
         a->lo = STK__MIN(a->lo, xmin + shift);
         a->hi = STK__MAX(a->hi, xmin + xmax + shift);
     }
@@ -351,6 +362,186 @@ static void pass_v(const axis *a, const uint8_t *src, size_t stride, int n, uint
     }
 }
 
+#ifdef STK_AVX2
+/*
+ * AVX2 versions of the two passes: the same 22-bit integer arithmetic (so the same bytes).
+ * Horizontal: four taps per step with 16-bit multiply-adds on split coefficients (axis_pack16),
+ * reading 16 bytes from the first tap's pixel; every output takes the axis's largest tap count
+ * (rounded up to 4; the extra taps weigh 0 but are read, up to 3 * maxcount + 13 bytes past the
+ * output's first tap, so the slack after the decoded rows must cover that), two outputs per
+ * step. Vertical: 32 output bytes per step, the taps' rows accumulated in
+ * registers. Chosen at run time (__builtin_cpu_supports).
+ */
+/* Pack the horizontal coefficients for pass_h_avx2: k = kh * 2^11 + kl with kh, kl < 2^15, so
+ * that 16-bit multiply-adds (vpmaddwd) give the exact 22-bit products: sum(p * k) =
+ * (sum(p * kh) << 11) + sum(p * kl). Per output and per group of 4 taps: 16 int16 of kh laid out
+ * [k0 k1] x 4 | [k2 k3] x 4, then the same for kl. Taps past count are 0. */
+static int axis_pack16(axis *a)
+{
+    int g = (a->maxcount + 3) / 4; /* the same number of groups for every output: no branch misses */
+    if (reserve((void **)&a->k16, &a->cap_k16, (size_t)a->out * (size_t)g * 32, sizeof(int16_t)) != 0)
+        return STK_E_NOMEM;
+    a->groups = g;
+    for (int xx = 0; xx < a->out; xx++) {
+        const int32_t *k = a->k + (size_t)xx * (size_t)a->ksize;
+        for (int gi = 0; gi < g; gi++) {
+            int16_t *v = a->k16 + ((size_t)xx * (size_t)g + (size_t)gi) * 32;
+            for (int j = 0; j < 4; j++) {
+                int t = gi * 4 + j;
+                int32_t kt = t < a->count[xx] ? k[t] : 0;
+                int16_t hi = (int16_t)(kt >> 11), lo = (int16_t)(kt & 2047);
+                int lane = j >> 1, pos = j & 1;
+                for (int c = 0; c < 4; c++) {
+                    v[lane * 8 + c * 2 + pos] = hi;
+                    v[16 + lane * 8 + c * 2 + pos] = lo;
+                }
+            }
+        }
+    }
+    return STK_OK;
+}
+
+/* Sum of 4-tap groups for the output whose coefficients are KV, reading from P: high and low
+ * partial sums, each 4 taps spread over two 128-bit lanes. */
+__attribute__((target("avx2"))) static inline void taps_avx2(const uint8_t *p, const __m256i *kv, int g,
+                                                              __m256i shuf, __m256i *sh, __m256i *sl)
+{
+    __m256i h = _mm256_setzero_si256(), l = _mm256_setzero_si256();
+    for (int gi = 0; gi < g; gi++, p += 12) {
+        __m256i px = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)), shuf);
+        h = _mm256_add_epi32(h, _mm256_madd_epi16(px, _mm256_loadu_si256(kv + 2 * gi)));
+        l = _mm256_add_epi32(l, _mm256_madd_epi16(px, _mm256_loadu_si256(kv + 2 * gi + 1)));
+    }
+    *sh = h;
+    *sl = l;
+}
+
+/* Outputs in storage order (pos); with flip, output pos takes the coefficients of ow - 1 - pos.
+ * 4-byte stores, each overwriting the next pixel's first byte before that pixel is written (DST
+ * needs 1 byte of slack). G: groups of 4 taps (a constant 1 at the common call site). */
+__attribute__((target("avx2"))) static inline void pass_h_avx2_g(const axis *a, const uint8_t *src, size_t stride,
+                                                                  int rows, uint8_t *dst, int flip, int g)
+{
+    int ow = a->out;
+    /* taps t, t+1 (bytes 0..5) in the low lane, t+2, t+3 (bytes 6..11) in the high lane, as
+     * 16-bit [x_t, x_t+1] pairs per channel, the 4th pair zero */
+    const __m256i shuf = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
+                                          6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+    const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
+    for (int y = 0; y < rows; y++) {
+        const uint8_t *in = src + (size_t)y * stride;
+        uint8_t *o = dst + (size_t)y * (size_t)ow * 3;
+        for (int pos = 0; pos < ow; pos += 2) {
+            int p1 = pos + 1 < ow ? pos + 1 : pos; /* odd width: the last output twice */
+            int xa = flip ? ow - 1 - pos : pos, xb = flip ? ow - 1 - p1 : p1;
+            __m256i ha, la, hb, lb;
+            taps_avx2(in + (size_t)a->start[xa] * 3, (const __m256i *)(a->k16 + (size_t)xa * (size_t)g * 32),
+                      g, shuf, &ha, &la);
+            taps_avx2(in + (size_t)a->start[xb] * 3, (const __m256i *)(a->k16 + (size_t)xb * (size_t)g * 32),
+                      g, shuf, &hb, &lb);
+            /* lanes: [a.lo + a.hi | b.lo + b.hi] */
+            __m256i h = _mm256_add_epi32(_mm256_permute2x128_si256(ha, hb, 0x20), _mm256_permute2x128_si256(ha, hb, 0x31));
+            __m256i l = _mm256_add_epi32(_mm256_permute2x128_si256(la, lb, 0x20), _mm256_permute2x128_si256(la, lb, 0x31));
+            __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), bias), PB);
+            r = _mm256_packs_epi32(r, r);   /* per lane: 4 x int16, twice */
+            r = _mm256_packus_epi16(r, r);  /* per lane: 4 x uint8 */
+            uint32_t va = (uint32_t)_mm256_cvtsi256_si32(r);
+            uint32_t vb = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
+            memcpy(o + (size_t)pos * 3, &va, 4);
+            memcpy(o + (size_t)p1 * 3, &vb, 4);
+        }
+    }
+}
+
+__attribute__((target("avx2"))) static void pass_h_avx2(const axis *a, const uint8_t *src, size_t stride,
+                                                         int rows, uint8_t *dst, int flip)
+{
+    if (a->groups == 1)
+        pass_h_avx2_g(a, src, stride, rows, dst, flip, 1);
+    else
+        pass_h_avx2_g(a, src, stride, rows, dst, flip, a->groups);
+}
+
+__attribute__((target("avx2"))) static inline __m128i clip16_avx2(__m256i s0, __m256i s1)
+{
+    __m256i p = _mm256_packs_epi32(_mm256_srai_epi32(s0, PB), _mm256_srai_epi32(s1, PB));
+    p = _mm256_permute4x64_epi64(p, 0xD8);
+    return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
+}
+
+__attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uint8_t *src, size_t stride,
+                                                         int n, uint8_t *dst)
+{
+    int ks = a->ksize;
+    const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
+    for (int yy = 0; yy < a->out; yy++) {
+        const int32_t *k = a->k + (size_t)yy * (size_t)ks;
+        int cnt = a->count[yy];
+        const uint8_t *row0 = src + (size_t)a->start[yy] * stride;
+        uint8_t *o = dst + (size_t)yy * (size_t)n;
+        int i = 0;
+        for (; i + 32 <= n; i += 32) {
+            __m256i s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+            const uint8_t *r = row0 + i;
+            for (int t = 0; t < cnt; t++, r += stride) {
+                __m256i kk = _mm256_set1_epi32(k[t]);
+                __m128i a0 = _mm_loadu_si128((const __m128i *)r);
+                __m128i a1 = _mm_loadu_si128((const __m128i *)(r + 16));
+                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(a0), kk));
+                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(a0, 8)), kk));
+                s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(a1), kk));
+                s3 = _mm256_add_epi32(s3, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(a1, 8)), kk));
+            }
+            _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
+            _mm_storeu_si128((__m128i *)(o + i + 16), clip16_avx2(s2, s3));
+        }
+        for (; i < n; i++) {
+            int32_t s = 1 << (PB - 1);
+            const uint8_t *r = row0 + i;
+            for (int t = 0; t < cnt; t++, r += stride)
+                s += *r * k[t];
+            o[i] = clip8(s);
+        }
+    }
+}
+
+static int have_avx2(void)
+{
+    static _Atomic int cached = -1;
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+#endif
+
+static void resize_h(axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, int flip)
+{
+#ifdef STK_AVX2
+    /* up to 16 taps: reads stay within the decoder's 64 bytes of slack (12 * groups + 1 past
+     * the last row); larger downscales (DCT scaling off, tiny outputs) take the portable pass */
+    if (have_avx2() && a->maxcount <= 16 && axis_pack16(a) == STK_OK) {
+        pass_h_avx2(a, src, stride, rows, dst, flip);
+        return;
+    }
+#endif
+    pass_h(a, src, stride, rows, dst, flip);
+}
+
+static void resize_v(const axis *a, const uint8_t *src, size_t stride, int n, uint8_t *dst, int32_t *acc)
+{
+#ifdef STK_AVX2
+    if (have_avx2()) {
+        pass_v_avx2(a, src, stride, n, dst);
+        return;
+    }
+#endif
+    pass_v(a, src, stride, n, dst, acc);
+}
+
 /* ---- one sample --------------------------------------------------------------------------------- */
 
 int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
@@ -398,11 +589,11 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     axis_rebase(&w->ax, xlo);
     axis_rebase(&w->ay, ylo);
     size_t n = (size_t)ow * 3;
-    if (reserve((void **)&w->tmp, &w->tmp_cap, n * (size_t)yh, 1) != 0 ||
+    if (reserve((void **)&w->tmp, &w->tmp_cap, n * (size_t)yh + 4, 1) != 0 ||
         reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
         return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, yh);
-    pass_h(&w->ax, px, stride, yh, w->tmp, cr.flip);
-    pass_v(&w->ay, w->tmp, n, (int)n, out, w->acc);
+    resize_h(&w->ax, px, stride, yh, w->tmp, cr.flip);
+    resize_v(&w->ay, w->tmp, n, (int)n, out, w->acc);
     return STK_OK;
 }
 

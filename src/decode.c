@@ -355,7 +355,7 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
     size_t n = *cap ? *cap : 4096;
     while (n < need)
         n *= 2;
-    uint8_t *q = malloc(n);
+    uint8_t *q = calloc(1, n); /* zeroed: the resize may read (and weigh by 0) the slack */
     if (!q)
         return STK_E_NOMEM;
     free(*p);

@@ -24,8 +24,8 @@ PY=${PYTHON:-python3}
 NCPU=$(nproc)
 mkdir -p "$OUT" "$DATA"
 rm -f "$OUT"/{check.log,test_stager.txt,test_cuda_loader.txt,h2d.txt,idle.txt,throughput.txt,summary.txt}
-exec > >(tee "$OUT/check.log") 2>&1
 
+main() {
 if [ ! -x "$D/bin/stager_h2d" ]; then
   echo "check.sh: $D is missing: run bench/device/prepare.sh first (on the build machine) and carry .device"
   exit 2
@@ -101,3 +101,7 @@ part "summary"
   if [ ${#failed[@]} = 0 ]; then echo "all parts ran"; else printf 'FAILED: %s\n' "${failed[@]}"; fi
 } | tee "$OUT/summary.txt"
 [ ${#failed[@]} = 0 ]
+}
+
+main 2>&1 | tee "$OUT/check.log"
+exit "${PIPESTATUS[0]}"

@@ -204,7 +204,8 @@ static int list_files(const char *dir, strvec *out)
             break;
     }
     closedir(d);
-    qsort(out->v, out->n, sizeof *out->v, cmp_str);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_str);
     return rc;
 }
 
@@ -321,7 +322,7 @@ int stk__folder_scan(const char *root, stk__filelist *out, char *err)
         walk w = {0};
         rc = walk_dir(&w, cdir, 0);
         free(cdir);
-        if (rc == STK_OK)
+        if (rc == STK_OK && w.dirs.n > 1)
             qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, cmp_str);
         for (size_t i = 0; rc == STK_OK && i < w.dirs.n; i++) {
             strvec files = {0};

@@ -583,7 +583,7 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
     if (count > (uint64_t)1 << 40)
         return stk__err(ds->err, STK_E_FORMAT, "%s: %llu records is not plausible", path,
                         (unsigned long long)count);
-    if (recs->cap < recs->n + count) {
+    if (!recs->v || recs->cap < recs->n + count) { /* never NULL: .out below adds to it */
         stk__rec *nv = realloc(recs->v, (recs->n + count + 1) * sizeof *nv);
         if (!nv)
             return stk__err(ds->err, STK_E_NOMEM, "out of memory for %llu records", (unsigned long long)count);

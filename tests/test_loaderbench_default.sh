@@ -17,9 +17,17 @@ trap 'rm -rf "$tmp"' EXIT
 # core count), the limit doubles, and says so — a regression of the default still shows
 load=$(cut -d' ' -f1 /proc/loadavg)
 limit=$("$PY" -c "import os; print(120 if $load > os.cpu_count() else 60)")
+# sanitizer builds run everything several times slower: there the point is memory and UB
+# checking of the same code paths, so the sample is smaller and the runs shorter
+extra=()
+images=2000
+if [ -n "${STOKER_SANITIZE:-}" ]; then
+    images=400
+    extra=(--sample-images "$images" --seconds 0.5)
+fi
 start=$(date +%s.%N)
 "$LOADERBENCH" --cache-dir "$tmp/cache" --json "$tmp/out.json" --csv "$tmp/out.csv" \
-    --plot "$tmp/out.svg" >"$tmp/stdout" 2>"$tmp/stderr" || {
+    --plot "$tmp/out.svg" "${extra[@]}" >"$tmp/stdout" 2>"$tmp/stderr" || {
     echo "FAIL: loaderbench exited $?"; cat "$tmp/stdout" "$tmp/stderr"; exit 1; }
 end=$(date +%s.%N)
 elapsed=$("$PY" -c "print(round($end - $start, 1))")
@@ -32,17 +40,18 @@ if [ -z "${STOKER_SANITIZE:-}" ]; then
         { echo "FAIL: the default took ${elapsed} s (limit ${limit} s)"; cat "$tmp/stderr"; exit 1; }
 fi
 
-grep -q "synthesised 2000 JPEGs" "$tmp/stderr" || { echo "FAIL: no synthesis message"; cat "$tmp/stderr"; exit 1; }
+grep -q "synthesised $images JPEGs" "$tmp/stderr" || { echo "FAIL: no synthesis message"; cat "$tmp/stderr"; exit 1; }
 grep -q "^verdict: " "$tmp/stdout" || { echo "FAIL: no verdict"; exit 1; }
 grep -q "peak memory: host batch ring" "$tmp/stdout" || { echo "FAIL: no peak memory line"; exit 1; }
 
 # the documented JSON fields: take them from --help itself, so help and output cannot drift
 "$LOADERBENCH" --help >"$tmp/help"
-"$PY" - "$tmp/out.json" "$tmp/out.csv" "$tmp/out.svg" "$tmp/help" <<'EOF'
+"$PY" - "$tmp/out.json" "$tmp/out.csv" "$tmp/out.svg" "$tmp/help" "$images" <<'EOF'
 import csv, json, math, os, sys
 import xml.etree.ElementTree as ET
 
 jpath, cpath, spath, hpath = sys.argv[1:5]
+images = int(sys.argv[5])
 d = json.load(open(jpath))
 help_text = open(hpath).read()
 cores = os.cpu_count()
@@ -69,7 +78,7 @@ for f in fields:
     if f not in help_text:
         fail("--help does not document the point field %r" % f)
 
-if d["dataset"]["kind"] != "default" or d["dataset"]["records"] != 2000:
+if d["dataset"]["kind"] != "default" or d["dataset"]["records"] != images:
     fail("dataset: %r" % d["dataset"])
 pts = d["points"]
 want = {(l, w) for l in layouts for w in workers}
@@ -91,7 +100,7 @@ for p in pts:
     for s in ("read", "decode"):
         for k in ("busy", "starved", "blocked"):
             v = p["%s_%s" % (s, k)]
-            if v is None or not (0 <= v <= 1.1):
+            if v is None or not (0 <= v <= 1):
                 fail("%s_%s = %r at %s/%d" % (s, k, v, p["layout"], p["workers"]))
     if p["decode_threads"] != p["workers"]:
         fail("decode_threads %r != workers %r" % (p["decode_threads"], p["workers"]))
@@ -137,7 +146,7 @@ print("ok: %d points, verdict: %s" % (len(pts), d["verdict"].splitlines()[0]))
 EOF
 
 # the second run reuses the cached sample (no synthesis, no packing)
-"$LOADERBENCH" --cache-dir "$tmp/cache" --layouts shards-direct --workers 1 --seconds 0.5 \
+"$LOADERBENCH" --cache-dir "$tmp/cache" "${extra[@]}" --layouts shards-direct --workers 1 --seconds 0.5 \
     >"$tmp/stdout2" 2>"$tmp/stderr2" || { echo "FAIL: second run"; cat "$tmp/stderr2"; exit 1; }
 if grep -qE "synthesised|packed" "$tmp/stderr2"; then
     echo "FAIL: the second run rebuilt the cached sample"; cat "$tmp/stderr2"; exit 1

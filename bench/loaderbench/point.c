@@ -96,6 +96,10 @@ typedef struct lb_run {
     stk_stats last;
 } lb_run;
 
+/* A stage adds a wait to its clock when the wait ends, so one that began before the window
+ * opened lands wholly inside it: a share can overshoot 1 by up to one wait per thread. */
+static double clamp01(double v) { return v < 0.0 ? 0.0 : v > 1.0 ? 1.0 : v; }
+
 static void share(const stk_stage_stats *a, const stk_stage_stats *b, double wall, lb_stage_share *out)
 {
     out->threads = b->threads;
@@ -104,9 +108,9 @@ static void share(const stk_stage_stats *a, const stk_stage_stats *b, double wal
         return;
     }
     double t = wall * b->threads;
-    out->busy = (b->busy_s - a->busy_s) / t;
-    out->starved = (b->starved_s - a->starved_s) / t;
-    out->blocked = (b->blocked_s - a->blocked_s) / t;
+    out->busy = clamp01((b->busy_s - a->busy_s) / t);
+    out->starved = clamp01((b->starved_s - a->starved_s) / t);
+    out->blocked = clamp01((b->blocked_s - a->blocked_s) / t);
 }
 
 static void sleep_ms(double ms)
@@ -370,7 +374,11 @@ int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int wor
     pt->reader_pool_bytes = m->last.reader_pool_bytes;
     pt->device = m->last.device;
     pt->bottleneck = lb_point_bottleneck(cfg, pt);
-    lb_progress(cfg, 0, "[%d/%d] %s, %d worker%s: %.0f img/s", index, total, lb_layout_names[layout], workers,
-                workers == 1 ? "" : "s", pt->images_per_s);
+    if (total > 0)
+        lb_progress(cfg, 0, "[%d/%d] %s, %d worker%s: %.0f img/s", index, total, lb_layout_names[layout],
+                    workers, workers == 1 ? "" : "s", pt->images_per_s);
+    else
+        lb_progress(cfg, 0, "[autotune %d] %s, %d worker%s: %.0f img/s", index, lb_layout_names[layout],
+                    workers, workers == 1 ? "" : "s", pt->images_per_s);
     return 0;
 }

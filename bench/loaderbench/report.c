@@ -730,12 +730,16 @@ int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, c
                "stroke-width=\"1\"/>\n",
             ml, mt, pw, ph);
 
-    /* one series per layout */
-    int nseries = 0;
+    /* one series per layout, each nudged sideways a little so that markers and bars at the
+     * same worker count stay readable */
+    int nseries = 0, total_series = 0;
+    for (int l = 0; l < LB_NLAYOUTS; l++)
+        total_series += layouts_seen[l];
     for (int l = 0; l < LB_NLAYOUTS; l++) {
         if (!layouts_seen[l])
             continue;
         const char *col = layout_colors[l];
+        double dodge = (nseries - (total_series - 1) / 2.0) * 5.0;
         fprintf(f, "  <g class=\"series\" data-layout=\"%s\">\n", lb_layout_names[l]);
         fputs("    <polyline fill=\"none\" stroke-width=\"2.5\" stroke-linejoin=\"round\" stroke=\"", f);
         fputs(col, f);
@@ -746,7 +750,7 @@ int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, c
                 const lb_point *p = &r->points[i];
                 if (p->failed || p->layout != l || p->workers != ws[k])
                     continue;
-                fprintf(f, "%s%.1f,%.1f", firstpt ? "" : " ", XPOS(p->workers), YPOS(p->images_per_s));
+                fprintf(f, "%s%.1f,%.1f", firstpt ? "" : " ", XPOS(p->workers) + dodge, YPOS(p->images_per_s));
                 firstpt = 0;
             }
         fputs("\"/>\n", f);
@@ -754,11 +758,13 @@ int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, c
             const lb_point *p = &r->points[i];
             if (p->failed || p->layout != l)
                 continue;
-            double x = XPOS(p->workers);
-            if (p->repeat > 1 && p->images_per_s_max > p->images_per_s_min)
-                fprintf(f, "    <line class=\"spread\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
-                           "stroke-width=\"1.5\"/>\n",
-                        x, YPOS(p->images_per_s_min), x, YPOS(p->images_per_s_max), col);
+            double x = XPOS(p->workers) + dodge;
+            if (p->repeat > 1 && p->images_per_s_max > p->images_per_s_min) {
+                double y0 = YPOS(p->images_per_s_min), y1 = YPOS(p->images_per_s_max);
+                fprintf(f, "    <path class=\"spread\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
+                           "stroke=\"%s\" stroke-width=\"1.5\" fill=\"none\"/>\n",
+                        x, y0, y1, x - 5, y0, x + 5, x - 5, y1, x + 5, col);
+            }
             fprintf(f, "    <circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"1.5\">"
                        "<title>%s, %d workers: %.0f images/s</title></circle>\n",
                     x, YPOS(p->images_per_s), col, lb_layout_names[l], p->workers, p->images_per_s);

@@ -4,7 +4,8 @@
 # Runs in under 5 minutes:
 #   1. GPU tests: test_stager (device == CPU conversion for every dtype/layout/normalisation, a
 #      slow-consumer race over 1000 batches, no device-memory growth, >2^31-element batch) and
-#      test_cuda_loader (device batches == host batches, per-epoch loaders without growth).
+#      test_cuda_loader (device batches == host batches, per-epoch loaders without growth),
+#      and the Python binding's tests/python/test_*cuda*.py (torch streams).
 #   2. (a) H2D GB/s of the stager vs a plain cudaMemcpyAsync from pinned memory (stager_h2d).
 #   3. A dataset: make-imagenet-like (carried, with its photos) -> ImageFolder, packed to shards.
 #   4. (b) synthetic trainer, GPU step longer than the loader's batch time: GPU idle between
@@ -65,6 +66,11 @@ echo "cpus: $NCPU; python: $($PY -c 'import sys, torch; print(sys.version.split(
 part "1. GPU tests"
 run test_stager 180 "$OUT/test_stager.txt" "$D/bin/test_stager"
 run test_cuda_loader 180 "$OUT/test_cuda_loader.txt" "$D/bin/test_cuda_loader"
+# the Python binding's GPU tests (torch streams, __cuda_array_interface__), when the repo has them
+for t in tests/python/test_*cuda*.py; do
+  [ -f "$t" ] || continue
+  run "$(basename "$t" .py)" 180 "$OUT/test_cuda_loader.txt" "$PY" -m pytest -q -p no:cacheprovider "$t"
+done
 
 part "2. (a) H2D: stager vs plain cudaMemcpyAsync"
 run stager_h2d 120 "$OUT/h2d.txt" "$D/bin/stager_h2d" 256 224 7 30

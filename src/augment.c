@@ -505,6 +505,8 @@ __attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uin
     }
 }
 
+static _Atomic int simd_allowed = 1;
+
 static int have_avx2(void)
 {
     static _Atomic int cached = -1;
@@ -514,9 +516,20 @@ static int have_avx2(void)
         v = __builtin_cpu_supports("avx2") ? 1 : 0;
         atomic_store_explicit(&cached, v, memory_order_relaxed);
     }
-    return v;
+    return v && atomic_load_explicit(&simd_allowed, memory_order_relaxed);
 }
 #endif
+
+int stk__aug_set_simd(int enable)
+{
+#ifdef STK_AVX2
+    atomic_store_explicit(&simd_allowed, enable ? 1 : 0, memory_order_relaxed);
+    return have_avx2();
+#else
+    STK__UNUSED(enable);
+    return 0;
+#endif
+}
 
 static void resize_h(axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, int flip)
 {

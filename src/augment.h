@@ -71,6 +71,10 @@ const char *stk__dec_first_warning(const stk_decoder *d);
  * to torchvision's resized_crop + hflip on Pillow and an eval sample to Resize + CenterCrop.
  * Flip is folded into the horizontal pass. */
 
+/* Tests: allow (1) or forbid (0) the SIMD resize kernels, to compare them with the portable
+ * ones. Returns 1 when SIMD kernels are now in use. Process-wide. */
+int stk__aug_set_simd(int enable);
+
 /* Per-worker state: libjpeg decompressor, scratch buffers. One thread at a time. */
 typedef struct stk__worker_ctx stk__worker_ctx;
 int stk__worker_ctx_create(stk__worker_ctx **out);

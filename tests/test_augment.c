@@ -203,47 +203,52 @@ int main(void)
     int sizes[][2] = {{224, 224}, {64, 48}, {17, 90}};
     int exact = 0, compared = 0, scaled = 0;
     double worst = 99;
-    for (int mode = 0; mode < 2; mode++)
-        for (size_t s = 0; s < 3; s++)
-            for (int i = 0; i < NIMG; i++) {
-                stk__aug_config c;
-                stk__aug_config_default(&c);
-                c.mode = mode ? STK_MODE_EVAL : STK_MODE_TRAIN;
-                c.out_w = sizes[s][0], c.out_h = sizes[s][1];
-                c.resize = (int)(s == 0 ? 256 : s == 1 ? 60 : 100);
-                size_t n = (size_t)c.out_w * c.out_h * 3;
-                uint8_t *got = malloc(n), *got8 = malloc(n), *want = malloc(n);
-                char err[STK__ERRLEN];
-                int warn;
-                T_CHECK(stk__process_sample(w, &c, 9, 2, (uint64_t)i, jpegs[i], lens[i], got, &warn, err) == STK_OK,
-                        "process: %s", err);
-                expected(&c, jpegs[i], lens[i], (uint64_t)i, want);
-                int W, H;
-                stk_image_info(jpegs[i], lens[i], &W, &H, NULL);
-                stk__crop cr;
-                stk__crop_params(&c, 9, 2, (uint64_t)i, W, H, &cr);
-                int m = stk__plan_scale(&c, &cr, W, H);
-                c.dct_scaling = 0;
-                T_OK(stk__process_sample(w, &c, 9, 2, (uint64_t)i, jpegs[i], lens[i], got8, &warn, err));
-                T_CHECK(memcmp(got8, want, n) == 0, "mode %d %dx%d image %d (%dx%d): 8/8 sample differs from "
-                        "full decode + crop + resize", mode, c.out_w, c.out_h, i, W, H);
-                compared++;
-                if (m == 8) {
-                    T_CHECK(memcmp(got, want, n) == 0, "DCT scale 8/8 chosen but output differs");
-                    exact++;
-                } else {
-                    double p = psnr(got, want, n);
-                    worst = p < worst ? p : worst;
-                    scaled++;
-                    /* synthetic images (per-pixel noise, an 8-pixel checkerboard) are the worst case for
-                     * letting the IDCT do part of the downscale; photos reach >= 40 dB
-                     * (tests/python/test_eval_torchvision.py) */
-                    T_CHECK(p >= 25.0, "mode %d image %d at %d/8: PSNR %.2f dB < 25", mode, i, m, p);
+    /* the SIMD kernels where the CPU has them, then the portable ones */
+    for (int simd = 1; simd >= 0; simd--) {
+        printf("resize kernels: %s\n", stk__aug_set_simd(simd) ? "AVX2" : "portable");
+        for (int mode = 0; mode < 2; mode++)
+            for (size_t s = 0; s < 3; s++)
+                for (int i = 0; i < NIMG; i++) {
+                    stk__aug_config c;
+                    stk__aug_config_default(&c);
+                    c.mode = mode ? STK_MODE_EVAL : STK_MODE_TRAIN;
+                    c.out_w = sizes[s][0], c.out_h = sizes[s][1];
+                    c.resize = (int)(s == 0 ? 256 : s == 1 ? 60 : 100);
+                    size_t n = (size_t)c.out_w * c.out_h * 3;
+                    uint8_t *got = malloc(n), *got8 = malloc(n), *want = malloc(n);
+                    char err[STK__ERRLEN];
+                    int warn;
+                    T_CHECK(stk__process_sample(w, &c, 9, 2, (uint64_t)i, jpegs[i], lens[i], got, &warn, err) == STK_OK,
+                            "process: %s", err);
+                    expected(&c, jpegs[i], lens[i], (uint64_t)i, want);
+                    int W, H;
+                    stk_image_info(jpegs[i], lens[i], &W, &H, NULL);
+                    stk__crop cr;
+                    stk__crop_params(&c, 9, 2, (uint64_t)i, W, H, &cr);
+                    int m = stk__plan_scale(&c, &cr, W, H);
+                    c.dct_scaling = 0;
+                    T_OK(stk__process_sample(w, &c, 9, 2, (uint64_t)i, jpegs[i], lens[i], got8, &warn, err));
+                    T_CHECK(memcmp(got8, want, n) == 0, "mode %d %dx%d image %d (%dx%d): 8/8 sample differs from "
+                            "full decode + crop + resize", mode, c.out_w, c.out_h, i, W, H);
+                    compared++;
+                    if (m == 8) {
+                        T_CHECK(memcmp(got, want, n) == 0, "DCT scale 8/8 chosen but output differs");
+                        exact++;
+                    } else {
+                        double p = psnr(got, want, n);
+                        worst = p < worst ? p : worst;
+                        scaled++;
+                        /* synthetic images (per-pixel noise, an 8-pixel checkerboard) are the worst case for
+                         * letting the IDCT do part of the downscale; photos reach >= 40 dB
+                         * (tests/python/test_eval_torchvision.py) */
+                        T_CHECK(p >= 25.0, "mode %d image %d at %d/8: PSNR %.2f dB < 25", mode, i, m, p);
+                    }
+                    free(got);
+                    free(got8);
+                    free(want);
                 }
-                free(got);
-                free(got8);
-                free(want);
-            }
+    }
+    stk__aug_set_simd(1);
     printf("samples: %d compared, %d byte-identical at 8/8, %d at smaller DCT scales (worst PSNR %.2f dB)\n",
            compared, exact, scaled, worst);
     T_CHECK(scaled > 10, "the DCT-scaled path was exercised only %d times", scaled);

@@ -75,6 +75,7 @@ static int open_status_ok(int rc)
     case STK_E_INVALID:
     case STK_E_EMPTYSET:
     case STK_E_INCOMPLETE:
+    case STK_E_UNSUPPORTED: /* MDB_DUPSORT databases (lmdb_check.c) */
     case STK_E_NOMEM:
         return 1;
     default:

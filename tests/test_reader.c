@@ -159,6 +159,29 @@ int main(void)
     for (uint64_t ep = 10; ep < 13; ep++)
         all_ok("auto, epoch", ds, &e, c, NULL, ep);
 
+    /* shards whose O_DIRECT descriptor was refused at open (fd_direct = -1) are read buffered:
+     * first every other shard, then all of them (the note then says so) */
+    {
+        int saved[64];
+        T_CHECK(ds->nshards <= 64, "shards");
+        for (uint32_t i = 0; i < ds->nshards; i++) {
+            saved[i] = ds->shards[i].fd_direct;
+            if (i % 2)
+                ds->shards[i].fd_direct = -1;
+        }
+        c = t_default_config();
+        c.backend = have_uring ? STK_IO_URING : STK_IO_PREAD;
+        all_ok("half the shards refuse O_DIRECT", ds, &e, c, "O_DIRECT", 30);
+        c.backend = STK_IO_PREAD;
+        all_ok("pread, half refuse O_DIRECT", ds, &e, c, "O_DIRECT", 31);
+        for (uint32_t i = 0; i < ds->nshards; i++)
+            ds->shards[i].fd_direct = -1;
+        c.backend = have_uring ? STK_IO_URING : STK_IO_PREAD;
+        all_ok("all shards refuse O_DIRECT", ds, &e, c, "buffered (O_DIRECT refused)", 32);
+        for (uint32_t i = 0; i < ds->nshards; i++)
+            ds->shards[i].fd_direct = saved[i];
+    }
+
     /* bad index from WORK: STK_E_RANGE, the others arrive */
     {
         t_run_result res;

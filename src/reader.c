@@ -121,7 +121,7 @@ struct stk__reader {
     int backend;          /* STK_IO_* reported */
     int fallback_reason;
     char note[96];
-    int files, foreign;
+    int files;            /* files layout */
     uint32_t eff_qd;
     uint32_t nthreads;    /* threads started */
 
@@ -1117,7 +1117,6 @@ int stk__reader_create(stk__reader **out, stk_dataset *ds, const stk__reader_con
     if (r->cfg.inflight_bytes == 0)
         r->cfg.inflight_bytes = (size_t)64 << 20;
     r->files = files;
-    r->foreign = ds->layout == STK_LAYOUT_LMDB;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv_free, NULL);
     pthread_cond_init(&r->cv_fl, NULL);
@@ -1331,6 +1330,7 @@ void stk__reader_get_info(stk__reader *r, stk__reader_info *out)
     out->disk_bytes = atomic_load(&r->disk_bytes);
     out->pool_bytes = r->pool_bytes;
     out->resubmits = atomic_load(&r->resubmits);
+    out->direct_reads = atomic_load(&r->direct_reads);
     out->normal_buffer = r->normal_cap;
     out->large_buffer = r->n_large ? r->large_cap : 0;
     out->normal_buffers = r->n_normal;

@@ -81,6 +81,7 @@ typedef struct stk__reader_info {
     uint64_t disk_bytes;
     size_t pool_bytes;
     uint64_t resubmits;    /* requests issued again: short reads, EINTR/EAGAIN, O_DIRECT refused */
+    uint64_t direct_reads; /* requests issued with O_DIRECT */
     size_t normal_buffer, large_buffer; /* pool size classes (bytes) */
     uint32_t normal_buffers, large_buffers;
 } stk__reader_info;

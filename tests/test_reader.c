@@ -74,6 +74,16 @@ static void all_ok(const char *what, stk_dataset *ds, const t_expect *e, stk__re
             (unsigned long long)res.ok, (unsigned long long)res.errors, res.first_error);
     if (note_has)
         T_CHECK(strstr(res.info.note, note_has), "%s: note '%s' lacks '%s'", what, res.info.note, note_has);
+    /* O_DIRECT is really used, or really not */
+    if (note_has && strstr(note_has, "buffered"))
+        T_CHECK(res.info.direct_reads == 0, "%s: %llu O_DIRECT reads", what,
+                (unsigned long long)res.info.direct_reads);
+    if (note_has && !strcmp(note_has, "io_uring, O_DIRECT"))
+        T_CHECK(res.info.direct_reads >= e->n && res.info.direct, "%s: only %llu O_DIRECT reads", what,
+                (unsigned long long)res.info.direct_reads);
+    if (strstr(what, "half"))
+        T_CHECK(res.info.direct_reads > 0 && res.info.direct_reads < e->n, "%s: %llu O_DIRECT reads", what,
+                (unsigned long long)res.info.direct_reads);
     printf("  %-40s %-52s pool %6zu KiB, max in flight %u\n", what, res.info.note,
            res.info.pool_bytes >> 10, res.info.inflight_max);
 }

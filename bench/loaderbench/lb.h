@@ -90,6 +90,7 @@ typedef struct lb_point {
     const char *bottleneck; /* "read", "decode", "stager", "trainer" */
     int failed;             /* the point could not run */
     char error[512];
+    void *detail;           /* per-run figures between init and finish (point.c) */
 } lb_point;
 
 typedef struct lb_dataset {
@@ -134,8 +135,12 @@ int lb_ensure_packed(const lb_config *cfg, const char *src, const char *dst, uin
 uint8_t *lb_synth_jpeg(uint64_t seed, uint64_t i, size_t *len, int *w, int *h);
 
 /* ---- point.c: one measured point ---- */
-int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int workers, lb_point *pt,
-                 int index, int total);
+/* A point is initialised, run --repeat times (the sweep interleaves the repeats of all points,
+ * so that a drift of the machine touches every point alike), then finished: median, min, max,
+ * and the other figures from the run closest to the median. */
+void lb_point_init(const lb_config *cfg, lb_point *pt, int layout, int workers);
+int lb_point_run(const lb_config *cfg, const lb_dataset *ds, lb_point *pt, int rep, const char *label);
+void lb_point_finish(const lb_config *cfg, lb_point *pt);
 /* Read every file of the dataset once (warm cache) / drop it from the page cache (cold). */
 void lb_warm_cache(const char *path);
 int lb_drop_cache(const char *path);

@@ -696,8 +696,31 @@ static void track_peak(lb_results *r, const lb_point *p)
 }
 
 /* Run (or reuse) the point LAYOUT × WORKERS. NULL on allocation failure. */
+static void report_point(const lb_config *cfg, lb_results *r, const lb_point *p)
+{
+    track_peak(r, p);
+    if (p->failed)
+        lb_note(cfg, "%s with %d workers failed: %s", lb_layout_names[p->layout], p->workers, p->error);
+    else if (p->bad_records > 0)
+        lb_note(cfg, "%s with %d workers: %llu bad records substituted in the window (first: %s)",
+                lb_layout_names[p->layout], p->workers, (unsigned long long)p->bad_records, p->first_bad);
+}
+
+static void run_label(char *buf, size_t cap, const lb_config *cfg, const lb_point *p, int rep, int index,
+                      int total)
+{
+    if (total > 0)
+        snprintf(buf, cap, "[%d/%d] %s, %d worker%s, run %d/%d", index, total, lb_layout_names[p->layout],
+                 p->workers, p->workers == 1 ? "" : "s", rep + 1, cfg->repeat);
+    else
+        snprintf(buf, cap, "[autotune %d] %s, %d worker%s, run %d/%d", index, lb_layout_names[p->layout],
+                 p->workers, p->workers == 1 ? "" : "s", rep + 1, cfg->repeat);
+}
+
+/* The point LAYOUT × WORKERS, measured now (all its repeats) unless it was already. NULL on
+ * allocation failure. */
 static lb_point *measure(const lb_config *cfg, const lb_dataset *ds, lb_results *r, size_t *cap, int layout,
-                         int workers, int index, int total)
+                         int workers, int index)
 {
     lb_point *have = find_point(r, layout, workers);
     if (have)
@@ -705,13 +728,14 @@ static lb_point *measure(const lb_config *cfg, const lb_dataset *ds, lb_results 
     lb_point *p = add_point(r, cap);
     if (!p)
         return NULL;
-    lb_run_point(cfg, ds, layout, workers, p, index, total);
-    track_peak(r, p);
-    if (p->failed)
-        lb_note(cfg, "%s with %d workers failed: %s", lb_layout_names[layout], workers, p->error);
-    else if (p->bad_records > 0)
-        lb_note(cfg, "%s with %d workers: %llu bad records substituted in the window (first: %s)",
-                lb_layout_names[layout], workers, (unsigned long long)p->bad_records, p->first_bad);
+    lb_point_init(cfg, p, layout, workers);
+    for (int rep = 0; rep < cfg->repeat && !p->failed; rep++) {
+        char label[160];
+        run_label(label, sizeof label, cfg, p, rep, index, 0);
+        lb_point_run(cfg, ds, p, rep, label);
+    }
+    lb_point_finish(cfg, p);
+    report_point(cfg, r, p);
     return p;
 }
 
@@ -742,7 +766,7 @@ static void autotune(const lb_config *cfg, const lb_dataset *ds, lb_results *r, 
     double found_wait = 0.0;
     int step = 0;
     /* is the largest count enough? */
-    lb_point *p = measure(cfg, ds, r, cap, layout, hi, ++step, 0);
+    lb_point *p = measure(cfg, ds, r, cap, layout, hi, ++step);
     if (!p)
         return;
     if (p->failed || p->trainer_wait_fraction >= fed) {
@@ -753,7 +777,7 @@ static void autotune(const lb_config *cfg, const lb_dataset *ds, lb_results *r, 
         hi = hi - 1;
         while (lo <= hi) {
             int mid = (lo + hi) / 2;
-            p = measure(cfg, ds, r, cap, layout, mid, ++step, 0);
+            p = measure(cfg, ds, r, cap, layout, mid, ++step);
             if (!p)
                 return;
             if (!p->failed && p->trainer_wait_fraction < fed) {
@@ -838,16 +862,30 @@ int main(int argc, char **argv)
     lb_results res;
     memset(&res, 0, sizeof res);
     size_t cap = 0;
-    int index = 0;
-    /* interleave layouts within each worker count, so a drift of the machine (other load, the
-     * disk's mood) touches every layout alike */
+    /* every point of the sweep, then their runs interleaved: repeat after repeat, worker count
+     * after worker count, layout after layout — so a drift of the machine (other load, the
+     * disk's mood) touches every layout and every point alike */
     for (int w = 0; w < cfg.nworkers; w++)
         for (int i = 0; i < nrun; i++) {
-            if (!measure(&cfg, &ds, &res, &cap, run_layouts[i], cfg.workers[w], ++index, total)) {
+            lb_point *p = add_point(&res, &cap);
+            if (!p) {
                 fprintf(stderr, "loaderbench: out of memory\n");
                 return LB_EXIT_FAIL;
             }
+            lb_point_init(&cfg, p, run_layouts[i], cfg.workers[w]);
         }
+    int nsweep = (int)res.npoints, index = 0;
+    for (int rep = 0; rep < cfg.repeat; rep++)
+        for (int k = 0; k < nsweep; k++) {
+            lb_point *p = &res.points[k];
+            char label[160];
+            run_label(label, sizeof label, &cfg, p, rep, ++index, nsweep * cfg.repeat);
+            lb_point_run(&cfg, &ds, p, rep, label);
+        }
+    for (int k = 0; k < nsweep; k++) {
+        lb_point_finish(&cfg, &res.points[k]);
+        report_point(&cfg, &res, &res.points[k]);
+    }
     if (cfg.autotune)
         autotune(&cfg, &ds, &res, &cap);
     lb_progress(&cfg, 1, "%s", "");

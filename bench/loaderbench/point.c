@@ -305,28 +305,44 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int workers, lb_point *pt,
-                 int index, int total)
+void lb_point_init(const lb_config *cfg, lb_point *pt, int layout, int workers)
 {
     memset(pt, 0, sizeof *pt);
     pt->layout = layout;
     pt->workers = workers;
     pt->repeat = cfg->repeat;
     pt->trainer_wait_fraction = -1.0;
-    lb_run runs[LB_MAX_REPEAT];
-    for (int r = 0; r < cfg->repeat; r++) {
-        char label[160];
-        if (total > 0)
-            snprintf(label, sizeof label, "[%d/%d] %s, %d worker%s, run %d/%d", index, total,
-                     lb_layout_names[layout], workers, workers == 1 ? "" : "s", r + 1, cfg->repeat);
-        else
-            snprintf(label, sizeof label, "[autotune %d] %s, %d worker%s, run %d/%d", index,
-                     lb_layout_names[layout], workers, workers == 1 ? "" : "s", r + 1, cfg->repeat);
-        if (run_once(cfg, ds, layout, workers, &runs[r], label, pt->error, sizeof pt->error) != 0) {
+}
+
+int lb_point_run(const lb_config *cfg, const lb_dataset *ds, lb_point *pt, int rep, const char *label)
+{
+    if (pt->failed)
+        return -1;
+    if (!pt->detail) {
+        pt->detail = calloc((size_t)cfg->repeat, sizeof(lb_run));
+        if (!pt->detail) {
+            snprintf(pt->error, sizeof pt->error, "out of memory");
             pt->failed = 1;
             return -1;
         }
-        pt->runs[r] = runs[r].ips;
+    }
+    lb_run *runs = pt->detail;
+    if (run_once(cfg, ds, pt->layout, pt->workers, &runs[rep], label, pt->error, sizeof pt->error) != 0) {
+        pt->failed = 1;
+        return -1;
+    }
+    pt->runs[rep] = runs[rep].ips;
+    lb_progress(cfg, 0, "%s: %.0f img/s", label, runs[rep].ips);
+    return 0;
+}
+
+void lb_point_finish(const lb_config *cfg, lb_point *pt)
+{
+    lb_run *runs = pt->detail;
+    pt->detail = NULL;
+    if (pt->failed || !runs) {
+        free(runs);
+        return;
     }
     double sorted[LB_MAX_REPEAT];
     memcpy(sorted, pt->runs, sizeof(double) * (size_t)cfg->repeat);
@@ -363,7 +379,8 @@ int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int wor
                  "measure nothing real; first: %.300s",
                  (unsigned long long)pt->bad_records, (unsigned long long)pt->samples, pt->first_bad);
         pt->failed = 1;
-        return -1;
+        free(runs);
+        return;
     }
     pt->io_backend = m->last.io_backend;
     pt->io_direct = m->last.io_direct;
@@ -374,11 +391,5 @@ int lb_run_point(const lb_config *cfg, const lb_dataset *ds, int layout, int wor
     pt->reader_pool_bytes = m->last.reader_pool_bytes;
     pt->device = m->last.device;
     pt->bottleneck = lb_point_bottleneck(cfg, pt);
-    if (total > 0)
-        lb_progress(cfg, 0, "[%d/%d] %s, %d worker%s: %.0f img/s", index, total, lb_layout_names[layout],
-                    workers, workers == 1 ? "" : "s", pt->images_per_s);
-    else
-        lb_progress(cfg, 0, "[autotune %d] %s, %d worker%s: %.0f img/s", index, lb_layout_names[layout],
-                    workers, workers == 1 ? "" : "s", pt->images_per_s);
-    return 0;
+    free(runs);
 }

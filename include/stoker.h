@@ -341,12 +341,18 @@ STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *o
 
 typedef struct stk_decoder stk_decoder;
 
-/** A decoder with its own libjpeg state and scratch. One thread at a time per decoder. */
+/** A decoder with its own libjpeg state and scratch. One thread at a time per decoder.
+ *  *out is owned by the caller: stk_decoder_destroy() (NULL is a no-op). A decoder stays usable
+ *  after any failure. */
 STK_API int stk_decoder_create(stk_decoder **out);
 STK_API void stk_decoder_destroy(stk_decoder *d);
+/** Reason for the last failure of stk_decode on D ("truncated: Premature end of JPEG file",
+ *  "not a JPEG: a PNG image (...)", ...). Owned by D; valid until its next call. */
 STK_API const char *stk_decoder_last_error(const stk_decoder *d);
 
-/** Width, height and components (1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK) from the headers. Thread-safe. */
+/** Width, height and components (1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK) from the headers. Thread-safe.
+ *  Reads only the headers; no pixel limit applies. Statuses as stk_decode's. Any output pointer
+ *  may be NULL. */
 STK_API int stk_image_info(const void *data, size_t len, int *width, int *height, int *components);
 
 typedef struct stk_decode_args {
@@ -362,6 +368,21 @@ typedef struct stk_decode_args {
  * *out_h receive them. OUT must hold out_w * out_h * 3 bytes (STK_E_RANGE otherwise, with the
  * sizes set). D may be NULL (a temporary decoder is used). *warnings (may be NULL) receives the
  * number of libjpeg warnings (corrupt data that was decoded anyway).
+ *
+ * The window's first output pixel is full-size pixel (crop_x, crop_y) scaled down:
+ * (floor(crop_x * scale_num / 8), floor(crop_y * scale_num / 8)) of the image decoded at that
+ * scale; the bytes equal that region of a whole-image decode at the same scale exactly (only the
+ * window's rows and iMCU columns are decoded). Grayscale becomes R = G = B; CMYK/YCCK are
+ * converted as Pillow's Image.convert('RGB') does (Adobe-inverted CMYK assumed, as Pillow does),
+ * so full-size output equals Pillow's pixel for pixel. Progressive, restart markers, EXIF/APPn
+ * markers and every chroma subsampling are handled. Rows below the window are never read, so
+ * a file truncated below it decodes.
+ *
+ * Statuses: STK_E_EMPTY (0 bytes), STK_E_NOT_JPEG (no SOI marker; the reason names PNG, GIF,
+ * BMP, WebP or TIFF data), STK_E_TRUNCATED (data ends early), STK_E_TOO_LARGE (width * height >
+ * max_pixels, checked from the headers before any pixel memory is allocated), STK_E_DECODE
+ * (corrupt data libjpeg cannot decode, more than 500 progressive scans, or any warning when
+ * strict), STK_E_INVALID (bad scale_num, a crop outside the image), STK_E_RANGE (OUT too small).
  */
 STK_API int stk_decode(stk_decoder *d, const void *data, size_t len, const stk_decode_args *args,
                        uint8_t *out, size_t cap, int *out_w, int *out_h, int *warnings);

@@ -372,11 +372,12 @@ typedef struct stk_decode_args {
  * The window's first output pixel is full-size pixel (crop_x, crop_y) scaled down:
  * (floor(crop_x * scale_num / 8), floor(crop_y * scale_num / 8)) of the image decoded at that
  * scale; the bytes equal that region of a whole-image decode at the same scale exactly (only the
- * window's rows and iMCU columns are decoded). Grayscale becomes R = G = B; CMYK/YCCK are
+ * iMCU columns covering the window are decoded; rows above it are skipped). Grayscale becomes
+ * R = G = B; CMYK/YCCK are
  * converted as Pillow's Image.convert('RGB') does (Adobe-inverted CMYK assumed, as Pillow does),
  * so full-size output equals Pillow's pixel for pixel. Progressive, restart markers, EXIF/APPn
- * markers and every chroma subsampling are handled. Rows below the window are never read, so
- * a file truncated below it decodes.
+ * markers and every chroma subsampling are handled. Rows below the window are never read: a
+ * baseline file truncated below the window decodes (a progressive one is read whole).
  *
  * Statuses: STK_E_EMPTY (0 bytes), STK_E_NOT_JPEG (no SOI marker; the reason names PNG, GIF,
  * BMP, WebP or TIFF data), STK_E_TRUNCATED (data ends early), STK_E_TOO_LARGE (width * height >

@@ -2,8 +2,9 @@
  * hangs (run it under ASan+UBSan too): empty, not a JPEG (text, PNG, GIF), truncated at every
  * cut point (baseline, progressive, restart markers, CMYK), corrupted bytes (thousands of
  * variants; warnings counted, strict mode turns them into errors), over the pixel limit (also a
- * forged 65000x65000 header: refused before any allocation), through stk_decode,
- * stk_image_info and stk__process_sample; the decoder stays usable after every failure. */
+ * forged 65000x65000 header: refused before any allocation), a valid progressive file of ~1 900
+ * scans (refused: more than 500 scans), through stk_decode, stk_image_info and
+ * stk__process_sample; the decoder stays usable after every failure. */
 #include "testutil.h"
 #include "augment.h"
 #include "jpegenc.h"
@@ -71,6 +72,54 @@ static void cuts(const uint8_t *j, size_t len, const uint8_t *good, size_t glen,
             still_good(good, glen);
         }
     }
+}
+
+/* A valid progressive JPEG with about 1 900 scans: every AC coefficient of every component in
+ * its own band, sent bit by bit (first scan Al = 9, then 9 refinements). */
+static uint8_t *many_scans(size_t *len)
+{
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr jerr;
+    ci.err = jpeg_std_error(&jerr);
+    jpeg_create_compress(&ci);
+    unsigned char *out = NULL;
+    unsigned long outlen = 0;
+    jpeg_mem_dest(&ci, &out, &outlen);
+    ci.image_width = 16, ci.image_height = 16, ci.input_components = 3, ci.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&ci);
+    int n = 0, cap = 1 + 3 * 63 * 10;
+    jpeg_scan_info *sc = calloc((size_t)cap, sizeof *sc);
+    sc[n].comps_in_scan = 3;
+    for (int c = 0; c < 3; c++)
+        sc[n].component_index[c] = c;
+    n++; /* DC of all components, Ss = Se = Ah = Al = 0 */
+    for (int c = 0; c < 3; c++)
+        for (int k = 1; k < 64; k++)
+            for (int al = 9; al >= 0; al--) {
+                sc[n].comps_in_scan = 1;
+                sc[n].component_index[0] = c;
+                sc[n].Ss = k, sc[n].Se = k;
+                sc[n].Ah = al == 9 ? 0 : al + 1;
+                sc[n].Al = al;
+                n++;
+            }
+    ci.scan_info = sc;
+    ci.num_scans = n;
+    jpeg_start_compress(&ci, TRUE);
+    uint8_t rgb[16 * 16 * 3];
+    t_make_rgb(rgb, 16, 16, 1);
+    for (int y = 0; y < 16; y++) {
+        JSAMPROW r = rgb + y * 48;
+        jpeg_write_scanlines(&ci, &r, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    free(sc);
+    uint8_t *res = malloc(outlen);
+    memcpy(res, out, outlen);
+    free(out);
+    *len = outlen;
+    return res;
 }
 
 int main(void)
@@ -179,6 +228,18 @@ int main(void)
     T_CHECK(proc(buf, glen, 0, err) == STK_E_TOO_LARGE && strstr(err, "65000x65000"), "process: %s", err);
     T_OK(stk_image_info(buf, glen, &w, &h, &c)); /* info has no limit: it only reads headers */
     T_CHECK(w == 65000 && h == 65000, "info %dx%d", w, h);
+    still_good(good, glen);
+
+    /* a progressive file of ~1 900 scans is refused (bounded work per record) */
+    size_t mlen;
+    uint8_t *ms = many_scans(&mlen);
+    T_CHECK(dec(ms, mlen, 0, &warn) == STK_E_DECODE, "many scans: %s", stk_decoder_last_error(D));
+    T_CHECK(strstr(stk_decoder_last_error(D), "scans") != NULL, "reason: %s", stk_decoder_last_error(D));
+    int rw, rh;
+    uint8_t *ref = t_decode_ref(ms, mlen, &rw, &rh); /* a valid file: TurboJPEG 2.1 decodes it */
+    T_CHECK(ref && rw == 16, "reference decode of the many-scan file");
+    free(ref);
+    free(ms);
     still_good(good, glen);
 
     free(buf);

@@ -36,13 +36,15 @@ def test_bad_records_are_reported_and_the_epoch_goes_on(stoker_mod, bad_dataset)
             seen.extend(idx.tolist())
         assert sorted(seen) == list(range(n))
         st = loader.stats()
-    assert st["error_count"] == len(bad), st["errors"]
-    assert st["substituted"] == len(bad)
-    assert sorted(e["index"] for e in st["errors"]) == bad
+    # the loader already prefetches epoch 1 when epoch 0 ends: count epoch 0's records only
+    e0 = [e for e in st["errors"] if e["epoch"] == 0]
+    assert sorted(e["index"] for e in e0) == bad, st["errors"]
+    assert st["error_count"] >= len(bad) and st["substituted"] >= len(bad)
     for e in st["errors"]:
-        assert e["where"] and e["reason"] and e["status"] < 0 and e["status_name"]
-        assert e["epoch"] == 0
-    assert "bad records: %d" % len(bad) in str(st)
+        assert e["index"] in bad and e["epoch"] in (0, 1)
+        assert e["where"].startswith("shard-00000.lmdb key %d" % e["index"]), e
+        assert e["reason"] and e["status"] < 0 and e["status_name"].startswith("STK_E_")
+    assert "bad records: %d" % st["error_count"] in str(st)
 
 
 def test_strict_mode_raises_naming_the_record(stoker_mod, bad_dataset):

@@ -46,6 +46,7 @@ expect_error 2 "--autotune needs --step-ms" --autotune
 expect_error 2 "--device: 'tpu' is neither a CUDA device number nor cpu" --device tpu
 expect_error 2 "--size: '8' is not an integer 16..1024" --size 8
 expect_error 2 "--sample-images: '5' is not an integer 100..100000" --sample-images 5
+expect_error 2 "--read-delay-us: '-3' is not an integer" --read-delay-us -3
 expect_error 2 "unknown option '--bogus'" --bogus
 expect_error 2 "option '--workers' needs a value" --workers
 expect_error 2 "one DATASET at most" "$tmp" "$tmp"
@@ -58,7 +59,7 @@ expect_error 1 "cannot open dataset $tmp/junk.bin" "$tmp/junk.bin"
 # --help: exit 0, every option, the JSON point fields, the exit codes
 "$LOADERBENCH" --help >"$tmp/help"
 for opt in --workers --layouts --cache --batch-size --mode --stage --size --repeat --seconds --epochs \
-    --step-ms --autotune --device --cache-dir --sample-images --seed --json --csv --plot --quiet --help \
+    --step-ms --autotune --device --read-delay-us --cache-dir --sample-images --seed --json --csv --plot --quiet --help \
     --version; do
     grep -q -- "$opt" "$tmp/help" || { echo "FAIL: --help does not document $opt"; exit 1; }
 done

@@ -54,6 +54,7 @@ typedef struct lb_config {
     int device;           /* -1 host batches, >= 0 CUDA device; -2 = automatic */
     int size;             /* output side */
     int sample_images;    /* images in the embedded default */
+    int read_delay_us;    /* injected delay before every read (slow-storage stand-in), 0 = none */
     uint64_t seed;
     const char *json_path, *csv_path, *plot_path;
     int quiet;

@@ -179,6 +179,10 @@ static void usage(FILE *f)
 "                        (it waits < 5% of the time) on the best layout, and print it\n"
 "  --device N|cpu        CUDA device for --stage full, or cpu for host batches\n"
 "                        [0 when a GPU is usable, else cpu]\n"
+"  --read-delay-us US    delay every read US microseconds before it is issued (stoker's\n"
+"                        fault injection, STK_P_FAULT_DELAY_*): a stand-in for slow or remote\n"
+"                        storage; the io_uring submitter sleeps in line, the pread/files/mmap\n"
+"                        threads each sleep on their own [0]\n"
 "Default sample:\n"
 "  --cache-dir DIR       where the default sample and packed copies live\n"
 "                        [$XDG_CACHE_HOME/stoker, else ~/.cache/stoker]\n"
@@ -335,7 +339,7 @@ static int parse_layouts(lb_config *cfg, const char *arg)
 enum {
     O_WORKERS = 256, O_LAYOUTS, O_CACHE, O_BATCH, O_MODE, O_STAGE, O_REPEAT, O_SECONDS, O_EPOCHS,
     O_STEP, O_AUTOTUNE, O_JSON, O_CSV, O_PLOT, O_QUIET, O_CACHEDIR, O_SAMPLES, O_SEED, O_DEVICE,
-    O_SIZE, O_HELP, O_VERSION
+    O_SIZE, O_HELP, O_VERSION, O_DELAY
 };
 
 static const struct option long_opts[] = {
@@ -359,6 +363,7 @@ static const struct option long_opts[] = {
     {"seed", required_argument, NULL, O_SEED},
     {"device", required_argument, NULL, O_DEVICE},
     {"size", required_argument, NULL, O_SIZE},
+    {"read-delay-us", required_argument, NULL, O_DELAY},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -496,6 +501,11 @@ static int parse_args(lb_config *cfg, int argc, char **argv)
             if (parse_int(a, 16, 1024, &v) != 0)
                 return usage_error("--size: '%s' is not an integer 16..1024", a);
             cfg->size = (int)v;
+            break;
+        case O_DELAY:
+            if (parse_int(a, 0, 10000000, &v) != 0)
+                return usage_error("--read-delay-us: '%s' is not an integer 0..10000000", a);
+            cfg->read_delay_us = (int)v;
             break;
         case O_HELP:
             usage(stdout);

@@ -170,6 +170,10 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
         SETI(STK_P_RESIZE, cfg->size * 8 / 7);
     if (cfg->stage == STK_STAGE_FULL && cfg->device >= 0)
         SETI(STK_P_DEVICE, cfg->device);
+    if (cfg->read_delay_us > 0) {
+        SETI(STK_P_FAULT_DELAY_PPM, 1000000);
+        SETI(STK_P_FAULT_DELAY_US, cfg->read_delay_us);
+    }
     if (cfg->cold)
         lb_drop_cache(path);
 

@@ -132,7 +132,9 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
         busy_cores = cfg->cores;
     const lb_point *files = best_point(r, LB_FILES, W);
     const lb_point *shards = best_shard_point(r, W);
-    double io_busy = pct(b->read.busy);
+    /* the reader's working share: CPU work plus waiting for storage (the rest it was blocked
+     * on the stages downstream) */
+    double io_busy = b->read.busy < 0.0 ? 0.0 : pct(fmin(1.0, b->read.busy + b->read.starved));
 
     if (strcmp(bn, "trainer") == 0) {
         double need = cfg->batch_size / (cfg->step_ms / 1000.0);
@@ -167,14 +169,16 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
                     "(%s); ",
                  b->images_per_s, b->mb_per_s, L, W, W == 1 ? "" : "s", b->io_note[0] ? b->io_note : "?");
         else
-            vcat(r, "storage-bound: the decode workers waited for data %.0f%% of their time (%s, %d "
-                    "worker%s, %.0f img/s, %.0f MB/s); ",
-                 pct(b->decode.starved), L, W, W == 1 ? "" : "s", b->images_per_s, b->mb_per_s);
+            vcat(r, "storage-bound: the decode workers waited for data %.0f%% of their time and the "
+                    "reader waited for storage %.0f%% of its time (%s, %d worker%s, %.0f img/s, %.0f MB/s); ",
+                 pct(b->decode.starved), pct(b->read.starved), L, W, W == 1 ? "" : "s", b->images_per_s,
+                 b->mb_per_s);
         if (b->layout == LB_FILES && !shards)
             vcat(r, "pack into shards (stoker pack) — one open/read/close per image is the slow part.");
-        else if (files && shards && shards->images_per_s > 1.15 * files->images_per_s)
-            vcat(r, "pack into shards — %s is %.1f× faster than the files layout here.",
-                 lb_layout_names[shards->layout], shards->images_per_s / files->images_per_s);
+        else if (b->layout == LB_FILES)
+            vcat(r, "shards were not faster here (%s %.0f img/s): more reads in flight "
+                    "(STK_P_QUEUE_DEPTH / STK_P_IO_THREADS) or faster storage would help.",
+                 lb_layout_names[shards->layout], shards->images_per_s);
         else if (cfg->cold)
             vcat(r, "with a cold cache the disk is the limit: more reads in flight (STK_P_QUEUE_DEPTH), "
                     "O_DIRECT, or faster storage would help.");
@@ -217,9 +221,14 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
             first = 0;
         }
         vcat(r, ".");
-        if (files && shards && strcmp(bn, "read") != 0) {
+        if (files && shards) {
             double ratio = shards->images_per_s / files->images_per_s;
-            vcat(r, " %s is %.2f× the files layout.", lb_layout_names[shards->layout], ratio);
+            if (ratio > 1.15 && files->bottleneck && strcmp(files->bottleneck, "read") == 0)
+                vcat(r, " On the files layout the loader is storage-bound (decode workers starved %.0f%% "
+                        "of their time): pack into shards — %s is %.1f× faster than the files layout here.",
+                     pct(files->decode.starved), lb_layout_names[shards->layout], ratio);
+            else
+                vcat(r, " %s is %.2f× the files layout.", lb_layout_names[shards->layout], ratio);
         }
     }
     /* scaling with workers on the best layout */
@@ -302,8 +311,8 @@ void lb_print_table(FILE *f, const lb_config *cfg, const lb_dataset *ds, const l
                 p->workers, ips, p->mb_per_s, p->cpu_cores, rs, ds_, ss, pct(p->wait_fraction), tw,
                 p->io_note[0] ? p->io_note : backend_name(p->io_backend));
     }
-    fprintf(f, "\n(b/s/bl: busy / starved / blocked %% of each stage's thread time; wait: the consumer's time "
-               "in stk_loader_next)\n");
+    fprintf(f, "\n(b/s/bl: busy / starved / blocked %% of each stage's thread time — for the reader, starved = "
+               "waiting for storage; wait: the consumer's time in stk_loader_next)\n");
     char a[32], b2[32], c[32], d[32], e[32];
     fprintf(f, "peak memory: host batch ring %s (pinned %s), device buffers %s, reader pool %s; process max "
                "RSS %s\n",

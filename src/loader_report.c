@@ -243,8 +243,8 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
                   "(%.2f cores)\n",
               st.wait_s, 100.0 * frac(st.wait_s, wall), st.cpu_user_s, st.cpu_sys_s,
               frac(st.cpu_user_s + st.cpu_sys_s, wall));
-    rb_printf(&b, "  reader: %s%s%s; %.1f MB payload, %.1f MB from storage, %u in flight max\n",
-              backend_name(st.io_backend), st.io_backend_note[0] ? " — " : "", st.io_backend_note,
+    rb_printf(&b, "  reader: %s; %.1f MB payload, %.1f MB from storage, %u in flight max\n",
+              st.io_backend_note[0] ? st.io_backend_note : backend_name(st.io_backend),
               (double)st.bytes_read / 1e6, (double)st.disk_bytes / 1e6, st.inflight_max);
     rb_printf(&b, "  memory: host ring %.1f MiB (%s), reader pool %.1f MiB, device %.1f MiB\n",
               (double)st.host_ring_bytes / 1048576.0, st.pinned_bytes ? "pinned" : "pageable",

@@ -28,6 +28,7 @@ reader (io_uring + O_DIRECT, so the page cache does not help either stoker run).
 
 import argparse
 import ctypes
+import importlib.util
 import json
 import os
 import resource
@@ -146,10 +147,10 @@ def main():
     args = ap.parse_args()
 
     import stoker
-    if "torch" in args.only or "py" in args.only:
-        import torch  # noqa: F401  (imported before timing: stoker.Loader uses it if present)
-    if "torch" in args.only:
-        import torchvision  # noqa: F401
+    # imported before timing (stoker.Loader imports torch on first use if it is present)
+    for mod in ("torch", "torchvision"):
+        if importlib.util.find_spec(mod) is not None:
+            importlib.import_module(mod)
     if not os.path.exists(args.data):
         print("packing %s -> %s" % (args.folder, args.data), flush=True)
         print(stoker.pack(args.folder, args.data, threads=args.workers), flush=True)

@@ -15,12 +15,14 @@ repeats resist the load swings of a shared machine better than a few long runs.
          batch time), i.e. the library's own speed on this pipeline.
   py     stoker.Loader: `for images, labels in loader` yielding torch tensors (zero-copy
          images, int64 labels), as a training loop sees them.
+  pb     (optional, --only pb,py --images 0) bench/tools/pipebench, the C program over the
+         public API, one whole epoch per run; its images/s is its own in-process figure.
   torch  torch.utils.data.DataLoader over torchvision's ImageFolder with
          RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor, 2 workers, batch 256
          (the CPU-pipeline issue's baseline), reading the unpacked ImageFolder.
 
-Each run is timed from the loader's start (threads / worker processes) to its last batch, so
-start-up costs count for everyone; "steady" is the rate after the first batch. CPU seconds
+Each run is timed from the loader's creation (open, threads / worker processes) to its last
+batch, so start-up costs count for everyone; "steady" is the rate after the first batch. CPU seconds
 include DataLoader's worker processes (RUSAGE_CHILDREN; the workers exit at the epoch's end).
 The stoker runs read the packed copy (`stoker pack` of the folder) with the library's default
 reader (io_uring + O_DIRECT, so the page cache does not help either stoker run).
@@ -50,6 +52,7 @@ def run_c(args):
     from stoker import _lib
     lib = _lib.get()
     h = ctypes.c_void_p()
+    t0, c0 = time.perf_counter(), _cpu()        # like run_py: creation and open included
     assert lib.stk_loader_create(ctypes.byref(h)) == 0
     try:
         for key, value in ((_lib.P_BATCH_SIZE, args.batch_size), (_lib.P_WORKERS, args.workers),
@@ -59,7 +62,6 @@ def run_c(args):
             assert rc == 0, (key, stoker.strerror(rc))
         rc = lib.stk_loader_open(h, os.fsencode(args.data))
         assert rc == 0, _lib.text(lib.stk_loader_last_error(h))
-        t0, c0 = time.perf_counter(), _cpu()
         assert lib.stk_loader_start(h) == 0
         bp = ctypes.c_void_p()
         addr = ctypes.addressof(bp)
@@ -103,6 +105,22 @@ def run_py(args):
     return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
 
 
+def run_pb(args):
+    """The loader engineer's bench/tools/pipebench (a C program over the public API): one
+    epoch, NCHW, O_DIRECT as the library's default, as the py runner's whole-epoch runs."""
+    import subprocess
+    t0, c0 = time.perf_counter(), _cpu()
+    r = subprocess.run([args.pipebench, args.data, "--mode", "train", "--workers",
+                        str(args.workers), "--batch", str(args.batch_size), "--size", "224",
+                        "--epochs", "1", "--layout", "nchw", "--direct", "1", "--quiet"],
+                       capture_output=True, text=True, check=True)
+    t1, c1 = time.perf_counter(), _cpu()
+    res = dict(kv.split("=", 1) for kv in r.stdout.strip().splitlines()[-1].split()[1:])
+    rate = float(res["images_per_s"])
+    # wall and CPU around the process (includes its exec and open, a fraction of a second)
+    return args.records, t1 - t0, rate, c1 - c0
+
+
 def run_torch(args):
     import torch
     import torchvision
@@ -144,6 +162,8 @@ def main():
                     help="images per run (0 = a whole epoch): stoker runs stop after the batch "
                          "that reaches it, DataLoader runs a fixed random subset of this size")
     ap.add_argument("--json", help="write the raw runs here")
+    ap.add_argument("--pipebench", help="bench/tools/pipebench binary for --only ...,pb "
+                                        "(default: next to the loaded libstoker)")
     args = ap.parse_args()
 
     import stoker
@@ -155,13 +175,21 @@ def main():
         print("packing %s -> %s" % (args.folder, args.data), flush=True)
         print(stoker.pack(args.folder, args.data, threads=args.workers), flush=True)
     info = stoker.info(args.data)
+    args.records = info["records"]
     print("stoker %s (%s); dataset %s: %d records, %.0f MB; folder %s"
           % (stoker.__version__, stoker.library_path, args.data, info["records"],
              info["payload_bytes"] / 1e6, args.folder))
     print("cores online: %d; load average before: %s"
           % (os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg())), flush=True)
 
-    runners = {"c": run_c, "py": run_py, "torch": run_torch}
+    runners = {"c": run_c, "py": run_py, "torch": run_torch, "pb": run_pb}
+    if "pb" in args.only:
+        if args.images:
+            ap.error("pb (pipebench) runs whole epochs: use --images 0")
+        if not args.pipebench:
+            args.pipebench = os.path.join(os.path.dirname(stoker.library_path), "pipebench")
+        if not os.access(args.pipebench, os.X_OK):
+            ap.error("pipebench not found at %s (--pipebench PATH)" % args.pipebench)
     names = [x for x in args.only.split(",") if x]
     runs = {k: [] for k in names}
     for rep in range(args.repeats):
@@ -191,8 +219,12 @@ def main():
                for p, c in zip(runs["py"], runs["c"])]
         print("CPU per image py / c = %.4f (median of the per-repeat ratios)"
               % statistics.median(cpu))
+    if "pb" in med and "py" in med:
+        print("py / pb  = %.4f  (wall clock around each run; pb's own in-process figure: py / pb "
+              "= %.4f)" % (med["py"]["images_per_s"] / med["pb"]["images_per_s"],
+                           med["py"]["images_per_s"] / med["pb"]["steady_images_per_s"]))
     if "torch" in med:
-        for k in ("py", "c"):
+        for k in ("py", "c", "pb"):
             if k in med:
                 print("%s / torch = %.2fx  (target >= 2.5x)"
                       % (k, med[k]["images_per_s"] / med["torch"]["images_per_s"]))

@@ -104,7 +104,7 @@ static const char usage_verify[] =
     "exit codes: 0 all records good, 3 bad records found, 1 cannot open or read DST,\n"
     "            2 usage error\n";
 
-static void die_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void die_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 static void die_usage(const char *usage, const char *fmt, ...)
 {
     va_list ap;
@@ -255,7 +255,7 @@ static int cmd_pack(int argc, char **argv)
             if (o.shard_bytes < (1u << 20))
                 die_usage(usage_pack, "--shard-size must be at least 1M");
         } else if (!strcmp(a, "--threads")) {
-            uint64_t t;
+            uint64_t t = 0;
             if (++i >= argc || parse_u64(argv[i], &t) != 0 || t < 1 || t > 256)
                 die_usage(usage_pack, "--threads needs a number 1..256");
             o.threads = (int)t;

@@ -33,7 +33,7 @@ command -v fio >/dev/null || { echo "fio not installed" >&2; exit 1; }
 
 if [ ! -f "$SHARDS/shard-00000.lmdb" ]; then
   echo "packing $FILES into $SHARDS (one shard)"
-  "$BUILD/stoker" pack "$FILES" "$SHARDS" --shard-size 64G --quiet
+  "$BUILD/stoker" pack "$FILES" "$SHARDS" --shard-size 4G --quiet
 fi
 SHARD=$SHARDS/shard-00000.lmdb
 [ ! -e "$SHARDS/shard-00001.lmdb" ] || { echo "$SHARDS has more than one shard; fio reads one file" >&2; exit 1; }

@@ -580,9 +580,12 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
             return stk__err(ds->err, STK_E_LMDB, "%s: mdb_stat: %s", path, mdb_strerror(rc));
         count = ds_st.ms_entries;
     }
-    if (count > (uint64_t)1 << 40)
-        return stk__err(ds->err, STK_E_FORMAT, "%s: %llu records is not plausible", path,
-                        (unsigned long long)count);
+    /* the count is read from the file: bound it by the file (an LMDB leaf node takes at least
+     * 8 bytes + a 2-byte pointer + a non-empty key) before sizing the table by it (a forged
+     * count asked for 16 TiB; found by fuzz_shard, regress/shard/huge-entry-count.lmdb) */
+    if (count > (uint64_t)1 << 40 || count > sh->file_size / 11)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: %llu records is not plausible for a file of %llu bytes",
+                        path, (unsigned long long)count, (unsigned long long)sh->file_size);
     if (!recs->v || recs->cap < recs->n + count) { /* never NULL: .out below adds to it */
         stk__rec *nv = realloc(recs->v, (recs->n + count + 1) * sizeof *nv);
         if (!nv)

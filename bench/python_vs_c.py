@@ -147,6 +147,57 @@ def run_torch(args):
     return n, t1 - t0, (n - n_first) / (t1 - t_first), c1 - c0
 
 
+def _wait_ring_full(stats_fn, samples, timeout=180.0):
+    """Until SAMPLES more samples than delivered are decoded (every ring slot holds a ready
+    batch), and a little longer."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        st = stats_fn()
+        if st["decode"]["items"] - st["samples"] >= samples:
+            time.sleep(0.2)
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def per_batch_overhead(args, slots=8):
+    """Seconds per next()+release of a batch that is already waiting: the C API through ctypes
+    vs the stoker.Loader iterator (wrap as torch tensors). Independent of the decode speed, so
+    it holds on a busy machine: divided by the batch time it is the Python layer's share."""
+    import stoker
+    from stoker import _lib
+    out = {}
+    with stoker.Loader(args.data, args.batch_size, train=True, size=224, workers=args.workers,
+                       seed=args.seed, prefetch=slots) as loader:
+        it = iter(loader)
+        if not _wait_ring_full(loader.stats, slots * args.batch_size):
+            return None
+        t = []
+        for _ in range(slots - 1):
+            t0 = time.perf_counter()
+            next(it)
+            t.append(time.perf_counter() - t0)
+        out["py"] = statistics.median(t)
+        # the same loader, same state of readiness, through the bare C calls
+        loader._release_held()
+        lib = _lib.get()
+        h = loader._h
+        bp = ctypes.c_void_p()
+        addr = ctypes.addressof(bp)
+        if not _wait_ring_full(loader.stats, slots * args.batch_size):
+            return None
+        t = []
+        for _ in range(slots - 1):
+            t0 = time.perf_counter()
+            rc = lib.stk_loader_next(h, None, -1, addr)
+            lib.stk_loader_release(h, bp, None)
+            t.append(time.perf_counter() - t0)
+            if rc != 0:
+                break
+        out["c"] = statistics.median(t)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="/work/data/python-shards", help="packed dataset")
@@ -162,6 +213,8 @@ def main():
                     help="images per run (0 = a whole epoch): stoker runs stop after the batch "
                          "that reaches it, DataLoader runs a fixed random subset of this size")
     ap.add_argument("--json", help="write the raw runs here")
+    ap.add_argument("--no-overhead", action="store_true",
+                    help="skip the per-batch overhead measurement")
     ap.add_argument("--pipebench", help="bench/tools/pipebench binary for --only ...,pb "
                                         "(default: next to the loaded libstoker)")
     args = ap.parse_args()
@@ -228,6 +281,17 @@ def main():
             if k in med:
                 print("%s / torch = %.2fx  (target >= 2.5x)"
                       % (k, med[k]["images_per_s"] / med["torch"]["images_per_s"]))
+    if "py" in names and not args.no_overhead:
+        ov = per_batch_overhead(args)
+        if ov:
+            batch_s = args.batch_size / med["py"]["images_per_s"]
+            print("per-batch cost of a ready batch (median of 7): C API %.1f us, stoker.Loader "
+                  "%.1f us; the Python layer adds %.1f us = %.3f%% of a %d-image batch at the "
+                  "measured %.0f images/s" % (ov["c"] * 1e6, ov["py"] * 1e6,
+                                              (ov["py"] - ov["c"]) * 1e6,
+                                              100 * (ov["py"] - ov["c"]) / batch_s,
+                                              args.batch_size, med["py"]["images_per_s"]))
+            med["overhead_s"] = ov
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "runs": runs, "medians": med}, f, indent=1)

@@ -65,6 +65,7 @@ struct stk_decoder {
     struct jpeg_decompress_struct cinfo;
     stk__jerr jerr;
     struct jpeg_progress_mgr progress;
+    int created;      /* jpeg_create_decompress succeeded */
     int have_header;  /* stk__dec_header succeeded; stk__dec_window may follow */
     int width, height, comps;
     uint8_t *buf;     /* decoded window (RGB rows) */
@@ -129,7 +130,8 @@ static int run(stk_decoder *d, int (*fn)(stk_decoder *, void *), void *arg)
     d->jerr.scan_limit = 0;
     d->jerr.status = 0;
     if (setjmp(d->jerr.jb)) {
-        jpeg_abort_decompress(&d->cinfo);
+        if (d->created)
+            jpeg_abort_decompress(&d->cinfo);
         d->have_header = 0;
         return d->jerr.status ? d->jerr.status : STK_E_DECODE;
     }
@@ -151,6 +153,7 @@ static int create_body(stk_decoder *d, void *arg)
 {
     STK__UNUSED(arg);
     jpeg_create_decompress(&d->cinfo);
+    d->created = 1;
     return STK_OK;
 }
 

@@ -372,3 +372,26 @@ def test_no_memory_left_behind_by_create_iterate_close_cycles(stoker_mod, shards
     # would add well over 16 MiB
     assert grown < 4096, "RSS grew by %d KiB over 20 loader lifetimes" % grown
     assert _threads() == before_threads
+
+
+def test_imagefolder_root_directly(stoker_mod, imagefolder, shards):
+    """An unpacked ImageFolder is read through the same loader: same records, same labels, and
+    the same tensors as the packed copy (order and augmentation depend on (seed, epoch, index))."""
+    src, _ = imagefolder
+    path, labels = shards
+    with _loader(stoker_mod, src, seed=21) as folder, _loader(stoker_mod, path, seed=21) as packed:
+        assert folder.classes == packed.classes
+        a, b = _epoch(folder), _epoch(packed)
+    _same(a, b)
+    assert sorted(i for _x, _y, idx in a for i in idx.tolist()) == list(range(len(labels)))
+    assert all(labels[i] == y for _x, lab, idx in a for i, y in zip(idx.tolist(), lab.tolist()))
+
+
+def test_cuda_device_without_a_gpu_is_refused_clearly(stoker_mod, shards):
+    torch = torch_or_skip()
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present (test_loader_cuda covers it)")
+    with pytest.raises(stoker_mod.Unsupported, match="no CUDA device"):
+        stoker_mod.Loader(shards[0], 4, device="cuda")
+    with pytest.raises(ValueError):
+        stoker_mod.Loader(shards[0], 4, device="tpu")

@@ -16,9 +16,12 @@
 # the DataLoader's peak PSS summed over the main process and its workers.
 #
 # The machine's cores are shared: the load average is printed before and after. Wall-clock rates
-# suffer from other load; pipebench also prints images per CPU-second (all its threads), which
-# times THREADS is what the pipeline does with THREADS whole cores, comparable with (c), which
-# decodebench measures in thread CPU time. Logs go to $OUT (default /work/data/loader-bench-<time>).
+# suffer from other load; pipebench and torch_dataloader.py also print images per CPU-second (all
+# threads / the main process plus its workers), and decodebench measures (c) in thread CPU time,
+# so the CPU-time ratios compare the work per image even when the cores are busy with other jobs.
+# SRC/SHARDS may name a subset (the same images as ImageFolder and packed; CEIL_LIMIT then the
+# same count: decodebench takes the first CEIL_LIMIT images of the manifest).
+# Logs go to $OUT (default /work/data/loader-bench-<time>).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=${SRC:-/work/data/imagenet-like}
@@ -73,23 +76,24 @@ echo "== load after: $(uptime)"
 
 report() {
   local mode=$1
-  local a b c acpu rss0 rss1 rsspk pss proc
+  local a b c acpu bcpu rss0 rss1 rsspk pss proc
   a=$(for r in $(seq 1 "$REPEATS"); do field images_per_s "$OUT/stoker-$mode-$r.log"; done | median)
   acpu=$(for r in $(seq 1 "$REPEATS"); do field images_per_cpu_s "$OUT/stoker-$mode-$r.log"; done | median)
   rsspk=$(for r in $(seq 1 "$REPEATS"); do field peak_rss_mib "$OUT/stoker-$mode-$r.log"; done | median)
   rss0=$(for r in $(seq 1 "$REPEATS"); do field rss_first_mib "$OUT/stoker-$mode-$r.log"; done | median)
   rss1=$(for r in $(seq 1 "$REPEATS"); do field rss_last_mib "$OUT/stoker-$mode-$r.log"; done | median)
   b=$(for r in $(seq 1 "$REPEATS"); do field images_per_s "$OUT/torch-$mode-$r.log"; done | median)
+  bcpu=$(for r in $(seq 1 "$REPEATS"); do field images_per_cpu_s "$OUT/torch-$mode-$r.log"; done | median)
   pss=$(for r in $(seq 1 "$REPEATS"); do field peak_pss_mib "$OUT/torch-$mode-$r.log"; done | median)
   c=$(for r in $(seq 1 "$REPEATS"); do ceiling "$OUT/ceiling-$mode-$r.log"; done | median)
   proc=$(for r in $(seq 1 "$REPEATS"); do sed -n 's/^process .*: *\([0-9.]*\) images\/s/\1/p' "$OUT/ceiling-$mode-$r.log"; done | median)
-  awk -v m="$mode" -v a="$a" -v acpu="$acpu" -v b="$b" -v c="$c" -v p="$proc" -v t="$THREADS" -v pk="$rsspk" \
+  awk -v m="$mode" -v a="$a" -v acpu="$acpu" -v b="$b" -v bcpu="$bcpu" -v c="$c" -v p="$proc" -v t="$THREADS" -v pk="$rsspk" \
       -v r0="$rss0" -v r1="$rss1" -v pss="$pss" 'BEGIN {
     printf "%s:\n", m
     printf "  (a) stoker pipeline, %d threads:        %8.1f images/s wall; %8.1f images per CPU-s (x%d = %.1f)\n", t, a, acpu, t, acpu * t
-    printf "  (b) DataLoader, %d workers:             %8.1f images/s\n", t, b
+    printf "  (b) DataLoader, %d workers:             %8.1f images/s wall; %8.1f images per CPU-s (main + workers)\n", t, b, bcpu
     printf "  (c) libjpeg-turbo ceiling, 1 thread x %d: %8.1f images/s (stk__process_sample alone: %.1f x %d = %.1f)\n", t, c * t, p, t, p * t
-    printf "  a/b = %.2f   a/c = %.2f (wall)   a_cpu/c = %.2f (CPU time)\n", (b > 0 ? a / b : 0), (c > 0 ? a / (c * t) : 0), (c > 0 ? acpu / c : 0)
+    printf "  a/b = %.2f (wall), %.2f (CPU time)   a/c = %.2f (wall a / CPU-time c), %.2f (CPU time)\n", (b > 0 ? a / b : 0), (bcpu > 0 ? acpu / bcpu : 0), (c > 0 ? a / (c * t) : 0), (c > 0 ? acpu / c : 0)
     printf "  memory: stoker peak RSS %.1f MiB (after epoch 1: %.1f, after the last: %.1f); DataLoader peak PSS (main + workers) %.1f MiB\n", pk, r0, r1, pss
   }'
 }

@@ -6,11 +6,14 @@
 
 train: RandomResizedCrop(224) + RandomHorizontalFlip() + PILToTensor(), shuffled;
 eval:  Resize(256) + CenterCrop(224) + PILToTensor(), in order.
-Images/s per epoch (the consumer only touches one byte per sample, like pipebench), and the
+Images/s per epoch (the consumer only touches one byte per sample, like pipebench), images per
+CPU-second (CPU time of the main process plus its reaped worker processes, os.times(): robust when
+other processes share the cores; needs non-persistent workers, which are reaped each epoch), and the
 memory of the whole DataLoader — the main process plus its worker processes — as the sum of
 their PSS from /proc/PID/smaps_rollup, sampled every 0.2 s by a thread of the main process;
 the peak of that sum is reported. The last line is machine-readable:
-  RESULT mode=train workers=2 images_per_s=.. peak_pss_mib=.. pss_first_mib=.. pss_last_mib=..
+  RESULT mode=train workers=2 images_per_s=.. images_per_cpu_s=.. peak_pss_mib=.. pss_first_mib=..
+         pss_last_mib=..
 images_per_s is the median over epochs 2..E (epoch 1 includes starting the workers), or epoch 1
 if E = 1. Workers are started per epoch (persistent_workers=False, the default); pass
 --persistent to keep them.
@@ -72,6 +75,11 @@ class PssSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
+def cpu_s():
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root")
@@ -94,27 +102,32 @@ def main():
                     persistent_workers=a.persistent and a.workers > 0)
     sampler = PssSampler()
     sampler.start()
-    rates, pss_first, checksum = [], 0, 0
+    rates, cpu_rates, pss_first, checksum = [], [], 0, 0
     for e in range(a.epochs):
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), cpu_s()
         n = 0
         for images, labels in dl:
             b = images.shape[0]
             flat = images.view(b, -1)
             checksum += int(flat[torch.arange(b), (torch.arange(b) + e) % flat.shape[1]].sum())
             n += b
-        dt = time.monotonic() - t0
+        del flat, images, labels
+        dt, dc = time.monotonic() - t0, cpu_s() - c0
         rates.append(n / dt)
+        cpu_rates.append(n / dc)
         pss = sampler.last / 1024
         if e == 0:
             pss_first = pss
         if not a.quiet:
-            print(f"epoch {e + 1}: {n} images in {dt:.2f} s = {n / dt:.1f} images/s, "
+            print(f"epoch {e + 1}: {n} images in {dt:.2f} s = {n / dt:.1f} images/s; {dc:.2f} CPU-s = "
+                  f"{n / dc:.1f} images per CPU-second; "
                   f"PSS (main + workers) {pss:.1f} MiB, peak {sampler.peak / 1024:.1f} MiB", flush=True)
     sampler.stop.set()
     sampler.join()
     med = statistics.median(rates[1:] if len(rates) > 1 else rates)
-    print(f"RESULT mode={a.mode} workers={a.workers} images_per_s={med:.1f} peak_pss_mib={sampler.peak / 1024:.1f} "
+    cmed = statistics.median(cpu_rates[1:] if len(cpu_rates) > 1 else cpu_rates)
+    print(f"RESULT mode={a.mode} workers={a.workers} images_per_s={med:.1f} images_per_cpu_s={cmed:.1f} "
+          f"peak_pss_mib={sampler.peak / 1024:.1f} "
           f"pss_first_mib={pss_first:.1f} pss_last_mib={sampler.last / 1024:.1f} checksum={checksum}")
     return 0
 

@@ -395,3 +395,26 @@ def test_cuda_device_without_a_gpu_is_refused_clearly(stoker_mod, shards):
         stoker_mod.Loader(shards[0], 4, device="cuda")
     with pytest.raises(ValueError):
         stoker_mod.Loader(shards[0], 4, device="tpu")
+
+
+def test_stats_from_another_thread_while_iterating(stoker_mod, shards):
+    import threading
+    path, labels = shards
+    with _loader(stoker_mod, path, batch_size=4) as loader:
+        loader.start()
+        seen, stop, errors = [], threading.Event(), []
+
+        def watch():
+            try:
+                while not stop.is_set():
+                    seen.append(loader.stats()["samples"])
+                    loader.report()
+            except BaseException as e:   # noqa: BLE001
+                errors.append(e)
+        t = threading.Thread(target=watch)
+        t.start()
+        for _epoch_no in range(3):
+            assert sum(len(b[1]) for b in loader) == len(labels)
+        stop.set()
+        t.join()
+    assert not errors and seen and seen == sorted(seen)     # counters only grow

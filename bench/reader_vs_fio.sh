@@ -56,13 +56,18 @@ run_fio() {
     --invalidate=1 --output-format=json >"$json"
   /usr/bin/python3 - "$json" "$tf" <<'EOF'
 import json, sys
-j = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+job = json.load(open(sys.argv[1]))["jobs"][0]
+j = job["read"]
 u, s = map(float, open(sys.argv[2]).read().split()[-2:])
 rt = j["runtime"] / 1000.0
 b = j["io_bytes"]
+# CPU two ways: the whole fio process (/usr/bin/time: startup and its status thread included) and
+# fio's own figure for the job thread alone (usr_cpu + sys_cpu, percent of the job's runtime)
+jc = (job["usr_cpu"] + job["sys_cpu"]) / 100.0 * job["job_runtime"] / 1000.0
 print("tool=fio backend=fio_io_uring records=%d disk_bytes=%d wall_s=%.4f rec_s=%.1f disk_MB_s=%.1f "
-      "payload_MB_s=%.1f cpu_s=%.4f cpu_s_per_GB=%.4f" % (j["total_ios"], b, rt, j["total_ios"] / rt,
-      b / rt / 1e6, b / rt / 1e6, u + s, (u + s) / (b / 1e9)))
+      "payload_MB_s=%.1f cpu_s=%.4f cpu_s_per_GB=%.4f job_cpu_s=%.4f job_cpu_s_per_GB=%.4f" % (
+      j["total_ios"], b, rt, j["total_ios"] / rt, b / rt / 1e6, b / rt / 1e6, u + s, (u + s) / (b / 1e9),
+      jc, jc / (b / 1e9)))
 EOF
   rm -f "$tf" "$json"
 }
@@ -109,9 +114,15 @@ def ratio(a, b, k):
     return statistics.median(float(x[k]) / float(y[k]) for x, y in zip(rows[a], rows[b]))
 print()
 print("reader / fio, disk MB/s:            %.2f  (target >= 0.90)" % ratio("reader_full", "fio", "disk_MB_s"))
-print("reader / fio, CPU-s per GB:         %.2f  (target <= 1.00; the reader also CRC32Cs every payload)" % ratio("reader_full", "fio", "cpu_s_per_GB"))
+def ratio_k(a, ka, b, kb):
+    return statistics.median(float(x[ka]) / float(y[kb]) for x, y in zip(rows[a], rows[b]))
+print("fio CPU-s per GB: whole process %.3f, job thread only %.3f" % (med("fio", "cpu_s_per_GB"), med("fio", "job_cpu_s_per_GB")))
+print("reader / fio, CPU-s per GB:         %.2f vs fio's process, %.2f vs fio's job thread  (target <= 1.00;"
+      " the reader also CRC32Cs every payload)" % (ratio("reader_full", "fio", "cpu_s_per_GB"),
+      ratio_k("reader_full", "cpu_s_per_GB", "fio", "job_cpu_s_per_GB")))
 print("reader without CRC / fio, MB/s:      %.2f" % ratio("reader_nocrc", "fio", "disk_MB_s"))
-print("reader without CRC / fio, CPU-s/GB:  %.2f" % ratio("reader_nocrc", "fio", "cpu_s_per_GB"))
+print("reader without CRC / fio, CPU-s/GB:  %.2f vs fio's process, %.2f vs fio's job thread" % (
+      ratio("reader_nocrc", "fio", "cpu_s_per_GB"), ratio_k("reader_nocrc", "cpu_s_per_GB", "fio", "job_cpu_s_per_GB")))
 best = "mdb_readahead" if med("mdb_readahead", "rec_s") >= med("mdb_nordahead", "rec_s") else "mdb_nordahead"
 print("reader 10%% / %s, records/s: %.1f  (target >= 5)" % (best, ratio("reader_10pct", best, "rec_s")))
 for m in ["mdb_readahead", "mdb_nordahead"]:

@@ -69,12 +69,13 @@
  * is the reference path for benchmarks, not the default.
  *
  * Measured (bench/reader_vs_fio.sh, the 10 000-image ImageNet-like set packed into one 1.1 GB
- * shard, cold cache, 5 interleaved rounds, medians, this 2-core VM under load): io_uring O_DIRECT
- * qd 32 read the whole shard in random order at 1.28x fio's MB/s (fio: io_uring, O_DIRECT,
- * randread, same mean block size, depth and bytes) with 0.81x its CPU-s per GB including the
- * CRC32C of every payload (0.50x without); a random 10% of the records 8.0x faster (records/s)
- * than mdb_get with default readahead (which pulled 10.3x the payload bytes into the cache) and
- * ~17x faster than mdb_get with MDB_NORDAHEAD.
+ * shard, cold cache, 5 interleaved rounds, medians, this 2-core VM under a load of ~16): io_uring
+ * O_DIRECT qd 32 read the whole shard in random order at 1.24x fio's MB/s (fio: io_uring,
+ * O_DIRECT, randread, same mean block size, depth and bytes). CPU-s per GB: 0.36 with the CRC32C
+ * of every payload, 0.23 without; fio 0.41 for its whole process, 0.26 for its job thread alone
+ * (so with CRC the reader is 0.87x fio's process but 1.40x its job thread). A random 10% of the
+ * records: 7.2x the records/s of mdb_get with default readahead (which pulled 10.3x the payload
+ * bytes into the cache) and ~16x mdb_get with MDB_NORDAHEAD.
  */
 #include "reader.h"
 

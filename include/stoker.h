@@ -277,22 +277,33 @@ enum stk_writer_param {
     STK_W_FORCE = 1001,       /**< I 0/1: replace a dataset already in DST [0] */
 };
 
+/** Create a writer (shard size 1 GiB, no force). *out is owned by the caller:
+ *  stk_writer_destroy(). */
 STK_API int stk_writer_create(stk_writer **out);
-/** Set a STK_W_* key. Before open. */
+/** Set a STK_W_* key. Before open (STK_E_STATE after). STK_E_BADPARAM for an unknown key,
+ *  STK_E_INVALID out of range. */
 STK_API int stk_writer_set(stk_writer *w, int key, int64_t value);
 /** Class names, label = position. Copied. Before finish. */
 STK_API int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n);
-/** Create directory DST (or use it if empty); refuses a DST that holds a dataset unless
- *  STK_W_FORCE (STK_E_EXISTS). */
+/** Create directory DST (and its parents) or use an existing one; refuses a DST that holds a
+ *  finished dataset (shard files and no incomplete-marker) unless STK_W_FORCE (STK_E_EXISTS).
+ *  Writes DST/.stoker-pack-incomplete first, then removes stoker's own files left in DST
+ *  (shard-*.lmdb*, pack-report.tsv; other files are left alone). Until stk_writer_finish the
+ *  directory reads as an interrupted dataset (stk_dataset_open: STK_E_INCOMPLETE). */
 STK_API int stk_writer_open(stk_writer *w, const char *dst);
 /** Append one record: payload bytes (copied), its label and, optionally, its source name
  *  (kept in the shard's `sources` database). Records get consecutive dataset indices. */
 STK_API int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label,
                            const char *source);
-/** Close the last shard, write meta, rename temp files to their final names. */
+/** Close the last shard, write meta, rename temp files to their final names (each shard is
+ *  fsynced before its rename), then remove the incomplete-marker. A dataset with no records
+ *  still gets one (empty) shard. After a failed add/finish the writer only accepts destroy. */
 STK_API int stk_writer_finish(stk_writer *w);
-/** Abandon an unfinished dataset (temp files are removed) and free. NULL is a no-op. */
+/** Abandon an unfinished dataset (temp files are removed; complete shards and the marker stay,
+ *  so DST reads as interrupted) and free. After finish: just frees. NULL is a no-op. */
 STK_API void stk_writer_destroy(stk_writer *w);
+/** Text of the last failure on this writer, naming the file and cause ("" if none). Owned by
+ *  w, valid until the next call on it. */
 STK_API const char *stk_writer_last_error(const stk_writer *w);
 
 /* ---------------------------------------------------------------------------------------------
@@ -330,6 +341,17 @@ typedef struct stk_pack_result {
  * DST/pack-report.tsv (path, reason) unless OPTS->strict, which fails naming the file. A DST that
  * an interrupted pack left is finished (completed shards are kept). OPTS may be NULL. RESULT may
  * be NULL. Thread-safe (no shared state).
+ *
+ * Details: records are appended in SRC's order (torchvision's for an ImageFolder; the lines'
+ * order for a list file), whatever the thread count. Resuming requires the same plan: the same
+ * files with the same sizes and mtimes and labels (their digest is kept in the marker and in each
+ * shard's meta); a marker of another plan, or OPTS->force, starts over. A pack that fails (e.g.
+ * --strict) leaves DST interrupted. DST must not lie inside an ImageFolder SRC (STK_E_INVALID).
+ * Errors: STK_E_EXISTS (finished dataset in DST, no force), STK_E_EMPTYSET (no image files),
+ * STK_E_FORMAT (bad list file line), the bad file's status under strict (STK_E_NOT_JPEG,
+ * STK_E_EMPTY, -errno, ...), -errno / STK_E_LMDB for DST I/O; the text (naming the path) goes to
+ * OPTS->error. RESULT: records and shards of the whole dataset, resumed_records = records kept
+ * from the interrupted run, payload_bytes = all payload bytes, elapsed_s = this call's time.
  */
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);

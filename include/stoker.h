@@ -261,8 +261,10 @@ STK_API int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info 
  */
 STK_API int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
                              stk_record_info *info);
-/** A printable name of record INDEX ("shard-00001.lmdb key 42", or the image file path) into
- *  BUF. Returns STK_E_RANGE past the end. */
+/** A printable name of record INDEX into BUF (truncated to CAP): "shard-00001.lmdb key 42
+ *  (n01440764/img_00012.JPEG)" where the shard keeps source names (its `sources` database),
+ *  else "shard-00001.lmdb key 42"; for image files, the file path. Returns STK_E_RANGE past the
+ *  end. Thread-safe after open. */
 STK_API int stk_dataset_record_name(const stk_dataset *ds, uint64_t index, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------

@@ -61,6 +61,14 @@ grep -q "gone.jpg	unreadable: " "$T/ds/pack-report.tsv" || fail "report unreadab
 (cd "$T/src" && find . -type f -o -type l | sort | xargs -d '\n' sha1sum 2>/dev/null) >"$T/src.sum.after"
 cmp -s "$T/src.sum.before" "$T/src.sum.after" || fail "SRC modified"
 
+# on a terminal: a live progress bar (carriage returns, records/s, MB/s, ETA)
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$STOKER' pack '$T/src' '$T/tty' --shard-size 1M" /dev/null >"$T/tty.out" 2>&1 || { cat "$T/tty.out"; fail "pack on a tty"; }
+    grep -q $'\r\[' "$T/tty.out" || { cat -A "$T/tty.out" | head; fail "progress bar drawn with \\r"; }
+    grep -q "rec/s .* MB/s | ETA" "$T/tty.out" || fail "progress bar shows rec/s, MB/s, ETA"
+    grep -q "100.0%" "$T/tty.out" || fail "progress bar reaches 100%"
+fi
+
 # info
 expect_rc 0 "$STOKER" info "$T/ds"
 grep -q "records: *100" "$T/out" || fail "info records"

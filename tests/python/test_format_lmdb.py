@@ -105,3 +105,33 @@ def test_read_shards_with_python_lmdb(tmp_path):
         first += count
     assert len(shards) >= 2, "1 MiB shards: the test wants several"
     assert got == expected
+
+
+@pytest.mark.parametrize("subdir", [True, False])
+def test_foreign_lmdb(tmp_path, subdir):
+    """A foreign LMDB (LSUN layout: main database, key -> image bytes) written by python-lmdb:
+    `stoker info/ls/get/verify` read it as it is, records in key order, label -1, no CRC."""
+    exe = stoker_cli()
+    rng = np.random.default_rng(9)
+    path = tmp_path / ("lsun" if subdir else "lsun.lmdb")
+    items = {("%040x" % (i * 7919)).encode(): jpeg_bytes(rng, 30 + i, 20 + 2 * i) for i in range(7)}
+    env = lmdb.open(str(path), subdir=subdir, map_size=1 << 24)
+    with env.begin(write=True) as txn:
+        for k, v in items.items():
+            txn.put(k, v)
+    env.close()
+    keys = sorted(items)
+    r = subprocess.run([exe, "info", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "foreign LMDB" in r.stdout and "records:       7" in r.stdout
+    r = subprocess.run([exe, "ls", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = [l.split("\t") for l in r.stdout.splitlines()]
+    assert [int(l[0]) for l in lines] == list(range(7))
+    assert all(l[2] == "-1" and l[4] == "-" for l in lines)
+    assert [int(l[3]) for l in lines] == [len(items[k]) for k in keys]
+    for i, k in enumerate(keys):
+        g = subprocess.run([exe, "get", str(path), str(i)], capture_output=True)
+        assert g.returncode == 0 and g.stdout == items[k]
+    r = subprocess.run([exe, "verify", str(path), "--decode"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

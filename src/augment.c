@@ -417,8 +417,8 @@ __attribute__((target("avx2"))) static inline void taps_avx2(const uint8_t *p, c
 }
 
 /* Outputs in storage order (pos); with flip, output pos takes the coefficients of ow - 1 - pos.
- * 4-byte stores, each overwriting the next pixel's first byte before that pixel is written (DST
- * needs 1 byte of slack). G: groups of 4 taps (a constant 1 at the common call site). */
+ * One 8-byte store per two outputs, overwriting the next pair's first two bytes before they are
+ * written (DST needs 2 bytes of slack; with an odd width the last output is stored twice). G: groups of 4 taps (a constant 1 at the common call site). */
 __attribute__((target("avx2"))) static inline void pass_h_avx2_g(const axis *a, const uint8_t *src, size_t stride,
                                                                   int rows, uint8_t *dst, int flip, int g)
 {
@@ -445,10 +445,10 @@ __attribute__((target("avx2"))) static inline void pass_h_avx2_g(const axis *a, 
             __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), bias), PB);
             r = _mm256_packs_epi32(r, r);   /* per lane: 4 x int16, twice */
             r = _mm256_packus_epi16(r, r);  /* per lane: 4 x uint8 */
-            uint32_t va = (uint32_t)_mm256_cvtsi256_si32(r);
-            uint32_t vb = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
-            memcpy(o + (size_t)pos * 3, &va, 4);
-            memcpy(o + (size_t)p1 * 3, &vb, 4);
+            uint64_t va = (uint32_t)_mm256_cvtsi256_si32(r) & 0xFFFFFFu;
+            uint64_t vb = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
+            uint64_t v2 = va | vb << 24; /* both pixels, one store */
+            memcpy(o + (size_t)pos * 3, &v2, 8);
         }
     }
 }
@@ -602,7 +602,7 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     axis_rebase(&w->ax, xlo);
     axis_rebase(&w->ay, ylo);
     size_t n = (size_t)ow * 3;
-    if (reserve((void **)&w->tmp, &w->tmp_cap, n * (size_t)yh + 4, 1) != 0 ||
+    if (reserve((void **)&w->tmp, &w->tmp_cap, n * (size_t)yh + 8, 1) != 0 ||
         reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
         return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, yh);
     resize_h(&w->ax, px, stride, yh, w->tmp, cr.flip);

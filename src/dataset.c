@@ -496,6 +496,14 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
         sh->env = NULL;
         return stk__err(ds->err, STK_E_LMDB, "%s: cannot open as LMDB: %s", path, mdb_strerror(rc));
     }
+    if (!sh->nolock) {
+        /* On a read-only filesystem LMDB itself goes on without a lock file (EROFS): then no
+         * lock protects the table either, and the identity checks apply. */
+        char lockp[4200];
+        snprintf(lockp, sizeof lockp, env_dir ? "%s/lock.mdb" : "%s-lock", path);
+        if (access(lockp, F_OK) != 0)
+            sh->nolock = 1;
+    }
     /* Open the named databases in a short transaction and commit it: that makes the handles
      * environment-wide, so the kept transaction and the walk's worker transactions only look
      * them up (LMDB registers a handle first opened in a still-open transaction per txn, and

@@ -2,7 +2,8 @@
  * the source file's, in torchvision's order, over several shards; bad sources skipped and
  * reported; --strict names the first bad file; DST with a dataset refused without force; SRC
  * unchanged; an interrupted pack (the process killed mid-way) finishes when run again and equals
- * an uninterrupted one; a stale marker of another plan restarts from scratch. */
+ * an uninterrupted one; a stale marker of another plan restarts from scratch.
+ * stk-test: concurrency (reader threads + in-order writer) */
 #include "testutil.h"
 
 #include "common.h"

@@ -292,6 +292,11 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         a->lo = STK__MIN(a->lo, xmin + shift);
         a->hi = STK__MAX(a->hi, xmin + xmax + shift);
     }
+    /* padding outputs read nothing, but the AVX2 pass still loads (and weighs by 0) its groups:
+     * point them at the first input used */
+    for (int xx = 0; xx < out; xx++)
+        if (a->count[xx] == 0)
+            a->start[xx] = a->lo;
     return STK_OK;
 }
 

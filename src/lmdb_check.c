@@ -271,6 +271,12 @@ int stk__lmdb_check(int fd, const char *name, uint64_t file_size, char *err)
         return rc;
     if (u32(m[1] + 16) != META_MAGIC)
         return stk__err(err, STK_E_FORMAT, "%s: not an LMDB file (meta page 1)", name);
+    /* LMDB reads meta 1 at meta 0's page size but then uses the newer meta's: they must agree
+     * (else it maps the second meta page past the end of the file: SIGBUS in mdb_env_open;
+     * found by fuzz_shard, regress/shard/sigbus-meta-page-sizes-disagree.lmdb) */
+    if (u32(m[1] + 40) != psize || (u16(m[0] + 10) & 0x08) == 0 || (u16(m[1] + 10) & 0x08) == 0)
+        return stk__err(err, STK_E_FORMAT, "%s: corrupt LMDB file: the two meta pages disagree (page size "
+                        "%u and %u, or not meta pages)", name, psize, u32(m[1] + 40));
     const uint8_t *meta = u64(m[0] + 144) < u64(m[1] + 144) ? m[1] : m[0]; /* as mdb_env_pick_meta */
     c.psize = psize;
     c.last_pg = u64(meta + 136);

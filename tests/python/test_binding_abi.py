@@ -154,8 +154,11 @@ def test_pip_install(tmp_path):
     if importlib.util.find_spec("setuptools") is None:
         pytest.skip("setuptools missing: pip cannot build without network")
     target = tmp_path / "site"
+    src = tmp_path / "src"     # a copy: setuptools writes build/ and *.egg-info next to it
+    shutil.copytree(PKG_DIR, src, ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                                "__pycache__"))
     r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
-                        "--no-deps", "--no-index", "--quiet", "--target", str(target), PKG_DIR],
+                        "--no-deps", "--no-index", "--quiet", "--target", str(target), str(src)],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PIP_NO_CACHE_DIR="1",
                                 PIP_DISABLE_PIP_VERSION_CHECK="1"),

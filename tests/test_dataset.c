@@ -278,6 +278,82 @@ int main(void)
         stk_dataset_destroy(ds);
     }
 
+    /* a foreign LMDB (main database: key -> image bytes), with STK_P_FOREIGN_LABEL */
+    {
+        char fpath[4300];
+        snprintf(fpath, sizeof fpath, "%s/foreign.lmdb", dir);
+        MDB_env *env;
+        MDB_txn *txn;
+        MDB_dbi dbi;
+        T_CHECK(mdb_env_create(&env) == 0 && mdb_env_set_mapsize(env, 1 << 22) == 0, "env");
+        T_CHECK(mdb_env_open(env, fpath, MDB_NOSUBDIR, 0644) == 0, "env open");
+        T_CHECK(mdb_txn_begin(env, NULL, 0, &txn) == 0 && mdb_dbi_open(txn, NULL, 0, &dbi) == 0, "txn");
+        for (int i = 0; i < 5; i++) {
+            char key[16];
+            uint8_t val[3000];
+            snprintf(key, sizeof key, "k%d", 4 - i); /* inserted in reverse: read in key order */
+            memset(val, 'a' + (4 - i), sizeof val);
+            MDB_val k = {strlen(key), key}, v = {(size_t)(10 + (4 - i) * 700), val};
+            T_CHECK(mdb_put(txn, dbi, &k, &v, 0) == 0, "put");
+        }
+        T_CHECK(mdb_txn_commit(txn) == 0, "commit");
+        mdb_env_close(env);
+        T_OK(stk_dataset_create(&ds));
+        T_OK(stk_dataset_set(ds, STK_P_FOREIGN_LABEL, 7));
+        T_CHECK(stk_dataset_set(ds, STK_P_FOREIGN_LABEL, -2) == STK_E_INVALID, "label range");
+        T_OK(stk_dataset_open(ds, fpath));
+        T_OK(stk_dataset_info_get(ds, &info));
+        T_CHECK(info.layout == STK_LAYOUT_LMDB && info.format_version == 0 && info.records == 5, "foreign info");
+        uint8_t fb[4000];
+        for (uint64_t i = 0; i < 5; i++) {
+            size_t len;
+            stk_record_info fi;
+            T_OK(stk_dataset_read(ds, i, fb, sizeof fb, &len, &fi));
+            T_CHECK(len == 10 + i * 700 && fb[0] == 'a' + i && fb[len - 1] == 'a' + i && fi.label == 7 &&
+                        !fi.has_crc && fi.crc32c == stk__crc32c(0, fb, len), "foreign record %llu",
+                    (unsigned long long)i);
+            T_CHECK(stk__dataset_static_label(ds, i) == 7, "static label");
+        }
+        char name[256];
+        T_OK(stk_dataset_record_name(ds, 3, name, sizeof name));
+        T_CHECK(!strcmp(name, "foreign.lmdb key 3"), "foreign name %s", name);
+        stk_dataset_destroy(ds);
+        /* asked for shards, a foreign LMDB is refused clearly */
+        T_OK(stk_dataset_create(&ds));
+        T_OK(stk_dataset_set(ds, STK_P_LAYOUT, STK_LAYOUT_SHARDS));
+        rc = stk_dataset_open(ds, fpath);
+        T_CHECK(rc == STK_E_FORMAT && strstr(stk_dataset_last_error(ds), "not a stoker shard"), "%s",
+                stk_dataset_last_error(ds));
+        stk_dataset_destroy(ds);
+    }
+
+    /* an ImageFolder root: files layout, torchvision labels, names = paths */
+    {
+        char root[4300];
+        snprintf(root, sizeof root, "%s/folder", dir);
+        t_make_imagefolder(root, 2, 3, 16, 40, 5);
+        T_OK(stk_dataset_create(&ds));
+        T_OK(stk_dataset_open(ds, root));
+        T_OK(stk_dataset_info_get(ds, &info));
+        T_CHECK(info.layout == STK_LAYOUT_FILES && info.records == 6 && info.classes == 2 && info.shards == 0,
+                "files info");
+        T_CHECK(!strcmp(stk_dataset_shard_path(ds, 0), root), "files root");
+        uint8_t fb[65536];
+        for (uint64_t i = 0; i < 6; i++) {
+            char path[4400], name[4400];
+            snprintf(path, sizeof path, "%s/class_%03d/img_%05d.jpg", root, (int)(i / 3), (int)(i % 3));
+            size_t len, want;
+            uint8_t *d = t_read_file(path, &want);
+            stk_record_info fi;
+            T_OK(stk_dataset_read(ds, i, fb, sizeof fb, &len, &fi));
+            T_CHECK(len == want && !memcmp(fb, d, len) && fi.label == (int32_t)(i / 3), "file %s", path);
+            T_OK(stk_dataset_record_name(ds, i, name, sizeof name));
+            T_CHECK(!strcmp(name, path), "files name %s", name);
+            free(d);
+        }
+        stk_dataset_destroy(ds);
+    }
+
     t_rmtree(dir);
     free(dir);
     printf("ok\n");

@@ -97,7 +97,8 @@ static int run_path(const char *path, size_t *count)
         snprintf(names[n++], l, "%s/%s", path, e->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         struct stat fs;

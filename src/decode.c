@@ -296,6 +296,7 @@ static int stale_tables(j_decompress_ptr c)
 static int recreate(stk_decoder *d)
 {
     jpeg_destroy_decompress(&d->cinfo);
+    d->created = 0;
     d->cinfo.err = &d->jerr.pub;
     if (run(d, create_body, NULL) != STK_OK)
         return STK_E_NOMEM;

@@ -16,5 +16,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j"$J" -LE python
 echo "== TSan (concurrency tests)"
 BUILD_DIR=build-tsan bash scripts/build.sh -DSTOKER_SANITIZE=thread -DSTOKER_WITH_CUDA=OFF
-TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+# suppressions: tests/tsan.supp (each entry with its reason)
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
   ctest --test-dir build-tsan --output-on-failure -j"$J" -L concurrency

@@ -277,7 +277,15 @@ int stk__lmdb_check(int fd, const char *name, uint64_t file_size, char *err)
     if (u32(m[1] + 40) != psize || (u16(m[0] + 10) & 0x08) == 0 || (u16(m[1] + 10) & 0x08) == 0)
         return stk__err(err, STK_E_FORMAT, "%s: corrupt LMDB file: the two meta pages disagree (page size "
                         "%u and %u, or not meta pages)", name, psize, u32(m[1] + 40));
-    const uint8_t *meta = u64(m[0] + 144) < u64(m[1] + 144) ? m[1] : m[0]; /* as mdb_env_pick_meta */
+    /* LMDB writes the meta of transaction T into page T & 1, and a read transaction uses
+     * meta[txnid & 1] with the txnid it finds in the lock file (the larger one at first open):
+     * with ids of the wrong parity it would use the other meta than the one checked here (SIGBUS
+     * in mdb_cursor_get; found by fuzz_shard, regress/shard/sigbus-meta-txnid-parity.lmdb) */
+    uint64_t t0 = u64(m[0] + 144), t1 = u64(m[1] + 144);
+    if ((t0 & 1) != 0 || ((t1 & 1) != 1 && t1 != 0))
+        return stk__err(err, STK_E_FORMAT, "%s: corrupt LMDB file: meta pages hold transaction ids %llu and "
+                        "%llu (page 0 even, page 1 odd)", name, (unsigned long long)t0, (unsigned long long)t1);
+    const uint8_t *meta = t0 < t1 ? m[1] : m[0]; /* as mdb_env_pick_meta */
     c.psize = psize;
     c.last_pg = u64(meta + 136);
     if (c.last_pg < 1 || c.last_pg >= file_size / psize)

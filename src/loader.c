@@ -463,6 +463,11 @@ static int alloc_ring(stk_loader *h)
                 return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
         }
     }
+    /* Reader buffers the decode side may hold beyond the reads in flight: one per worker plus a
+     * few queued per worker. Reading runs far ahead of decoding, so more would only cost memory
+     * (each buffer fits 99.9% of the records). The queue holds at least that many, so SINK never
+     * waits on it: the reader's back-pressure is the pool. */
+    h->rcfg.hold_buffers = (uint32_t)(3 * h->workers_n + 4);
     size_t qcap = (size_t)h->rcfg.queue_depth + 4 * (size_t)h->workers_n;
     if (stk__queue_init(&h->dq, qcap) != STK_OK)
         return stk__err(h->err, STK_E_NOMEM, "out of memory for the decode queue");

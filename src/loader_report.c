@@ -12,7 +12,9 @@
  * The verdict: if the consumer waited under 5% of the wall time, the loader keeps up. Otherwise
  * the stage that limits is the one whose threads are busiest relative to how long they starve:
  * decode workers busy more than starved → decode-bound; decode starved while the reader is not
- * blocked → storage-bound; a stager busy most of the time → transfer-bound.
+ * blocked → storage-bound; a stager busy most of the time → transfer-bound. Busy time is wall
+ * time inside the work, so when the process got far fewer cores than its busy workers imply,
+ * the verdict says the cores are shared with other processes.
  */
 #include "loader_internal.h"
 
@@ -206,6 +208,14 @@ static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
         return;
     }
     int cpus = stk__online_cpus();
+    double cores = frac(st->cpu_user_s + st->cpu_sys_s, wall);
+    if (cores < 0.7 * dbusy * T) {
+        /* busy time is wall time inside the work: a worker preempted by another process counts */
+        rb_printf(b, "verdict: decode-bound, CPU-starved: %u workers busy %.0f%% but the process ran on %.2f "
+                     "cores — other processes share the cores; the same loader on idle cores goes faster\n",
+                  T, 100.0 * dbusy, cores);
+        return;
+    }
     if ((int)T < cpus)
         rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — raise STK_P_WORKERS (%d cores "
                      "online), or pack at a smaller stored resolution\n",

@@ -9,9 +9,11 @@
 #
 # Each repeat runs, in this order: `stoker pack SRC` (1 GiB shards; it fsyncs every shard),
 # `tar cf` of the same folder, and `tar cf` followed by `sync FILE` (so that both write durably).
-# The source is read once first so that every run sees it in the page cache (the VM's disk swings
-# 0.6–2 GB/s between runs; reading the source warm compares the writers, not the luck of the
-# disk). Prints each run, then the medians: records/s, MB/s (source bytes / s) and the ratios.
+# Before each timed command the source's pages are dropped from the page cache
+# (posix_fadvise DONTNEED on every source file, no global drop_caches): every command reads a
+# cold source. (Warming it instead is not reproducible on this shared VM — other jobs evict it —
+# and biased: the first command of a round warmed the source for the next.) Prints each run,
+# then the medians: records/s, MB/s (source bytes / s) and the ratios.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 SRC=${1:-/work/data/imagenet-like}
@@ -28,21 +30,29 @@ mkdir -p "$WORK"
 files=$(find -L "$SRC" -type f | wc -l)
 bytes=$(find -L "$SRC" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
 echo "source: $SRC: $files files, $bytes bytes; stoker: $STOKER; threads: $THREADS; repeats: $REPEATS"
-echo "warming the page cache with the source ..."
-tar cf - -C "$(dirname "$SRC")" "$(basename "$SRC")" >/dev/null
+PY=/usr/bin/python3
+evict() { "$PY" -c 'import os, sys
+for root, _, files in os.walk(sys.argv[1], followlinks=True):
+    for f in files:
+        try:
+            fd = os.open(os.path.join(root, f), os.O_RDONLY)
+        except OSError:
+            continue
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)' "$SRC"; }
 
 now() { date +%s.%N; }
 declare -a T_PACK T_TAR T_TARSYNC
 for r in $(seq 1 "$REPEATS"); do
-    rm -rf "$WORK/ds" "$WORK/src.tar"; sync
+    rm -rf "$WORK/ds" "$WORK/src.tar"; sync; evict
     t0=$(now)
     "$STOKER" pack "$SRC" "$WORK/ds" --threads "$THREADS" --quiet
     t1=$(now)
-    rm -rf "$WORK/ds"; sync
+    rm -rf "$WORK/ds"; sync; evict
     t2=$(now)
     tar cf "$WORK/src.tar" -C "$(dirname "$SRC")" "$(basename "$SRC")"
     t3=$(now)
-    rm -f "$WORK/src.tar"; sync
+    rm -f "$WORK/src.tar"; sync; evict
     t4=$(now)
     tar cf "$WORK/src.tar" -C "$(dirname "$SRC")" "$(basename "$SRC")"
     sync "$WORK/src.tar"

@@ -208,6 +208,15 @@ static int check_shard(const char *dst, uint32_t no, const char *digest, resume_
     snprintf(path, sizeof path, "%s/" STK__SHARD_FMT, dst, no);
     if (access(path, F_OK) != 0)
         return 0;
+    /* a shard kept must open cleanly as a dataset first (LMDB pages checked, records walked):
+     * reading its meta below through LMDB must not trust a damaged file */
+    stk_dataset *chk;
+    if (stk_dataset_create(&chk) != STK_OK)
+        return 0;
+    int usable = stk_dataset_open(chk, path) == STK_OK;
+    stk_dataset_destroy(chk);
+    if (!usable)
+        return 0;
     MDB_env *env;
     if (mdb_env_create(&env) != 0)
         return 0;

@@ -234,6 +234,13 @@ int main(void)
     T_OK(stk_dataset_open(ds, dst2)); /* the complete shards are readable */
     T_CHECK(stk_dataset_count(ds) > 0, "complete shards have records");
     stk_dataset_destroy(ds);
+    /* a kept shard damaged after the interruption is not trusted: packed again from there */
+    {
+        char s1[4400];
+        snprintf(s1, sizeof s1, "%s/shard-00001.lmdb", dst2);
+        struct stat st1;
+        T_CHECK(stat(s1, &st1) == 0 && truncate(s1, st1.st_size / 2) == 0, "damage shard 1");
+    }
     rc = stk_pack(src2, dst2, &o, &r);
     T_CHECK(rc == STK_OK, "resume: %s", err);
     T_CHECK(r.resumed_records > 0 && r.records == 150 && r.skipped == 1, "resumed %llu, total %llu, skipped %llu",

@@ -234,28 +234,6 @@ typedef struct recvec {
     uint64_t n, cap;
 } recvec;
 
-static int get_meta(MDB_txn *txn, MDB_dbi meta, const char *key, MDB_val *v)
-{
-    MDB_val k = {strlen(key), (void *)key};
-    return mdb_get(txn, meta, &k, v);
-}
-
-static int meta_u64(MDB_txn *txn, MDB_dbi meta, const char *key, uint64_t *out)
-{
-    MDB_val v;
-    if (get_meta(txn, meta, key, &v) != 0 || v.mv_size == 0 || v.mv_size > 20)
-        return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < v.mv_size; i++) {
-        char c = ((const char *)v.mv_data)[i];
-        if (c < '0' || c > '9')
-            return -1;
-        x = x * 10 + (uint64_t)(c - '0');
-    }
-    *out = x;
-    return 0;
-}
-
 static int set_classes(stk_dataset *ds, const char *text, size_t len)
 {
     size_t n = len ? 1 : 0;
@@ -547,21 +525,21 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
         if ((rc = mdb_dbi_open(sh->txn, STK__DB_META, 0, &meta_dbi)) != 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: stoker shard without a `meta` database", path);
         MDB_val v;
-        if (get_meta(sh->txn, meta_dbi, "format", &v) != 0)
+        if (stk__meta_get(sh->txn, meta_dbi, "format", &v) != 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: meta has no `format`", path);
         if (v.mv_size != strlen(STK__FORMAT_NAME) || memcmp(v.mv_data, STK__FORMAT_NAME, v.mv_size) != 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: unsupported format `%.*s` (this build reads `%s`)",
                             path, (int)STK__MIN(v.mv_size, 64), (const char *)v.mv_data, STK__FORMAT_NAME);
-        if (meta_u64(sh->txn, meta_dbi, "count", &meta_count) != 0)
+        if (stk__meta_u64(sh->txn, meta_dbi, "count", &meta_count) != 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: meta `count` missing or not a number", path);
-        have_first = meta_u64(sh->txn, meta_dbi, STK__META_FIRST_INDEX, &first_index) == 0;
+        have_first = stk__meta_u64(sh->txn, meta_dbi, STK__META_FIRST_INDEX, &first_index) == 0;
         uint64_t last = 1;
         if (in_dir && !ds->allow_incomplete && no + 1 == ds->nshards &&
-            meta_u64(sh->txn, meta_dbi, STK__META_LAST, &last) == 0 &&
+            stk__meta_u64(sh->txn, meta_dbi, STK__META_LAST, &last) == 0 &&
             last == 0)
             return stk__err(ds->err, STK_E_FORMAT, "%s: the dataset has more shards after this one: "
                             "shard-%05u.lmdb is missing", path, no + 1);
-        if (no == 0 && !ds->classes && get_meta(sh->txn, meta_dbi, "classes", &v) == 0 &&
+        if (no == 0 && !ds->classes && stk__meta_get(sh->txn, meta_dbi, "classes", &v) == 0 &&
             set_classes(ds, v.mv_data, v.mv_size) != STK_OK)
             return stk__err(ds->err, STK_E_NOMEM, "out of memory");
         MDB_dbi src; /* optional; opened now so that record_name() only looks the handle up */

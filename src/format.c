@@ -3,6 +3,7 @@
 
 #include "common.h"
 
+#include <lmdb.h>
 #include <string.h>
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -58,4 +59,26 @@ uint64_t stk__rec_key_parse(const uint8_t k[8])
     for (int b = 0; b < 8; b++)
         v = v << 8 | k[b];
     return v;
+}
+
+int stk__meta_get(MDB_txn *txn, MDB_dbi dbi, const char *key, MDB_val *val)
+{
+    MDB_val k = {strlen(key), (void *)key};
+    return mdb_get(txn, dbi, &k, val);
+}
+
+int stk__meta_u64(MDB_txn *txn, MDB_dbi dbi, const char *key, uint64_t *out)
+{
+    MDB_val v;
+    if (stk__meta_get(txn, dbi, key, &v) != 0 || v.mv_size == 0 || v.mv_size > 20)
+        return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < v.mv_size; i++) {
+        char c = ((const char *)v.mv_data)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(c - '0');
+    }
+    *out = x;
+    return 0;
 }

@@ -5,6 +5,7 @@
 #ifndef STK_FORMAT_H
 #define STK_FORMAT_H
 
+#include <lmdb.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,5 +27,10 @@ int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t 
 /* 8-byte big-endian key of record number I within its shard. */
 void stk__rec_key(uint8_t out[8], uint64_t i);
 uint64_t stk__rec_key_parse(const uint8_t k[8]);
+
+/* `meta` database values (text). stk__meta_get: mdb_get by a C-string key (LMDB's status).
+ * stk__meta_u64: a decimal value of 1..20 digits; 0, or -1 when missing or not a number. */
+int stk__meta_get(MDB_txn *txn, MDB_dbi dbi, const char *key, MDB_val *val);
+int stk__meta_u64(MDB_txn *txn, MDB_dbi dbi, const char *key, uint64_t *out);
 
 #endif

@@ -179,28 +179,6 @@ typedef struct resume_state {
     size_t report_len;
 } resume_state;
 
-static int meta_get(MDB_txn *t, MDB_dbi d, const char *key, MDB_val *v)
-{
-    MDB_val k = {strlen(key), (void *)key};
-    return mdb_get(t, d, &k, v);
-}
-
-static int meta_num(MDB_txn *t, MDB_dbi d, const char *key, uint64_t *out)
-{
-    MDB_val v;
-    if (meta_get(t, d, key, &v) != 0 || v.mv_size == 0 || v.mv_size > 20)
-        return -1;
-    uint64_t x = 0;
-    for (size_t i = 0; i < v.mv_size; i++) {
-        char c = ((const char *)v.mv_data)[i];
-        if (c < '0' || c > '9')
-            return -1;
-        x = x * 10 + (uint64_t)(c - '0');
-    }
-    *out = x;
-    return 0;
-}
-
 /* Does shard NO continue the plan at (records, src_end)? Appends its skipped list. */
 static int check_shard(const char *dst, uint32_t no, const char *digest, resume_state *rs)
 {
@@ -231,21 +209,21 @@ static int check_shard(const char *dst, uint32_t no, const char *digest, resume_
         goto out;
     MDB_val v;
     uint64_t count, first, begin, end, last = 0;
-    if (meta_get(t, meta, STK__META_DIGEST, &v) != 0 || v.mv_size != strlen(digest) ||
+    if (stk__meta_get(t, meta, STK__META_DIGEST, &v) != 0 || v.mv_size != strlen(digest) ||
         memcmp(v.mv_data, digest, v.mv_size) != 0)
         goto out;
-    if (meta_num(t, meta, "count", &count) || meta_num(t, meta, STK__META_FIRST_INDEX, &first) ||
-        meta_num(t, meta, STK__META_SRC_BEGIN, &begin) || meta_num(t, meta, STK__META_SRC_END, &end))
+    if (stk__meta_u64(t, meta, "count", &count) || stk__meta_u64(t, meta, STK__META_FIRST_INDEX, &first) ||
+        stk__meta_u64(t, meta, STK__META_SRC_BEGIN, &begin) || stk__meta_u64(t, meta, STK__META_SRC_END, &end))
         goto out;
-    meta_num(t, meta, STK__META_LAST, &last);
+    stk__meta_u64(t, meta, STK__META_LAST, &last);
     uint64_t payload = 0;
-    if (meta_num(t, meta, STK__META_PAYLOAD, &payload))
+    if (stk__meta_u64(t, meta, STK__META_PAYLOAD, &payload))
         goto out;
     MDB_stat ms;
     if (first != rs->records || begin != rs->src_end || end < begin || mdb_stat(t, recs, &ms) != 0 ||
         ms.ms_entries != count)
         goto out;
-    if (meta_get(t, meta, STK__META_SKIPPED, &v) != 0)
+    if (stk__meta_get(t, meta, STK__META_SKIPPED, &v) != 0)
         goto out;
     char *nr = realloc(rs->report, rs->report_len + v.mv_size + 1);
     if (!nr)

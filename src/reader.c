@@ -733,6 +733,34 @@ static void read_mmap(stk__reader *r, rslot *s, mmap_shard *ms)
     }
 }
 
+/* The next work item in a pool slot sized for it: NULL when there is no more work (stop). An
+ * index past the end is delivered as an STK_E_RANGE error here and *skip set. Time waiting in
+ * WORK is the stage's blocked time. */
+static rslot *take_work(stk__reader *r, int *skip)
+{
+    uint64_t pos, index, epoch;
+    uint64_t t0 = stk__now_ns();
+    int more = r->work(r->user, &pos, &index, &epoch);
+    stk__clock_add(&r->clock.blocked_ns, stk__now_ns() - t0);
+    *skip = 0;
+    if (!more)
+        return NULL;
+    uint64_t need = index < r->ds->count ? need_of(r, index) : 1;
+    rslot *s = pool_get(r, need);
+    if (!s)
+        return NULL;
+    s->rd.pos = pos;
+    s->rd.index = index;
+    s->rd.epoch = epoch;
+    if (index >= r->ds->count) {
+        fail(s, STK_E_RANGE, 0, "index %llu past the end (%llu records)",
+             (unsigned long long)index, (unsigned long long)r->ds->count);
+        deliver(r, s, 0);
+        *skip = 1;
+    }
+    return s;
+}
+
 static void *pool_thread(void *arg)
 {
     stk__reader *r = arg;
@@ -740,25 +768,12 @@ static void *pool_thread(void *arg)
     if (r->bk == BK_MMAP)
         ms = calloc(r->ds->nshards, sizeof(*ms)); /* per thread, once per start */
     while (!atomic_load(&r->stopping)) {
-        uint64_t pos, index, epoch;
-        uint64_t t0 = stk__now_ns();
-        int more = r->work(r->user, &pos, &index, &epoch);
-        stk__clock_add(&r->clock.blocked_ns, stk__now_ns() - t0);
-        if (!more)
-            break;
-        uint64_t need = index < r->ds->count ? need_of(r, index) : 1;
-        rslot *s = pool_get(r, need);
+        int skip;
+        rslot *s = take_work(r, &skip);
         if (!s)
             break;
-        s->rd.pos = pos;
-        s->rd.index = index;
-        s->rd.epoch = epoch;
-        if (index >= r->ds->count) {
-            fail(s, STK_E_RANGE, 0, "index %llu past the end (%llu records)",
-                 (unsigned long long)index, (unsigned long long)r->ds->count);
-            deliver(r, s, 0);
+        if (skip)
             continue;
-        }
         if (r->bk == BK_MMAP && !ms) {
             fail(s, STK_E_NOMEM, 0, "mmap reader: out of memory");
             deliver(r, s, 0);
@@ -860,26 +875,13 @@ static void *uring_submitter(void *arg)
 {
     stk__reader *r = arg;
     while (!atomic_load(&r->stopping)) {
-        uint64_t pos, index, epoch;
-        uint64_t t0 = stk__now_ns();
-        int more = r->work(r->user, &pos, &index, &epoch);
-        stk__clock_add(&r->clock.blocked_ns, stk__now_ns() - t0);
-        if (!more)
-            break;
-        uint64_t need = index < r->ds->count ? need_of(r, index) : 1;
-        rslot *s = pool_get(r, need);
+        int skip;
+        rslot *s = take_work(r, &skip);
         if (!s)
             break;
-        uint64_t t1 = stk__now_ns();
-        s->rd.pos = pos;
-        s->rd.index = index;
-        s->rd.epoch = epoch;
-        if (index >= r->ds->count) {
-            fail(s, STK_E_RANGE, 0, "index %llu past the end (%llu records)",
-                 (unsigned long long)index, (unsigned long long)r->ds->count);
-            deliver(r, s, 0);
+        if (skip)
             continue;
-        }
+        uint64_t t1 = stk__now_ns();
         int rc = plan_read(r, s);
         if (rc != STK_OK) {
             s->rd.status = rc;

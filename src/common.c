@@ -214,6 +214,34 @@ static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n)
 }
 
 #if defined(__x86_64__)
+/* While 3 * BLOCK bytes remain: CRC three consecutive BLOCK-byte runs in parallel (the crc32
+ * instruction has a 3-cycle latency and a throughput of one per cycle), then combine them by
+ * shifting each partial CRC over the following block with the ZEROS tables. Advances *p, *n. */
+__attribute__((target("sse4.2"), always_inline)) static inline uint64_t
+crc_hw_3way(uint64_t c64, const uint8_t **pp, size_t *np, size_t block, const uint32_t zeros[4][256])
+{
+    const uint8_t *p = *pp;
+    size_t n = *np;
+    while (n >= 3 * block) {
+        uint64_t c1 = 0, c2 = 0, w0, w1, w2;
+        for (const uint8_t *end = p + block; p < end; p += 8) {
+            memcpy(&w0, p, 8);
+            memcpy(&w1, p + block, 8);
+            memcpy(&w2, p + 2 * block, 8);
+            c64 = __builtin_ia32_crc32di(c64, w0);
+            c1 = __builtin_ia32_crc32di(c1, w1);
+            c2 = __builtin_ia32_crc32di(c2, w2);
+        }
+        c64 = crc_shift(zeros, (uint32_t)c64) ^ (uint32_t)c1;
+        c64 = crc_shift(zeros, (uint32_t)c64) ^ (uint32_t)c2;
+        p += 2 * block;
+        n -= 3 * block;
+    }
+    *pp = p;
+    *np = n;
+    return c64;
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw8(uint32_t c, const uint8_t *p, size_t n)
 {
     uint64_t c64 = c;
@@ -222,36 +250,8 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw8(uint32_t c, const uint
         n--;
     }
     /* three streams of LONG, then SHORT bytes; each block's CRC shifted over the next block */
-    while (n >= 3 * CRC_LONG) {
-        uint64_t c1 = 0, c2 = 0, w0, w1, w2;
-        for (const uint8_t *end = p + CRC_LONG; p < end; p += 8) {
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + CRC_LONG, 8);
-            memcpy(&w2, p + 2 * CRC_LONG, 8);
-            c64 = __builtin_ia32_crc32di(c64, w0);
-            c1 = __builtin_ia32_crc32di(c1, w1);
-            c2 = __builtin_ia32_crc32di(c2, w2);
-        }
-        c64 = crc_shift(crc_long, (uint32_t)c64) ^ (uint32_t)c1;
-        c64 = crc_shift(crc_long, (uint32_t)c64) ^ (uint32_t)c2;
-        p += 2 * CRC_LONG;
-        n -= 3 * CRC_LONG;
-    }
-    while (n >= 3 * CRC_SHORT) {
-        uint64_t c1 = 0, c2 = 0, w0, w1, w2;
-        for (const uint8_t *end = p + CRC_SHORT; p < end; p += 8) {
-            memcpy(&w0, p, 8);
-            memcpy(&w1, p + CRC_SHORT, 8);
-            memcpy(&w2, p + 2 * CRC_SHORT, 8);
-            c64 = __builtin_ia32_crc32di(c64, w0);
-            c1 = __builtin_ia32_crc32di(c1, w1);
-            c2 = __builtin_ia32_crc32di(c2, w2);
-        }
-        c64 = crc_shift(crc_short, (uint32_t)c64) ^ (uint32_t)c1;
-        c64 = crc_shift(crc_short, (uint32_t)c64) ^ (uint32_t)c2;
-        p += 2 * CRC_SHORT;
-        n -= 3 * CRC_SHORT;
-    }
+    c64 = crc_hw_3way(c64, &p, &n, CRC_LONG, crc_long);
+    c64 = crc_hw_3way(c64, &p, &n, CRC_SHORT, crc_short);
     while (n >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);

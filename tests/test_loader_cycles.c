@@ -18,30 +18,6 @@
 
 static tl_data D;
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-static long rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, rss = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void test_cycles(void)
 {
     int cycles = tl_sanitized() ? 100 : 1000;
@@ -93,14 +69,14 @@ static void test_cycles(void)
             break;
         }
         if (i == cycles / 10) {
-            fds0 = count_fds();
-            rss0 = rss_kb();
+            fds0 = t_count_fds();
+            rss0 = t_rss_kb();
         }
     }
     stk_loader_destroy(h);
     double dt = stk__now() - t0;
-    int fds1 = count_fds();
-    long rss1 = rss_kb();
+    int fds1 = t_count_fds();
+    long rss1 = t_rss_kb();
     printf("cycles: %d in %.2f s; fds %d -> %d; RSS %ld -> %ld KiB\n", cycles, dt, fds0, fds1, rss0, rss1);
     T_CHECK(fds1 <= fds0, "file descriptors leak: %d -> %d", fds0, fds1);
     if (!tl_sanitized())

@@ -45,30 +45,6 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    int n = 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
-static long rss_kb(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, rss = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
-            rss = 0;
-        fclose(f);
-    }
-    return rss * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static uint64_t xs(uint64_t *s)
 {
     uint64_t x = *s;
@@ -211,17 +187,17 @@ static void test_cycles(unsigned n, uint64_t seed)
         else
             tally[e]++;
         if (c + 1 == warm) {
-            fd0 = count_fds();
-            rss0 = rss_kb();
+            fd0 = t_count_fds();
+            rss0 = t_rss_kb();
         } else if (c + 1 > warm) {
-            int fds = count_fds();
+            int fds = t_count_fds();
             T_CHECK(fds == fd0, "cycle %u: %d open descriptors, %d after warm-up", c, fds, fd0);
         }
         if (n >= 1000 && (c + 1) % 1000 == 0)
-            fprintf(stderr, "  %u cycles, RSS %ld KB, %ld s\n", c + 1, rss_kb(), (long)(time(NULL) - t0));
+            fprintf(stderr, "  %u cycles, RSS %ld KB, %ld s\n", c + 1, t_rss_kb(), (long)(time(NULL) - t0));
     }
     alarm(0);
-    long rss = rss_kb();
+    long rss = t_rss_kb();
     fprintf(stderr, "  %u cycles (destroy %u, cancel %u, stop/start %u, seek %u; io_uring unavailable %u): "
             "RSS %ld KB after warm-up, %ld KB at the end, fds %d\n", n, tally[0], tally[1], tally[2], tally[3],
             skipped, rss0, rss, fd0);
@@ -245,7 +221,7 @@ static void test_error_cap(void)
         int rc = stk_loader_next(h, NULL, 20000, &b);
         if (rc == STK_END) {
             if (++epochs == 20)
-                rss_mid = rss_kb();
+                rss_mid = t_rss_kb();
             continue;
         }
         T_OK(rc);
@@ -258,9 +234,9 @@ static void test_error_cap(void)
             "error 1023: %d %s", e.status, e.where);
     T_CHECK(stk_loader_error_get(h, 1024, &e) != STK_OK, "error 1024 of %llu is kept", (unsigned long long)n);
     if (!tl_sanitized())
-        T_CHECK(rss_kb() - rss_mid < 4096, "RSS grew by %ld KB while errors were counted", rss_kb() - rss_mid);
+        T_CHECK(t_rss_kb() - rss_mid < 4096, "RSS grew by %ld KB while errors were counted", t_rss_kb() - rss_mid);
     fprintf(stderr, "  %llu record errors over %llu epochs: 1024 kept, RSS %+ld KB from epoch 20 on\n",
-            (unsigned long long)n, (unsigned long long)epochs, rss_kb() - rss_mid);
+            (unsigned long long)n, (unsigned long long)epochs, t_rss_kb() - rss_mid);
     stk_loader_destroy(h);
     alarm(0);
 }
@@ -282,14 +258,14 @@ static void *twin_main(void *arg)
 static void test_two_threads(unsigned n)
 {
     alarm(tl_sanitized() ? 600 : 180);
-    int fd0 = count_fds();
+    int fd0 = t_count_fds();
     twin a = {n, 0x1234567}, b = {n, 0x7654321};
     pthread_t ta, tb;
     T_CHECK(pthread_create(&ta, NULL, twin_main, &a) == 0 && pthread_create(&tb, NULL, twin_main, &b) == 0,
             "pthread_create");
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
-    T_CHECK(count_fds() == fd0, "two threads: %d descriptors, %d before", count_fds(), fd0);
+    T_CHECK(t_count_fds() == fd0, "two threads: %d descriptors, %d before", t_count_fds(), fd0);
     fprintf(stderr, "  two threads x %u cycles on the same shards: ok\n", n);
     alarm(0);
 }
@@ -323,7 +299,7 @@ static int epochs_run(const char *path, unsigned epochs)
             T_OK(stk_loader_release(h, bt, NULL));
         }
         clock_gettime(CLOCK_MONOTONIC, &b);
-        long rss = rss_kb();
+        long rss = t_rss_kb();
         if (e == 0)
             first = rss;
         printf("%u\t%.2f\t%llu\t%llu\t%ld\n", e, (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9,
@@ -339,7 +315,7 @@ static int epochs_run(const char *path, unsigned epochs)
     double m = epochs - 1;
     double slope = m >= 2 ? (m * sxy - sx * sy) / (m * sxx - sx * sx) : 0;
     printf("# RSS after epoch 0: %ld KB, after epoch %u: %ld KB; slope over epochs 1..%u: %.1f KB/epoch\n", first,
-           epochs - 1, rss_kb(), epochs - 1, slope);
+           epochs - 1, t_rss_kb(), epochs - 1, slope);
     char rep[4096];
     stk_loader_report(h, rep, sizeof rep);
     printf("%s", rep);

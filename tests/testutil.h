@@ -66,6 +66,11 @@ uint8_t *t_decode_ref(const uint8_t *jpeg, size_t len, int *w, int *h);
 size_t t_make_imagefolder(const char *root, int nclasses, int per_class, int minside, int maxside,
                           uint64_t seed);
 
+/* Open file descriptors of this process (entries of /proc/self/fd), -1 if unreadable. */
+int t_count_fds(void);
+/* Resident set size of this process in KiB (/proc/self/statm), 0 if unreadable. */
+long t_rss_kb(void);
+
 /* Run a shell command; returns its exit status (or -1). */
 int t_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of the stoker CLI from $STOKER (NULL if unset/empty). */

@@ -66,7 +66,8 @@ done
 for field in layout workers mode stage cache batch_size repeat images_per_s images_per_s_min \
     images_per_s_max mb_per_s cpu_cores read_busy read_starved read_blocked decode_busy decode_starved \
     decode_blocked stager_busy stager_starved stager_blocked wait_fraction step_ms \
-    trainer_wait_fraction io_backend bottleneck; do
+    trainer_wait_fraction step_mode step_reason step_calibrated_ms step_kernel_ms step_input trainer \
+    calibration_target_ms calibrated_ms gpu-kernel sleep io_backend bottleneck; do
     grep -qw -- "$field" "$tmp/help" || { echo "FAIL: --help does not document the JSON field $field"; exit 1; }
 done
 grep -q "Exit status: 0" "$tmp/help" && grep -q "2 bad arguments" "$tmp/help" ||

@@ -71,7 +71,8 @@ fields = ["layout", "workers", "mode", "stage", "cache", "batch_size", "size", "
           "read_busy", "read_starved", "read_blocked", "read_threads",
           "decode_busy", "decode_starved", "decode_blocked", "decode_threads",
           "stager_busy", "stager_starved", "stager_blocked", "stager_threads",
-          "wait_fraction", "trainer_wait_fraction", "wall_s", "samples", "batches", "bad_records",
+          "wait_fraction", "trainer_wait_fraction", "step_mode", "step_reason", "step_calibrated_ms",
+          "step_kernel_ms", "step_input", "wall_s", "samples", "batches", "bad_records",
           "disk_read_bytes", "io_backend", "io_direct", "io_note", "host_ring_bytes", "pinned_bytes",
           "device_bytes", "reader_pool_bytes", "device", "bottleneck", "error"]
 for f in fields:
@@ -106,6 +107,9 @@ for p in pts:
         fail("decode_threads %r != workers %r" % (p["decode_threads"], p["workers"]))
     if p["trainer_wait_fraction"] is not None or p["step_ms"] != 0:
         fail("no trainer step was asked for: %r" % p)
+    if any(p[k] is not None for k in ("step_mode", "step_reason", "step_calibrated_ms", "step_kernel_ms",
+                                      "step_input")):
+        fail("no trainer step, yet step fields: %r" % p)
     if p["samples"] < 1 or p["batches"] < 1 or p["bad_records"] != 0:
         fail("samples/batches/bad: %r" % p)
     if p["host_ring_bytes"] <= 0:
@@ -119,6 +123,9 @@ for p in pts:
 # CPU-bound default: the verdict names the decode stage
 if "decode" not in d["verdict"] or d["bottleneck"] != "decode":
     fail("verdict does not name decode: %r (%r)" % (d["verdict"], d["bottleneck"]))
+if d["trainer"] != {"step_ms": 0, "mode": None, "reason": None, "device": -1, "calibration_target_ms": None,
+                    "calibrated_ms": None}:
+    fail("trainer without --step-ms: %r" % d["trainer"])
 if d["memory"]["host_ring_bytes"] <= 0 or d["memory"]["max_rss_bytes"] <= 0:
     fail("memory: %r" % d["memory"])
 

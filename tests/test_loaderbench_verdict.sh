@@ -4,6 +4,10 @@
 #    the decode stage;
 #  - every read delayed 50 ms (--read-delay-us, stoker's fault injection): storage-bound;
 #  - a trainer step much longer than a batch takes to make: "keeps up", the trainer waits < 5%;
+#    the step is a GPU kernel when the build has CUDA and nvidia-smi lists a GPU (calibrated and
+#    measured within 10% of the step, reading the device batches), else a sleep whose reason says
+#    why ("no CUDA in this build" / "no CUDA device (...)"): expected from the build and the
+#    machine, never taken from the tool's own answer;
 #  - --autotune with such a step finds 1 worker;
 #  - --stage read measures the storage path alone (no decode stage in the figures);
 #  - a shard directory as DATASET: the files layout is skipped, and said so;
@@ -44,19 +48,71 @@ assert p["decode_starved"] >= 0.25 and p["read_starved"] > 0.3, p
 assert p["images_per_s"] < 25, p["images_per_s"]
 EOF
 
-# 2. a 400 ms step for a 16-image batch (a few tens of ms to make): the loader keeps up
+# 2. a 400 ms step for a 16-image batch (a few tens of ms to make): the loader keeps up.
+#    Which step to expect comes from outside the tool: the build's features (stoker's version
+#    string, set by CMake) and the machine (nvidia-smi -L lists a GPU).
+cuda_built=0
+version=$("$LOADERBENCH" --version)
+grep -qw cuda <<<"$version" && cuda_built=1
+gpu_here=0
+gpus=$(nvidia-smi -L 2>/dev/null) || gpus=""
+grep -q "^GPU " <<<"$gpus" && gpu_here=1
+if [ $cuda_built = 1 ] && [ $gpu_here = 1 ]; then want_step=gpu-kernel
+elif [ $cuda_built = 1 ]; then want_step=no-device
+else want_step=no-cuda; fi
+echo "trainer step expected: $want_step (CUDA built: $cuda_built, GPU listed by nvidia-smi: $gpu_here)"
 "$LOADERBENCH" --cache-dir "$C" --sample-images 200 --layouts shards-direct --workers 1 --seconds 2.5 \
-    --batch-size 16 --step-ms 400 --json "$tmp/s400.json" >"$tmp/s400.out" 2>"$tmp/s400.err" || fail "step 400 run"
+    --batch-size 16 --step-ms 400 --json "$tmp/s400.json" --csv "$tmp/s400.csv" >"$tmp/s400.out" 2>"$tmp/s400.err" ||
+    fail "step 400 run"
 grep -q "^verdict: the loader keeps up" "$tmp/s400.out" || fail "step 400: verdict does not say keeps up"
-"$PY" - "$tmp/s400.json" <<'EOF' || fail "step 400: JSON"
-import json, sys
+if [ $want_step = gpu-kernel ]; then
+    grep -q "^trainer step mode: gpu-kernel — a 400 ms kernel per batch on device 0, calibrated at " "$tmp/s400.out" ||
+        fail "step 400: the text does not report the GPU kernel mode"
+else
+    grep -q "^trainer step mode: sleep — " "$tmp/s400.out" || fail "step 400: the text does not report the sleep mode"
+fi
+"$PY" - "$tmp/s400.json" "$tmp/s400.csv" "$want_step" <<'EOF' || fail "step 400: JSON"
+import csv, json, sys
 d = json.load(open(sys.argv[1]))
+want = sys.argv[3]
 p = d["points"][0]
 assert d["bottleneck"] == "trainer", d["bottleneck"]
 assert p["step_ms"] == 400 and p["trainer_wait_fraction"] is not None, p
 assert 0 <= p["trainer_wait_fraction"] < 0.05, p["trainer_wait_fraction"]
 # the trainer consumed about one batch per step: images/s is capped by the step
 assert p["images_per_s"] <= 16 / 0.4 * 1.15, p["images_per_s"]
+t = d["trainer"]
+assert t["step_ms"] == 400, t
+if want == "gpu-kernel":
+    # a kernel of 400 ms per batch, calibrated once and measured per step, within 10%
+    assert t["mode"] == "gpu-kernel" and t["reason"] is None and t["device"] == 0, t
+    assert d["machine"]["cuda_devices"] >= 1, d["machine"]
+    assert t["calibration_target_ms"] == 400 and abs(t["calibrated_ms"] - 400) <= 40, t
+    assert p["step_mode"] == "gpu-kernel" and p["step_reason"] is None, p
+    assert p["step_calibrated_ms"] == t["calibrated_ms"], p
+    assert abs(p["step_kernel_ms"] - 400) <= 40, p["step_kernel_ms"]
+    # the default device is the GPU: device batches, which the kernel reads
+    assert p["device"] == 0 and p["step_input"] == "device-batch", p
+else:
+    assert t["mode"] == "sleep" and t["device"] == -1 and t["calibrated_ms"] is None, t
+    if want == "no-cuda":
+        assert t["reason"] == "no CUDA in this build", t["reason"]
+    else:
+        # CUDA built, no GPU: the runtime found no device and says why
+        assert t["reason"].startswith("no CUDA device (cudaGetDeviceCount"), t["reason"]
+    assert d["machine"]["cuda_devices"] == 0, d["machine"]
+    assert p["step_mode"] == "sleep" and p["step_reason"] == t["reason"], p
+    assert p["step_calibrated_ms"] is None and p["step_kernel_ms"] is None and p["step_input"] is None, p
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 1, rows
+r = rows[0]
+assert r["step_mode"] == p["step_mode"] and r["step_reason"] == (p["step_reason"] or ""), r
+if want == "gpu-kernel":
+    assert abs(float(r["step_calibrated_ms"]) - t["calibrated_ms"]) < 1e-3 * t["calibrated_ms"], r
+    assert r["step_input"] == "device-batch", r
+else:
+    assert r["step_calibrated_ms"] == "" and r["step_kernel_ms"] == "" and r["step_input"] == "", r
+print("trainer step:", t)
 EOF
 
 # 3. autotune with that step: one worker is enough

@@ -6,6 +6,7 @@
 #ifndef LB_H
 #define LB_H
 
+#include "gpu_step.h"
 #include "stoker.h"
 
 #include <stddef.h>
@@ -17,6 +18,7 @@
 #define LB_BUDGET_S 48.0       /* the default run's target, set-up included */
 #define LB_RUN_OVERHEAD_S 0.6  /* a run's open + start + first batch + stop, about */
 #define LB_MIN_RUN_S 0.75      /* shortest automatic measuring window */
+#define LB_CAL_MAX_MS 1000.0   /* the GPU step's calibration kernel: --step-ms, at most this */
 
 /* Exit codes. */
 enum { LB_EXIT_OK = 0, LB_EXIT_FAIL = 1, LB_EXIT_USAGE = 2 };
@@ -30,6 +32,14 @@ enum lb_layout {
     LB_NLAYOUTS = 4
 };
 extern const char *const lb_layout_names[LB_NLAYOUTS];
+
+/* How the simulated trainer (--step-ms) consumes a batch; decided once at start-up. */
+enum lb_step_mode {
+    LB_STEP_NONE = 0,  /* no --step-ms: batches are released at once */
+    LB_STEP_SLEEP = 1, /* the trainer thread sleeps MS per batch (no usable GPU: step_reason) */
+    LB_STEP_GPU = 2    /* a GPU kernel of MS per batch on the trainer's stream (gpu_step.cu) */
+};
+extern const char *const lb_step_mode_names[3]; /* NULL, "sleep", "gpu-kernel" */
 
 /* What the user's DATASET is. */
 enum lb_kind { LB_KIND_DEFAULT = 0, LB_KIND_SHARDS, LB_KIND_FOLDER, LB_KIND_LMDB };
@@ -59,6 +69,13 @@ typedef struct lb_config {
     const char *json_path, *csv_path, *plot_path;
     int quiet;
     int cores;
+    /* the simulated trainer, decided by main before the sweep (lb_trainer_setup) */
+    int step_mode;              /* lb_step_mode */
+    char step_reason[320];      /* why the trainer sleeps ("" in gpu-kernel mode) */
+    int step_device;            /* CUDA device the step kernel runs on, -1 */
+    double step_cal_target_ms;  /* calibration kernel asked for (min(MS, LB_CAL_MAX_MS)), 0 = none */
+    double step_cal_ms;         /* its length measured with CUDA events, < 0 = none */
+    lb_gpu *gpu;                /* the trainer's device, stream and events (gpu-kernel mode) */
 } lb_config;
 
 /* One measured point (median of its repeats). Shares are fractions 0..1; a share < 0 means the
@@ -78,6 +95,9 @@ typedef struct lb_point {
     lb_stage_share read, decode, stager;
     double wait_fraction;          /* consumer time in stk_loader_next / wall (loader stats) */
     double trainer_wait_fraction;  /* < 0 when step_ms == 0 */
+    double step_kernel_ms;         /* mean event-timed step kernel in the window, < 0 = none */
+    uint64_t steps, steps_on_batch; /* trainer steps in the window; of them, kernels that read a
+                                       device batch (the rest only spun: host batches) */
     double wall_s;                 /* measured window of the median run */
     uint64_t samples, batches;     /* in that window */
     uint64_t bad_records;
@@ -153,6 +173,14 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
 int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
 int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
 const char *lb_point_bottleneck(const lb_config *cfg, const lb_point *p);
+
+/* ---- the simulated trainer (loaderbench.c) ---- */
+/* Decide how --step-ms consumes a batch: a GPU kernel when CUDA is built and a device answers
+ * (calibrated once), else a sleep, with the reason. */
+void lb_trainer_setup(lb_config *cfg);
+/* What a point's step kernels read: "device-batch", "none" (host batches: the kernel only spins),
+ * "mixed", or NULL outside gpu-kernel mode. */
+const char *lb_step_input(const lb_config *cfg, const lb_point *p);
 
 /* ---- small helpers (loaderbench.c) ---- */
 double lb_now(void);

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 const char *const lb_layout_names[LB_NLAYOUTS] = {"files", "shards-buffered", "shards-direct", "lmdb-mmap"};
+const char *const lb_step_mode_names[3] = {NULL, "sleep", "gpu-kernel"};
 
 /* ---- helpers ---- */
 
@@ -172,9 +173,18 @@ static void usage(FILE *f)
 "                        what synthesis and packing leave is shared by the runs, 0.75..10 s\n"
 "                        each; --autotune adds runs]\n"
 "  --epochs E            instead of --seconds: run E whole epochs per run (timed from start)\n"
-"  --step-ms MS          simulated trainer: each batch is held MS milliseconds (a sleep; this\n"
-"                        build has no public GPU-kernel hook) before release; reports the\n"
-"                        fraction of time the trainer waited for data [0 = consume at once]\n"
+"  --step-ms MS          simulated trainer: each batch is held MS milliseconds before release;\n"
+"                        reports the fraction of time the trainer waited for data\n"
+"                        [0 = consume at once]. Mode, decided once at start-up and printed:\n"
+"                          gpu-kernel  when this build has CUDA and a device answers: a kernel\n"
+"                                      of MS (spinning on the GPU clock) per batch on the\n"
+"                                      trainer's own stream, which also reads the batch when\n"
+"                                      it is a device batch (with host batches it only\n"
+"                                      spins); the trainer waits for it before the release;\n"
+"                                      calibrated once with a kernel of min(MS, 1000) ms timed\n"
+"                                      by CUDA events\n"
+"                          sleep       otherwise, with the reason: no CUDA in this build, no\n"
+"                                      CUDA device (...), or the CUDA runtime's error\n"
 "  --autotune            with --step-ms: find the fewest workers that keep the trainer fed\n"
 "                        (it waits < 5% of the time) on the best layout, and print it\n"
 "  --device N|cpu        CUDA device for --stage full, or cpu for host batches\n"
@@ -206,6 +216,10 @@ static void usage(FILE *f)
 "  \"machine\": {cores, cuda_devices, loadavg_start, loadavg_end},\n"
 "  \"config\": {workers, layouts, cache, batch_size, mode, stage, size, repeat, seconds, epochs,\n"
 "             step_ms, device, autotune},\n"
+"  \"trainer\": {step_ms, mode, reason, device, calibration_target_ms, calibrated_ms}: mode\n"
+"             \"gpu-kernel\" or \"sleep\" (null without --step-ms), reason why it sleeps,\n"
+"             device the step kernel's GPU (-1: none), calibrated_ms the calibration\n"
+"             kernel's measured length (null unless gpu-kernel),\n"
 "  \"skipped_layouts\": [{layout, reason}], \"points\": [...],\n"
 "  \"autotune\": {layout, workers, wait_fraction, max_tried, best_images_per_s} or null,\n"
 "  \"memory\": {host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes, max_rss_bytes},\n"
@@ -221,6 +235,11 @@ static void usage(FILE *f)
 "  stager_busy, stager_starved, stager_blocked, stager_threads\n"
 "  wait_fraction             consumer time in stk_loader_next / wall (loader's clock)\n"
 "  trainer_wait_fraction     the simulated trainer's waiting share (null when step_ms = 0)\n"
+"  step_mode, step_reason, step_calibrated_ms   as in \"trainer\" (null when not applicable)\n"
+"  step_kernel_ms            mean length of the step kernels in the window, from CUDA events\n"
+"                            (null unless gpu-kernel)\n"
+"  step_input                what the step kernels read: \"device-batch\", \"none\" (host\n"
+"                            batches: the kernel only spins) (null unless gpu-kernel)\n"
 "  wall_s, samples, batches  the measured window (of the median run)\n"
 "  bad_records               substituted (bad) samples in that window\n"
 "  disk_read_bytes           bytes this process read from storage (/proc/self/io)\n"
@@ -554,6 +573,48 @@ static int parse_args(lb_config *cfg, int argc, char **argv)
     return -1;
 }
 
+/* ---- the simulated trainer ---- */
+
+void lb_trainer_setup(lb_config *cfg)
+{
+    cfg->step_mode = LB_STEP_NONE;
+    cfg->step_reason[0] = '\0';
+    cfg->step_device = -1;
+    cfg->step_cal_target_ms = 0.0;
+    cfg->step_cal_ms = -1.0;
+    cfg->gpu = NULL;
+    if (cfg->step_ms <= 0.0)
+        return;
+    /* the loader's device when it delivers device batches (the kernel reads them there), else
+     * device 0: a trainer with host batches still steps on its GPU */
+    int dev = cfg->device >= 0 ? cfg->device : 0;
+    double target = cfg->step_ms < LB_CAL_MAX_MS ? cfg->step_ms : LB_CAL_MAX_MS;
+    cfg->gpu = lb_gpu_open(dev, target, &cfg->step_cal_ms, cfg->step_reason, sizeof cfg->step_reason);
+    if (cfg->gpu) {
+        cfg->step_mode = LB_STEP_GPU;
+        cfg->step_device = dev;
+        cfg->step_cal_target_ms = target;
+        int reads = cfg->stage == STK_STAGE_FULL && cfg->device >= 0;
+        lb_note(cfg, "trainer step: a %g ms GPU kernel per batch on device %d (calibration: %g ms asked, %.3f ms "
+                     "measured by CUDA events)%s",
+                cfg->step_ms, dev, target, cfg->step_cal_ms,
+                reads ? "; it reads each device batch" : "; host batches: the kernel only spins");
+    } else {
+        cfg->step_mode = LB_STEP_SLEEP;
+        cfg->step_cal_ms = -1.0;
+        lb_note(cfg, "trainer step: a %g ms sleep per batch, no GPU kernel: %s", cfg->step_ms, cfg->step_reason);
+    }
+}
+
+const char *lb_step_input(const lb_config *cfg, const lb_point *p)
+{
+    if (cfg->step_mode != LB_STEP_GPU || p->failed || p->steps == 0)
+        return NULL;
+    if (p->steps_on_batch == p->steps)
+        return "device-batch";
+    return p->steps_on_batch == 0 ? "none" : "mixed";
+}
+
 /* ---- the dataset ---- */
 
 static uint64_t fnv1a(const char *s, uint64_t h)
@@ -824,6 +885,7 @@ int main(int argc, char **argv)
     lb_dataset ds;
     if (setup_dataset(&cfg, &ds) != 0)
         return LB_EXIT_FAIL;
+    lb_trainer_setup(&cfg);
 
     /* layouts to run */
     int run_layouts[LB_NLAYOUTS], nrun = 0;
@@ -923,6 +985,7 @@ int main(int argc, char **argv)
         status = LB_EXIT_FAIL;
     if (!ok)
         fprintf(stderr, "loaderbench: every point failed\n");
+    lb_gpu_close(cfg.gpu);
     free(res.points);
     return status;
 }

@@ -7,6 +7,12 @@
  * stk_loader_stats snapshots at the window's edges: busy, starved and blocked seconds of a stage
  * divided by (window × its threads). The simulated trainer holds each batch --step-ms ms and
  * then releases it; its waiting share is the time spent inside stk_loader_next over the window.
+ * In gpu-kernel mode (lb_trainer_setup) the step is a kernel of that length on the trainer's own
+ * stream, which is also the stream given to stk_loader_next/release: the kernel reads the device
+ * batch once the stager has finished it, and the trainer waits for the kernel before it releases
+ * the batch and asks for the next, so the time inside next() is the real wait for data. With host
+ * batches the kernel has nothing on the device to read and only spins. In sleep mode the thread
+ * sleeps.
  *
  * Cache control, no root needed: "cold" drops every file of the layout from the page cache with
  * posix_fadvise(POSIX_FADV_DONTNEED) before each run (pages still mapped by a process stay, so
@@ -91,6 +97,8 @@ typedef struct lb_run {
     double ips, wall, mbps, cpu;
     lb_stage_share read, decode, stager;
     double wait_fraction, trainer_wait;
+    double step_ms_sum;
+    uint64_t steps, steps_on_batch;
     uint64_t samples, batches, bad, disk, record_errors;
     char first_bad[400];
     stk_stats last;
@@ -124,6 +132,31 @@ static void sleep_ms(double ms)
     ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
+}
+
+/* The simulated trainer's step on batch B; COUNTED: the batch is inside the measured window. */
+static int trainer_step(const lb_config *cfg, const stk_batch *b, int counted, lb_run *out, char *err, size_t errcap)
+{
+    if (cfg->step_ms <= 0.0)
+        return 0;
+    if (cfg->step_mode != LB_STEP_GPU) {
+        sleep_ms(cfg->step_ms);
+        return 0;
+    }
+    /* a device batch on the trainer's device is read by the kernel; a host batch is not */
+    const void *data = b->images && b->device >= 0 && b->device == lb_gpu_device(cfg->gpu) ? b->images : NULL;
+    double kms = -1.0;
+    char why[400];
+    if (lb_gpu_step(cfg->gpu, data, data ? b->image_bytes : 0, cfg->step_ms, &kms, why, sizeof why) != 0) {
+        snprintf(err, errcap, "the trainer's GPU step failed: %s", why);
+        return -1;
+    }
+    if (counted) {
+        out->steps++;
+        out->steps_on_batch += data != NULL;
+        out->step_ms_sum += kms;
+    }
+    return 0;
 }
 
 #define SETI(key, val)                                                                           \
@@ -190,6 +223,12 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
                  stk_loader_last_error(h));
         goto fail;
     }
+    /* the trainer's stream orders its kernel after the stager's copy and the buffer's reuse after
+     * the kernel (it must belong to STK_P_DEVICE; NULL = the legacy default stream) */
+    void *stream = cfg->step_mode == LB_STEP_GPU && cfg->stage == STK_STAGE_FULL && cfg->device >= 0 &&
+                           cfg->device == lb_gpu_device(cfg->gpu)
+                       ? lb_gpu_stream(cfg->gpu)
+                       : NULL;
     stk_stats s0, s1;
     memset(&s0, 0, sizeof s0);
     double t0 = t_start, waited = 0.0, last_progress = 0.0, last_batch = t_start;
@@ -202,7 +241,7 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
     for (;;) {
         const stk_batch *b = NULL;
         double ta = lb_now();
-        rc = stk_loader_next(h, NULL, 500, &b);
+        rc = stk_loader_next(h, stream, 500, &b);
         double tb = lb_now();
         if (window_open)
             waited += tb - ta;
@@ -221,6 +260,7 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
             goto fail;
         } else {
             last_batch = tb;
+            int counted = window_open;
             if (!window_open) {
                 /* the window opens at the first batch */
                 stk_loader_stats(h, &s0);
@@ -232,8 +272,11 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
                 batches++;
                 bad += b->bad;
             }
-            sleep_ms(cfg->step_ms);
-            rc = stk_loader_release(h, b, NULL);
+            if (trainer_step(cfg, b, counted, out, err, errcap) != 0) {
+                stk_loader_release(h, b, stream);
+                goto fail;
+            }
+            rc = stk_loader_release(h, b, stream);
             if (rc != STK_OK) {
                 snprintf(err, errcap, "stk_loader_release: %s: %s", stk_strerror(rc), stk_loader_last_error(h));
                 goto fail;
@@ -316,6 +359,7 @@ void lb_point_init(const lb_config *cfg, lb_point *pt, int layout, int workers)
     pt->workers = workers;
     pt->repeat = cfg->repeat;
     pt->trainer_wait_fraction = -1.0;
+    pt->step_kernel_ms = -1.0;
 }
 
 int lb_point_run(const lb_config *cfg, const lb_dataset *ds, lb_point *pt, int rep, const char *label)
@@ -369,6 +413,9 @@ void lb_point_finish(const lb_config *cfg, lb_point *pt)
     pt->stager = m->stager;
     pt->wait_fraction = m->wait_fraction;
     pt->trainer_wait_fraction = m->trainer_wait;
+    pt->steps = m->steps;
+    pt->steps_on_batch = m->steps_on_batch;
+    pt->step_kernel_ms = m->steps > 0 ? m->step_ms_sum / (double)m->steps : -1.0;
     pt->wall_s = m->wall;
     pt->samples = m->samples;
     pt->batches = m->batches;

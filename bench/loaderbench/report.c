@@ -287,17 +287,28 @@ void lb_print_table(FILE *f, const lb_config *cfg, const lb_dataset *ds, const l
     fprintf(f, ", median of %d", cfg->repeat);
     if (cfg->step_ms > 0.0)
         fprintf(f, ", trainer step %g ms", cfg->step_ms);
-    fprintf(f, "\n\n");
-    int step = cfg->step_ms > 0.0;
-    fprintf(f, "%-16s %3s %16s %7s %5s  %-11s  %-11s  %-11s %6s%s  %s\n", "layout", "wrk", "img/s (min-max)",
-            "MB/s", "cores", "read b/s/bl", "decode b/s/b", "stager b/s/b", "wait", step ? " trainer" : "", "io");
+    fprintf(f, "\n");
+    if (cfg->step_mode == LB_STEP_GPU)
+        fprintf(f, "trainer step mode: gpu-kernel — a %g ms kernel per batch on device %d, calibrated at %.3f ms "
+                   "(%g ms asked, CUDA events); %s\n",
+                cfg->step_ms, cfg->step_device, cfg->step_cal_ms, cfg->step_cal_target_ms,
+                cfg->stage == STK_STAGE_FULL && cfg->device >= 0
+                    ? "it reads every device batch first (step_input in the JSON; step ms: its mean measured length)"
+                    : "host batches: the kernel only spins (step ms: its mean measured length)");
+    else if (cfg->step_mode == LB_STEP_SLEEP)
+        fprintf(f, "trainer step mode: sleep — %s\n", cfg->step_reason);
+    fprintf(f, "\n");
+    int step = cfg->step_ms > 0.0, gpu = cfg->step_mode == LB_STEP_GPU;
+    fprintf(f, "%-16s %3s %16s %7s %5s  %-11s  %-11s  %-11s %6s%s%s  %s\n", "layout", "wrk", "img/s (min-max)",
+            "MB/s", "cores", "read b/s/bl", "decode b/s/b", "stager b/s/b", "wait", step ? " trainer" : "",
+            gpu ? " step ms" : "", "io");
     for (size_t i = 0; i < r->npoints; i++) {
         const lb_point *p = &r->points[i];
         if (p->failed) {
             fprintf(f, "%-16s %3d  failed: %s\n", lb_layout_names[p->layout], p->workers, p->error);
             continue;
         }
-        char rs[32], ds_[32], ss[32], ips[48], tw[16] = "";
+        char rs[32], ds_[32], ss[32], ips[48], tw[16] = "", km[16] = "";
         fmt_share(rs, sizeof rs, &p->read);
         fmt_share(ds_, sizeof ds_, &p->decode);
         fmt_share(ss, sizeof ss, &p->stager);
@@ -307,8 +318,10 @@ void lb_print_table(FILE *f, const lb_config *cfg, const lb_dataset *ds, const l
             snprintf(ips, sizeof ips, "%.0f", p->images_per_s);
         if (step)
             snprintf(tw, sizeof tw, " %6.1f%%", pct(p->trainer_wait_fraction));
-        fprintf(f, "%-16s %3d %16s %7.1f %5.2f  %-11s  %-11s  %-11s %5.1f%%%s  %s\n", lb_layout_names[p->layout],
-                p->workers, ips, p->mb_per_s, p->cpu_cores, rs, ds_, ss, pct(p->wait_fraction), tw,
+        if (gpu)
+            snprintf(km, sizeof km, " %7.2f", p->step_kernel_ms);
+        fprintf(f, "%-16s %3d %16s %7.1f %5.2f  %-11s  %-11s  %-11s %5.1f%%%s%s  %s\n", lb_layout_names[p->layout],
+                p->workers, ips, p->mb_per_s, p->cpu_cores, rs, ds_, ss, pct(p->wait_fraction), tw, km,
                 p->io_note[0] ? p->io_note : backend_name(p->io_backend));
     }
     fprintf(f, "\n(b/s/bl: busy / starved / blocked %% of each stage's thread time — for the reader, starved = "
@@ -338,6 +351,14 @@ static void json_str(FILE *f, const char *s)
             fputc(*p, f);
     }
     fputc('"', f);
+}
+
+static void json_str_or_null(FILE *f, const char *s)
+{
+    if (s)
+        json_str(f, s);
+    else
+        fputs("null", f);
 }
 
 static void json_num(FILE *f, double v)
@@ -438,6 +459,17 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
     json_num(f, cfg->step_ms);
     fprintf(f, ", \"device\": %d, \"autotune\": %s},\n", cfg->stage == STK_STAGE_FULL ? cfg->device : -1,
             cfg->autotune ? "true" : "false");
+    fputs("  \"trainer\": {\"step_ms\": ", f);
+    json_num(f, cfg->step_ms);
+    fputs(", \"mode\": ", f);
+    json_str_or_null(f, lb_step_mode_names[cfg->step_mode]);
+    fputs(", \"reason\": ", f);
+    json_str_or_null(f, cfg->step_mode == LB_STEP_SLEEP ? cfg->step_reason : NULL);
+    fprintf(f, ", \"device\": %d, \"calibration_target_ms\": ", cfg->step_device);
+    json_share(f, cfg->step_mode == LB_STEP_GPU ? cfg->step_cal_target_ms : -1.0);
+    fputs(", \"calibrated_ms\": ", f);
+    json_share(f, cfg->step_mode == LB_STEP_GPU ? cfg->step_cal_ms : -1.0);
+    fputs("},\n", f);
     fprintf(f, "  \"skipped_layouts\": [");
     int first = 1;
     for (int i = 0; i < cfg->nlayouts; i++) {
@@ -488,6 +520,16 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
         json_num(f, p->wait_fraction);
         fputs(", \"trainer_wait_fraction\": ", f);
         json_share(f, p->trainer_wait_fraction);
+        fputs(", \"step_mode\": ", f);
+        json_str_or_null(f, lb_step_mode_names[cfg->step_mode]);
+        fputs(", \"step_reason\": ", f);
+        json_str_or_null(f, cfg->step_mode == LB_STEP_SLEEP ? cfg->step_reason : NULL);
+        fputs(", \"step_calibrated_ms\": ", f);
+        json_share(f, cfg->step_mode == LB_STEP_GPU ? cfg->step_cal_ms : -1.0);
+        fputs(", \"step_kernel_ms\": ", f);
+        json_share(f, p->step_kernel_ms);
+        fputs(", \"step_input\": ", f);
+        json_str_or_null(f, lb_step_input(cfg, p));
         fputs(", \"wall_s\": ", f);
         json_num(f, p->wall_s);
         fprintf(f, ", \"samples\": %llu, \"batches\": %llu, \"bad_records\": %llu, \"disk_read_bytes\": %llu, "
@@ -568,7 +610,8 @@ int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, c
     fputs("layout,workers,mode,stage,cache,batch_size,size,step_ms,repeat,images_per_s,images_per_s_min,"
           "images_per_s_max,mb_per_s,cpu_cores,read_busy,read_starved,read_blocked,read_threads,decode_busy,"
           "decode_starved,decode_blocked,decode_threads,stager_busy,stager_starved,stager_blocked,"
-          "stager_threads,wait_fraction,trainer_wait_fraction,wall_s,samples,batches,bad_records,"
+          "stager_threads,wait_fraction,trainer_wait_fraction,step_mode,step_reason,step_calibrated_ms,"
+          "step_kernel_ms,step_input,wall_s,samples,batches,bad_records,"
           "disk_read_bytes,io_backend,io_direct,io_note,host_ring_bytes,pinned_bytes,device_bytes,"
           "reader_pool_bytes,device,bottleneck,error\n",
           f);
@@ -578,7 +621,7 @@ int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, c
                 stage_name(cfg->stage), cfg->cold ? "cold" : "warm", cfg->batch_size, cfg->size, cfg->step_ms,
                 p->repeat);
         if (p->failed) {
-            fputs(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,", f);
+            fputs(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,", f); /* the 38 figures between repeat and error */
             csv_str(f, p->error, 1);
             continue;
         }
@@ -596,6 +639,11 @@ int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, c
         }
         csv_num(f, p->wait_fraction, 0);
         csv_num(f, p->trainer_wait_fraction, 1);
+        csv_str(f, lb_step_mode_names[cfg->step_mode], 0);
+        csv_str(f, cfg->step_mode == LB_STEP_SLEEP ? cfg->step_reason : NULL, 0);
+        csv_num(f, cfg->step_mode == LB_STEP_GPU ? cfg->step_cal_ms : -1.0, 1);
+        csv_num(f, p->step_kernel_ms, 1);
+        csv_str(f, lb_step_input(cfg, p), 0);
         csv_num(f, p->wall_s, 0);
         fprintf(f, "%llu,%llu,%llu,%llu,%s,%d,", (unsigned long long)p->samples, (unsigned long long)p->batches,
                 (unsigned long long)p->bad_records, (unsigned long long)p->disk_read_bytes,

@@ -11,6 +11,9 @@
 #   4. (b) synthetic trainer, GPU step longer than the loader's batch time: GPU idle between
 #      steps, stoker (idle_gap) vs per-batch .cuda() (torch_idle.py).
 #   5. (c) images/s: stoker vs PyTorch DataLoader, all cores (throughput.py).
+#   6. loaderbench --step-ms 20: the trainer's step must be a GPU kernel (gpu-kernel mode),
+#      calibrated and measured within 10% of 20 ms, reading the device batches (--device cpu:
+#      spinning only); a part that fails otherwise.
 # Writes its logs and summary.txt to $OUT (default /tmp/stoker-check). Exit 0 when every part
 # ran (targets missed are reported, not failures), 1 when a test failed or a part broke.
 # Without a GPU it says so and exits 0; CHECK_SMOKE=1 then runs the parts that can run on a CPU
@@ -24,7 +27,8 @@ COUNT=${CHECK_COUNT:-5000}
 PY=${PYTHON:-python3}
 NCPU=$(nproc)
 mkdir -p "$OUT" "$DATA"
-rm -f "$OUT"/{check.log,test_stager.txt,test_cuda_loader.txt,h2d.txt,idle.txt,throughput.txt,summary.txt}
+rm -f "$OUT"/{check.log,test_stager.txt,test_cuda_loader.txt,h2d.txt,idle.txt,throughput.txt,summary.txt} \
+  "$OUT"/{loaderbench.txt,loaderbench-0.json,loaderbench-cpu.json}
 
 main() {
 if [ ! -x "$D/bin/stager_h2d" ]; then
@@ -99,6 +103,44 @@ else
   run throughput 240 "$OUT/throughput.txt" "$PY" bench/device/throughput.py --folder "$DATA/folder" \
     --shards "$DATA/shards" --workers 2 --epochs 1 --rounds 2 --batch 16 --device cpu
 fi
+
+part "6. loaderbench --step-ms: the simulated trainer's step is a GPU kernel"
+# a GPU here: the step must be a kernel (gpu-kernel mode), calibrated and measured within 10% of
+# MS, reading the device batches; --device cpu: host batches, the kernel only spins. No GPU
+# (CHECK_SMOKE): the step must be a sleep, with a reason.
+LB_MS=20
+want=sleep
+[ $gpu = 1 ] && want=gpu-kernel
+for dev in 0 cpu; do
+  run "loaderbench_step_$dev" 90 "$OUT/loaderbench.txt" "$D/bin/loaderbench" --cache-dir "$DATA/lbcache" \
+    --sample-images 400 --layouts shards-direct --workers "$NCPU" --seconds 3 --batch-size 64 \
+    --step-ms "$LB_MS" --device "$dev" --json "$OUT/loaderbench-$dev.json"
+  run "loaderbench_step_${dev}_check" 30 "$OUT/loaderbench.txt" "$PY" - "$OUT/loaderbench-$dev.json" "$LB_MS" \
+    "$want" "$dev" <<'EOF'
+import json, sys
+path, ms, want, dev = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+d = json.load(open(path))
+t, p = d["trainer"], d["points"][0]
+cal, kern = t["calibrated_ms"], p.get("step_kernel_ms")
+bad = []
+if t["mode"] != want:
+    bad.append("mode %s, want %s (reason: %s)" % (t["mode"], want, t["reason"]))
+if want == "gpu-kernel":
+    if cal is None or abs(cal - ms) > 0.1 * ms:
+        bad.append("calibrated %s ms, want %g +- 10%%" % (cal, ms))
+    if kern is None or abs(kern - ms) > 0.1 * ms:
+        bad.append("mean step kernel %s ms, want %g +- 10%%" % (kern, ms))
+    want_input = "device-batch" if dev != "cpu" else "none"
+    if p.get("step_input") != want_input:
+        bad.append("step_input %s, want %s (point device %s)" % (p.get("step_input"), want_input, p.get("device")))
+elif not t["reason"]:
+    bad.append("sleep without a reason")
+print("RESULT loaderbench_step device=%s mode=%s step_ms=%g calibrated_ms=%s kernel_ms=%s step_input=%s "
+      "trainer_wait=%s images_per_s=%s reason=%r %s" % (dev, t["mode"], ms, cal, kern, p.get("step_input"),
+      p.get("trainer_wait_fraction"), p.get("images_per_s"), t["reason"], "OK" if not bad else "FAIL: " + "; ".join(bad)))
+sys.exit(1 if bad else 0)
+EOF
+done
 
 part "summary"
 {

@@ -23,11 +23,11 @@ echo "== build ($B, CUDA arch $ARCH)"
 mkdir -p "$B"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSTOKER_WITH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$B/prepare-cmake.log" 2>&1 || { cat "$B/prepare-cmake.log"; exit 1; }
-make -C "$B" -j"$J" stoker stoker_static stk_testcuda test_stager test_cuda_loader >/dev/null
+make -C "$B" -j"$J" stoker stoker_static stk_testcuda test_stager test_cuda_loader loaderbench >/dev/null
 
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib" "$D/photo-cache/photos"
-cp "$B/tests/test_stager" "$B/tests/test_cuda_loader" "$D/bin/"
+cp "$B/tests/test_stager" "$B/tests/test_cuda_loader" "$B/loaderbench" "$D/bin/"
 cp -L "$B/libstoker.so" "$D/lib/"
 # the binding and the dynamic loader look for the SONAME too
 soname=$(objdump -p "$B/libstoker.so" | awk '/SONAME/ {print $2}')
@@ -67,5 +67,7 @@ for p in stager_h2d test_stager; do
   rc=0; "$D/bin/$p" >/dev/null 2>&1 || rc=$?
   [ "$rc" = 0 ] || [ "$rc" = 77 ] || { echo "prepare: $D/bin/$p exits $rc here"; exit 1; }
 done
+lbv=$("$D/bin/loaderbench" --version)
+grep -qw cuda <<<"$lbv" || { echo "prepare: $D/bin/loaderbench is not a CUDA build: $lbv"; exit 1; }
 du -sh "$D"
 echo "ready: carry .device in the run (bench/device/README.md)"

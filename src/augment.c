@@ -154,9 +154,7 @@ typedef struct axis {
     int *start, *count;
     int32_t *k;
     double *pre;
-    int16_t *k16;  /* AVX2 horizontal pass: per output, per 4 taps, 16 high + 16 low halves */
-    size_t cap_start, cap_count, cap_k, cap_pre, cap_k16;
-    int groups;    /* 4-tap groups per output in k16 */
+    size_t cap_start, cap_count, cap_k, cap_pre;
     int maxcount;  /* largest count */
     int lo, hi; /* inputs used: [lo, hi) */
 } axis;
@@ -166,6 +164,8 @@ struct stk__worker_ctx {
     axis ax, ay;
     uint8_t *tmp;   /* horizontal pass output */
     size_t tmp_cap;
+    uint8_t *hs;    /* horizontal pass scratch */
+    size_t hs_cap;
     int32_t *acc;   /* vertical pass accumulators, one row */
     size_t acc_cap;
 };
@@ -187,7 +187,6 @@ int stk__worker_ctx_create(stk__worker_ctx **out)
 
 static void axis_free(axis *a)
 {
-    free(a->k16);
     free(a->start);
     free(a->count);
     free(a->k);
@@ -202,6 +201,7 @@ void stk__worker_ctx_destroy(stk__worker_ctx *w)
     axis_free(&w->ax);
     axis_free(&w->ay);
     free(w->tmp);
+    free(w->hs);
     free(w->acc);
     free(w);
 }
@@ -257,6 +257,7 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         if (virt_size > 0 && (out_off + xx < 0 || out_off + xx >= virt_size)) {
             a->start[xx] = 0; /* zero padding (eval output larger than the resized image) */
             a->count[xx] = 0;
+            memset(a->k + (size_t)xx * (size_t)ksize, 0, (size_t)ksize * sizeof(int32_t));
             continue;
         }
         double center = in0 + (out_off + xx + 0.5) * scale;
@@ -292,8 +293,8 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         a->lo = STK__MIN(a->lo, xmin + shift);
         a->hi = STK__MAX(a->hi, xmin + xmax + shift);
     }
-    /* padding outputs read nothing, but the AVX2 pass still loads (and weighs by 0) its groups:
-     * point them at the first input used */
+    /* padding outputs read nothing, but the AVX2 pass still loads (and weighs by 0) maxcount
+     * taps: point them at the first input used */
     for (int xx = 0; xx < out; xx++)
         if (a->count[xx] == 0)
             a->start[xx] = a->lo;
@@ -315,16 +316,17 @@ static inline uint8_t clip8(int32_t v)
     return (uint8_t)(v >> PB);
 }
 
-/* Horizontal pass over ROWS rows of SRC (STRIDE bytes apart) into DST (ow * 3 per row). */
+/* Horizontal pass over ROWS rows of SRC (STRIDE bytes apart) into DST (rows DSTRIDE apart). */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("O3")))
 #endif
-static void pass_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, int flip)
+static void pass_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, size_t dstride,
+                   int flip)
 {
     int ow = a->out, ks = a->ksize;
     for (int y = 0; y < rows; y++) {
         const uint8_t *in = src + (size_t)y * stride;
-        uint8_t *o = dst + (size_t)y * (size_t)ow * 3;
+        uint8_t *o = dst + (size_t)y * dstride;
         for (int xx = 0; xx < ow; xx++) {
             const int32_t *k = a->k + (size_t)xx * (size_t)ks;
             const uint8_t *p = in + (size_t)a->start[xx] * 3;
@@ -370,101 +372,118 @@ static void pass_v(const axis *a, const uint8_t *src, size_t stride, int n, uint
 #ifdef STK_AVX2
 /*
  * AVX2 versions of the two passes: the same 22-bit integer arithmetic (so the same bytes).
- * Horizontal: four taps per step with 16-bit multiply-adds on split coefficients (axis_pack16),
- * reading 16 bytes from the first tap's pixel; every output takes the axis's largest tap count
- * (rounded up to 4; the extra taps weigh 0 but are read, up to 3 * maxcount + 13 bytes past the
- * output's first tap, so the slack after the decoded rows must cover that), two outputs per
- * step. Vertical: 32 output bytes per step, the taps' rows accumulated in
+ * Horizontal: see pass_h_t8. Vertical: 32 output bytes per step, the taps' rows accumulated in
  * registers. Chosen at run time (__builtin_cpu_supports).
  */
-/* Pack the horizontal coefficients for pass_h_avx2: k = kh * 2^11 + kl with kh, kl < 2^15, so
- * that 16-bit multiply-adds (vpmaddwd) give the exact 22-bit products: sum(p * k) =
- * (sum(p * kh) << 11) + sum(p * kl). Per output and per group of 4 taps: 16 int16 of kh laid out
- * [k0 k1] x 4 | [k2 k3] x 4, then the same for kl. Taps past count are 0. */
-static int axis_pack16(axis *a)
+/*
+ * The horizontal pass, transposed. Per strip of 8 rows: transpose the strip's bytes so that each
+ * byte column (pixel x, channel c) becomes 8 contiguous bytes, its 8 rows (strip_t8); then output
+ * x of channel c is the weighted sum of whole byte columns, 8 rows at once in 32-bit lanes
+ * (vpmulld with the broadcast 22-bit coefficient: exact, as the portable pass), with no shuffle
+ * per tap; four outputs' 8 x 3 results are packed to bytes and transposed back into the rows.
+ * Every output takes the axis's largest tap count (the extra taps weigh 0): a fixed trip count,
+ * no branch misses.
+ */
+/* T[b] = bytes b of rows R[0..7], for b < nb rounded up to 32 (reads up to 31 bytes past nb). */
+__attribute__((target("avx2"))) static void strip_t8(const uint8_t *const *r, int nb, uint8_t *t)
 {
-    int g = (a->maxcount + 3) / 4; /* the same number of groups for every output: no branch misses */
-    if (reserve((void **)&a->k16, &a->cap_k16, (size_t)a->out * (size_t)g * 32, sizeof(int16_t)) != 0)
-        return STK_E_NOMEM;
-    a->groups = g;
-    for (int xx = 0; xx < a->out; xx++) {
-        const int32_t *k = a->k + (size_t)xx * (size_t)a->ksize;
-        for (int gi = 0; gi < g; gi++) {
-            int16_t *v = a->k16 + ((size_t)xx * (size_t)g + (size_t)gi) * 32;
+    for (int b = 0; b < nb; b += 32) {
+#define LD(i) _mm256_loadu_si256((const __m256i *)(r[i] + b))
+        __m256i a0 = LD(0), a1 = LD(1), a2 = LD(2), a3 = LD(3), a4 = LD(4), a5 = LD(5), a6 = LD(6), a7 = LD(7);
+#undef LD
+        /* per 128-bit lane: bytes j of two rows, then four, then eight */
+        __m256i b0 = _mm256_unpacklo_epi8(a0, a1), b1 = _mm256_unpackhi_epi8(a0, a1);
+        __m256i b2 = _mm256_unpacklo_epi8(a2, a3), b3 = _mm256_unpackhi_epi8(a2, a3);
+        __m256i b4 = _mm256_unpacklo_epi8(a4, a5), b5 = _mm256_unpackhi_epi8(a4, a5);
+        __m256i b6 = _mm256_unpacklo_epi8(a6, a7), b7 = _mm256_unpackhi_epi8(a6, a7);
+        __m256i c0 = _mm256_unpacklo_epi16(b0, b2), c1 = _mm256_unpackhi_epi16(b0, b2);
+        __m256i c2 = _mm256_unpacklo_epi16(b1, b3), c3 = _mm256_unpackhi_epi16(b1, b3);
+        __m256i c4 = _mm256_unpacklo_epi16(b4, b6), c5 = _mm256_unpackhi_epi16(b4, b6);
+        __m256i c6 = _mm256_unpacklo_epi16(b5, b7), c7 = _mm256_unpackhi_epi16(b5, b7);
+        __m256i d[8] = {_mm256_unpacklo_epi32(c0, c4), _mm256_unpackhi_epi32(c0, c4),
+                        _mm256_unpacklo_epi32(c1, c5), _mm256_unpackhi_epi32(c1, c5),
+                        _mm256_unpacklo_epi32(c2, c6), _mm256_unpackhi_epi32(c2, c6),
+                        _mm256_unpacklo_epi32(c3, c7), _mm256_unpackhi_epi32(c3, c7)};
+        uint8_t *o = t + (size_t)b * 8;
+        for (int i = 0; i < 8; i++) { /* d[i]: columns 2i, 2i+1 (low lane), 16 + 2i, 17 + 2i */
+            _mm_storeu_si128((__m128i *)(o + i * 16), _mm256_castsi256_si128(d[i]));
+            _mm_storeu_si128((__m128i *)(o + 128 + i * 16), _mm256_extracti128_si256(d[i], 1));
+        }
+    }
+}
+
+/* 8 rows of output X (3 channels, 22-bit sums of G taps from T), as bytes: per 128-bit lane
+ * (rows 0-3, rows 4-7) one 32-bit word per row holding c0 c1 c2 0. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i out8_t8(const uint8_t *t, const int32_t *k, int g,
+                                                               __m256i bias, __m256i px)
+{
+    __m256i s0 = bias, s1 = bias, s2 = bias;
+    for (int i = 0; i < g; i++, t += 24) {
+        __m256i kk = _mm256_set1_epi32(k[i]);
+        s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)t)), kk));
+        s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(t + 8))), kk));
+        s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(t + 16))), kk));
+    }
+    s0 = _mm256_srai_epi32(s0, PB), s1 = _mm256_srai_epi32(s1, PB), s2 = _mm256_srai_epi32(s2, PB);
+    /* saturating packs clip as clip8 does; per lane: c0 rows, c1 rows, c2 rows, c2 rows */
+    __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(s0, s1), _mm256_packs_epi32(s2, s2));
+    return _mm256_shuffle_epi8(v, px);
+}
+
+/* Outputs in storage order (pos); with flip, pos takes the coefficients of ow - 1 - pos. DST rows
+ * DSTRIDE apart; writes rows up to ROWS rounded up to 8, and each row up to 3 * (ow rounded up
+ * to 4) + 4 bytes. T: scratch of t8_size() bytes. */
+__attribute__((target("avx2"), always_inline)) static inline void pass_h_t8_g(const axis *a, const uint8_t *src, size_t stride,
+                                                                int rows, uint8_t *dst, size_t dstride, int flip,
+                                                                uint8_t *t, int g)
+{
+    int ow = a->out, ks = a->ksize, nb = (a->hi - a->lo) * 3;
+    const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
+    const __m256i px = _mm256_setr_epi8(0, 4, 8, -1, 1, 5, 9, -1, 2, 6, 10, -1, 3, 7, 11, -1,
+                                        0, 4, 8, -1, 1, 5, 9, -1, 2, 6, 10, -1, 3, 7, 11, -1);
+    const __m256i pack12 = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
+                                            0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    /* the taps past the window (weight 0) read this zeroed slack */
+    size_t nt = ((size_t)nb + 31) / 32 * 32;
+    memset(t + nt * 8, 0, ((size_t)g * 3 + 32) * 8);
+    for (int y0 = 0; y0 < rows; y0 += 8) {
+        const uint8_t *r[8];
+        for (int i = 0; i < 8; i++)
+            r[i] = src + (size_t)STK__MIN(y0 + i, rows - 1) * stride;
+        strip_t8(r, nb, t);
+        uint8_t *o = dst + (size_t)y0 * dstride;
+        for (int pos = 0; pos < ow; pos += 4) {
+            __m256i v[4];
             for (int j = 0; j < 4; j++) {
-                int t = gi * 4 + j;
-                int32_t kt = t < a->count[xx] ? k[t] : 0;
-                int16_t hi = (int16_t)(kt >> 11), lo = (int16_t)(kt & 2047);
-                int lane = j >> 1, pos = j & 1;
-                for (int c = 0; c < 4; c++) {
-                    v[lane * 8 + c * 2 + pos] = hi;
-                    v[16 + lane * 8 + c * 2 + pos] = lo;
-                }
+                int p = STK__MIN(pos + j, ow - 1), x = flip ? ow - 1 - p : p;
+                v[j] = out8_t8(t + (size_t)a->start[x] * 24, a->k + (size_t)x * (size_t)ks, g, bias, px);
+            }
+            /* 4 x 4 words per lane: outputs pos..pos+3 of row i (low lane) and row 4 + i */
+            __m256i u0 = _mm256_unpacklo_epi32(v[0], v[1]), u1 = _mm256_unpackhi_epi32(v[0], v[1]);
+            __m256i u2 = _mm256_unpacklo_epi32(v[2], v[3]), u3 = _mm256_unpackhi_epi32(v[2], v[3]);
+            __m256i w[4] = {_mm256_unpacklo_epi64(u0, u2), _mm256_unpackhi_epi64(u0, u2),
+                            _mm256_unpacklo_epi64(u1, u3), _mm256_unpackhi_epi64(u1, u3)};
+            uint8_t *q = o + (size_t)pos * 3;
+            for (int i = 0; i < 4; i++) {
+                __m256i z = _mm256_shuffle_epi8(w[i], pack12);
+                _mm_storeu_si128((__m128i *)(q + (size_t)i * dstride), _mm256_castsi256_si128(z));
+                _mm_storeu_si128((__m128i *)(q + (size_t)(i + 4) * dstride), _mm256_extracti128_si256(z, 1));
             }
         }
     }
-    return STK_OK;
 }
 
-/* Sum of 4-tap groups for the output whose coefficients are KV, reading from P: high and low
- * partial sums, each 4 taps spread over two 128-bit lanes. */
-__attribute__((target("avx2"))) static inline void taps_avx2(const uint8_t *p, const __m256i *kv, int g,
-                                                              __m256i shuf, __m256i *sh, __m256i *sl)
+__attribute__((target("avx2"))) static void pass_h_t8(const axis *a, const uint8_t *src, size_t stride, int rows,
+                                                       uint8_t *dst, size_t dstride, int flip, uint8_t *t)
 {
-    __m256i h = _mm256_setzero_si256(), l = _mm256_setzero_si256();
-    for (int gi = 0; gi < g; gi++, p += 12) {
-        __m256i px = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)), shuf);
-        h = _mm256_add_epi32(h, _mm256_madd_epi16(px, _mm256_loadu_si256(kv + 2 * gi)));
-        l = _mm256_add_epi32(l, _mm256_madd_epi16(px, _mm256_loadu_si256(kv + 2 * gi + 1)));
+    switch (a->maxcount) { /* constant trip counts for the common tap counts */
+    case 1: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 1); break;
+    case 2: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 2); break;
+    case 3: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 3); break;
+    case 4: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 4); break;
+    case 5: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 5); break;
+    default: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, a->maxcount); break;
     }
-    *sh = h;
-    *sl = l;
-}
-
-/* Outputs in storage order (pos); with flip, output pos takes the coefficients of ow - 1 - pos.
- * One 8-byte store per two outputs, overwriting the next pair's first two bytes before they are
- * written (DST needs 2 bytes of slack; with an odd width the last output is stored twice). G: groups of 4 taps (a constant 1 at the common call site). */
-__attribute__((target("avx2"))) static inline void pass_h_avx2_g(const axis *a, const uint8_t *src, size_t stride,
-                                                                  int rows, uint8_t *dst, int flip, int g)
-{
-    int ow = a->out;
-    /* taps t, t+1 (bytes 0..5) in the low lane, t+2, t+3 (bytes 6..11) in the high lane, as
-     * 16-bit [x_t, x_t+1] pairs per channel, the 4th pair zero */
-    const __m256i shuf = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,
-                                          6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-    const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
-    for (int y = 0; y < rows; y++) {
-        const uint8_t *in = src + (size_t)y * stride;
-        uint8_t *o = dst + (size_t)y * (size_t)ow * 3;
-        for (int pos = 0; pos < ow; pos += 2) {
-            int p1 = pos + 1 < ow ? pos + 1 : pos; /* odd width: the last output twice */
-            int xa = flip ? ow - 1 - pos : pos, xb = flip ? ow - 1 - p1 : p1;
-            __m256i ha, la, hb, lb;
-            taps_avx2(in + (size_t)a->start[xa] * 3, (const __m256i *)(a->k16 + (size_t)xa * (size_t)g * 32),
-                      g, shuf, &ha, &la);
-            taps_avx2(in + (size_t)a->start[xb] * 3, (const __m256i *)(a->k16 + (size_t)xb * (size_t)g * 32),
-                      g, shuf, &hb, &lb);
-            /* lanes: [a.lo + a.hi | b.lo + b.hi] */
-            __m256i h = _mm256_add_epi32(_mm256_permute2x128_si256(ha, hb, 0x20), _mm256_permute2x128_si256(ha, hb, 0x31));
-            __m256i l = _mm256_add_epi32(_mm256_permute2x128_si256(la, lb, 0x20), _mm256_permute2x128_si256(la, lb, 0x31));
-            __m256i r = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(h, 11), l), bias), PB);
-            r = _mm256_packs_epi32(r, r);   /* per lane: 4 x int16, twice */
-            r = _mm256_packus_epi16(r, r);  /* per lane: 4 x uint8 */
-            uint64_t va = (uint32_t)_mm256_cvtsi256_si32(r) & 0xFFFFFFu;
-            uint64_t vb = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
-            uint64_t v2 = va | vb << 24; /* both pixels, one store */
-            memcpy(o + (size_t)pos * 3, &v2, 8);
-        }
-    }
-}
-
-__attribute__((target("avx2"))) static void pass_h_avx2(const axis *a, const uint8_t *src, size_t stride,
-                                                         int rows, uint8_t *dst, int flip)
-{
-    if (a->groups == 1)
-        pass_h_avx2_g(a, src, stride, rows, dst, flip, 1);
-    else
-        pass_h_avx2_g(a, src, stride, rows, dst, flip, a->groups);
 }
 
 __attribute__((target("avx2"))) static inline __m128i clip16_avx2(__m256i s0, __m256i s1)
@@ -536,17 +555,29 @@ int stk__aug_set_simd(int enable)
 #endif
 }
 
-static void resize_h(axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, int flip)
+/* Bytes of scratch the horizontal pass needs for a window of XW columns (T of pass_h_t8). */
+static size_t hscratch_size(const axis *a)
+{
+    return (((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32 + (size_t)a->maxcount * 3 + 32) * 8;
+}
+
+/* Rows of the horizontal pass's output (DST): ROWS rounded up to 8, each (ow rounded up to 4) * 3
+ * + 16 bytes apart (the AVX2 pass writes whole strips of 8 rows and groups of 4 outputs). */
+static int tmp_rows(int rows) { return (rows + 7) / 8 * 8; }
+static size_t tmp_stride(int ow) { return (size_t)(ow + 3) / 4 * 4 * 3 + 16; }
+
+/* SRC: rows STRIDE apart, with at least 32 bytes readable past the last row's window. */
+static void resize_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, size_t dstride,
+                     int flip, uint8_t *scratch)
 {
 #ifdef STK_AVX2
-    /* up to 16 taps: reads stay within the decoder's 64 bytes of slack (12 * groups + 1 past
-     * the last row); larger downscales (DCT scaling off, tiny outputs) take the portable pass */
-    if (have_avx2() && a->maxcount <= 16 && axis_pack16(a) == STK_OK) {
-        pass_h_avx2(a, src, stride, rows, dst, flip);
+    if (have_avx2()) {
+        pass_h_t8(a, src, stride, rows, dst, dstride, flip, scratch);
         return;
     }
 #endif
-    pass_h(a, src, stride, rows, dst, flip);
+    STK__UNUSED(scratch);
+    pass_h(a, src, stride, rows, dst, dstride, flip);
 }
 
 static void resize_v(const axis *a, const uint8_t *src, size_t stride, int n, uint8_t *dst, int32_t *acc)
@@ -562,6 +593,48 @@ static void resize_v(const axis *a, const uint8_t *src, size_t stride, int n, ui
 
 /* ---- one sample --------------------------------------------------------------------------------- */
 
+/* The coefficient tables of both axes for crop CR of a W x H image decoded at scale M/8. */
+static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__crop *cr, int W, int H, int m)
+{
+    int ws = stk__scaled(W, m), hs = stk__scaled(H, m);
+    int ow = c->out_w, oh = c->out_h;
+    int rc;
+    if (c->mode == STK_MODE_EVAL) {
+        double sx = ((double)W * m / 8.0) / cr->resized_w, sy = ((double)H * m / 8.0) / cr->resized_h;
+        rc = axis_build(&w->ax, ow, 0.0, sx, cr->off_x, ws, 0, cr->resized_w);
+        if (rc == STK_OK)
+            rc = axis_build(&w->ay, oh, 0.0, sy, cr->off_y, hs, 0, cr->resized_h);
+    } else {
+        /* the crop box in scaled pixels: [x*m/8, (x+w)*m/8), decoded as the enclosing window */
+        int x0 = (int)((int64_t)cr->x * m / 8), y0 = (int)((int64_t)cr->y * m / 8);
+        int x1 = STK__MIN(ws, (int)(((int64_t)(cr->x + cr->w) * m + 7) / 8));
+        int y1 = STK__MIN(hs, (int)(((int64_t)(cr->y + cr->h) * m + 7) / 8));
+        double in0x = (double)((int64_t)cr->x * m % 8) / 8.0, in0y = (double)((int64_t)cr->y * m % 8) / 8.0;
+        double sx = m == 8 ? (double)cr->w / ow : ((double)cr->w * m / 8.0) / ow;
+        double sy = m == 8 ? (double)cr->h / oh : ((double)cr->h * m / 8.0) / oh;
+        rc = axis_build(&w->ax, ow, in0x, sx, 0, x1 - x0, x0, 0);
+        if (rc == STK_OK)
+            rc = axis_build(&w->ay, oh, in0y, sy, 0, y1 - y0, y0, 0);
+    }
+    return rc;
+}
+
+/* Resize the decoded window PX (rows STRIDE apart, the inputs [ax.lo, ax.hi) x [ay.lo, ay.hi)
+ * with the tables rebased to it) into OUT. */
+static int resize_window(stk__worker_ctx *w, const uint8_t *px, size_t stride, int flip, uint8_t *out,
+                         char *err)
+{
+    int ow = w->ax.out, yh = w->ay.hi - w->ay.lo;
+    size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
+    if (reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(yh), 1) != 0 ||
+        reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
+        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
+        return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, yh);
+    resize_h(&w->ax, px, stride, yh, w->tmp, ts, flip, w->hs);
+    resize_v(&w->ay, w->tmp, ts, (int)n, out, w->acc);
+    return STK_OK;
+}
+
 int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
                         uint64_t index, const uint8_t *data, size_t len, uint8_t *out,
                         int *warnings, char *err)
@@ -575,26 +648,7 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     stk__crop cr;
     stk__crop_params(c, seed, epoch, index, W, H, &cr);
     int m = stk__plan_scale(c, &cr, W, H);
-    int ws = stk__scaled(W, m), hs = stk__scaled(H, m);
-    int ow = c->out_w, oh = c->out_h;
-    if (c->mode == STK_MODE_EVAL) {
-        double sx = ((double)W * m / 8.0) / cr.resized_w, sy = ((double)H * m / 8.0) / cr.resized_h;
-        rc = axis_build(&w->ax, ow, 0.0, sx, cr.off_x, ws, 0, cr.resized_w);
-        if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, 0.0, sy, cr.off_y, hs, 0, cr.resized_h);
-    } else {
-        /* the crop box in scaled pixels: [x*m/8, (x+w)*m/8), decoded as the enclosing window */
-        int x0 = (int)((int64_t)cr.x * m / 8), y0 = (int)((int64_t)cr.y * m / 8);
-        int x1 = STK__MIN(ws, (int)(((int64_t)(cr.x + cr.w) * m + 7) / 8));
-        int y1 = STK__MIN(hs, (int)(((int64_t)(cr.y + cr.h) * m + 7) / 8));
-        double in0x = (double)((int64_t)cr.x * m % 8) / 8.0, in0y = (double)((int64_t)cr.y * m % 8) / 8.0;
-        double sx = m == 8 ? (double)cr.w / ow : ((double)cr.w * m / 8.0) / ow;
-        double sy = m == 8 ? (double)cr.h / oh : ((double)cr.h * m / 8.0) / oh;
-        rc = axis_build(&w->ax, ow, in0x, sx, 0, x1 - x0, x0, 0);
-        if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, in0y, sy, 0, y1 - y0, y0, 0);
-    }
-    if (rc != STK_OK) {
+    if (plan_axes(w, c, &cr, W, H, m) != STK_OK) {
         stk__dec_header(w->dec, NULL, 0, 1, NULL, NULL, NULL, err); /* reset the decoder */
         return stk__err(err, STK_E_NOMEM, "out of memory for the resize tables");
     }
@@ -606,13 +660,7 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
         return rc;
     axis_rebase(&w->ax, xlo);
     axis_rebase(&w->ay, ylo);
-    size_t n = (size_t)ow * 3;
-    if (reserve((void **)&w->tmp, &w->tmp_cap, n * (size_t)yh + 8, 1) != 0 ||
-        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
-        return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, yh);
-    resize_h(&w->ax, px, stride, yh, w->tmp, cr.flip);
-    resize_v(&w->ay, w->tmp, n, (int)n, out, w->acc);
-    return STK_OK;
+    return resize_window(w, px, stride, cr.flip, out, err);
 }
 
 void stk__substitute(const stk__aug_config *c, uint8_t *out)

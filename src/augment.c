@@ -279,14 +279,16 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
             ww += wt;
         }
         int32_t *kk = a->k + (size_t)xx * (size_t)ksize;
-        for (int x = 0; x < xmax; x++) {
-            double v = ww != 0.0 ? k[x] / ww : k[x];
-            kk[x] = v < 0 ? (int32_t)(-0.5 + v * (1 << PB)) : (int32_t)(0.5 + v * (1 << PB));
+        for (int x = 0; x < ksize; x++) { /* one loop: a separate zero fill became a memset call */
+            int32_t q = 0;
+            if (x < xmax) {
+                double v = ww != 0.0 ? k[x] / ww : k[x];
+                q = v < 0 ? (int32_t)(-0.5 + v * (1 << PB)) : (int32_t)(0.5 + v * (1 << PB));
+            }
+            kk[x] = q;
         }
         if (ww == 0.0 && xmax == 1)
             kk[0] = 1 << PB;
-        for (int x = xmax; x < ksize; x++)
-            kk[x] = 0;
         a->start[xx] = xmin + shift;
         a->count[xx] = xmax;
         a->maxcount = STK__MAX(a->maxcount, xmax);
@@ -405,6 +407,7 @@ __attribute__((target("avx2"))) static void strip_t8(const uint8_t *const *r, in
                         _mm256_unpacklo_epi32(c2, c6), _mm256_unpackhi_epi32(c2, c6),
                         _mm256_unpacklo_epi32(c3, c7), _mm256_unpackhi_epi32(c3, c7)};
         uint8_t *o = t + (size_t)b * 8;
+#pragma GCC unroll 8
         for (int i = 0; i < 8; i++) { /* d[i]: columns 2i, 2i+1 (low lane), 16 + 2i, 17 + 2i */
             _mm_storeu_si128((__m128i *)(o + i * 16), _mm256_castsi256_si128(d[i]));
             _mm_storeu_si128((__m128i *)(o + 128 + i * 16), _mm256_extracti128_si256(d[i], 1));
@@ -418,6 +421,7 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i out8_t8(con
                                                                __m256i bias, __m256i px)
 {
     __m256i s0 = bias, s1 = bias, s2 = bias;
+#pragma GCC unroll 8
     for (int i = 0; i < g; i++, t += 24) {
         __m256i kk = _mm256_set1_epi32(k[i]);
         s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)t)), kk));
@@ -454,6 +458,7 @@ __attribute__((target("avx2"), always_inline)) static inline void pass_h_t8_g(co
         uint8_t *o = dst + (size_t)y0 * dstride;
         for (int pos = 0; pos < ow; pos += 4) {
             __m256i v[4];
+#pragma GCC unroll 4
             for (int j = 0; j < 4; j++) {
                 int p = STK__MIN(pos + j, ow - 1), x = flip ? ow - 1 - p : p;
                 v[j] = out8_t8(t + (size_t)a->start[x] * 24, a->k + (size_t)x * (size_t)ks, g, bias, px);
@@ -464,6 +469,7 @@ __attribute__((target("avx2"), always_inline)) static inline void pass_h_t8_g(co
             __m256i w[4] = {_mm256_unpacklo_epi64(u0, u2), _mm256_unpackhi_epi64(u0, u2),
                             _mm256_unpacklo_epi64(u1, u3), _mm256_unpackhi_epi64(u1, u3)};
             uint8_t *q = o + (size_t)pos * 3;
+#pragma GCC unroll 4
             for (int i = 0; i < 4; i++) {
                 __m256i z = _mm256_shuffle_epi8(w[i], pack12);
                 _mm_storeu_si128((__m128i *)(q + (size_t)i * dstride), _mm256_castsi256_si128(z));
@@ -493,6 +499,9 @@ __attribute__((target("avx2"))) static inline __m128i clip16_avx2(__m256i s0, __
     return _mm_packus_epi16(_mm256_castsi256_si128(p), _mm256_extracti128_si256(p, 1));
 }
 
+/* 8 bytes at P as 32-bit lanes (vpmovzxbd from memory) */
+#define STK_LD8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+
 __attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uint8_t *src, size_t stride,
                                                          int n, uint8_t *dst)
 {
@@ -504,20 +513,34 @@ __attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uin
         const uint8_t *row0 = src + (size_t)a->start[yy] * stride;
         uint8_t *o = dst + (size_t)yy * (size_t)n;
         int i = 0;
-        for (; i + 32 <= n; i += 32) {
-            __m256i s0 = bias, s1 = bias, s2 = bias, s3 = bias;
+        for (; i + 64 <= n; i += 64) {
+            __m256i s0 = bias, s1 = bias, s2 = bias, s3 = bias, s4 = bias, s5 = bias, s6 = bias, s7 = bias;
             const uint8_t *r = row0 + i;
             for (int t = 0; t < cnt; t++, r += stride) {
                 __m256i kk = _mm256_set1_epi32(k[t]);
-                __m128i a0 = _mm_loadu_si128((const __m128i *)r);
-                __m128i a1 = _mm_loadu_si128((const __m128i *)(r + 16));
-                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(a0), kk));
-                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(a0, 8)), kk));
-                s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(a1), kk));
-                s3 = _mm256_add_epi32(s3, _mm256_mullo_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(a1, 8)), kk));
+                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk));
+                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk));
+                s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(STK_LD8(r + 16), kk));
+                s3 = _mm256_add_epi32(s3, _mm256_mullo_epi32(STK_LD8(r + 24), kk));
+                s4 = _mm256_add_epi32(s4, _mm256_mullo_epi32(STK_LD8(r + 32), kk));
+                s5 = _mm256_add_epi32(s5, _mm256_mullo_epi32(STK_LD8(r + 40), kk));
+                s6 = _mm256_add_epi32(s6, _mm256_mullo_epi32(STK_LD8(r + 48), kk));
+                s7 = _mm256_add_epi32(s7, _mm256_mullo_epi32(STK_LD8(r + 56), kk));
             }
             _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
             _mm_storeu_si128((__m128i *)(o + i + 16), clip16_avx2(s2, s3));
+            _mm_storeu_si128((__m128i *)(o + i + 32), clip16_avx2(s4, s5));
+            _mm_storeu_si128((__m128i *)(o + i + 48), clip16_avx2(s6, s7));
+        }
+        for (; i + 16 <= n; i += 16) {
+            __m256i s0 = bias, s1 = bias;
+            const uint8_t *r = row0 + i;
+            for (int t = 0; t < cnt; t++, r += stride) {
+                __m256i kk = _mm256_set1_epi32(k[t]);
+                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk));
+                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk));
+            }
+            _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
         }
         for (; i < n; i++) {
             int32_t s = 1 << (PB - 1);

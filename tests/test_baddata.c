@@ -65,8 +65,9 @@ static item *add_item(const char *rel, const char *kind, int32_t label, size_t b
     }
     item *it = &g_items[g_n++];
     memset(it, 0, sizeof *it);
-    snprintf(it->rel, sizeof it->rel, "%s", rel);
-    snprintf(it->kind, sizeof it->kind, "%s", kind);
+    int nr = snprintf(it->rel, sizeof it->rel, "%s", rel);
+    int nk = snprintf(it->kind, sizeof it->kind, "%s", kind);
+    T_CHECK(nr >= 0 && (size_t)nr < sizeof it->rel && nk >= 0 && (size_t)nk < sizeof it->kind, "name too long: %s", rel);
     it->label = label;
     it->bytes = bytes;
     return it;

@@ -13,9 +13,10 @@
 static void touch(const char *root, const char *rel)
 {
     char p[4200];
-    snprintf(p, sizeof p, "%s/%s", root, rel);
+    int n = snprintf(p, sizeof p, "%s/%s", root, rel);
+    T_CHECK(n >= 0 && (size_t)n < sizeof p, "path too long: %s/%s", root, rel);
     char d[4200];
-    snprintf(d, sizeof d, "%s", p);
+    memcpy(d, p, (size_t)n + 1);
     *strrchr(d, '/') = 0;
     t_mkdirs(d);
     t_write_file(p, "x", 1);

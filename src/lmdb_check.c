@@ -18,6 +18,9 @@
  * consistent, at least one key, each node and its key (and inline data) inside the page, branch
  * children and overflow runs <= last_pg, no page reached twice (a cycle or a shared page: bounds
  * the work to the pages of the file), depth <= 32 (LMDB's cursor stack).
+ *
+ * stk__lmdb_tree_get descends one path of a tree with the same page and node checks (page_head,
+ * page_node), binary search within a page, and reads a large value from its overflow pages.
  */
 #include "lmdb_check.h"
 
@@ -128,6 +131,55 @@ static int pg_push(ck *c, pgvec *q, uint64_t pgno)
     return STK_OK;
 }
 
+/* The header of page P, read as page PGNO (PSIZE bytes): its own number, branch or leaf, the
+ * free-space bounds, at least one key. Returns 0 with *NKEYS, *LEAF and *UPPER set, or -1 with
+ * the reason in WHY (WCAP bytes). */
+static int page_head(const uint8_t *p, uint32_t psize, uint64_t pgno, unsigned *nkeys, int *leaf,
+                     unsigned *upper, char *why, size_t wcap)
+{
+    if (u64(p) != pgno) {
+        snprintf(why, wcap, "its header says page %llu", (unsigned long long)u64(p));
+        return -1;
+    }
+    uint16_t flags = u16(p + 10), lower = u16(p + 12), up = u16(p + 14);
+    int branch = (flags & P_BRANCH) != 0, lf = (flags & P_LEAF) != 0;
+    if (branch == lf || (flags & P_LEAF2)) {
+        snprintf(why, wcap, "not a branch or leaf page (flags 0x%x)", flags);
+        return -1;
+    }
+    if (lower < PAGEHDRSZ || (lower - PAGEHDRSZ) % 2 || lower > up || up > psize) {
+        snprintf(why, wcap, "bad free-space bounds (lower %u, upper %u)", lower, up);
+        return -1;
+    }
+    *nkeys = (lower - PAGEHDRSZ) / 2u;
+    if (*nkeys == 0) {
+        snprintf(why, wcap, "no keys");
+        return -1;
+    }
+    *leaf = lf;
+    *upper = up;
+    return 0;
+}
+
+/* Node I of a page that passed page_head (UPPER its free-space end): the node header and its
+ * key inside the page's node area. Returns the node's offset (its key ends at that + NODESIZE +
+ * ksize), or 0 with the reason in WHY. */
+static unsigned page_node(const uint8_t *p, uint32_t psize, unsigned upper, unsigned i, char *why,
+                          size_t wcap)
+{
+    uint16_t off = u16(p + PAGEHDRSZ + 2 * i);
+    if (off < upper || (uint32_t)off + NODESIZE > psize) {
+        snprintf(why, wcap, "node %u at offset %u, outside the page's node area", i, off);
+        return 0;
+    }
+    uint16_t ksize = u16(p + off + 6);
+    if ((uint64_t)off + NODESIZE + ksize > psize) {
+        snprintf(why, wcap, "node %u: key of %u bytes runs past the page", i, ksize);
+        return 0;
+    }
+    return off; /* >= upper >= lower >= PAGEHDRSZ + 2: never 0 */
+}
+
 /* Check page PGNO (read into c->page); queue a branch page's children in NEXT. IS_MAIN: the main
  * database (its leaves may name databases, queued in c->roots and checked afterwards). */
 static int check_page(ck *c, uint64_t pgno, int is_main, int want_leaf, pgvec *next)
@@ -137,38 +189,20 @@ static int check_page(ck *c, uint64_t pgno, int is_main, int want_leaf, pgvec *n
     int rc = read_at(c, p, c->psize, pgno * c->psize, pgno);
     if (rc)
         return rc;
-    if (u64(p) != pgno) {
-        snprintf(why, sizeof why, "its header says page %llu", (unsigned long long)u64(p));
+    unsigned nkeys, upper;
+    int leaf;
+    if (page_head(p, c->psize, pgno, &nkeys, &leaf, &upper, why, sizeof why) != 0)
         return bad(c, pgno, why);
-    }
-    uint16_t flags = u16(p + 10), lower = u16(p + 12), upper = u16(p + 14);
-    int branch = (flags & P_BRANCH) != 0, leaf = (flags & P_LEAF) != 0;
-    if (branch == leaf || (flags & P_LEAF2)) {
-        snprintf(why, sizeof why, "not a branch or leaf page (flags 0x%x)", flags);
-        return bad(c, pgno, why);
-    }
+    int branch = !leaf;
     if (want_leaf >= 0 && leaf != want_leaf)
         return bad(c, pgno, "branch and leaf pages mixed on one level of the B-tree");
-    if (lower < PAGEHDRSZ || (lower - PAGEHDRSZ) % 2 || lower > upper || upper > c->psize) {
-        snprintf(why, sizeof why, "bad free-space bounds (lower %u, upper %u)", lower, upper);
-        return bad(c, pgno, why);
-    }
-    unsigned nkeys = (lower - PAGEHDRSZ) / 2u;
-    if (nkeys == 0)
-        return bad(c, pgno, "no keys");
     for (unsigned i = 0; i < nkeys; i++) {
-        uint16_t off = u16(p + PAGEHDRSZ + 2 * i);
-        if (off < upper || (uint32_t)off + NODESIZE > c->psize) {
-            snprintf(why, sizeof why, "node %u at offset %u, outside the page's node area", i, off);
+        unsigned off = page_node(p, c->psize, upper, i, why, sizeof why);
+        if (!off)
             return bad(c, pgno, why);
-        }
         const uint8_t *n = p + off;
         uint16_t nflags = u16(n + 4), ksize = u16(n + 6);
         uint64_t end = (uint64_t)off + NODESIZE + ksize;
-        if (end > c->psize) {
-            snprintf(why, sizeof why, "node %u: key of %u bytes runs past the page", i, ksize);
-            return bad(c, pgno, why);
-        }
         if (branch) {
             uint64_t child = (uint64_t)u16(n) | (uint64_t)u16(n + 2) << 16 | (uint64_t)nflags << 32;
             if ((rc = pg_push(c, next, child)) != STK_OK)
@@ -306,4 +340,193 @@ int stk__lmdb_check(int fd, const char *name, uint64_t file_size, char *err)
     free(c.pages);
     free(c.roots);
     return rc;
+}
+
+/* ---- lookups with pread (stk__lmdb_tree_*) --------------------------------------------------- */
+
+#define P_OVERFLOW 0x04
+#define P_META 0x08
+#define MDB_REVERSEKEY 0x02
+#define MDB_INTEGERKEY 0x08
+
+/* LEN bytes at OFF: STK_E_TRUNCATED when the file ends first (it shrank), -errno on failure */
+static int tree_read(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return STK_E_TRUNCATED;
+        done += (size_t)r;
+    }
+    return STK_OK;
+}
+
+/* LMDB's default key order (mdb_cmp_memn): bytes, then the shorter key first */
+static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    int d = memcmp(a, b, alen < blen ? alen : blen);
+    if (d)
+        return d;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Descend T to the leaf node whose key equals KEY, reading pages into PAGE (t->psize bytes).
+ * Returns 1 with *NODE_OFF (the node's offset in PAGE), 0 when absent, or an error. */
+static int tree_find(const stk__lmdb_tree *t, uint8_t *page, const uint8_t *key, size_t klen,
+                     unsigned *node_off)
+{
+    char why[160];
+    uint64_t pg = t->root;
+    if (pg == P_INVALID)
+        return 0;
+    for (int depth = 0; depth < MAX_DEPTH; depth++) {
+        if (pg < 2 || pg > t->last_pg)
+            return STK_E_FORMAT;
+        int rc = tree_read(t->fd, page, t->psize, pg * t->psize);
+        if (rc)
+            return rc;
+        unsigned nkeys, upper;
+        int leaf;
+        if (page_head(page, t->psize, pg, &nkeys, &leaf, &upper, why, sizeof why) != 0)
+            return STK_E_FORMAT;
+        /* leaf: the node whose key equals KEY; branch: the last node whose key is <= KEY, node 0
+         * standing for every key below node 1's (LMDB ignores node 0's key: mdb_node_search) */
+        unsigned lo = leaf ? 0 : 1, hi = nkeys, pick = 0;
+        while (lo < hi) {
+            unsigned mid = lo + (hi - lo) / 2;
+            unsigned off = page_node(page, t->psize, upper, mid, why, sizeof why);
+            if (!off)
+                return STK_E_FORMAT;
+            int d = key_cmp(page + off + NODESIZE, u16(page + off + 6), key, klen);
+            if (d == 0) {
+                if (leaf) {
+                    *node_off = off;
+                    return 1;
+                }
+                pick = mid;
+                break;
+            }
+            if (d < 0) {
+                pick = mid;
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        if (leaf)
+            return 0;
+        unsigned off = page_node(page, t->psize, upper, pick, why, sizeof why);
+        if (!off)
+            return STK_E_FORMAT;
+        const uint8_t *n = page + off;
+        pg = (uint64_t)u16(n) | (uint64_t)u16(n + 2) << 16 | (uint64_t)u16(n + 4) << 32;
+    }
+    return STK_E_FORMAT; /* deeper than LMDB's cursor stack: a cycle or a corrupt tree */
+}
+
+/* The value of the leaf node at OFF in PAGE (already read from T): up to CAP bytes into VAL,
+ * its length in *VLEN, its node flags in *NFLAGS. */
+static int node_value(const stk__lmdb_tree *t, const uint8_t *page, unsigned off, void *val, size_t cap,
+                      size_t *vlen, uint16_t *nflags)
+{
+    const uint8_t *n = page + off;
+    uint64_t dsize = (uint64_t)u16(n) | (uint64_t)u16(n + 2) << 16;
+    uint64_t end = (uint64_t)off + NODESIZE + u16(n + 6);
+    *nflags = u16(n + 4);
+    if (*nflags & F_DUPDATA)
+        return STK_E_UNSUPPORTED;
+    size_t want = dsize < cap ? (size_t)dsize : cap;
+    if (vlen)
+        *vlen = (size_t)dsize;
+    if (!(*nflags & F_BIGDATA)) {
+        if (end + dsize > t->psize)
+            return STK_E_FORMAT;
+        if (want)
+            memcpy(val, page + end, want);
+        return 1;
+    }
+    if (end + 8 > t->psize)
+        return STK_E_FORMAT;
+    uint64_t ov = u64(page + end);
+    uint64_t npages = (PAGEHDRSZ + dsize + t->psize - 1) / t->psize;
+    if (ov < 2 || ov > t->last_pg || npages > t->last_pg - ov + 1)
+        return STK_E_FORMAT;
+    uint8_t hdr[PAGEHDRSZ];
+    int rc = tree_read(t->fd, hdr, sizeof hdr, ov * t->psize);
+    if (rc)
+        return rc;
+    if (u64(hdr) != ov || !(u16(hdr + 10) & P_OVERFLOW) || u32(hdr + 12) < npages)
+        return STK_E_FORMAT;
+    if (want && (rc = tree_read(t->fd, val, want, ov * t->psize + PAGEHDRSZ)) != STK_OK)
+        return rc;
+    return 1;
+}
+
+int stk__lmdb_tree_get(const stk__lmdb_tree *t, const void *key, size_t klen, void *val, size_t cap,
+                       size_t *vlen)
+{
+    if (!t || (!key && klen) || (!val && cap) || t->psize < 512 || t->psize > 65536)
+        return STK_E_INVALID;
+    uint8_t *page = malloc(t->psize);
+    if (!page)
+        return STK_E_NOMEM;
+    unsigned off = 0;
+    int rc = tree_find(t, page, key, klen, &off);
+    uint16_t nflags;
+    if (rc == 1)
+        rc = node_value(t, page, off, val, cap, vlen, &nflags);
+    free(page);
+    return rc;
+}
+
+int stk__lmdb_tree_open(int fd, uint64_t file_size, uint64_t txnid, const char *dbname, stk__lmdb_tree *t)
+{
+    uint8_t m[160];
+    int rc = tree_read(fd, m, sizeof m, 0);
+    if (rc)
+        return rc;
+    uint32_t psize = u32(m + 40);
+    if (u32(m + 16) != META_MAGIC || psize < 512 || psize > 65536 || (psize & (psize - 1)))
+        return STK_E_FORMAT;
+    /* the meta of transaction T is written to page T & 1 (see stk__lmdb_check) */
+    if ((txnid & 1) && (rc = tree_read(fd, m, sizeof m, psize)) != STK_OK)
+        return rc;
+    if (u32(m + 16) != META_MAGIC || !(u16(m + 10) & P_META) || u32(m + 40) != psize)
+        return STK_E_FORMAT;
+    if (u64(m + 144) != txnid)
+        return STK_E_CHANGED;
+    uint64_t last_pg = u64(m + 136);
+    if (last_pg < 1 || last_pg >= file_size / psize)
+        return STK_E_FORMAT;
+    stk__lmdb_tree main_db = {.fd = fd, .psize = psize, .last_pg = last_pg, .root = u64(m + 88 + 40)};
+    const uint8_t *db = m + 88;
+    uint8_t rec[DB_SIZE];
+    if (dbname) {
+        uint8_t *page = malloc(psize);
+        if (!page)
+            return STK_E_NOMEM;
+        unsigned off = 0;
+        size_t len = 0;
+        uint16_t nflags = 0;
+        rc = tree_find(&main_db, page, (const uint8_t *)dbname, strlen(dbname), &off);
+        if (rc == 1)
+            rc = node_value(&main_db, page, off, rec, sizeof rec, &len, &nflags);
+        free(page);
+        if (rc == 0)
+            return STK_E_RANGE;
+        if (rc < 0)
+            return rc;
+        if (!(nflags & F_SUBDATA) || (nflags & F_BIGDATA) || len != DB_SIZE)
+            return STK_E_RANGE; /* a plain key of that name, not a database */
+        db = rec;
+    }
+    if (u16(db + 4) & (MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY))
+        return STK_E_UNSUPPORTED;
+    *t = (stk__lmdb_tree){.fd = fd, .psize = psize, .last_pg = last_pg, .root = u64(db + 40)};
+    return STK_OK;
 }

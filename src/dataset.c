@@ -56,9 +56,6 @@
 #define META_LASTPG_OFF 136
 #define META_TXNID_OFF 144
 
-/* mdb_dbi_open / mdb_get on the kept read transactions from several threads (record names) */
-static pthread_mutex_t g_name_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static uint32_t le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -489,7 +486,7 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
     MDB_txn *t0;
     if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &t0)) != 0)
         return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
-    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META, STK__DB_SOURCES};
+    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META}; /* `sources`: see below */
     for (size_t i = 0; i < STK__ARRAY_LEN(dbnames); i++) {
         MDB_dbi d;
         (void)mdb_dbi_open(t0, dbnames[i], 0, &d); /* absent ones are looked for again below */
@@ -542,8 +539,12 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
         if (no == 0 && !ds->classes && stk__meta_get(sh->txn, meta_dbi, "classes", &v) == 0 &&
             set_classes(ds, v.mv_data, v.mv_size) != STK_OK)
             return stk__err(ds->err, STK_E_NOMEM, "out of memory");
-        MDB_dbi src; /* optional; opened now so that record_name() only looks the handle up */
-        (void)mdb_dbi_open(sh->txn, STK__DB_SOURCES, 0, &src);
+        /* the optional `sources` tree, found now with pread in the snapshot of the kept
+         * transaction (whose pages a writer does not reuse): record_name() reads it with pread
+         * only, never through LMDB's map, so a file that shrinks under a running loader gives
+         * short reads there instead of SIGBUS. Absent, corrupt or changed since: no names. */
+        sh->have_sources = stk__lmdb_tree_open(sh->fd, sh->file_size, (uint64_t)mdb_txn_id(sh->txn),
+                                               STK__DB_SOURCES, &sh->sources) == STK_OK;
         sh->dbi = rec_dbi;
     } else {
         sh->foreign = 1;
@@ -1109,30 +1110,22 @@ int stk_dataset_record_name(const stk_dataset *ds, uint64_t index, char *buf, si
         snprintf(buf, cap, "%s", where);
         return STK_OK;
     }
+    /* the lookup reads the `sources` tree with pread only (lmdb_check.h: every page checked,
+     * 32 levels at most), never LMDB's map: a page gone since open is a short read, not SIGBUS
+     * (found by tests/test_fault.c, shard cut to 8 KiB mid-epoch). The source name is then left
+     * out; so it is, for a consistent answer, whenever the file is shorter than at open. */
+    struct stat st;
+    char name[1024];
+    size_t nlen = 0;
     uint8_t kb[8];
     stk__rec_key(kb, index - sh->first);
-    MDB_val k = {8, kb}, v;
-    MDB_dbi src;
-    int found = 0;
-    char name[1024];
-    /* the lookup reads LMDB's map: never in a shard that shrank since open (pages past the new
-     * end raise SIGBUS; found by tests/test_fault.c, shard cut to 8 KiB mid-epoch). The source
-     * name is then left out. A shrink between this fstat and mdb_get is not covered. */
-    struct stat st;
-    if (fstat(sh->fd, &st) != 0 || (uint64_t)st.st_size < sh->file_size) {
-        snprintf(buf, cap, "%s", where);
-        return STK_OK;
-    }
-    pthread_mutex_lock(&g_name_mu);
-    if (mdb_dbi_open(sh->txn, STK__DB_SOURCES, 0, &src) == 0 && mdb_get(sh->txn, src, &k, &v) == 0) {
-        snprintf(name, sizeof name, "%.*s", (int)STK__MIN(v.mv_size, sizeof name - 1), (const char *)v.mv_data);
-        found = 1;
-    }
-    pthread_mutex_unlock(&g_name_mu);
-    if (found)
+    if (sh->have_sources && fstat(sh->fd, &st) == 0 && (uint64_t)st.st_size >= sh->file_size &&
+        stk__lmdb_tree_get(&sh->sources, kb, sizeof kb, name, sizeof name - 1, &nlen) == 1) {
+        name[STK__MIN(nlen, sizeof name - 1)] = 0;
         snprintf(buf, cap, "%s (%s)", where, name);
-    else
+    } else {
         snprintf(buf, cap, "%s", where);
+    }
     return STK_OK;
 }
 

@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "folder.h"
+#include "lmdb_check.h"
 
 #include <lmdb.h>
 #include <sys/types.h>
@@ -34,6 +35,8 @@ typedef struct stk__shard {
     MDB_dbi dbi;          /* `records` (stoker) or the main database (foreign) */
     int foreign;          /* 1: foreign LMDB (payload = value, no header, no CRC) */
     int nolock;           /* opened with MDB_NOLOCK: identity checked instead */
+    int have_sources;     /* stoker shard with a `sources` database: */
+    stk__lmdb_tree sources; /* its tree, read with pread only (stk_dataset_record_name) */
     /* identity for nolock shards */
     dev_t dev;
     ino_t ino;

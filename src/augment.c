@@ -374,7 +374,7 @@ static void pass_v(const axis *a, const uint8_t *src, size_t stride, int n, uint
 #ifdef STK_AVX2
 /*
  * AVX2 versions of the two passes: the same 22-bit integer arithmetic (so the same bytes).
- * Horizontal: see pass_h_t8. Vertical: 32 output bytes per step, the taps' rows accumulated in
+ * Horizontal: see strip_h_t8. Vertical: 32 output bytes per step, the taps' rows accumulated in
  * registers. Chosen at run time (__builtin_cpu_supports).
  */
 /*
@@ -434,12 +434,12 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i out8_t8(con
     return _mm256_shuffle_epi8(v, px);
 }
 
-/* Outputs in storage order (pos); with flip, pos takes the coefficients of ow - 1 - pos. DST rows
- * DSTRIDE apart; writes rows up to ROWS rounded up to 8, and each row up to 3 * (ow rounded up
- * to 4) + 4 bytes. T: scratch of t8_size() bytes. */
-__attribute__((target("avx2"), always_inline)) static inline void pass_h_t8_g(const axis *a, const uint8_t *src, size_t stride,
-                                                                int rows, uint8_t *dst, size_t dstride, int flip,
-                                                                uint8_t *t, int g)
+/* One strip: rows R[0..7] into DST rows 0..7 (DSTRIDE apart), outputs in storage order (pos);
+ * with flip, pos takes the coefficients of ow - 1 - pos. Writes each row up to 3 * (ow rounded
+ * up to 4) + 4 bytes. T: scratch of hscratch_size() bytes, its slack zeroed by t8_prepare. */
+__attribute__((target("avx2"), always_inline)) static inline void strip_h_t8_g(const axis *a, const uint8_t *const *r,
+                                                                               uint8_t *o, size_t dstride, int flip,
+                                                                               uint8_t *t, int g)
 {
     int ow = a->out, ks = a->ksize, nb = (a->hi - a->lo) * 3;
     const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
@@ -447,48 +447,39 @@ __attribute__((target("avx2"), always_inline)) static inline void pass_h_t8_g(co
                                         0, 4, 8, -1, 1, 5, 9, -1, 2, 6, 10, -1, 3, 7, 11, -1);
     const __m256i pack12 = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
                                             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
-    /* the taps past the window (weight 0) read this zeroed slack */
-    size_t nt = ((size_t)nb + 31) / 32 * 32;
-    memset(t + nt * 8, 0, ((size_t)g * 3 + 32) * 8);
-    for (int y0 = 0; y0 < rows; y0 += 8) {
-        const uint8_t *r[8];
-        for (int i = 0; i < 8; i++)
-            r[i] = src + (size_t)STK__MIN(y0 + i, rows - 1) * stride;
-        strip_t8(r, nb, t);
-        uint8_t *o = dst + (size_t)y0 * dstride;
-        for (int pos = 0; pos < ow; pos += 4) {
-            __m256i v[4];
+    strip_t8(r, nb, t);
+    for (int pos = 0; pos < ow; pos += 4) {
+        __m256i v[4];
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; j++) {
-                int p = STK__MIN(pos + j, ow - 1), x = flip ? ow - 1 - p : p;
-                v[j] = out8_t8(t + (size_t)a->start[x] * 24, a->k + (size_t)x * (size_t)ks, g, bias, px);
-            }
-            /* 4 x 4 words per lane: outputs pos..pos+3 of row i (low lane) and row 4 + i */
-            __m256i u0 = _mm256_unpacklo_epi32(v[0], v[1]), u1 = _mm256_unpackhi_epi32(v[0], v[1]);
-            __m256i u2 = _mm256_unpacklo_epi32(v[2], v[3]), u3 = _mm256_unpackhi_epi32(v[2], v[3]);
-            __m256i w[4] = {_mm256_unpacklo_epi64(u0, u2), _mm256_unpackhi_epi64(u0, u2),
-                            _mm256_unpacklo_epi64(u1, u3), _mm256_unpackhi_epi64(u1, u3)};
-            uint8_t *q = o + (size_t)pos * 3;
+        for (int j = 0; j < 4; j++) {
+            int p = STK__MIN(pos + j, ow - 1), x = flip ? ow - 1 - p : p;
+            v[j] = out8_t8(t + (size_t)a->start[x] * 24, a->k + (size_t)x * (size_t)ks, g, bias, px);
+        }
+        /* 4 x 4 words per lane: outputs pos..pos+3 of row i (low lane) and row 4 + i */
+        __m256i u0 = _mm256_unpacklo_epi32(v[0], v[1]), u1 = _mm256_unpackhi_epi32(v[0], v[1]);
+        __m256i u2 = _mm256_unpacklo_epi32(v[2], v[3]), u3 = _mm256_unpackhi_epi32(v[2], v[3]);
+        __m256i w[4] = {_mm256_unpacklo_epi64(u0, u2), _mm256_unpackhi_epi64(u0, u2),
+                        _mm256_unpacklo_epi64(u1, u3), _mm256_unpackhi_epi64(u1, u3)};
+        uint8_t *q = o + (size_t)pos * 3;
 #pragma GCC unroll 4
-            for (int i = 0; i < 4; i++) {
-                __m256i z = _mm256_shuffle_epi8(w[i], pack12);
-                _mm_storeu_si128((__m128i *)(q + (size_t)i * dstride), _mm256_castsi256_si128(z));
-                _mm_storeu_si128((__m128i *)(q + (size_t)(i + 4) * dstride), _mm256_extracti128_si256(z, 1));
-            }
+        for (int i = 0; i < 4; i++) {
+            __m256i z = _mm256_shuffle_epi8(w[i], pack12);
+            _mm_storeu_si128((__m128i *)(q + (size_t)i * dstride), _mm256_castsi256_si128(z));
+            _mm_storeu_si128((__m128i *)(q + (size_t)(i + 4) * dstride), _mm256_extracti128_si256(z, 1));
         }
     }
 }
 
-__attribute__((target("avx2"))) static void pass_h_t8(const axis *a, const uint8_t *src, size_t stride, int rows,
-                                                       uint8_t *dst, size_t dstride, int flip, uint8_t *t)
+__attribute__((target("avx2"))) static void strip_h_t8(const axis *a, const uint8_t *const *r, uint8_t *o,
+                                                        size_t dstride, int flip, uint8_t *t)
 {
     switch (a->maxcount) { /* constant trip counts for the common tap counts */
-    case 1: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 1); break;
-    case 2: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 2); break;
-    case 3: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 3); break;
-    case 4: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 4); break;
-    case 5: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, 5); break;
-    default: pass_h_t8_g(a, src, stride, rows, dst, dstride, flip, t, a->maxcount); break;
+    case 1: strip_h_t8_g(a, r, o, dstride, flip, t, 1); break;
+    case 2: strip_h_t8_g(a, r, o, dstride, flip, t, 2); break;
+    case 3: strip_h_t8_g(a, r, o, dstride, flip, t, 3); break;
+    case 4: strip_h_t8_g(a, r, o, dstride, flip, t, 4); break;
+    case 5: strip_h_t8_g(a, r, o, dstride, flip, t, 5); break;
+    default: strip_h_t8_g(a, r, o, dstride, flip, t, a->maxcount); break;
     }
 }
 
@@ -578,7 +569,8 @@ int stk__aug_set_simd(int enable)
 #endif
 }
 
-/* Bytes of scratch the horizontal pass needs for a window of XW columns (T of pass_h_t8). */
+/* Bytes of scratch the horizontal pass needs (T of strip_h_t8: the window's byte columns rounded
+ * up to 32, then maxcount * 3 + 32 zeroed ones, 8 bytes each). */
 static size_t hscratch_size(const axis *a)
 {
     return (((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32 + (size_t)a->maxcount * 3 + 32) * 8;
@@ -589,18 +581,41 @@ static size_t hscratch_size(const axis *a)
 static int tmp_rows(int rows) { return (rows + 7) / 8 * 8; }
 static size_t tmp_stride(int ow) { return (size_t)(ow + 3) / 4 * 4 * 3 + 16; }
 
-/* SRC: rows STRIDE apart, with at least 32 bytes readable past the last row's window. */
-static void resize_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, size_t dstride,
-                     int flip, uint8_t *scratch)
+/* Before the first strip of a sample: the taps past the window (weight 0) read zeroed slack. */
+static void resize_h_prepare(const axis *a, uint8_t *scratch)
 {
+    size_t nt = ((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32;
+    memset(scratch + nt * 8, 0, ((size_t)a->maxcount * 3 + 32) * 8);
+}
+
+/* Horizontal pass over window rows Y0 .. Y0 + N - 1 (N <= 8; Y0 a multiple of 8) at SRC, rows
+ * STRIDE apart with at least 32 bytes readable past the last row's window, into DST's rows Y0 ..
+ * (the AVX2 pass writes all 8 rows of the strip: see tmp_rows). */
+static void resize_h_strip(const axis *a, const uint8_t *src, size_t stride, int y0, int n, uint8_t *dst,
+                           size_t dstride, int flip, uint8_t *scratch)
+{
+    uint8_t *o = dst + (size_t)y0 * dstride;
 #ifdef STK_AVX2
     if (have_avx2()) {
-        pass_h_t8(a, src, stride, rows, dst, dstride, flip, scratch);
+        const uint8_t *r[8];
+        for (int i = 0; i < 8; i++) /* a short last strip repeats its last row */
+            r[i] = src + (size_t)STK__MIN(i, n - 1) * stride;
+        strip_h_t8(a, r, o, dstride, flip, scratch);
         return;
     }
 #endif
     STK__UNUSED(scratch);
-    pass_h(a, src, stride, rows, dst, dstride, flip);
+    pass_h(a, src, stride, n, o, dstride, flip);
+}
+
+/* The whole window (ROWS rows) in strips. */
+static void resize_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, size_t dstride,
+                     int flip, uint8_t *scratch)
+{
+    resize_h_prepare(a, scratch);
+    for (int y0 = 0; y0 < rows; y0 += 8)
+        resize_h_strip(a, src + (size_t)y0 * stride, stride, y0, STK__MIN(rows - y0, 8), dst, dstride, flip,
+                       scratch);
 }
 
 static void resize_v(const axis *a, const uint8_t *src, size_t stride, int n, uint8_t *dst, int32_t *acc)
@@ -642,20 +657,26 @@ static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__cr
     return rc;
 }
 
-/* Resize the decoded window PX (rows STRIDE apart, the inputs [ax.lo, ax.hi) x [ay.lo, ay.hi)
- * with the tables rebased to it) into OUT. */
-static int resize_window(stk__worker_ctx *w, const uint8_t *px, size_t stride, int flip, uint8_t *out,
-                         char *err)
+static _Atomic int fused_allowed = 1;
+
+int stk__aug_set_fused(int enable)
 {
-    int ow = w->ax.out, yh = w->ay.hi - w->ay.lo;
-    size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
-    if (reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(yh), 1) != 0 ||
-        reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
-        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
-        return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, yh);
-    resize_h(&w->ax, px, stride, yh, w->tmp, ts, flip, w->hs);
-    resize_v(&w->ay, w->tmp, ts, (int)n, out, w->acc);
-    return STK_OK;
+    atomic_store_explicit(&fused_allowed, enable ? 1 : 0, memory_order_relaxed);
+    return enable ? 1 : 0;
+}
+
+/* The horizontal pass of one strip, called by the decoder as the strip's rows come out of
+ * libjpeg (stk__dec_window_rows). */
+typedef struct hjob {
+    stk__worker_ctx *w;
+    size_t dstride;
+    int flip;
+} hjob;
+
+static void h_rows(void *user, const uint8_t *px, size_t stride, int y0, int n)
+{
+    hjob *j = user;
+    resize_h_strip(&j->w->ax, px, stride, y0, n, j->w->tmp, j->dstride, j->flip, j->w->hs);
 }
 
 int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
@@ -671,19 +692,35 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     stk__crop cr;
     stk__crop_params(c, seed, epoch, index, W, H, &cr);
     int m = stk__plan_scale(c, &cr, W, H);
-    if (plan_axes(w, c, &cr, W, H, m) != STK_OK) {
+    int ow = c->out_w;
+    size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
+    if (plan_axes(w, c, &cr, W, H, m) != STK_OK ||
+        reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(w->ay.hi - w->ay.lo), 1) != 0 ||
+        reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
+        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0) {
         stk__dec_header(w->dec, NULL, 0, 1, NULL, NULL, NULL, err); /* reset the decoder */
-        return stk__err(err, STK_E_NOMEM, "out of memory for the resize tables");
+        return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, c->out_h);
     }
     int xlo = w->ax.lo, ylo = w->ay.lo, xw = w->ax.hi - xlo, yh = w->ay.hi - ylo;
-    const uint8_t *px;
-    size_t stride;
-    rc = stk__dec_window(w->dec, m, xlo, ylo, xw, yh, c->strict, &px, &stride, warnings, err);
-    if (rc != STK_OK)
-        return rc;
     axis_rebase(&w->ax, xlo);
     axis_rebase(&w->ay, ylo);
-    return resize_window(w, px, stride, cr.flip, out, err);
+    if (atomic_load_explicit(&fused_allowed, memory_order_relaxed)) {
+        /* the horizontal pass strip by strip while the rows are in the L1 cache */
+        hjob j = {w, ts, cr.flip};
+        resize_h_prepare(&w->ax, w->hs);
+        rc = stk__dec_window_rows(w->dec, m, xlo, ylo, xw, yh, c->strict, h_rows, &j, warnings, err);
+        if (rc != STK_OK)
+            return rc;
+    } else {
+        const uint8_t *px;
+        size_t stride;
+        rc = stk__dec_window(w->dec, m, xlo, ylo, xw, yh, c->strict, &px, &stride, warnings, err);
+        if (rc != STK_OK)
+            return rc;
+        resize_h(&w->ax, px, stride, yh, w->tmp, ts, cr.flip, w->hs);
+    }
+    resize_v(&w->ay, w->tmp, ts, (int)n, out, w->acc);
+    return STK_OK;
 }
 
 void stk__substitute(const stk__aug_config *c, uint8_t *out)

@@ -61,6 +61,14 @@ int stk__dec_header(stk_decoder *d, const uint8_t *data, size_t len, int64_t max
                     int *h, int *comps, char *err);
 int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict,
                     const uint8_t **px, size_t *stride, int *warnings, char *err);
+/* The same decode, handed over in strips: FN(USER, PX, STRIDE, Y0, N) gets window rows Y0 ..
+ * Y0 + N - 1 (Y0 a multiple of 8, N = 8 but for the last strip) at PX, rows STRIDE apart, with
+ * at least 32 readable bytes past the last row's window; valid only during the call. The rows
+ * go through a buffer of 8 rows (which stays in the L1 cache) instead of the whole window. FN
+ * runs inside libjpeg's error context: it must not fail. */
+typedef void (*stk__rows_fn)(void *user, const uint8_t *px, size_t stride, int y0, int n);
+int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict, stk__rows_fn fn,
+                         void *user, int *warnings, char *err);
 /* Text of the first libjpeg warning of the last decode ("" if none). */
 const char *stk__dec_first_warning(const stk_decoder *d);
 
@@ -74,6 +82,10 @@ const char *stk__dec_first_warning(const stk_decoder *d);
 /* Tests: allow (1) or forbid (0) the SIMD resize kernels, to compare them with the portable
  * ones. Returns 1 when SIMD kernels are now in use. Process-wide. */
 int stk__aug_set_simd(int enable);
+
+/* Tests: run the horizontal pass on each strip of 8 rows as the decoder produces it (1, the
+ * default) or on the whole decoded window afterwards (0); the same bytes. Process-wide. */
+int stk__aug_set_fused(int enable);
 
 /* Per-worker state: libjpeg decompressor, scratch buffers. One thread at a time. */
 typedef struct stk__worker_ctx stk__worker_ctx;

@@ -350,6 +350,8 @@ typedef struct window_args {
     int m, sx, sy, sw, sh;
     const uint8_t *px;
     size_t stride;
+    stk__rows_fn fn; /* strips of 8 rows to FN instead of the whole window into the buffer */
+    void *user;
 } window_args;
 
 static int grow(uint8_t **p, size_t *cap, size_t need)
@@ -426,7 +428,8 @@ static int window_body(stk_decoder *d, void *arg)
         jpeg_crop_scanline(ci, &xoff, &xw);
     }
     size_t stride = (size_t)xw * 3;
-    if (grow(&d->buf, &d->buf_cap, stride * (size_t)a->sh + 64) != STK_OK ||
+    int nbuf = a->fn ? STK__MIN(a->sh, 8) : a->sh; /* rows the buffer holds */
+    if (grow(&d->buf, &d->buf_cap, stride * (size_t)nbuf + 64) != STK_OK ||
         (cmyk && grow(&d->row, &d->row_cap, (size_t)xw * 4 + 64) != STK_OK)) {
         snprintf(d->jerr.msg, sizeof d->jerr.msg, "out of memory for a %ux%d window", xw, a->sh);
         jpeg_abort_decompress(ci);
@@ -440,16 +443,18 @@ static int window_body(stk_decoder *d, void *arg)
             return STK_E_DECODE;
         }
     }
+    const uint8_t *px = d->buf + (size_t)(a->sx - (int)xoff) * 3;
     int y = 0;
     while (y < a->sh) {
         JSAMPROW rows[8];
-        int n = STK__MIN(a->sh - y, 8);
+        int b = a->fn ? y % 8 : y; /* buffer row of window row y */
+        int n = STK__MIN(a->sh - y, a->fn ? 8 - y % 8 : 8);
         if (cmyk) {
             rows[0] = d->row;
             n = 1;
         } else {
             for (int i = 0; i < n; i++)
-                rows[i] = d->buf + (size_t)(y + i) * stride;
+                rows[i] = d->buf + (size_t)(b + i) * stride;
         }
         JDIMENSION got = jpeg_read_scanlines(ci, rows, (JDIMENSION)n);
         if (got == 0) {
@@ -458,17 +463,19 @@ static int window_body(stk_decoder *d, void *arg)
             return STK_E_DECODE;
         }
         if (cmyk)
-            cmyk_to_rgb(d->row, d->buf + (size_t)y * stride, (int)xw);
+            cmyk_to_rgb(d->row, d->buf + (size_t)b * stride, (int)xw);
         y += (int)got;
+        if (a->fn && (y % 8 == 0 || y == a->sh))
+            a->fn(a->user, px, stride, (y - 1) / 8 * 8, (y - 1) % 8 + 1);
     }
     jpeg_abort_decompress(ci);
-    a->px = d->buf + (size_t)(a->sx - (int)xoff) * 3;
+    a->px = a->fn ? NULL : px;
     a->stride = stride;
     return STK_OK;
 }
 
-int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict,
-                    const uint8_t **px, size_t *stride, int *warnings, char *err)
+static int dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict, stk__rows_fn fn,
+                      void *user, const uint8_t **px, size_t *stride, int *warnings, char *err)
 {
     if (!d->have_header)
         return stk__err(err, STK_E_STATE, "decode window without a header");
@@ -485,7 +492,7 @@ int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int s
             *warnings = d->jerr.warnings;
         return stk__err(err, STK_E_DECODE, "cannot decode (strict): %s", d->jerr.first_warning);
     }
-    window_args a = {m, sx, sy, sw, sh, NULL, 0};
+    window_args a = {m, sx, sy, sw, sh, NULL, 0, fn, user};
     int rc = run(d, window_body, &a);
     d->have_header = 0;
     if (warnings)
@@ -497,6 +504,20 @@ int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int s
     *px = a.px;
     *stride = a.stride;
     return STK_OK;
+}
+
+int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict,
+                    const uint8_t **px, size_t *stride, int *warnings, char *err)
+{
+    return dec_window(d, m, sx, sy, sw, sh, strict, NULL, NULL, px, stride, warnings, err);
+}
+
+int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict, stk__rows_fn fn,
+                         void *user, int *warnings, char *err)
+{
+    const uint8_t *px;
+    size_t stride;
+    return dec_window(d, m, sx, sy, sw, sh, strict, fn, user, &px, &stride, warnings, err);
 }
 
 const char *stk__dec_first_warning(const stk_decoder *d) { return d->jerr.first_warning; }
@@ -542,8 +563,8 @@ static int decode_with(stk_decoder *d, const void *data, size_t len, const stk_d
         return stk__err(d->err, STK_E_RANGE, "output buffer of %zu bytes; %dx%dx3 = %zu needed",
                         cap, sw, sh, need);
     }
-    const uint8_t *px;
-    size_t stride;
+    const uint8_t *px = NULL;
+    size_t stride = 0;
     rc = stk__dec_window(d, m, sx, sy, sw, sh, a->strict, &px, &stride, warnings, d->err);
     if (rc != STK_OK)
         return rc;

@@ -7,12 +7,14 @@
  *    with dct_scaling off), and within PSNR >= 25 dB on these synthetic high-frequency images
  *    (worst measured 29.3 dB; printed) when the crop-window decode uses 1/8..4/8; eval outputs
  *    larger than the resized image are zero-padded as torchvision's CenterCrop does;
- *  - the SIMD resize kernels equal the portable ones byte for byte on 300 random geometries;
+ *  - the SIMD resize kernels equal the portable ones, and the horizontal pass fused into the decode
+ *    equals the pass over the whole window, byte for byte on 300 random geometries and JPEG kinds;
  *  - flip mirrors the unflipped sample exactly; the substitute is mid-grey;
  *  - two threads with their own contexts produce identical bytes (stk-test: concurrency).
  */
 #include "testutil.h"
 #include "augment.h"
+#include "jpegenc.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -163,7 +165,9 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
 /* The SIMD resize kernels against the portable ones on random geometry: upscales (2 taps) to
  * 1/8 downscales (dozens of taps, with DCT scaling off), widths and heights that are not
  * multiples of the kernels' 4 outputs / 8 rows, eval outputs larger than the resized image
- * (zero padding), flips. Byte for byte. */
+ * (zero padding), flips; every subsampling, grayscale, CMYK and YCCK, progressive and restart
+ * markers. And the horizontal pass fused into the decode (strip by strip, the default) against
+ * the pass over the whole decoded window. Byte for byte. */
 static uint64_t xorshift(uint64_t *r)
 {
     *r ^= *r << 13;
@@ -181,8 +185,12 @@ static void simd_vs_portable(void)
     int n = 0, differ = 0;
     for (int it = 0; it < 300; it++) {
         int W = 1 + (int)(RND() % 640), H = 1 + (int)(RND() % 480);
+        int kind = (int)(RND() % JE_KINDS), flags = (int)(RND() % 4) & (JE_PROGRESSIVE | JE_RESTART_ROWS);
+        uint8_t *rgb = malloc((size_t)W * H * 3);
+        t_make_rgb(rgb, W, H, RND());
         size_t len;
-        uint8_t *j = t_make_jpeg(W, H, RND(), (int)(RND() % 5), 85, 0, &len);
+        uint8_t *j = je_encode(rgb, W, H, kind, 85, flags, &len);
+        free(rgb);
         T_CHECK(j, "make jpeg %dx%d", W, H);
         stk__aug_config c;
         stk__aug_config_default(&c);
@@ -192,27 +200,34 @@ static void simd_vs_portable(void)
         c.dct_scaling = (int)(RND() % 2);
         c.flip_prob = 0.5;
         size_t sz = (size_t)c.out_w * c.out_h * 3;
-        uint8_t *a = malloc(sz), *b = malloc(sz);
+        uint8_t *a = malloc(sz), *b = malloc(sz), *u = malloc(sz);
         char err[STK__ERRLEN];
         int warn;
         int simd = stk__aug_set_simd(1);
         T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, a, &warn, err) == STK_OK, "%s", err);
+        stk__aug_set_fused(0);
+        T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, u, &warn, err) == STK_OK, "%s", err);
+        stk__aug_set_fused(1);
         stk__aug_set_simd(0);
         T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, b, &warn, err) == STK_OK, "%s", err);
-        if (memcmp(a, b, sz) != 0) {
+        if (memcmp(a, b, sz) != 0 || memcmp(a, u, sz) != 0) {
             differ++;
-            printf("SIMD and portable differ: %dx%d -> %dx%d, mode %d, resize %d, dct_scaling %d (simd %d)\n",
-                   W, H, c.out_w, c.out_h, c.mode, c.resize, c.dct_scaling, simd);
+            printf("%s differ: %dx%d %s%s -> %dx%d, mode %d, resize %d, dct_scaling %d (simd %d)\n",
+                   memcmp(a, b, sz) ? "SIMD and portable" : "fused and whole-window", W, H, je_kind_names[kind],
+                   flags & JE_PROGRESSIVE ? " progressive" : "", c.out_w, c.out_h, c.mode, c.resize,
+                   c.dct_scaling, simd);
         }
         n++;
         free(a);
         free(b);
+        free(u);
         free(j);
     }
     stk__aug_set_simd(1);
     stk__worker_ctx_destroy(w);
-    printf("SIMD vs portable resize: %d random geometries, %d differ\n", n, differ);
-    T_CHECK(differ == 0, "%d of %d samples differ between the SIMD and the portable kernels", differ, n);
+    printf("SIMD vs portable, fused vs whole-window resize: %d random geometries, %d differ\n", n, differ);
+    T_CHECK(differ == 0, "%d of %d samples differ between the SIMD and the portable kernels or between the "
+                         "fused and the whole-window passes", differ, n);
 }
 
 typedef struct job {

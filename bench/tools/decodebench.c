@@ -2,6 +2,7 @@
  * decodebench — one thread, images in memory: what does everything besides the JPEG decode cost?
  *
  *   decodebench [--list MANIFEST | --dir ROOT] [--limit N] [--repeats R] [--size S] [--eval] [--full]
+ *               [--only ceiling|process]
  *
  * Images: the `path` column of MANIFEST (relative to its directory's imagenet-like/, or to --dir),
  * default /work/data/imagenet-like.manifest.tsv. All payloads are read into memory first (not
@@ -16,6 +17,9 @@
  * Prints images/s (median over repeats) for each, the overhead ratio process/ceiling - 1, and
  * the fraction of samples at each DCT scale. Times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID)
  * so that other load on shared cores does not count; the wall-clock rates are printed per repeat.
+ * --only runs one of the two loops (for `perf stat` / `perf record` of one of them: e.g. the
+ * libjpeg cycles per image in the process loop against the ceiling's show what the resize's
+ * memory traffic costs the decoder through the caches).
  */
 #include "augment.h"
 
@@ -65,7 +69,7 @@ int main(int argc, char **argv)
 {
     const char *list = "/work/data/imagenet-like.manifest.tsv", *root = NULL;
     long limit = 0;
-    int repeats = 3, size = 224, eval = 0, full = 0;
+    int repeats = 3, size = 224, eval = 0, full = 0, only = 0; /* only: 1 ceiling, 2 process */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--list") && i + 1 < argc)
             list = argv[++i];
@@ -81,9 +85,13 @@ int main(int argc, char **argv)
             eval = 1;
         else if (!strcmp(argv[i], "--full"))
             full = 1;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc && !strcmp(argv[i + 1], "ceiling"))
+            only = 1, i++;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc && !strcmp(argv[i + 1], "process"))
+            only = 2, i++;
         else {
             fprintf(stderr, "usage: decodebench [--list MANIFEST] [--dir ROOT] [--limit N] "
-                            "[--repeats R] [--size S] [--eval] [--full]\n");
+                            "[--repeats R] [--size S] [--eval] [--full] [--only ceiling|process]\n");
             return 2;
         }
     }
@@ -167,7 +175,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < repeats; r++) {
         double w0 = stk__now();
         double t0 = cpu_now();
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; only != 2 && i < n; i++) {
             char err[STK__ERRLEN];
             const uint8_t *px;
             size_t stride;
@@ -179,7 +187,7 @@ int main(int argc, char **argv)
             }
         }
         double t1 = cpu_now(), w1 = stk__now();
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; only != 1 && i < n; i++) {
             char err[STK__ERRLEN];
             int warn;
             if (stk__process_sample(w, &c, 0, 0, i, imgs[i].data, imgs[i].len, out, &warn, err) != STK_OK) {

@@ -5,7 +5,9 @@
  * stk_dataset_record_name then names the record without its source (also once the file is
  * grown back to its size with zeros: its size check passes, the pages read are zeros); corrupt pages (targeted and
  * seeded random byte flips in a copy of the file) give an error or "not found", never a crash,
- * a read outside a buffer (ASan) or a loop (a branch page pointing at itself). */
+ * a read outside a buffer (ASan) or a loop (a branch page pointing at itself). Names are looked up
+ * from several threads at once (the loader's decode workers do; the lookup takes no lock).
+ * stk-test: concurrency */
 #include "testutil.h"
 
 #include "dataset.h"
@@ -14,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -112,6 +115,26 @@ static flipcase mkcase(uint64_t at, const uint8_t *b, size_t len, const char *wh
     return c;
 }
 
+static char names[N][MAXNAME];
+static size_t lens[N];
+
+typedef struct namer {
+    stk_dataset *ds;
+    int bad;
+} namer;
+
+static void *name_all(void *arg)
+{
+    namer *nm = arg;
+    for (uint64_t i = 0; i < N; i++) {
+        char want[1200], pub[1200];
+        snprintf(want, sizeof want, "shard-00000.lmdb key %llu (%.*s)", (unsigned long long)i,
+                 (int)(lens[i] < 1023 ? lens[i] : 1023), names[i]);
+        nm->bad += stk_dataset_record_name(nm->ds, i, pub, sizeof pub) != STK_OK || strcmp(pub, want) != 0;
+    }
+    return NULL;
+}
+
 static void patch(int fd, uint64_t off, const void *b, size_t len)
 {
     T_CHECK(pwrite(fd, b, len, (off_t)off) == (ssize_t)len, "pwrite: %s", strerror(errno));
@@ -125,8 +148,6 @@ int main(void)
     snprintf(dst, sizeof dst, "%s/ds", dir);
     snprintf(shard, sizeof shard, "%s/shard-00000.lmdb", dst);
     snprintf(copy, sizeof copy, "%s/copy.lmdb", dir);
-    static char names[N][MAXNAME];
-    static size_t lens[N];
 
     stk_writer *w;
     T_OK(stk_writer_create(&w));
@@ -178,6 +199,20 @@ int main(void)
                  (int)(lens[i] < 1023 ? lens[i] : 1023), names[i]);
         T_OK(stk_dataset_record_name(ds, i, pub, sizeof pub));
         T_CHECK(strcmp(pub, want) == 0, "record %llu named `%.80s`", (unsigned long long)i, pub);
+    }
+
+    /* the same names from three threads at once */
+    {
+        namer nm[3];
+        pthread_t th[3];
+        for (int j = 0; j < 3; j++) {
+            nm[j] = (namer){ds, 0};
+            T_CHECK(pthread_create(&th[j], NULL, name_all, &nm[j]) == 0, "pthread_create");
+        }
+        for (int j = 0; j < 3; j++) {
+            pthread_join(th[j], NULL);
+            T_CHECK(nm[j].bad == 0, "thread %d: %d names wrong", j, nm[j].bad);
+        }
     }
 
     /* missing keys: past the end, before the start, other lengths */

@@ -25,6 +25,17 @@
  * The coefficient tables are built first, per call; they say exactly which source columns and
  * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
  * window plus the filter's support). All scratch lives in the worker context and only grows.
+ *
+ * Speed (issue 4: everything but the decode should cost little next to it). The decoder hands
+ * the window over in strips of 8 rows (stk__dec_window_rows) and the horizontal pass runs on
+ * each strip while it is in L1. With AVX2 that pass is transposed: the strip's bytes become
+ * byte columns of 8 rows, and an output column is a weighted sum of whole columns, 8 rows per
+ * 32-bit multiply-add with the broadcast coefficient, no shuffle per tap (strip_h_t8). The
+ * vertical pass is row-wise already: 64 output bytes per step. Both use Pillow's integer
+ * arithmetic exactly; the portable passes are the reference (test_augment compares them).
+ * Measured per 224x224 train sample, cycles (perf, decodebench --only process): horizontal
+ * 213k -> 82k (transpose 17k + kernel 65k), vertical 55k -> 47k, tables 14k -> 16k (noise), for
+ * a decode of ~1.7M.
  */
 #include "augment.h"
 
@@ -223,11 +234,16 @@ static int reserve(void **p, size_t *cap, size_t n, size_t size)
     return 0;
 }
 
+/* 1 - |x| for |x| < 1, else 0, without branches (a misprediction per output otherwise): the
+ * same value (+0.0 at |x| >= 1) as the branchy form. */
 static double triangle(double x)
 {
-    if (x < 0.0)
-        x = -x;
-    return x < 1.0 ? 1.0 - x : 0.0;
+    double w = 1.0 - fabs(x);
+#ifdef STK_AVX2 /* x86-64: maxsd (the compilers branch on the ternary) */
+    return _mm_cvtsd_f64(_mm_max_sd(_mm_set_sd(w), _mm_setzero_pd()));
+#else
+    return w > 0.0 ? w : 0.0;
+#endif
 }
 
 /*

@@ -465,10 +465,12 @@ static int alloc_ring(stk_loader *h)
     }
     /* Reader buffers the decode side may hold beyond the reads in flight: one per worker plus a
      * few queued per worker. Reading runs far ahead of decoding, so more would only cost memory
-     * (each buffer fits 99.9% of the records). The queue holds at least that many, so SINK never
-     * waits on it: the reader's back-pressure is the pool. */
+     * (each buffer fits 99% of the records). The queue holds every buffer of the reader's pool
+     * (in flight + held + up to 8 large ones), so SINK never waits on it: the reader's
+     * back-pressure is the pool. (A queue smaller than the pool made the reader block in SINK
+     * and be woken at every pop: a context switch per image.) */
     h->rcfg.hold_buffers = (uint32_t)(3 * h->workers_n + 4);
-    size_t qcap = (size_t)h->rcfg.queue_depth + 4 * (size_t)h->workers_n;
+    size_t qcap = (size_t)h->rcfg.queue_depth + h->rcfg.hold_buffers + 8;
     if (stk__queue_init(&h->dq, qcap) != STK_OK)
         return stk__err(h->err, STK_E_NOMEM, "out of memory for the decode queue");
     h->dq_ok = 1;

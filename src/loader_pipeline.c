@@ -252,6 +252,9 @@ static void *worker_main(void *arg)
 {
     stk__worker *w = arg;
     stk_loader *h = w->h;
+    char name[16];
+    snprintf(name, sizeof name, "stk-dec%d", (int)(w - h->workers) % 1000);
+    pthread_setname_np(pthread_self(), name);
     for (;;) {
         void *item = NULL;
         uint64_t starved = 0;
@@ -276,6 +279,7 @@ static void *stager_main(void *arg)
 {
     stk_loader *h = arg;
     uint64_t j = 0;
+    pthread_setname_np(pthread_self(), "stk-stage");
     pthread_mutex_lock(&h->mu);
     for (;;) {
         stk__slot *s = &h->slots[j % h->K];

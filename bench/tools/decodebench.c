@@ -2,7 +2,7 @@
  * decodebench — one thread, images in memory: what does everything besides the JPEG decode cost?
  *
  *   decodebench [--list MANIFEST | --dir ROOT] [--limit N] [--repeats R] [--size S] [--eval] [--full]
- *               [--only ceiling|process]
+ *               [--only ceiling|process] [--interleave]
  *
  * Images: the `path` column of MANIFEST (relative to its directory's imagenet-like/, or to --dir),
  * default /work/data/imagenet-like.manifest.tsv. All payloads are read into memory first (not
@@ -20,6 +20,10 @@
  * --only runs one of the two loops (for `perf stat` / `perf record` of one of them: e.g. the
  * libjpeg cycles per image in the process loop against the ceiling's show what the resize's
  * memory traffic costs the decoder through the caches).
+ * --interleave: per image, the ceiling and the process call one after the other (in turns which
+ * goes first), each timed on its own: load that comes and goes on shared cores then falls on both
+ * alike (a repeat of each loop takes seconds; with the loops apart, a burst of load can land on
+ * one of them). The per-repeat figures are then the sums over the images.
  */
 #include "augment.h"
 
@@ -70,6 +74,7 @@ int main(int argc, char **argv)
     const char *list = "/work/data/imagenet-like.manifest.tsv", *root = NULL;
     long limit = 0;
     int repeats = 3, size = 224, eval = 0, full = 0, only = 0; /* only: 1 ceiling, 2 process */
+    int interleave = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--list") && i + 1 < argc)
             list = argv[++i];
@@ -89,9 +94,11 @@ int main(int argc, char **argv)
             only = 1, i++;
         else if (!strcmp(argv[i], "--only") && i + 1 < argc && !strcmp(argv[i + 1], "process"))
             only = 2, i++;
+        else if (!strcmp(argv[i], "--interleave"))
+            interleave = 1;
         else {
             fprintf(stderr, "usage: decodebench [--list MANIFEST] [--dir ROOT] [--limit N] "
-                            "[--repeats R] [--size S] [--eval] [--full] [--only ceiling|process]\n");
+                            "[--repeats R] [--size S] [--eval] [--full] [--only ceiling|process] [--interleave]\n");
             return 2;
         }
     }
@@ -172,7 +179,38 @@ int main(int argc, char **argv)
     double *tc = calloc((size_t)repeats, sizeof(double)), *tp = calloc((size_t)repeats, sizeof(double));
     double *tf = calloc((size_t)repeats, sizeof(double));
     long warn_total = 0;
-    for (int r = 0; r < repeats; r++) {
+    for (int r = 0; interleave && r < repeats; r++) {
+        double c_sum = 0, p_sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            char err[STK__ERRLEN];
+            const uint8_t *px;
+            size_t stride;
+            int warn;
+            for (int k = 0; k < 2; k++) {
+                double a = cpu_now();
+                if (((i + (size_t)r + (size_t)k) & 1) == 0) {
+                    if (stk__dec_header(d, imgs[i].data, imgs[i].len, c.max_pixels, NULL, NULL, NULL, err) != STK_OK ||
+                        stk__dec_window(d, pl[i].m, pl[i].sx, pl[i].sy, pl[i].sw, pl[i].sh, 0, &px, &stride, &warn,
+                                        err) != STK_OK) {
+                        fprintf(stderr, "decodebench: image %zu: %s\n", i, err);
+                        return 1;
+                    }
+                    c_sum += cpu_now() - a;
+                } else {
+                    if (stk__process_sample(w, &c, 0, 0, i, imgs[i].data, imgs[i].len, out, &warn, err) != STK_OK) {
+                        fprintf(stderr, "decodebench: image %zu: %s\n", i, err);
+                        return 1;
+                    }
+                    warn_total += warn;
+                    p_sum += cpu_now() - a;
+                }
+            }
+        }
+        tc[r] = c_sum, tp[r] = p_sum;
+        fprintf(stderr, "repeat %d (interleaved): ceiling %.0f img/s, process %.0f img/s (CPU time)\n", r + 1,
+                n / tc[r], n / tp[r]);
+    }
+    for (int r = 0; !interleave && r < repeats; r++) {
         double w0 = stk__now();
         double t0 = cpu_now();
         for (size_t i = 0; only != 2 && i < n; i++) {

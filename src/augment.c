@@ -509,6 +509,49 @@ __attribute__((target("avx2"))) static inline __m128i clip16_avx2(__m256i s0, __
 /* 8 bytes at P as 32-bit lanes (vpmovzxbd from memory) */
 #define STK_LD8(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
 
+/* One output row from CNT source rows R0, STRIDE apart, weights KK (broadcast): N bytes. */
+__attribute__((target("avx2"), always_inline)) static inline void row_v_avx2(const uint8_t *row0, size_t stride,
+                                                                             const __m256i *kk, int cnt, int n,
+                                                                             uint8_t *o, __m256i bias)
+{
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m256i s0 = bias, s1 = bias, s2 = bias, s3 = bias, s4 = bias, s5 = bias, s6 = bias, s7 = bias;
+        const uint8_t *r = row0 + i;
+#pragma GCC unroll 4
+        for (int t = 0; t < cnt; t++, r += stride) {
+            s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk[t]));
+            s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk[t]));
+            s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(STK_LD8(r + 16), kk[t]));
+            s3 = _mm256_add_epi32(s3, _mm256_mullo_epi32(STK_LD8(r + 24), kk[t]));
+            s4 = _mm256_add_epi32(s4, _mm256_mullo_epi32(STK_LD8(r + 32), kk[t]));
+            s5 = _mm256_add_epi32(s5, _mm256_mullo_epi32(STK_LD8(r + 40), kk[t]));
+            s6 = _mm256_add_epi32(s6, _mm256_mullo_epi32(STK_LD8(r + 48), kk[t]));
+            s7 = _mm256_add_epi32(s7, _mm256_mullo_epi32(STK_LD8(r + 56), kk[t]));
+        }
+        _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
+        _mm_storeu_si128((__m128i *)(o + i + 16), clip16_avx2(s2, s3));
+        _mm_storeu_si128((__m128i *)(o + i + 32), clip16_avx2(s4, s5));
+        _mm_storeu_si128((__m128i *)(o + i + 48), clip16_avx2(s6, s7));
+    }
+    for (; i + 16 <= n; i += 16) {
+        __m256i s0 = bias, s1 = bias;
+        const uint8_t *r = row0 + i;
+        for (int t = 0; t < cnt; t++, r += stride) {
+            s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk[t]));
+            s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk[t]));
+        }
+        _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
+    }
+    for (; i < n; i++) {
+        int32_t acc = 1 << (PB - 1);
+        const uint8_t *r = row0 + i;
+        for (int t = 0; t < cnt; t++, r += stride)
+            acc += *r * _mm256_extract_epi32(kk[t], 0);
+        o[i] = clip8(acc);
+    }
+}
+
 __attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uint8_t *src, size_t stride,
                                                          int n, uint8_t *dst)
 {
@@ -519,42 +562,25 @@ __attribute__((target("avx2"))) static void pass_v_avx2(const axis *a, const uin
         int cnt = a->count[yy];
         const uint8_t *row0 = src + (size_t)a->start[yy] * stride;
         uint8_t *o = dst + (size_t)yy * (size_t)n;
-        int i = 0;
-        for (; i + 64 <= n; i += 64) {
-            __m256i s0 = bias, s1 = bias, s2 = bias, s3 = bias, s4 = bias, s5 = bias, s6 = bias, s7 = bias;
-            const uint8_t *r = row0 + i;
-            for (int t = 0; t < cnt; t++, r += stride) {
-                __m256i kk = _mm256_set1_epi32(k[t]);
-                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk));
-                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk));
-                s2 = _mm256_add_epi32(s2, _mm256_mullo_epi32(STK_LD8(r + 16), kk));
-                s3 = _mm256_add_epi32(s3, _mm256_mullo_epi32(STK_LD8(r + 24), kk));
-                s4 = _mm256_add_epi32(s4, _mm256_mullo_epi32(STK_LD8(r + 32), kk));
-                s5 = _mm256_add_epi32(s5, _mm256_mullo_epi32(STK_LD8(r + 40), kk));
-                s6 = _mm256_add_epi32(s6, _mm256_mullo_epi32(STK_LD8(r + 48), kk));
-                s7 = _mm256_add_epi32(s7, _mm256_mullo_epi32(STK_LD8(r + 56), kk));
+        __m256i kk[64];
+        if (cnt > 64) { /* (1/32 downscales and beyond: the portable arithmetic, row by row) */
+            for (int i = 0; i < n; i++) {
+                int32_t acc = 1 << (PB - 1);
+                const uint8_t *r = row0 + i;
+                for (int t = 0; t < cnt; t++, r += stride)
+                    acc += *r * k[t];
+                o[i] = clip8(acc);
             }
-            _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
-            _mm_storeu_si128((__m128i *)(o + i + 16), clip16_avx2(s2, s3));
-            _mm_storeu_si128((__m128i *)(o + i + 32), clip16_avx2(s4, s5));
-            _mm_storeu_si128((__m128i *)(o + i + 48), clip16_avx2(s6, s7));
+            continue;
         }
-        for (; i + 16 <= n; i += 16) {
-            __m256i s0 = bias, s1 = bias;
-            const uint8_t *r = row0 + i;
-            for (int t = 0; t < cnt; t++, r += stride) {
-                __m256i kk = _mm256_set1_epi32(k[t]);
-                s0 = _mm256_add_epi32(s0, _mm256_mullo_epi32(STK_LD8(r), kk));
-                s1 = _mm256_add_epi32(s1, _mm256_mullo_epi32(STK_LD8(r + 8), kk));
-            }
-            _mm_storeu_si128((__m128i *)(o + i), clip16_avx2(s0, s1));
-        }
-        for (; i < n; i++) {
-            int32_t s = 1 << (PB - 1);
-            const uint8_t *r = row0 + i;
-            for (int t = 0; t < cnt; t++, r += stride)
-                s += *r * k[t];
-            o[i] = clip8(s);
+        for (int t = 0; t < cnt; t++)
+            kk[t] = _mm256_set1_epi32(k[t]);
+        switch (cnt) { /* constant trip counts for the common tap counts */
+        case 1: row_v_avx2(row0, stride, kk, 1, n, o, bias); break;
+        case 2: row_v_avx2(row0, stride, kk, 2, n, o, bias); break;
+        case 3: row_v_avx2(row0, stride, kk, 3, n, o, bias); break;
+        case 4: row_v_avx2(row0, stride, kk, 4, n, o, bias); break;
+        default: row_v_avx2(row0, stride, kk, cnt, n, o, bias); break;
         }
     }
 }

@@ -450,27 +450,33 @@ __attribute__((target("avx2"), always_inline)) static inline __m256i out8_t8(con
     return _mm256_shuffle_epi8(v, px);
 }
 
-/* One strip: rows R[0..7] into DST rows 0..7 (DSTRIDE apart), outputs in storage order (pos);
- * with flip, pos takes the coefficients of ow - 1 - pos. Writes each row up to 3 * (ow rounded
- * up to 4) + 4 bytes. T: scratch of hscratch_size() bytes, its slack zeroed by t8_prepare. */
+/* The scratch of the AVX2 horizontal pass: T (the window's byte columns rounded up to 32, then
+ * maxcount * 3 + 32 zeroed ones, 8 bytes each), then per output in storage order (flip applied)
+ * the offset of its first tap in T and of its coefficients (ow rounded up to 4, each). */
+static size_t t8_cols(const axis *a) { return ((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32 + (size_t)a->maxcount * 3 + 32; }
+static int32_t *t8_offsets(const axis *a, uint8_t *t) { return (int32_t *)(void *)(t + t8_cols(a) * 8); }
+
+/* One strip: rows R[0..7] into DST rows 0..7 (DSTRIDE apart), outputs in storage order (pos).
+ * Writes each row up to 3 * (ow rounded up to 4) + 4 bytes. T: the scratch, prepared by
+ * resize_h_prepare. */
 __attribute__((target("avx2"), always_inline)) static inline void strip_h_t8_g(const axis *a, const uint8_t *const *r,
                                                                                uint8_t *o, size_t dstride, int flip,
                                                                                uint8_t *t, int g)
 {
-    int ow = a->out, ks = a->ksize, nb = (a->hi - a->lo) * 3;
+    int ow = a->out, nb = (a->hi - a->lo) * 3;
+    STK__UNUSED(flip);
     const __m256i bias = _mm256_set1_epi32(1 << (PB - 1));
     const __m256i px = _mm256_setr_epi8(0, 4, 8, -1, 1, 5, 9, -1, 2, 6, 10, -1, 3, 7, 11, -1,
                                         0, 4, 8, -1, 1, 5, 9, -1, 2, 6, 10, -1, 3, 7, 11, -1);
     const __m256i pack12 = _mm256_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1,
                                             0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
     strip_t8(r, nb, t);
+    const int32_t *off = t8_offsets(a, t), *koff = off + (ow + 3) / 4 * 4;
     for (int pos = 0; pos < ow; pos += 4) {
         __m256i v[4];
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; j++) {
-            int p = STK__MIN(pos + j, ow - 1), x = flip ? ow - 1 - p : p;
-            v[j] = out8_t8(t + (size_t)a->start[x] * 24, a->k + (size_t)x * (size_t)ks, g, bias, px);
-        }
+        for (int j = 0; j < 4; j++)
+            v[j] = out8_t8(t + off[pos + j], a->k + koff[pos + j], g, bias, px);
         /* 4 x 4 words per lane: outputs pos..pos+3 of row i (low lane) and row 4 + i */
         __m256i u0 = _mm256_unpacklo_epi32(v[0], v[1]), u1 = _mm256_unpackhi_epi32(v[0], v[1]);
         __m256i u2 = _mm256_unpacklo_epi32(v[2], v[3]), u3 = _mm256_unpackhi_epi32(v[2], v[3]);
@@ -611,11 +617,11 @@ int stk__aug_set_simd(int enable)
 #endif
 }
 
-/* Bytes of scratch the horizontal pass needs (T of strip_h_t8: the window's byte columns rounded
- * up to 32, then maxcount * 3 + 32 zeroed ones, 8 bytes each). */
+/* Bytes of scratch the horizontal pass needs (see t8_cols, t8_offsets). */
 static size_t hscratch_size(const axis *a)
 {
-    return (((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32 + (size_t)a->maxcount * 3 + 32) * 8;
+    return (((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32 + (size_t)a->maxcount * 3 + 32) * 8 +
+           (size_t)(a->out + 3) / 4 * 4 * 2 * sizeof(int32_t);
 }
 
 /* Rows of the horizontal pass's output (DST): ROWS rounded up to 8, each (ow rounded up to 4) * 3
@@ -623,11 +629,24 @@ static size_t hscratch_size(const axis *a)
 static int tmp_rows(int rows) { return (rows + 7) / 8 * 8; }
 static size_t tmp_stride(int ow) { return (size_t)(ow + 3) / 4 * 4 * 3 + 16; }
 
-/* Before the first strip of a sample: the taps past the window (weight 0) read zeroed slack. */
-static void resize_h_prepare(const axis *a, uint8_t *scratch)
+/* Before the first strip of a sample: the taps past the window (weight 0) read zeroed slack;
+ * the AVX2 pass's per-output offsets (storage order: with flip, position pos takes the
+ * coefficients of output ow - 1 - pos; positions past ow repeat the last one). */
+static void resize_h_prepare(const axis *a, uint8_t *scratch, int flip)
 {
     size_t nt = ((size_t)(a->hi - a->lo) * 3 + 31) / 32 * 32;
     memset(scratch + nt * 8, 0, ((size_t)a->maxcount * 3 + 32) * 8);
+#ifdef STK_AVX2
+    int ow = a->out, ow4 = (ow + 3) / 4 * 4;
+    int32_t *off = t8_offsets(a, scratch), *koff = off + ow4;
+    for (int pos = 0; pos < ow4; pos++) {
+        int p = STK__MIN(pos, ow - 1), x = flip ? ow - 1 - p : p;
+        off[pos] = a->start[x] * 24;
+        koff[pos] = x * a->ksize;
+    }
+#else
+    STK__UNUSED(flip);
+#endif
 }
 
 /* Horizontal pass over window rows Y0 .. Y0 + N - 1 (N <= 8; Y0 a multiple of 8) at SRC, rows
@@ -654,7 +673,7 @@ static void resize_h_strip(const axis *a, const uint8_t *src, size_t stride, int
 static void resize_h(const axis *a, const uint8_t *src, size_t stride, int rows, uint8_t *dst, size_t dstride,
                      int flip, uint8_t *scratch)
 {
-    resize_h_prepare(a, scratch);
+    resize_h_prepare(a, scratch, flip);
     for (int y0 = 0; y0 < rows; y0 += 8)
         resize_h_strip(a, src + (size_t)y0 * stride, stride, y0, STK__MIN(rows - y0, 8), dst, dstride, flip,
                        scratch);
@@ -749,7 +768,7 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     if (atomic_load_explicit(&fused_allowed, memory_order_relaxed)) {
         /* the horizontal pass strip by strip while the rows are in the L1 cache */
         hjob j = {w, ts, cr.flip};
-        resize_h_prepare(&w->ax, w->hs);
+        resize_h_prepare(&w->ax, w->hs, cr.flip);
         rc = stk__dec_window_rows(w->dec, m, xlo, ylo, xw, yh, c->strict, h_rows, &j, warnings, err);
         if (rc != STK_OK)
             return rc;

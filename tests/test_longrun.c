@@ -16,7 +16,8 @@
  * CI runs 200 cycles (40 under a sanitizer). STK_LONGRUN_CYCLES=N runs N (the 10 000-cycle run
  * in docs/HARDENING.md, under valgrind or LSan). STK_LONGRUN_EPOCHS=E with STK_LONGRUN_DATA=PATH
  * instead runs E epochs over PATH with one loader, printing RSS after each epoch and the slope
- * (bench/longrun.sh).
+ * (bench/longrun.sh). STK_LONGRUN_TWIN=N runs only the two-thread part, N cycles per thread,
+ * its seeds XORed with STK_LONGRUN_SEED (default 0 = the CI sequence).
  *
  * stk-test: concurrency
  */
@@ -255,18 +256,19 @@ static void *twin_main(void *arg)
     return NULL;
 }
 
-static void test_two_threads(unsigned n)
+static void test_two_threads(unsigned n, uint64_t seed)
 {
-    alarm(tl_sanitized() ? 600 : 180);
+    /* a watchdog per cycle pair, not per run: STK_LONGRUN_TWIN runs hundreds */
+    alarm((tl_sanitized() ? 600 : 180) + n * (tl_sanitized() ? 15 : 5));
     int fd0 = t_count_fds();
-    twin a = {n, 0x1234567}, b = {n, 0x7654321};
+    twin a = {n, 0x1234567 ^ seed}, b = {n, 0x7654321 ^ seed};
     pthread_t ta, tb;
     T_CHECK(pthread_create(&ta, NULL, twin_main, &a) == 0 && pthread_create(&tb, NULL, twin_main, &b) == 0,
             "pthread_create");
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
     T_CHECK(t_count_fds() == fd0, "two threads: %d descriptors, %d before", t_count_fds(), fd0);
-    fprintf(stderr, "  two threads x %u cycles on the same shards: ok\n", n);
+    fprintf(stderr, "  two threads x %u cycles on the same shards (seed %llu): ok\n", n, (unsigned long long)seed);
     alarm(0);
 }
 
@@ -333,12 +335,20 @@ int main(void)
         return epochs_run(path, (unsigned)atoi(ep));
     }
     make_data();
+    const char *tw = getenv("STK_LONGRUN_TWIN");
+    if (tw && *tw) { /* only the two-thread part: N cycles per thread, seeds from STK_LONGRUN_SEED */
+        const char *sd = getenv("STK_LONGRUN_SEED");
+        test_two_threads((unsigned)atoi(tw), sd && *sd ? strtoull(sd, NULL, 0) : 0);
+        tl_data_free(&D);
+        printf("test_longrun: ok\n");
+        return 0;
+    }
     const char *cy = getenv("STK_LONGRUN_CYCLES");
     unsigned n = cy && *cy ? (unsigned)atoi(cy) : tl_sanitized() ? 40 : 200;
     test_cycles(n, 0x5eed);
     if (!(cy && *cy)) {
         test_error_cap();
-        test_two_threads(tl_sanitized() ? 10 : 40);
+        test_two_threads(tl_sanitized() ? 10 : 40, 0);
     }
     tl_data_free(&D);
     printf("test_longrun: ok\n");

@@ -160,7 +160,7 @@ struct stk__reader {
     uint32_t wake_at;       /* a normal-class waiter is woken once this many are free */
 
     pthread_mutex_t mu;
-    pthread_cond_t cv_free; /* a buffer came back */
+    pthread_cond_t cv_free[2]; /* a buffer of that class came back ([1] = large) */
     pthread_cond_t cv_fl;   /* in-flight space (io_uring submitter) */
     pthread_cond_t cv_sub;  /* something submitted / submitter done (io_uring reaper) */
     uint32_t inflight;      /* io_uring reads in flight (under mu) */
@@ -343,7 +343,7 @@ static rslot *pool_get(stk__reader *r, uint64_t need)
         uint32_t want = large ? 1 : r->wake_at;
         r->wait_n[large]++;
         while ((!*fl || r->free_n[large] < want) && !atomic_load(&r->stopping))
-            pthread_cond_wait(&r->cv_free, &r->mu);
+            pthread_cond_wait(&r->cv_free[large], &r->mu);
         r->wait_n[large]--;
         t1 = stk__now_ns();
     }
@@ -386,9 +386,10 @@ void stk__reader_release(stk__reader *r, stk__read *rd)
         r->free_normal = s;
     }
     r->free_n[c]++;
-    /* wake only a thread that waits for this class, and only at its wake-up mark */
+    /* wake only a thread that waits for this class, and only at its wake-up mark; one per
+     * buffer (the thread pools' waiters each take one: a broadcast woke them all for one) */
     if (r->wait_n[c] && r->free_n[c] >= (c ? 1 : r->wake_at))
-        pthread_cond_broadcast(&r->cv_free);
+        pthread_cond_signal(&r->cv_free[c]);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -1256,7 +1257,8 @@ int stk__reader_create(stk__reader **out, stk_dataset *ds, const stk__reader_con
         r->cfg.inflight_bytes = (size_t)64 << 20;
     r->files = files;
     pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv_free, NULL);
+    pthread_cond_init(&r->cv_free[0], NULL);
+    pthread_cond_init(&r->cv_free[1], NULL);
     pthread_cond_init(&r->cv_fl, NULL);
     pthread_cond_init(&r->cv_sub, NULL);
 #ifdef STK_HAVE_URING
@@ -1361,7 +1363,8 @@ int stk__reader_start(stk__reader *r, stk__work_fn work, stk__sink_fn sink, void
             if (r->bk == BK_URING && i == 1) {
                 r->submit_done = 1; /* the reaper never started: nothing may be left in flight */
             }
-            pthread_cond_broadcast(&r->cv_free);
+            pthread_cond_broadcast(&r->cv_free[0]);
+            pthread_cond_broadcast(&r->cv_free[1]);
             pthread_cond_broadcast(&r->cv_fl);
             pthread_mutex_unlock(&r->mu);
             r->running = 1;
@@ -1381,7 +1384,8 @@ void stk__reader_stop(stk__reader *r)
         return;
     atomic_store(&r->stopping, 1);
     pthread_mutex_lock(&r->mu);
-    pthread_cond_broadcast(&r->cv_free);
+    pthread_cond_broadcast(&r->cv_free[0]);
+    pthread_cond_broadcast(&r->cv_free[1]);
     pthread_cond_broadcast(&r->cv_fl);
     pthread_mutex_unlock(&r->mu);
 #ifdef STK_HAVE_URING
@@ -1440,7 +1444,8 @@ void stk__reader_destroy(stk__reader *r)
     free(r->mdbi);
     pthread_cond_destroy(&r->cv_sub);
     pthread_cond_destroy(&r->cv_fl);
-    pthread_cond_destroy(&r->cv_free);
+    pthread_cond_destroy(&r->cv_free[1]);
+    pthread_cond_destroy(&r->cv_free[0]);
     pthread_mutex_destroy(&r->mu);
     free(r);
 }

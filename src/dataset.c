@@ -29,6 +29,29 @@
  * lock file cannot be created (read-only media: EACCES / EROFS) the shard is opened MDB_NOLOCK
  * and its identity (device, inode, size, mtime, last txnid, last page) is recorded;
  * stk__dataset_check() re-verifies it.
+ *
+ * Shared environments. LMDB: "do not have open an LMDB database twice in the same process at
+ * the same time". Its lock file is guarded by an fcntl lock, and fcntl locks never conflict
+ * within one process: a second mdb_env_open of a shard already open in the process takes the
+ * "exclusive" lock, believes it is the only user and re-initialises the lock file's reader table
+ * under the first environment (memset + pthread_mutex_init of the robust reader mutex, reader
+ * count and txnid set to 0), and closing either environment drops the other's locks. Measured
+ * here with two to four threads opening datasets on the same shards: a SIGSEGV in
+ * pthread_mutex_unlock inside mdb_txn_begin (a thread held the reader mutex while another open
+ * zeroed it: the robust-list unlink followed a NULL link), and opens that read the older meta
+ * page (txnid 0 in the lock file) and found no `records` database. So every shard file is opened
+ * once per process: a registry keyed by (pid, device, inode of the data file, directory or
+ * single-file environment) holds the MDB_env with a count of the datasets using it, under one
+ * mutex that is also held while a new environment is opened and set up, and while the last user
+ * closes it (so an open and a close of the same file never overlap). Each dataset still opens
+ * its own descriptors, runs the checks above on the file and keeps its own read transaction
+ * (MDB_NOTLS: transactions of one environment from any threads). The first opener decides
+ * between a lock file and MDB_NOLOCK; later users inherit it (and the identity checks that go
+ * with it). A child after fork() never matches its parent's entries (the pid), and the mutex is
+ * held across fork() (pthread_atfork) so the child's copy is usable. A shard that a writer grew
+ * past the shared map since its environment was opened is refused (MDB_MAP_RESIZED) until the
+ * other datasets on it close. The mmap reader backend (reader.c) opens its own environments
+ * with MDB_NOLOCK, which never touch the lock file.
  */
 #include "dataset.h"
 
@@ -42,6 +65,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +431,150 @@ static void *walk_thread(void *arg)
     return NULL;
 }
 
+/* ---- shared environments (see the top of the file) ------------------------------------------- */
+
+struct stk__shared_env {
+    struct stk__shared_env *next;
+    pid_t pid;
+    dev_t dev;     /* of the data file */
+    ino_t ino;
+    int env_dir;   /* directory environment (data.mdb inside) or single file (MDB_NOSUBDIR) */
+    int nolock;    /* MDB_NOLOCK, or LMDB went on without a lock file (read-only filesystem) */
+    MDB_env *env;
+    unsigned refs; /* datasets' shards using it */
+};
+
+static pthread_mutex_t g_env_mu = PTHREAD_MUTEX_INITIALIZER;
+static stk__shared_env *g_envs; /* under g_env_mu */
+static pthread_once_t g_env_once = PTHREAD_ONCE_INIT;
+
+/* fork() while another thread holds g_env_mu would leave the child's copy locked for ever */
+static void env_fork_prepare(void)
+{
+    pthread_mutex_lock(&g_env_mu);
+}
+
+static void env_fork_after(void)
+{
+    pthread_mutex_unlock(&g_env_mu);
+}
+
+static void env_once(void)
+{
+    pthread_atfork(env_fork_prepare, env_fork_after, env_fork_after);
+}
+
+/* A new environment for the data file DATAFILE (identity ST) of the LMDB at PATH, set up for
+ * sharing; g_env_mu held. Returns STK_OK with *out (refs 1, not yet listed) or an error, with
+ * nothing left open. */
+static int env_open_new(char *err, const char *path, const char *datafile, int env_dir, const struct stat *st,
+                        stk__shared_env **out)
+{
+    MDB_env *env;
+    int rc, nolock = 0;
+    if ((rc = mdb_env_create(&env)) != 0)
+        return stk__err(err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
+    mdb_env_set_maxdbs(env, 8);
+    unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS | (env_dir ? 0 : MDB_NOSUBDIR);
+    rc = mdb_env_open(env, path, flags, 0644);
+    if (rc == EACCES || rc == EROFS || rc == EPERM) {
+        mdb_env_close(env);
+        if ((rc = mdb_env_create(&env)) != 0)
+            return stk__err(err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
+        mdb_env_set_maxdbs(env, 8);
+        rc = mdb_env_open(env, path, flags | MDB_NOLOCK, 0644);
+        nolock = 1;
+    }
+    if (rc) {
+        mdb_env_close(env);
+        return stk__err(err, STK_E_LMDB, "%s: cannot open as LMDB: %s", path, mdb_strerror(rc));
+    }
+    /* LMDB opened the path again: it must be the file checked (and keyed) by the caller */
+    int efd;
+    struct stat est;
+    if (mdb_env_get_fd(env, &efd) != 0 || fstat(efd, &est) != 0 || est.st_dev != st->st_dev ||
+        est.st_ino != st->st_ino) {
+        mdb_env_close(env);
+        return stk__err(err, STK_E_CHANGED, "%s: replaced while it was opened", datafile);
+    }
+    if (!nolock) {
+        /* On a read-only filesystem LMDB itself goes on without a lock file (EROFS): then no
+         * lock protects the table either, and the identity checks apply. */
+        char lockp[4200];
+        snprintf(lockp, sizeof lockp, env_dir ? "%s/lock.mdb" : "%s-lock", path);
+        if (access(lockp, F_OK) != 0)
+            nolock = 1;
+    }
+    /* Open the named databases in a short transaction and commit it: that makes the handles
+     * environment-wide, so the datasets' kept transactions and the walks' worker transactions
+     * only look them up (LMDB registers a handle first opened in a still-open transaction per
+     * txn, and concurrent first opens would fight over the same slot). Once per environment,
+     * under g_env_mu: no other transaction of it exists yet. */
+    MDB_txn *t0;
+    if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t0)) != 0) {
+        mdb_env_close(env);
+        return stk__err(err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
+    }
+    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META}; /* `sources`: pread only */
+    for (size_t i = 0; i < STK__ARRAY_LEN(dbnames); i++) {
+        MDB_dbi d;
+        (void)mdb_dbi_open(t0, dbnames[i], 0, &d); /* absent ones are looked for again by the caller */
+    }
+    if ((rc = mdb_txn_commit(t0)) != 0) {
+        mdb_env_close(env);
+        return stk__err(err, STK_E_LMDB, "%s: mdb_txn_commit: %s", path, mdb_strerror(rc));
+    }
+    stk__shared_env *e = calloc(1, sizeof *e);
+    if (!e) {
+        mdb_env_close(env);
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    }
+    *e = (stk__shared_env){.pid = getpid(), .dev = st->st_dev, .ino = st->st_ino, .env_dir = env_dir,
+                           .nolock = nolock, .env = env, .refs = 1};
+    *out = e;
+    return STK_OK;
+}
+
+/* The process's environment of the data file with identity ST (opened now if it is not open
+ * yet), one more reference to it in *out. Returns STK_OK or an error with err set. */
+static int env_acquire(char *err, const char *path, const char *datafile, int env_dir, const struct stat *st,
+                       stk__shared_env **out)
+{
+    pthread_once(&g_env_once, env_once);
+    pid_t pid = getpid();
+    int rc = STK_OK;
+    pthread_mutex_lock(&g_env_mu);
+    stk__shared_env *e;
+    for (e = g_envs; e; e = e->next)
+        if (e->pid == pid && e->dev == st->st_dev && e->ino == st->st_ino && e->env_dir == env_dir)
+            break;
+    if (e) {
+        e->refs++;
+    } else if ((rc = env_open_new(err, path, datafile, env_dir, st, &e)) == STK_OK) {
+        e->next = g_envs;
+        g_envs = e;
+    }
+    pthread_mutex_unlock(&g_env_mu);
+    *out = rc == STK_OK ? e : NULL;
+    return rc;
+}
+
+/* Give back a reference; the last one closes the environment (its transactions are ended). */
+static void env_release(stk__shared_env *e)
+{
+    pthread_mutex_lock(&g_env_mu);
+    if (--e->refs == 0) {
+        stk__shared_env **pp = &g_envs;
+        while (*pp && *pp != e)
+            pp = &(*pp)->next;
+        if (*pp)
+            *pp = e->next;
+        mdb_env_close(e->env);
+        free(e);
+    }
+    pthread_mutex_unlock(&g_env_mu);
+}
+
 /*
  * Open the LMDB at PATH as shard SH (number NO in ds->shards); ENV_DIR: PATH is a directory
  * environment (data.mdb inside). EXPECT_STOKER: 1 = must be a stoker shard, 0 = decide.
@@ -452,48 +620,16 @@ static int open_shard(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *
     if ((rc = stk__lmdb_check(sh->fd, datafile, sh->file_size, ds->err)) != STK_OK)
         return rc;
 
-    if ((rc = mdb_env_create(&sh->env)) != 0)
-        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
-    mdb_env_set_maxdbs(sh->env, 8);
-    unsigned flags = MDB_RDONLY | MDB_NORDAHEAD | MDB_NOTLS | (env_dir ? 0 : MDB_NOSUBDIR);
-    rc = mdb_env_open(sh->env, path, flags, 0644);
-    if (rc == EACCES || rc == EROFS || rc == EPERM) {
-        mdb_env_close(sh->env);
-        sh->env = NULL;
-        if ((rc = mdb_env_create(&sh->env)) != 0)
-            return stk__err(ds->err, STK_E_LMDB, "%s: mdb_env_create: %s", path, mdb_strerror(rc));
-        mdb_env_set_maxdbs(sh->env, 8);
-        rc = mdb_env_open(sh->env, path, flags | MDB_NOLOCK, 0644);
-        sh->nolock = 1;
-    }
-    if (rc) {
-        mdb_env_close(sh->env);
-        sh->env = NULL;
-        return stk__err(ds->err, STK_E_LMDB, "%s: cannot open as LMDB: %s", path, mdb_strerror(rc));
-    }
-    if (!sh->nolock) {
-        /* On a read-only filesystem LMDB itself goes on without a lock file (EROFS): then no
-         * lock protects the table either, and the identity checks apply. */
-        char lockp[4200];
-        snprintf(lockp, sizeof lockp, env_dir ? "%s/lock.mdb" : "%s-lock", path);
-        if (access(lockp, F_OK) != 0)
-            sh->nolock = 1;
-    }
-    /* Open the named databases in a short transaction and commit it: that makes the handles
-     * environment-wide, so the kept transaction and the walk's worker transactions only look
-     * them up (LMDB registers a handle first opened in a still-open transaction per txn, and
-     * concurrent first opens would fight over the same slot). */
-    MDB_txn *t0;
-    if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &t0)) != 0)
-        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
-    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META}; /* `sources`: see below */
-    for (size_t i = 0; i < STK__ARRAY_LEN(dbnames); i++) {
-        MDB_dbi d;
-        (void)mdb_dbi_open(t0, dbnames[i], 0, &d); /* absent ones are looked for again below */
-    }
-    if ((rc = mdb_txn_commit(t0)) != 0)
-        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_commit: %s", path, mdb_strerror(rc));
-    if ((rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &sh->txn)) != 0)
+    /* one environment per file per process, shared with the other datasets on it */
+    if ((rc = env_acquire(ds->err, path, datafile, env_dir, &st, &sh->senv)) != STK_OK)
+        return rc;
+    sh->env = sh->senv->env;
+    sh->nolock = sh->senv->nolock;
+    rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &sh->txn);
+    if (rc == MDB_MAP_RESIZED)
+        return stk__err(ds->err, STK_E_CHANGED, "%s: grew past the map of the LMDB environment that other "
+                        "open datasets share; close them to reopen it", path);
+    if (rc != 0)
         return stk__err(ds->err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
     MDB_envinfo ei;
     mdb_env_info(sh->env, &ei);
@@ -795,8 +931,8 @@ static void close_all(stk_dataset *ds)
         stk__shard *sh = &ds->shards[i];
         if (sh->txn)
             mdb_txn_abort(sh->txn);
-        if (sh->env)
-            mdb_env_close(sh->env);
+        if (sh->senv)
+            env_release(sh->senv);
         if (sh->fd >= 0)
             close(sh->fd);
         if (sh->fd_direct >= 0)

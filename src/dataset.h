@@ -22,6 +22,9 @@ typedef struct stk__rec {
     uint32_t shard;
 } stk__rec;
 
+/* One MDB_env per shard file per process, shared by the datasets open on it (dataset.c). */
+typedef struct stk__shared_env stk__shared_env;
+
 typedef struct stk__shard {
     char *path;
     const char *name;     /* basename of path */
@@ -30,7 +33,8 @@ typedef struct stk__shard {
     uint64_t file_size;
     uint64_t first;       /* dataset index of its first record */
     uint64_t count;
-    MDB_env *env;         /* open read-only, MDB_NORDAHEAD */
+    stk__shared_env *senv; /* this process's environment of the file, shared (dataset.c) */
+    MDB_env *env;         /* senv->env: read-only, MDB_NORDAHEAD | MDB_NOTLS */
     MDB_txn *txn;         /* read transaction kept for the dataset's lifetime */
     MDB_dbi dbi;          /* `records` (stoker) or the main database (foreign) */
     int foreign;          /* 1: foreign LMDB (payload = value, no header, no CRC) */

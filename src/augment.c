@@ -33,9 +33,12 @@
  * 32-bit multiply-add with the broadcast coefficient, no shuffle per tap (strip_h_t8). The
  * vertical pass is row-wise already: 64 output bytes per step. Both use Pillow's integer
  * arithmetic exactly; the portable passes are the reference (test_augment compares them).
- * Measured per 224x224 train sample, cycles (perf, decodebench --only process): horizontal
- * 213k -> 82k (transpose 17k + kernel 65k), vertical 55k -> 47k, tables 14k -> 16k (noise), for
- * a decode of ~1.7M.
+ * Measured per 224x224 train sample, cycles (perf record -e cycles:u, decodebench --only
+ * process, two runs): horizontal 213k -> 84-92k (transpose 24-29k + kernel 60-63k), vertical
+ * 55k -> 46k, tables 14-15k, for a decode of 1.6-1.7M; decodebench --interleave: process over
+ * ceiling +18% -> +9.3%. Both passes now run at about 0.4 vector instructions per 32-bit product,
+ * which exact 22-bit arithmetic needs (a vpmaddwd formulation needs split coefficients and pays
+ * the same); what is left is mostly the products themselves.
  */
 #include "augment.h"
 

@@ -37,6 +37,8 @@
  *
  * Memory: the decoder's output buffer grows only when a bigger window comes; libjpeg's own
  * working memory is allocated by its pool allocator per image and freed by jpeg_abort.
+ * stk__dec_window_rows hands the window over in strips of 8 rows instead, through a buffer of 8
+ * rows that stays in L1 (the resize's horizontal pass runs on each strip as it comes).
  */
 #include "augment.h"
 

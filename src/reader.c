@@ -901,6 +901,10 @@ static void uring_finished(stk__reader *r, rslot *s)
                                  r->inflight_bytes_now + r->fl_need <= r->cfg.inflight_bytes))
             pthread_cond_signal(&r->cv_fl);
     }
+    /* the submitter finished this one and is about to deliver it (SINK may block): reads it left
+     * in flight are then the reaper's */
+    if (r->inflight > 0 && r->reaper_idle)
+        pthread_cond_signal(&r->cv_sub);
     pthread_mutex_unlock(&r->mu);
 }
 

@@ -324,6 +324,24 @@ int stk__online_cpus(void)
     return n > 0 ? (int)n : 1;
 }
 
+int stk__pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return STK_E_TRUNCATED;
+        p += r;
+        len -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return STK_OK;
+}
+
 char *stk__strdup(const char *s)
 {
     if (!s)

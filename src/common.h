@@ -44,6 +44,11 @@ static inline size_t stk__round_up(size_t n, size_t a) { return (n + a - 1) / a 
 
 int stk__online_cpus(void);
 
+/* Read exactly LEN bytes at OFF (retrying short reads and EINTR): STK_OK, STK_E_TRUNCATED when
+ * the file ends first (it is shorter than expected, e.g. it shrank), -errno on a read error.
+ * Thread-safe (pread). */
+int stk__pread_full(int fd, void *buf, size_t len, uint64_t off);
+
 /* Duplicate a string (NULL on failure). */
 char *stk__strdup(const char *s);
 

@@ -1077,24 +1077,6 @@ int32_t stk__dataset_static_label(const stk_dataset *ds, uint64_t index)
     return -1;
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-    uint8_t *p = buf;
-    while (len) {
-        ssize_t r = pread(fd, p, len, (off_t)off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return STK_E_TRUNCATED;
-        p += r;
-        len -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return STK_OK;
-}
-
 static void rec_where(const stk_dataset *ds, uint64_t index, char *buf, size_t cap)
 {
     if (ds->layout == STK_LAYOUT_FILES) {
@@ -1133,7 +1115,7 @@ int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info)
     }
     uint8_t h[STK__REC_HDR];
     char where[300];
-    int rc = pread_full(sh->fd, h, sizeof h, r->off);
+    int rc = stk__pread_full(sh->fd, h, sizeof h, r->off);
     if (rc) {
         rec_where(ds, index, where, sizeof where);
         return stk__err(ds->err, rc, "%s: cannot read the record header", where);
@@ -1196,7 +1178,7 @@ int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, siz
             close(fd);
             return STK_E_RANGE;
         }
-        rc = pread_full(fd, buf, sz, 0);
+        rc = stk__pread_full(fd, buf, sz, 0);
         close(fd);
         if (rc)
             return stk__err(ds->err, rc, "%s: read failed", p);
@@ -1210,7 +1192,7 @@ int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, siz
     *len = info->length;
     if (info->length > cap)
         return STK_E_RANGE;
-    rc = pread_full(sh->fd, buf, info->length, info->offset);
+    rc = stk__pread_full(sh->fd, buf, info->length, info->offset);
     if (rc) {
         rec_where(ds, index, where, sizeof where);
         return stk__err(ds->err, rc, "%s: payload read failed", where);

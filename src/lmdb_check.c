@@ -65,18 +65,12 @@ static uint64_t u64(const uint8_t *p) { return (uint64_t)u32(p) | (uint64_t)u32(
 
 static int read_at(ck *c, uint8_t *buf, size_t len, uint64_t off, uint64_t pgno)
 {
-    size_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(c->fd, buf + done, len - done, (off_t)(off + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return stk__err(c->err, -errno, "%s: reading LMDB page %llu", c->name, (unsigned long long)pgno);
-        if (r == 0)
-            return stk__err(c->err, STK_E_FORMAT, "%s: corrupt LMDB file: page %llu lies past the end of "
-                            "the file", c->name, (unsigned long long)pgno);
-        done += (size_t)r;
-    }
+    int rc = stk__pread_full(c->fd, buf, len, off);
+    if (rc == STK_E_TRUNCATED)
+        return stk__err(c->err, STK_E_FORMAT, "%s: corrupt LMDB file: page %llu lies past the end of "
+                        "the file", c->name, (unsigned long long)pgno);
+    if (rc != STK_OK)
+        return stk__err(c->err, rc, "%s: reading LMDB page %llu", c->name, (unsigned long long)pgno);
     return STK_OK;
 }
 
@@ -349,23 +343,6 @@ int stk__lmdb_check(int fd, const char *name, uint64_t file_size, char *err)
 #define MDB_REVERSEKEY 0x02
 #define MDB_INTEGERKEY 0x08
 
-/* LEN bytes at OFF: STK_E_TRUNCATED when the file ends first (it shrank), -errno on failure */
-static int tree_read(int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-    size_t done = 0;
-    while (done < len) {
-        ssize_t r = pread(fd, buf + done, len - done, (off_t)(off + done));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return STK_E_TRUNCATED;
-        done += (size_t)r;
-    }
-    return STK_OK;
-}
-
 /* LMDB's default key order (mdb_cmp_memn): bytes, then the shorter key first */
 static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
@@ -387,7 +364,7 @@ static int tree_find(const stk__lmdb_tree *t, uint8_t *page, const uint8_t *key,
     for (int depth = 0; depth < MAX_DEPTH; depth++) {
         if (pg < 2 || pg > t->last_pg)
             return STK_E_FORMAT;
-        int rc = tree_read(t->fd, page, t->psize, pg * t->psize);
+        int rc = stk__pread_full(t->fd, page, t->psize, pg * t->psize);
         if (rc)
             return rc;
         unsigned nkeys, upper;
@@ -457,12 +434,12 @@ static int node_value(const stk__lmdb_tree *t, const uint8_t *page, unsigned off
     if (ov < 2 || ov > t->last_pg || npages > t->last_pg - ov + 1)
         return STK_E_FORMAT;
     uint8_t hdr[PAGEHDRSZ];
-    int rc = tree_read(t->fd, hdr, sizeof hdr, ov * t->psize);
+    int rc = stk__pread_full(t->fd, hdr, sizeof hdr, ov * t->psize);
     if (rc)
         return rc;
     if (u64(hdr) != ov || !(u16(hdr + 10) & P_OVERFLOW) || u32(hdr + 12) < npages)
         return STK_E_FORMAT;
-    if (want && (rc = tree_read(t->fd, val, want, ov * t->psize + PAGEHDRSZ)) != STK_OK)
+    if (want && (rc = stk__pread_full(t->fd, val, want, ov * t->psize + PAGEHDRSZ)) != STK_OK)
         return rc;
     return 1;
 }
@@ -487,14 +464,14 @@ int stk__lmdb_tree_get(const stk__lmdb_tree *t, const void *key, size_t klen, vo
 int stk__lmdb_tree_open(int fd, uint64_t file_size, uint64_t txnid, const char *dbname, stk__lmdb_tree *t)
 {
     uint8_t m[160];
-    int rc = tree_read(fd, m, sizeof m, 0);
+    int rc = stk__pread_full(fd, m, sizeof m, 0);
     if (rc)
         return rc;
     uint32_t psize = u32(m + 40);
     if (u32(m + 16) != META_MAGIC || psize < 512 || psize > 65536 || (psize & (psize - 1)))
         return STK_E_FORMAT;
     /* the meta of transaction T is written to page T & 1 (see stk__lmdb_check) */
-    if ((txnid & 1) && (rc = tree_read(fd, m, sizeof m, psize)) != STK_OK)
+    if ((txnid & 1) && (rc = stk__pread_full(fd, m, sizeof m, psize)) != STK_OK)
         return rc;
     if (u32(m + 16) != META_MAGIC || !(u16(m + 10) & P_META) || u32(m + 40) != psize)
         return STK_E_FORMAT;

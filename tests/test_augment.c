@@ -168,14 +168,7 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
  * (zero padding), flips; every subsampling, grayscale, CMYK and YCCK, progressive and restart
  * markers. And the horizontal pass fused into the decode (strip by strip, the default) against
  * the pass over the whole decoded window. Byte for byte. */
-static uint64_t xorshift(uint64_t *r)
-{
-    *r ^= *r << 13;
-    *r ^= *r >> 7;
-    *r ^= *r << 17;
-    return *r;
-}
-#define RND() xorshift(&r)
+#define RND() t_xorshift(&r)
 
 static void simd_vs_portable(void)
 {

@@ -15,19 +15,6 @@
 
 #define N 300
 
-static uint8_t *payload(uint64_t i, size_t *len)
-{
-    /* sizes from 0 to ~9 KB: inline values, one-page and multi-page overflow values */
-    size_t n = (size_t)((i * 7919) % 20000);
-    if (i % 50 == 7)
-        n = 0;
-    uint8_t *p = malloc(n ? n : 1);
-    for (size_t k = 0; k < n; k++)
-        p[k] = (uint8_t)(i * 31 + k * 7 + (k >> 8));
-    *len = n;
-    return p;
-}
-
 typedef struct thr {
     stk_dataset *ds;
     int id;
@@ -40,7 +27,7 @@ static void *reader(void *arg)
     uint8_t *buf = malloc(32768);
     for (uint64_t i = (uint64_t)t->id; i < N; i += 3) {
         size_t len, want;
-        uint8_t *p = payload(i, &want);
+        uint8_t *p = t_payload(i, &want);
         stk_record_info info;
         if (stk_dataset_read(t->ds, i, buf, 32768, &len, &info) != STK_OK || len != want ||
             memcmp(buf, p, len) != 0 || info.label != (int32_t)(i % 5))
@@ -70,7 +57,7 @@ int main(void)
     T_CHECK(access(mark, F_OK) == 0, "marker present while writing");
     for (uint64_t i = 0; i < N; i++) {
         size_t len;
-        uint8_t *p = payload(i, &len);
+        uint8_t *p = t_payload(i, &len);
         char src[64];
         snprintf(src, sizeof src, "class_%d/img_%03d.jpg", (int)(i % 5), (int)i);
         T_OK(stk_writer_add(w, p, len, (int32_t)(i % 5), i % 2 ? src : src));
@@ -116,7 +103,7 @@ int main(void)
     uint8_t *buf = malloc(32768);
     for (uint64_t i = 0; i < N; i++) {
         size_t want, len;
-        uint8_t *p = payload(i, &want);
+        uint8_t *p = t_payload(i, &want);
         total += want;
         if (want > maxlen)
             maxlen = (uint32_t)want;
@@ -170,7 +157,7 @@ int main(void)
     T_CHECK(stk_dataset_count(one) == ds->shards[1].count, "single shard count");
     {
         size_t len, want;
-        uint8_t *p = payload(ds->shards[1].first, &want);
+        uint8_t *p = t_payload(ds->shards[1].first, &want);
         T_OK(stk_dataset_read(one, 0, buf, 32768, &len, NULL));
         T_CHECK(len == want && !memcmp(buf, p, want), "single shard record 0");
         free(p);

@@ -40,33 +40,11 @@ static uint32_t g_nshards;
 static pthread_barrier_t g_bar;
 static unsigned g_iters;
 
-static uint8_t *payload(uint64_t i, size_t *len)
-{
-    /* sizes 0 .. ~20 KB: inline values, one-page and multi-page overflow values */
-    size_t n = (size_t)((i * 7919) % 20000);
-    if (i % 50 == 7)
-        n = 0;
-    uint8_t *p = malloc(n ? n : 1);
-    for (size_t k = 0; k < n; k++)
-        p[k] = (uint8_t)(i * 31 + k * 7 + (k >> 8));
-    *len = n;
-    return p;
-}
-
-static uint64_t xs(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 /* Record I of the whole dataset (FIRST = 0) or of shard 0 read alone: bytes, label, name. */
 static int check_record(stk_dataset *ds, uint64_t i, uint8_t *buf, char *why, size_t cap)
 {
     size_t want, len;
-    uint8_t *p = payload(i, &want);
+    uint8_t *p = t_payload(i, &want);
     stk_record_info info;
     int rc = stk_dataset_read(ds, i, buf, 32768, &len, &info);
     int ok = rc == STK_OK && len == want && !memcmp(buf, p, len) && info.label == (int32_t)(i % 5);
@@ -79,7 +57,7 @@ static int check_record(stk_dataset *ds, uint64_t i, uint8_t *buf, char *why, si
     char name[512], exp[64];
     snprintf(exp, sizeof exp, "(class_%d/img_%03d.jpg)", (int)(i % 5), (int)i);
     if (stk_dataset_record_name(ds, i, name, sizeof name) != STK_OK || !strstr(name, exp)) {
-        snprintf(why, cap, "record %llu: name `%s`, want %s", (unsigned long long)i, name, exp);
+        snprintf(why, cap, "record %llu: name `%.300s`, want %s", (unsigned long long)i, name, exp);
         return 0;
     }
     return 1;
@@ -114,7 +92,7 @@ static void make_data(void)
     T_OK(stk_writer_open(w, g_dir));
     for (uint64_t i = 0; i < N; i++) {
         size_t len;
-        uint8_t *p = payload(i, &len);
+        uint8_t *p = t_payload(i, &len);
         char src[64];
         snprintf(src, sizeof src, "class_%d/img_%03d.jpg", (int)(i % 5), (int)i);
         T_OK(stk_writer_add(w, p, len, (int32_t)(i % 5), src));
@@ -236,15 +214,15 @@ static void *thread_main(void *arg)
     char why[600];
     for (unsigned it = 0; it < g_iters; it++) {
         pthread_barrier_wait(&g_bar); /* all threads open at the same moment */
-        unsigned delay = (unsigned)(xs(&t->rng) % 4);
+        unsigned delay = (unsigned)(t_xorshift(&t->rng) % 4);
         if (delay)
             usleep(delay * 50);
-        int slot = (int)(xs(&t->rng) % KEEP);
+        int slot = (int)(t_xorshift(&t->rng) % KEEP);
         if (held[slot]) { /* close one of those held, at random */
             stk_dataset_destroy(held[slot]);
             held[slot] = NULL;
         }
-        int single = xs(&t->rng) % 4 == 0;
+        int single = t_xorshift(&t->rng) % 4 == 0;
         held[slot] = open_ds(single ? g_shard0 : g_dir);
         t->opens++;
         for (int s = 0; s < KEEP; s++) { /* read from every dataset held, new and old */
@@ -252,7 +230,7 @@ static void *thread_main(void *arg)
                 continue;
             uint64_t n = stk_dataset_count(held[s]);
             for (int k = 0; k < 4; k++) {
-                uint64_t i = xs(&t->rng) % n;
+                uint64_t i = t_xorshift(&t->rng) % n;
                 T_CHECK(check_record(held[s], i, buf, why, sizeof why), "thread %d iteration %u: %s", t->id, it,
                         why);
                 t->reads++;

@@ -46,15 +46,6 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
-static uint64_t xs(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    return *s = x;
-}
-
 static void make_data(void)
 {
     tl_data_make(&D, "longrun", N);
@@ -86,17 +77,17 @@ static void *cancel_main(void *arg)
 static int one_cycle(uint64_t *rng)
 {
     static const int backends[] = {STK_IO_PREAD, STK_IO_URING, STK_IO_MMAP, STK_IO_AUTO};
-    int files = xs(rng) % 5 == 0;
-    stk_loader *h = tl_loader(files ? g_files : D.path, BS, 1 + (int)(xs(rng) % 3));
-    int backend = files ? STK_IO_AUTO : backends[xs(rng) % 4];
+    int files = t_xorshift(rng) % 5 == 0;
+    stk_loader *h = tl_loader(files ? g_files : D.path, BS, 1 + (int)(t_xorshift(rng) % 3));
+    int backend = files ? STK_IO_AUTO : backends[t_xorshift(rng) % 4];
     T_OK(stk_loader_set(h, STK_P_IO_BACKEND, backend));
-    T_OK(stk_loader_set(h, STK_P_PREFETCH, 2 + (int64_t)(xs(rng) % 3)));
-    T_OK(stk_loader_set(h, STK_P_STRICT, xs(rng) % 4 == 0));
-    if (xs(rng) % 2) {
+    T_OK(stk_loader_set(h, STK_P_PREFETCH, 2 + (int64_t)(t_xorshift(rng) % 3)));
+    T_OK(stk_loader_set(h, STK_P_STRICT, t_xorshift(rng) % 4 == 0));
+    if (t_xorshift(rng) % 2) {
         T_OK(stk_loader_set(h, STK_P_FAULT_EIO_PPM, 50000));
         T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_PPM, 100000));
         T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_US, 200));
-        T_OK(stk_loader_set(h, STK_P_FAULT_SEED, (int64_t)xs(rng)));
+        T_OK(stk_loader_set(h, STK_P_FAULT_SEED, (int64_t)t_xorshift(rng)));
     }
     int rc = stk_loader_start(h);
     if (rc != STK_OK) { /* io_uring refused here */
@@ -105,9 +96,9 @@ static int one_cycle(uint64_t *rng)
         return -1;
     }
     uint64_t bpe = stk_loader_batches_per_epoch(h);
-    unsigned want = (unsigned)(xs(rng) % (2 * bpe + 2));
+    unsigned want = (unsigned)(t_xorshift(rng) % (2 * bpe + 2));
     const stk_batch *held[4];
-    unsigned nheld = 0, maxhold = (unsigned)(xs(rng) % 2);
+    unsigned nheld = 0, maxhold = (unsigned)(t_xorshift(rng) % 2);
     for (unsigned i = 0; i < want; i++) {
         const stk_batch *b;
         rc = stk_loader_next(h, NULL, 20000, &b);
@@ -121,7 +112,7 @@ static int one_cycle(uint64_t *rng)
         else
             T_OK(stk_loader_release(h, b, NULL));
     }
-    int ending = (int)(xs(rng) % 4);
+    int ending = (int)(t_xorshift(rng) % 4);
     switch (ending) {
     case 0: /* destroy with whatever is held and in flight */
         break;
@@ -129,7 +120,7 @@ static int one_cycle(uint64_t *rng)
         for (unsigned i = 0; i < nheld; i++)
             T_OK(stk_loader_release(h, held[i], NULL));
         nheld = 0;
-        canceller c = {h, (unsigned)(xs(rng) % 3000)};
+        canceller c = {h, (unsigned)(t_xorshift(rng) % 3000)};
         pthread_t t;
         T_CHECK(pthread_create(&t, NULL, cancel_main, &c) == 0, "pthread_create");
         for (int k = 0; k < 64; k++) {
@@ -155,8 +146,8 @@ static int one_cycle(uint64_t *rng)
         for (unsigned i = 0; i < nheld; i++)
             T_OK(stk_loader_release(h, held[i], NULL));
         nheld = 0;
-        uint64_t ep = xs(rng) % 3, pos = xs(rng) % N;
-        if (xs(rng) % 2)
+        uint64_t ep = t_xorshift(rng) % 3, pos = t_xorshift(rng) % N;
+        if (t_xorshift(rng) % 2)
             T_OK(stk_loader_seek(h, ep, pos - pos % BS));
         else
             T_OK(stk_loader_set_epoch(h, ep));

@@ -223,3 +223,25 @@ long t_rss_kb(void)
     }
     return rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
+
+uint64_t t_xorshift(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return *s = x;
+}
+
+uint8_t *t_payload(uint64_t i, size_t *len)
+{
+    size_t n = (size_t)((i * 7919) % 20000);
+    if (i % 50 == 7)
+        n = 0;
+    uint8_t *p = malloc(n ? n : 1);
+    T_CHECK(p, "oom");
+    for (size_t k = 0; k < n; k++)
+        p[k] = (uint8_t)(i * 31 + k * 7 + (k >> 8));
+    *len = n;
+    return p;
+}

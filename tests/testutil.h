@@ -71,6 +71,12 @@ int t_count_fds(void);
 /* Resident set size of this process in KiB (/proc/self/statm), 0 if unreadable. */
 long t_rss_kb(void);
 
+/* xorshift64 step: the next value of the test's own PRNG state *S (nonzero). */
+uint64_t t_xorshift(uint64_t *s);
+/* Payload of record I for LMDB tests: 0 .. ~20 KB (inline values, one-page and multi-page
+ * overflow values; every 50th record from 7 on is empty), bytes a function of I. malloc'd. */
+uint8_t *t_payload(uint64_t i, size_t *len);
+
 /* Run a shell command; returns its exit status (or -1). */
 int t_system(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Path of the stoker CLI from $STOKER (NULL if unset/empty). */

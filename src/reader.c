@@ -1052,10 +1052,22 @@ static void *uring_submitter(void *arg)
     return NULL;
 }
 
-/* Wait in the kernel until the ring holds a completion (or a signal interrupts). */
+/* Wait in the kernel until the ring holds a completion (or a signal interrupts), at most 20 ms
+ * where the kernel takes a timeout with the wait (IORING_FEAT_EXT_ARG): the caller then looks
+ * again. The bound matters where this thread's wait can hold up the submitter, whose reads or
+ * final no-op would end it: under valgrind, whose io_uring_enter keeps its scheduler lock while
+ * the kernel waits, the unbounded wait deadlocked `stoker verify`. */
 static void uring_wait(stk__reader *r)
 {
-    int rc = io_uring_enter((unsigned)r->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL);
+    int rc;
+    if (r->ring.features & IORING_FEAT_EXT_ARG) {
+        struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        struct io_uring_getevents_arg arg = {.sigmask = 0, .sigmask_sz = _NSIG / 8, .ts = (uint64_t)(uintptr_t)&ts};
+        rc = io_uring_enter2((unsigned)r->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+                             (sigset_t *)(void *)&arg, sizeof arg);
+    } else {
+        rc = io_uring_enter((unsigned)r->ring.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, NULL);
+    }
     if (rc == -1)
         rc = -errno;
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY && rc != -ETIME)

@@ -9,6 +9,7 @@
  * (tests/python/test_convert_numpy.py checks the same against NumPy.) */
 #include "testutil.h"
 #include "augment.h"
+#include "convert.h"
 
 #include <math.h>
 #include <string.h>

@@ -11,6 +11,7 @@
  * stk-test: concurrency
  */
 #include "augment.h"
+#include "convert.h"
 #include "common.h"
 #include "loader_internal.h"
 #include "test_loader_util.h"

@@ -1,5 +1,5 @@
 /*
- * test_order.c — the sampler (src/order.c): the epoch order is a permutation of [0, n), a pure
+ * test_order.c — the sampler (src/core/order.c): the epoch order is a permutation of [0, n), a pure
  * function of (seed, epoch); ranks split it exactly as torch's DistributedSampler does (PAD and
  * DROP); counts are equal across ranks.
  */

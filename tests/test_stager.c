@@ -1,5 +1,5 @@
 /*
- * test_stager.c — the CUDA stager (src/stager.h).
+ * test_stager.c — the CUDA stager (src/stage/stager.h).
  *
  * Everywhere: the no-GPU behaviour: stk_cuda_device_count() is 0 without a device, host batch
  * memory is page-aligned, zeroed and writable, a stager cannot be created (STK_E_NODEVICE in a
@@ -14,6 +14,7 @@
  * device memory; capacity errors are clear; a batch past 2^31 elements converts correctly.
  */
 #include "augment.h"
+#include "convert.h"
 #include "stager.h"
 #include "testutil.h"
 

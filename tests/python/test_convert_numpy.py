@@ -2,7 +2,7 @@
 (uint8, float16, bfloat16, float32) x layout (NCHW, NHWC) x normalisation (on / off).
 
 Reference: value = (x.astype(float32) - mean) / std in float32 (a division, as documented in
-src/augment.h); float16 via NumPy's astype (round to nearest even); bfloat16 from the float32 bit
+src/stage/convert.h); float16 via NumPy's astype (round to nearest even); bfloat16 from the float32 bit
 pattern with round-to-nearest-even done in NumPy integer arithmetic (NumPy has no bfloat16):
 bits + 0x7FFF + ((bits >> 16) & 1), top 16 bits; NaN -> quiet NaN. Exact equality required
 (NaN compared as NaN).

@@ -15,6 +15,7 @@
  */
 #include "testutil.h"
 #include "augment.h"
+#include "convert.h"
 
 #include <string.h>
 

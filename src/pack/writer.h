@@ -9,16 +9,6 @@
 
 #include "common.h"
 
-/* Meta keys written by stk_pack (see docs/FORMAT.md). */
-#define STK__META_FIRST_INDEX "first_index"
-#define STK__META_SHARD "shard"
-#define STK__META_LAST "last_shard" /* "1" in the last shard of a dataset, "0" in the others */
-#define STK__META_PAYLOAD "payload_bytes" /* sum of payload lengths in the shard */
-#define STK__META_DIGEST "source_digest"
-#define STK__META_SRC_BEGIN "source_begin"
-#define STK__META_SRC_END "source_end"
-#define STK__META_SKIPPED "skipped"
-
 /* Open DST like stk_writer_open, writing MARKER (the text of the incomplete-marker file) and
  * tagging every shard with DIGEST (meta `source_digest`, plus source_begin/source_end/skipped).
  * DIGEST may be NULL (then no source keys are written). */

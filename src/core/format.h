@@ -19,6 +19,16 @@
 #define STK__INCOMPLETE_MARK ".stoker-pack-incomplete" /* in DST while a pack is unfinished */
 #define STK__PACK_REPORT "pack-report.tsv"
 
+/* Meta keys written by stk_pack (see docs/FORMAT.md). */
+#define STK__META_FIRST_INDEX "first_index"
+#define STK__META_SHARD "shard"
+#define STK__META_LAST "last_shard" /* "1" in the last shard of a dataset, "0" in the others */
+#define STK__META_PAYLOAD "payload_bytes" /* sum of payload lengths in the shard */
+#define STK__META_DIGEST "source_digest"
+#define STK__META_SRC_BEGIN "source_begin"
+#define STK__META_SRC_END "source_end"
+#define STK__META_SKIPPED "skipped"
+
 /* Write the header for PAYLOAD of LEN bytes. */
 void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len);
 /* Parse a header; N is the bytes available at P (the whole value when known). Returns STK_OK or

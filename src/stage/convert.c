@@ -8,7 +8,7 @@
  * (quiet) NaN with its sign. bfloat16: the top 16 bits of the float32, rounded to nearest even;
  * NaN stays a quiet NaN (the rounding add would otherwise turn some NaNs into inf).
  */
-#include "augment.h"
+#include "convert.h"
 
 #include <string.h>
 

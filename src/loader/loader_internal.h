@@ -17,6 +17,7 @@
 #define STK_LOADER_INTERNAL_H
 
 #include "augment.h"
+#include "convert.h"
 #include "common.h"
 #include "dataset.h"
 #include "order.h"

@@ -106,21 +106,4 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
 /* The deterministic substitute for a bad record: a uniform mid-grey (128,128,128) image. */
 void stk__substitute(const stk__aug_config *c, uint8_t *out);
 
-/*
- * CPU conversion of one sample: SRC uint8 RGB HWC (h x w) -> DST in DTYPE (STK_DTYPE_*) and
- * LAYOUT (STK_NCHW: CHW, STK_NHWC: HWC). With NORMALIZE, value = (x - mean[c]) / std[c]
- * computed in float32 (mean/std in 0..255 units); else value = x (float types) — the same
- * arithmetic as the GPU kernel, so results match to 1 ulp. float16/bfloat16: round to nearest
- * even. uint8 ignores NORMALIZE.
- */
-/* The normalisation is exactly `((float)x - mean[c]) / std[c]` in float32 — a division, not a
- * multiplication by a precomputed reciprocal (which rounds differently) — and the GPU kernel
- * must compute the same expression. float16/bfloat16 are then rounded from that float32 value
- * (NaN stays NaN, overflow becomes inf). */
-void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout, int normalize,
-                         const float mean[3], const float std[3], void *dst);
-size_t stk__dtype_size(int dtype);
-uint16_t stk__f32_to_f16(float f);
-uint16_t stk__f32_to_bf16(float f);
-
 #endif

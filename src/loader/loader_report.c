@@ -1,7 +1,7 @@
 /*
  * loader_report.c — stats snapshots and the one-screen report.
  *
- * Where the time goes (DESIGN.md, "Telemetry"): every stage counts busy, starved (waiting for
+ * Where the time goes (docs/ARCHITECTURE.md, "Telemetry"): every stage counts busy, starved (waiting for
  * input) and blocked (waiting for space downstream) seconds, summed over its threads. The reader
  * keeps its own clock (its blocked time is the time WORK waited for a free ring slot); the
  * decode workers count busy time per sample and starved time waiting on the decode queue; the

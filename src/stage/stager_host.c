@@ -42,7 +42,7 @@
 
 #include "stager.h"
 #include "stager_cuda.h"
-#include "augment.h"
+#include "convert.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
  * reports STK_E_TRUNCATED). The result for a record is still a pure function of its bytes and
  * its crop.
  *
- * Crop window (DESIGN.md, "Traps"): jpeg_crop_scanline() rounds the left edge down to an iMCU
+ * Crop window (docs/ARCHITECTURE.md, "Decode and augment"): jpeg_crop_scanline() rounds the left edge down to an iMCU
  * boundary and widens the window; with fancy chroma upsampling the window's outermost columns
  * are then computed without their neighbours and differ from a full decode. We ask for one
  * extra column on each side (where the image has one) and drop it, which makes the window

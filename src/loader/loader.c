@@ -2,7 +2,7 @@
  * loader.c — the public stk_loader_* API: parameters, open, start/stop, and the consumer side
  * of the host batch ring (next, release, set_epoch, seek, tell, cancel).
  *
- * How the pieces meet (DESIGN.md, "Host batch ring"):
+ * How the pieces meet (docs/ARCHITECTURE.md, "Host batch ring and stager"):
  *
  *   reader threads ── WORK() ──► (pos, index, epoch)    gated on ring space: sample pos of run
  *        │                                              batch k is handed out only when slot

@@ -59,7 +59,6 @@
 #include "folder.h"
 #include "format.h"
 #include "lmdb_check.h"
-#include "writer.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # decode_ceiling.sh — issue 4's (c): the libjpeg-turbo ceiling on one thread against stoker's
 # full per-sample work, on the same images and the same crops.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Pack speed against tar, measured side by side in one run.
 #
 #   bench/pack_vs_tar.sh [SRC] [WORKDIR] [REPEATS]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Python binding overhead and the ratio against PyTorch's DataLoader, measured side by side.
 
     /usr/bin/python3 bench/python_vs_c.py [--data /work/data/python-shards]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # reader_vs_fio.sh — stoker's read stage against fio, LMDB's mdb_get path and small files, cold
 # cache, interleaved repeats, medians. Issue 3's speed targets:
 #   1. whole packed dataset, random order: stoker (io_uring, O_DIRECT, queue depth QD) vs fio

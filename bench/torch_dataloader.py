@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """The PyTorch baseline of bench/pipeline_vs_torch.sh: torchvision ImageFolder + DataLoader.
 
   /usr/bin/python3 bench/torch_dataloader.py ROOT [--mode train|eval] [--workers 2]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Train torchvision's ResNet-18 for a few steps, fed by stoker or by PyTorch's DataLoader.
 
     /usr/bin/python3 examples/train.py --data /work/data/imagenet-like --loader stoker

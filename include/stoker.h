@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stoker.h — keep GPUs fed: packed image shards, an io_uring reader, a libjpeg-turbo
  * decode/augment pool, a pinned batch ring and an asynchronous CUDA stager.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Install the Debian packages stoker's build, tools and tests need — only those missing.
 # Run as root (or with sudo). Does nothing when everything is present.
 set -euo pipefail

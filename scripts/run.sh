@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Set up, build and run the main job: loaderbench on DATASET, or — with no argument — on its
 # embedded default (a small ImageNet-like sample it synthesises and packs itself).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Set up, build and run every test: the normal build (CUDA when a toolkit is present; GPU tests
 # skip without a device), then the suite under ASan+UBSan, then the concurrency tests under TSan.
 # STK_TEST_QUICK=1 runs only the normal build.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jpegenc.h — a libjpeg (compress) encoder for decode tests: every subsampling, grayscale, CMYK
  * (with and without Adobe's APP14 marker), YCCK, progressive, restart markers, an EXIF block.
  * TurboJPEG 2.1 cannot write restart markers, CMYK from RGB or extra markers; this can.

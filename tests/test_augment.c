@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_augment.c — crop parameters and stk__process_sample.
  *  - stk__crop_params: deterministic per (seed, epoch, index), inside the image for any size,
  *    epochs and indices give different crops, eval geometry equals torchvision's arithmetic.

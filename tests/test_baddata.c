@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_baddata.c — bad source files end to end (issue 8 item 5): pack an ImageFolder that mixes
  * good JPEGs with broken files, load an epoch, and account for every file.

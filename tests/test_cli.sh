@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The stoker CLI end to end: --help everywhere, exit codes, pack/info/ls/get/verify on a generated
 # ImageFolder with bad files, byte-identical `get`, `verify` catching a corrupted byte (and
 # --decode catching a record that is a JPEG by its header only), refusal of an existing DST,

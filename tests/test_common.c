@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_common: status strings, CRC32C against known vectors, the Philox PRNG's determinism and
  * uniformity, the bounded queue. */
 #include "common.h"

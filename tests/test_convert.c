@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_convert.c — stk__convert_sample layouts and values, float16/bfloat16 rounding.
  *  - every dtype x layout x normalise: element (c, y, x) lands where the layout says and holds
  *    ((float)x - mean[c]) / std[c] (a division) rounded to the dtype;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_cuda_loader.c — device batches through the public loader API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dataset.c — stk_writer writes records, stk_dataset reads them back: bytes, labels, CRCs,
  * names, classes, several shards, the offset table against the file, errors on bad input.
  * stk-test: concurrency (reads from several threads at once) */

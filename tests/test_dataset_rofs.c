@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dataset_rofs.c — a dataset on read-only media: LMDB cannot create its lock file (EROFS),
  * so shards are opened MDB_NOLOCK and their identity is recorded; reads work; once the shard
  * file changes (size/mtime) stk__dataset_check refuses to go on (STK_E_CHANGED), and a shard

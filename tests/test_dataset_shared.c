@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dataset_shared.c — many datasets on the same shards in one process (LMDB's rule: one
  * MDB_env per file per process; dataset.c shares it through a registry, see "Shared
  * environments" there).

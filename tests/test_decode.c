@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_decode.c — stk_decode: full-size output equals an independent decode (TurboJPEG's
  * tjDecompress2, same pixels as Pillow's) for every subsampling, grayscale, progressive, restart
  * markers and an EXIF block; the crop-window decode equals "full decode at that scale, then crop"

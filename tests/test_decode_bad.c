@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_decode_bad.c — bad input returns the right status with a reason and never crashes or
  * hangs (run it under ASan+UBSan too): empty, not a JPEG (text, PNG, GIF), truncated at every
  * cut point (baseline, progressive, restart markers, CMYK), corrupted bytes (thousands of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_fault.c — storage faults through the public loader API (issue 8): the reader's injected
  * faults (STK_P_FAULT_EIO_PPM / _SHORT_PPM / _DELAY_PPM) on every backend and on the files

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_folder.c — stk__folder_scan order (torchvision's: whole-path sort of the walked
  * directories, then file names; byte order), extensions, symlinks (followed, loops cut, dangling
  * files listed), empty classes kept; stk__list_parse errors name the line; stk__is_jpeg. */

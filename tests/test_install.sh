@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `cmake --install` into a temporary prefix, then a tiny C consumer that writes a dataset with
 # stk_writer and reads it back with stk_dataset, built twice: with pkg-config and with
 # find_package(stoker) in a CMake project. The installed `stoker` CLI runs too.

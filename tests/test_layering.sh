@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The direction of src/ (docs/ARCHITECTURE.md) is enforced by the build: for every pair of
 # layers (L, M), a file compiled with L's flags (taken from compile_commands.json) that includes
 # one of M's headers compiles if and only if L may depend on M. A wrong-way include fails.

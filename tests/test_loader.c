@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loader.c — the loader end to end on a dataset written by the test (stk_writer, generated
  * JPEGs, labels varying): parameters (types, ranges, stages, stk_param_bounds); every record

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loader_bad.c — bad records through the whole loader. A dataset written with stk_writer
  * holds an empty record, a truncated JPEG, a JPEG whose frame header says height 0, one with

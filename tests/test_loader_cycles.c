@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loader_cycles.c — lifecycles under stress (issue 8 item 4, short form): 1 000 start /
  * stop / destroy cycles stopped at random points mid-epoch (100 under a sanitizer), with open

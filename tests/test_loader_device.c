@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_loader_device.c — the loader's device path (STK_P_DEVICE = 0, STK_STAGE_FULL): the
  * stager thread takes host batches in order, the batches handed out live on the GPU and equal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_loader_util.h — helpers of the loader and pipeline tests: a small dataset of generated
  * JPEGs written with stk_writer (labels vary, sizes vary), a loader set up on it, and running an
  * epoch into flat arrays. Header-only (static functions) so each test stays one program. */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # loaderbench's command line: every bad argument exits 2 with a message that names the option
 # and the value; a path that exists but is no dataset exits 1 naming it; --help documents every
 # option, the JSON fields and the exit codes. Nothing here runs a benchmark.

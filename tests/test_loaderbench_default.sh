@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # loaderbench with no DATASET: the real embedded default (synthesise ~2000 JPEGs, pack them,
 # sweep every layout over the default worker counts) runs end to end in under a minute from a
 # clean cache; the JSON holds every point with the fields --help documents; the CSV has a row

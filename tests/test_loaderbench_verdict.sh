@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # loaderbench's verdict and its datasets, on a small default sample (200 JPEGs):
 #  - trainer step 0: the loader is the bottleneck on this CPU-bound sample and the verdict names
 #    the decode stage;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_longrun.c — lifecycles ended at random points, with every knob that changes the teardown
  * path (issue 8 item 4). test_loader_cycles.c covers plain start/stop/destroy cycles, a cancel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_order.c — the sampler (src/core/order.c): the epoch order is a permutation of [0, n), a pure
  * function of (seed, epoch); ranks split it exactly as torch's DistributedSampler does (PAD and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pack.c — stk_pack on a generated ImageFolder: every record's bytes, label and CRC equal
  * the source file's, in torchvision's order, over several shards; bad sources skipped and
  * reported; --strict names the first bad file; DST with a dataset refused without force; SRC

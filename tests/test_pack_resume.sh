@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `stoker pack` killed with SIGKILL mid-way, then the same command again: the dataset is
 # complete, `stoker verify` passes, and it equals an uninterrupted pack record for record
 # (`stoker ls`) and in its pack report. While interrupted, no shard looks complete that is not:

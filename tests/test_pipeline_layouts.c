@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_pipeline_layouts.c — the whole pipeline gives the same batches whatever the storage path:
  * an ImageFolder (files layout, open/read/close per record) and the same folder packed with

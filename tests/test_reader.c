@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_reader.c — the read stage (src/read/reader.c) on real data: every record of a dataset delivered
  * exactly once per epoch with the right bytes and label, for stoker shards (io_uring O_DIRECT and

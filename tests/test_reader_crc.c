@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_reader_crc.c — the CRC32C the reader checks every payload with (stk__crc32c: hardware,
  * three interleaved streams combined by zero-shift tables) against a bit-at-a-time reference, for

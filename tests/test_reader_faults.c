@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_reader_faults.c — the reader under faults (issue 8 item 3): injected EIO, short reads and
  * latency at given rates (reproducible from the fault seed) give errors exactly where drawn and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_reader_util.h — shared by the reader tests: expected records, and a harness that runs one
  * epoch through a stk__reader the way the loader does (WORK hands out the plan's positions, SINK

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sources_lookup.c — stk__lmdb_tree_get reads a shard's `sources` database with pread only:
  * the same values as mdb_get for every record (inline values up to the largest inline size,
  * overflow values of one and several pages, UTF-8, long paths, a B-tree three levels deep);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_stager.c — the CUDA stager (src/stage/stager.h).
  *

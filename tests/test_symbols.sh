@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The exported ABI is exactly what the version script lists: every symbol libstoker.so exports
 # is named in src/stoker.map under a release section, every name there is exported, and the set
 # equals the functions include/stoker.h declares with STK_API. Each release node is versioned.

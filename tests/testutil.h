@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testutil.h — helpers for stoker's C tests: temp dirs, JPEG encoding, generated ImageFolders. */
 #ifndef STK_TESTUTIL_H
 #define STK_TESTUTIL_H

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The device check of the CUDA stager (issue 7), one script for a machine with an NVIDIA GPU.
 # Prepare first, here: bash bench/device/prepare.sh (builds into .device/, which the run carries).
 # Runs in under 5 minutes:

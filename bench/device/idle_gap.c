@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * idle_gap.c — (b) and (c) of bench/device/check.sh, the stoker side: a synthetic trainer fed by
  * stk_loader with device batches.

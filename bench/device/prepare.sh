@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Build, HERE, everything bench/device/check.sh runs on the GPU machine, and put it into .device/
 # (ignored by git through .git/info/exclude): the GPU tests, the benchmark programs, libstoker.so
 # for the Python binding, the shared libraries they need that the GPU machine's image may lack

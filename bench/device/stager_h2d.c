@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager_h2d.c — (a) of bench/device/check.sh: host-to-device throughput of the stager against a
  * plain cudaMemcpyAsync from pinned memory of the same size, measured side by side in one run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """(c) of bench/device/check.sh: stoker vs PyTorch's DataLoader, images/s into the GPU, with all
 CPU cores, on the same ImageFolder (and stoker also on the same images packed into shards).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """(b) of bench/device/check.sh, the baseline: the same synthetic trainer as idle_gap.c, fed by a
 per-batch ``torch.Tensor.cuda()`` instead of stoker's stager.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decodebench — one thread, images in memory: what does everything besides the JPEG decode cost?
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * mdbget — LMDB's own read path, the reference: mdb_get() of a random fraction of a stoker
  * shard's records, each value copied out of the map (memcpy + CRC32C of the payload, as the

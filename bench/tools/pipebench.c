@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pipebench — the stoker pipeline as a trainer sees it, through the public API only: open a
  * dataset, run E epochs of next/release as fast as the loader delivers, and print images/s per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * readbench — one pass of stoker's read stage over a dataset, in a random order, and what it cost.
  *

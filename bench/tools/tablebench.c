@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tablebench — how long stk_dataset_open takes to build the offset table, cold and warm, and how
  * much of the shard it reads (mincore).

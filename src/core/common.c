@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common.c — status strings, errors, CRC32C, clocks, memory, the Philox PRNG and the bounded
  * queue shared by every stage.

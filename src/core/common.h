@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * common.h — the layer every stage uses: errors, CRC32C, clocks, aligned memory, the
  * counter-based PRNG, bounded queues and stage timers. Internal (stk__ prefix); never installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* format.c — record header and keys of shard format v1 (see docs/FORMAT.md). */
 #include "format.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * format.h — shard format v1 (docs/FORMAT.md): names, the 16-byte record header, LMDB keys.
  * Internal.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * order.c — the sampler: the epoch's order as a keyed bijection, and the distributed split.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * order.h — the sampler: which dataset index is sample POS of EPOCH on RANK. A pure function of
  * (seed, epoch, rank, world, n): independent of threads and completion order. Internal.

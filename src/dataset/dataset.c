@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dataset.c — opening a dataset: stoker shards, a foreign LMDB or an ImageFolder, and the
  * offset table the reader works from.

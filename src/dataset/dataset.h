@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dataset.h — the opened dataset as the reader sees it: the offset table and the open files.
  * Internal; the public view is stk_dataset_* in stoker.h. Implemented in dataset.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * folder.c — source listings: an ImageFolder root in torchvision's order, or a list file.
  *

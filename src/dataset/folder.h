@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * folder.h — source listings: an ImageFolder root (torchvision's class and file order) or a
  * `path<TAB>label` list file. Used by `stoker pack` and by the files layout of the reader.

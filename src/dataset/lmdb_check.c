@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lmdb_check.c — see lmdb_check.h. The layout read here is LMDB 0.9's on 64-bit builds
  * (mdb.c: MDB_page, MDB_node, MDB_db, MDB_meta), which is also what dataset.c's probe relies on:

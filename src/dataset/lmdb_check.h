@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lmdb_check.h — validate an LMDB data file's B-trees with pread before LMDB maps it. Internal.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * augment.c — one sample: crop parameters, crop-window decode at a DCT scale, antialiased
  * resize and flip into the sample's uint8 RGB HWC slot.

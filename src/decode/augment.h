@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * augment.h — decode + augment one sample, and the CPU conversion to the output dtype/layout.
  * Implemented in decode.c (libjpeg crop-window, DCT-scaled decode), augment.c (crop parameters,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * decode.c — one JPEG into RGB with libjpeg-turbo's libjpeg API: full size, or only a crop
  * window at a DCT scale M/8 (M in 1, 2, 4, 8).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader.c — the public stk_loader_* API: parameters, open, start/stop, and the consumer side
  * of the host batch ring (next, release, set_epoch, seek, tell, cancel).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader_internal.h — the loader's private state, shared by loader.c (public API, consumer side),
  * loader_pipeline.c (reader WORK/SINK, decode workers, stager thread, launch/halt),

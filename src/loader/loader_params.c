@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader_params.c — the one table of parameters: key, type, when it may be set, range and
  * default. stk_loader_set*, stk_loader_get and stk_param_bounds all read it, so a range is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader_pipeline.c — the threads of a run: the reader's WORK and SINK callbacks, the decode
  * workers, the stager thread, and launch/halt.

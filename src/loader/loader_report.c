@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loader_report.c — stats snapshots and the one-screen report.
  *

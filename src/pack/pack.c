@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * pack.c — stk_pack: an ImageFolder root or a `path<TAB>label` list into a dataset of shards.
  *

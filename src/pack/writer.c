@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writer.c — the shard writer (stk_writer_*): records appended in order into LMDB shards of
  * format v1 (docs/FORMAT.md).

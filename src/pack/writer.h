@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * writer.h — what stk_pack needs from the shard writer beyond the public stk_writer_* calls:
  * resumable packs (per-shard source ranges and skipped-file lists in `meta`), precomputed CRCs,

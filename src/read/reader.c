@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reader.c — the read stage: (position, dataset index) work items in, verified payload bytes out.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * reader.h — the read stage: turns (position, dataset index) work items into payload bytes in
  * pool buffers, many reads in flight. Backends: io_uring (O_DIRECT or buffered), a pread thread

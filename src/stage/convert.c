@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * convert.c — the CPU conversion of one sample from uint8 RGB HWC to the delivered dtype and
  * layout, used when no GPU stages the batch. The GPU kernel computes the same float32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * convert.h — the CPU conversion of one sample from uint8 RGB HWC to the delivered dtype and
  * layout (stage/convert.c); the GPU kernel in stager_cuda.cu computes the same expression.

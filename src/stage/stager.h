@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager.h — the CUDA stager: host batch (uint8 HWC, pinned) -> device buffer in the requested
  * dtype/layout/normalisation, on a dedicated non-blocking stream; events order hand-off and

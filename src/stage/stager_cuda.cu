@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager_cuda.cu — the stager's conversion kernel: uint8 RGB HWC batches (as the decode pool
  * writes them into the pinned host ring and the stager copies them to the device) into the dtype

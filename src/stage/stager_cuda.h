@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager_cuda.h — the one function the C side of the CUDA stager (stager_host.c) needs from the
  * CUDA C++ translation unit (stager_cuda.cu): launching the conversion kernel. Kept apart from

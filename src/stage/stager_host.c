@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager_host.c — the CUDA stager, host side (builds with STK_HAVE_CUDA only; without CUDA,
  * stager_none.c provides the same functions and this file compiles to nothing).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stager_none.c — stager.h for builds without the CUDA toolkit (STOKER_WITH_CUDA=OFF, or AUTO
  * with no nvcc). There is no device: stk_cuda_device_count() is 0, host batch memory is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tcuda.cu — helper kernels for the GPU tests and the device benchmarks (see tcuda.h). */
 #include "tcuda.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tcuda.h — CUDA helper kernels for the GPU tests and the bench/device programs (the .cu files
  * in tests/cuda, built into stk_testcuda in CUDA builds only; STK_TEST_CUDA is then defined). */
 #ifndef STK_TCUDA_H

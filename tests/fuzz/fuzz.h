@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz.h — shared by the libFuzzer harnesses (tests/fuzz/fuzz_*.c) and the replay driver.
  *

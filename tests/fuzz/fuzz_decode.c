@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_decode.c — JPEG decode with crop and scale (stk_decode, stk_image_info).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_list.c — the `path<TAB>label` list parser (stk__list_parse) used by `stoker pack LIST`
  * and by the files layout.

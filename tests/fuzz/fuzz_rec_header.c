@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_rec_header.c — the 16-byte record header of shard format v1 (stk__rec_header_decode).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_shard.c — opening a shard from arbitrary bytes (stk_dataset_open + every record).
  *

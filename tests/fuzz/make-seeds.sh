@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Regenerate the seed corpora in tests/fuzz/corpus/ (committed; run this only to change them).
 # Usage: tests/fuzz/make-seeds.sh BUILD_DIR   (a normal build: needs stoker and stk-mkjpeg)
 # Small on purpose: libFuzzer mutates better from small inputs and CI replays them all.

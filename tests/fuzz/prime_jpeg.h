@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prime_jpeg.h — a 16x16 4:2:0 JPEG (stk-mkjpeg 16 16 420 0 50 7), decoded by fuzz_decode before
  * every input so that the reused decoder always carries tables from a previous image. */
 static const unsigned char prime_jpeg[] = {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * replay.c — runs one harness's LLVMFuzzerTestOneInput over files, as libFuzzer would, without
  * libFuzzer: the normal (gcc or clang) build links it with each fuzz_*.c, and CTest runs it over

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Shared fixtures of stoker's Python tests.
 
 Run through ctest (tests/python/run_pytest.sh sets PYTHONPATH and STOKER_LIBRARY) or standalone:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Run one pytest file under Debian's /usr/bin/python3 (numpy, torch, PIL, lmdb come from Debian
 # packages). Exit 77 (skip) when that interpreter or pytest is missing; pytest's 5 (no tests
 # collected) is a failure.

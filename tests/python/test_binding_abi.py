@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The ctypes mirror of stoker.h matches the C compiler's layout; library lookup, version check,
 install and pip install work."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stoker.pack / stoker.info / stoker.Dataset / stoker.decode through the binding."""
 
 import hashlib

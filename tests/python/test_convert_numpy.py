@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The CPU conversion path (stk__convert_sample) equals a NumPy reference for every dtype
 (uint8, float16, bfloat16, float32) x layout (NCHW, NHWC) x normalisation (on / off).
 

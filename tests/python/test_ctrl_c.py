@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Ctrl-C: SIGINT sent while a process is blocked in iteration (a pipeline slowed by injected
 read delays) raises KeyboardInterrupt within ~1 s; the process then closes the loader and exits
 cleanly, also when the KeyboardInterrupt is not caught."""

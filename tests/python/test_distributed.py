@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Two ranks launched with `python3 -m torch.distributed.run --nproc_per_node 2` (gloo, CPU):
 rank and world size come from torch.distributed; the parts are disjoint, cover the dataset and
 have equal batch counts (an all_reduce per step would hang otherwise)."""

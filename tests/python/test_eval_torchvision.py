@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stoker's per-sample augmentation against torchvision on Pillow images.
 
 eval: stk__process_sample (Resize(256) + CenterCrop(224) geometry) vs torchvision's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """docs/FORMAT.md is enough: python-lmdb alone reads a shard that `stoker pack` wrote, with only
 the rules written there (key encoding, 16-byte header, CRC32C, meta keys, sources db), and gets
 back every source file's bytes and label."""

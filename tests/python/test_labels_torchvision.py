@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """`stoker pack` labels and orders an ImageFolder exactly as torchvision.datasets.ImageFolder does
 (class_to_idx and the order of samples), on names chosen to trip a naive implementation: mixed
 case, dashes vs slashes in nested folders, unicode, upper-case and non-JPEG extensions, files

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stoker.Loader on a small packed dataset: coverage and labels, determinism, resume, epochs,
 equality with the C API, torchvision-equal float output, zero-copy lifetime, stats, close, fork."""
 

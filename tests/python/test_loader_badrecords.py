@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Bad records: counted and listed in stats() by default (the epoch goes on, full batches);
 strict=True raises DataError naming the record."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """device="cuda": batches on the GPU through __cuda_array_interface__, ordered on torch's current
 stream, equal to the host pipeline's output. Skipped without a CUDA build or device."""
 

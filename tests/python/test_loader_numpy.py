@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """With torch absent (an import hook refuses it), the binding yields NumPy arrays and works."""
 
 import json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """examples/train.py really trains (ResNet-18, CPU, a few tiny steps) with either loader and
 prints images/s and the fraction of step time spent waiting for data. Both runs share one
 subprocess (importing torch and torchvision is most of the cost here)."""

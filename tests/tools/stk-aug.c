@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stk-aug — the decode/augment/convert internals as a command line, for the Python tests that
  * compare them with Pillow, torchvision and NumPy.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stk-mkfolder ROOT NCLASSES PER_CLASS MINSIDE MAXSIDE SEED — write a generated ImageFolder
  * (t_make_imagefolder: class_000.., several sizes and subsamplings) for the shell and Python
  * tests of `stoker pack`. Prints the number of files. */

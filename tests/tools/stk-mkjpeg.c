@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stk-mkjpeg W H KIND FLAGS QUALITY SEED OUT — write a test JPEG with libjpeg (tests/jpegenc.h):
  * KIND one of 444 422 420 440 411 gray cmyk cmyk-noadobe ycck; FLAGS a sum of 1 progressive,
  * 2 restart marker every MCU row, 4 restart marker every 3 MCUs, 8 EXIF block. Used by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_none.c — the GPU step of a loaderbench built without CUDA: there is none, and the trainer
  * sleeps. With CUDA (LB_HAVE_CUDA) gpu_step.cu provides these and this file is empty.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_step.cu — loaderbench's simulated trainer step on the GPU (see gpu_step.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * gpu_step.h — loaderbench's simulated trainer on the GPU: a kernel of a given length per batch,
  * on the trainer's own stream. This is the trainer's code, not the library's: the loader is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * lb.h — loaderbench's own declarations (the tool is split by job: options and the sweep in
  * loaderbench.c, the embedded default sample in synth.c, one measured point in point.c, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * loaderbench — compare worker counts and disk layouts on your data and machine, and name the
  * bottleneck.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * point.c — one measured point: a loader with LAYOUT × WORKERS, run --repeat times.
  *

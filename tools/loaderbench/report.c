@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * report.c — what loaderbench says: the table, the verdict in plain words, and the raw figures
  * as JSON, CSV and an SVG chart (written here, no plotting library).

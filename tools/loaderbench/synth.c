@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * synth.c — loaderbench's embedded default: a small ImageNet-like sample it makes itself.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stoker — the command-line tool: pack, info, ls, get, verify. A thin program over the public
  * API (stoker.h) only.

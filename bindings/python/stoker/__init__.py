@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stoker: keep GPUs fed — packed image shards, io_uring reads, libjpeg-turbo decode and
 augmentation, a pinned batch ring and a CUDA stager, behind a DataLoader-like iterator.
 

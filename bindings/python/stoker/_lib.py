@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """ctypes declarations of libstoker's public API (include/stoker.h) and the library search.
 
 Nothing here is compiled: every struct below mirrors the C header field by field (the test

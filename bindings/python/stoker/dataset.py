@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Datasets (open, describe, read records), stoker.pack and stoker.decode."""
 
 import ctypes

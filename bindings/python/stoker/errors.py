@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Exceptions raised by the stoker binding.
 
 Every failing library call raises :class:`StokerError` (or a subclass chosen by the status code)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator."""
 
 import atexit

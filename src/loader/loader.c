@@ -66,7 +66,7 @@ int stk_loader_create(stk_loader **out)
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->stats_mu, NULL);
-    pthread_mutex_init(&h->err_mu, NULL);
+    stk__errlist_init(&h->errs);
     stk__cond_init_monotonic(&h->space_cv);
     stk__cond_init_monotonic(&h->ready_cv);
     stk__cond_init_monotonic(&h->stage_cv);
@@ -533,11 +533,10 @@ void stk_loader_destroy(stk_loader *h)
     stk_dataset_destroy(h->ds);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->stats_mu);
-    pthread_mutex_destroy(&h->err_mu);
+    stk__errlist_destroy(&h->errs);
     pthread_cond_destroy(&h->space_cv);
     pthread_cond_destroy(&h->ready_cv);
     pthread_cond_destroy(&h->stage_cv);
-    free(h->errs);
     free(h->pv);
     free(h);
 }
@@ -858,32 +857,4 @@ int stk_loader_cancel(stk_loader *h)
     pthread_cond_broadcast(&h->ready_cv);
     pthread_mutex_unlock(&h->mu);
     return STK_OK;
-}
-
-/* ---- record errors ------------------------------------------------------------------------- */
-
-uint64_t stk_loader_error_count(const stk_loader *h)
-{
-    if (!h)
-        return 0;
-    stk_loader *m = (stk_loader *)h;
-    pthread_mutex_lock(&m->err_mu);
-    uint64_t n = m->nerrs;
-    pthread_mutex_unlock(&m->err_mu);
-    return n;
-}
-
-int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out)
-{
-    if (!h || !out)
-        return STK_E_INVALID;
-    stk_loader *m = (stk_loader *)h;
-    pthread_mutex_lock(&m->err_mu);
-    int rc = STK_OK;
-    if (i >= m->nerrs || i >= STK__MAX_ERRS || !m->errs)
-        rc = STK_E_RANGE;
-    else
-        *out = m->errs[i];
-    pthread_mutex_unlock(&m->err_mu);
-    return rc;
 }

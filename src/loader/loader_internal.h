@@ -21,6 +21,7 @@
 #include "convert.h"
 #include "common.h"
 #include "dataset.h"
+#include "loader_errors.h"
 #include "order.h"
 #include "reader.h"
 #include "stager.h"
@@ -177,22 +178,14 @@ struct stk_loader {
     _Atomic uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
     _Atomic uint64_t pos_epoch, pos_next; /* tell(), readable from any thread */
 
-    /* record errors */
-    pthread_mutex_t err_mu;
-    stk_record_error *errs;      /* first STK__MAX_ERRS, allocated at the first error */
-    uint64_t nerrs;
+    stk__errlist errs;           /* bad records (loader_errors.c) */
 };
-
-#define STK__MAX_ERRS 1024
 
 /* loader_pipeline.c */
 int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample);
 void stk__loader_halt(stk_loader *h);
 /* run batch K -> epoch, first sample, size (h->bpe > 0 or K < r_nb0) */
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size);
-/* record a bad record in the error list */
-void stk__loader_add_error(stk_loader *h, uint64_t index, uint64_t epoch, int status, int sys_errno,
-                           const char *reason);
 
 /* loader_report.c */
 void stk__loader_stats_reset(stk_loader *h);

@@ -131,29 +131,6 @@ static int sink_fn(void *user, stk__read *rd)
     return stk__queue_push(&h->dq, rd, NULL);
 }
 
-/* ---- record errors ------------------------------------------------------------------------- */
-
-void stk__loader_add_error(stk_loader *h, uint64_t index, uint64_t epoch, int status, int sys_errno,
-                           const char *reason)
-{
-    pthread_mutex_lock(&h->err_mu);
-    if (!h->errs)
-        h->errs = calloc(STK__MAX_ERRS, sizeof(*h->errs));
-    if (h->errs && h->nerrs < STK__MAX_ERRS) {
-        stk_record_error *e = &h->errs[h->nerrs];
-        memset(e, 0, sizeof(*e));
-        e->index = index;
-        e->epoch = epoch;
-        e->status = status;
-        e->sys_errno = sys_errno;
-        if (stk_dataset_record_name(h->ds, index, e->where, sizeof e->where) != STK_OK)
-            snprintf(e->where, sizeof e->where, "record %llu", (unsigned long long)index);
-        fmt(e->reason, sizeof e->reason, "%s", reason && *reason ? reason : stk_strerror(status));
-    }
-    h->nerrs++;
-    pthread_mutex_unlock(&h->err_mu);
-}
-
 /* ---- decode workers ------------------------------------------------------------------------ */
 
 /* Substitute (and convert) the bad sample at DST. */
@@ -230,8 +207,8 @@ static void process(stk__worker *w, stk__read *rd)
         char why[STK__ERRLEN];
         fmt(why, sizeof why, "%s: %s", stk_status_name(status),
                  reason && *reason ? reason : stk_strerror(status));
-        stk__loader_add_error(h, rd->index, rd->epoch, status, rd->status != STK_OK ? rd->sys_errno : 0,
-                              why);
+        stk__errlist_add(&h->errs, h->ds, rd->index, rd->epoch, status,
+                         rd->status != STK_OK ? rd->sys_errno : 0, why);
         substitute(h, w, dst);
         if (h->aug.strict)
             strict_fail(h, s, i, rd, status, reason);

@@ -266,7 +266,7 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
     else if (st.fallback_reason)
         rb_printf(&b, "  host batches: %s (%s)\n", stk_strerror(st.fallback_reason),
                   stk_status_name(st.fallback_reason));
-    uint64_t nerr = stk_loader_error_count(h);
+    uint64_t nerr = stk__errlist_count(&h->errs);
     rb_printf(&b, "  bad records: %llu (crc %llu, read %llu, decode %llu; substituted %llu); libjpeg "
                   "warnings %llu\n",
               (unsigned long long)nerr, (unsigned long long)st.crc_errors, (unsigned long long)st.io_errors,
@@ -274,7 +274,7 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
               (unsigned long long)st.decode_warnings);
     for (uint64_t i = 0; i < nerr && i < 3; i++) {
         stk_record_error e;
-        if (stk_loader_error_get(h, i, &e) == STK_OK)
+        if (stk__errlist_get(&h->errs, i, &e) == STK_OK)
             rb_printf(&b, "    %s (index %llu, epoch %llu): %s\n", e.where, (unsigned long long)e.index,
                       (unsigned long long)e.epoch, e.reason);
     }

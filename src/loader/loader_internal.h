@@ -2,7 +2,8 @@
 /*
  * loader_internal.h — the loader's private state, shared by loader.c (public API, consumer side),
  * loader_pipeline.c (reader WORK/SINK, decode workers, stager thread, launch/halt),
- * loader_report.c (stats and the one-screen report) and loader_params.c (the parameter table).
+ * loader_report.c (stats and the one-screen report), loader_params.c (the setters) and
+ * loader_errors.c (the record-error list).
  * Internal.
  *
  * Vocabulary
@@ -23,31 +24,11 @@
 #include "dataset.h"
 #include "loader_errors.h"
 #include "order.h"
+#include "params.h"
 #include "reader.h"
 #include "stager.h"
 
-/* ---- parameters ---------------------------------------------------------------------------- */
-
-enum { STK__PT_INT = 'I', STK__PT_DOUBLE = 'D', STK__PT_FLOATS = 'F' };
-enum { STK__PW_OPEN = 'O', STK__PW_START = 'S', STK__PW_WRITER = 'W' };
-
-typedef struct stk__param_def {
-    int key;
-    char type;      /* STK__PT_* */
-    char when;      /* STK__PW_*: settable before open / before start; writer keys: not loader */
-    char lo_open;   /* 1: lower bound excluded (lo < value) */
-    const char *name;
-    int64_t ilo, ihi;   /* integer range (STK__PT_INT) */
-    double dlo, dhi;    /* double range (STK__PT_DOUBLE / FLOATS) */
-    int64_t idef;
-    double ddef;
-} stk__param_def;
-
-/* The table (sorted by key) and lookups. */
-extern const stk__param_def stk__param_table[];
-extern const size_t stk__param_count;
-/* Index of KEY in the table, or -1. */
-int stk__param_find(int key);
+/* ---- parameters (the table: core/params.c) ------------------------------------------------ */
 
 typedef union stk__pval {
     int64_t i;

@@ -24,6 +24,7 @@
 
 #include "common.h"
 #include "format.h"
+#include "params.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -37,7 +38,6 @@
 
 #define TXN_RECORDS 4096
 #define TXN_BYTES (64u << 20)
-#define MIN_SHARD_BYTES (1u << 20)
 
 struct stk_writer {
     uint64_t shard_bytes;
@@ -91,7 +91,8 @@ int stk_writer_create(stk_writer **out)
     stk_writer *w = calloc(1, sizeof *w);
     if (!w)
         return STK_E_NOMEM;
-    w->shard_bytes = (uint64_t)1 << 30;
+    w->shard_bytes = (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
+    w->force = (int)stk__param_idef(STK_W_FORCE);
     *out = w;
     return STK_OK;
 }
@@ -102,21 +103,17 @@ int stk_writer_set(stk_writer *w, int key, int64_t value)
         return STK_E_INVALID;
     if (w->opened)
         return stk__err(w->err, STK_E_STATE, "stk_writer_set: only before stk_writer_open");
-    switch (key) {
-    case STK_W_SHARD_BYTES:
-        if (value < (int64_t)MIN_SHARD_BYTES)
-            return stk__err(w->err, STK_E_INVALID, "STK_W_SHARD_BYTES must be >= 1 MiB (got %lld)",
-                            (long long)value);
-        w->shard_bytes = (uint64_t)value;
-        return STK_OK;
-    case STK_W_FORCE:
-        if (value != 0 && value != 1)
-            return stk__err(w->err, STK_E_INVALID, "STK_W_FORCE must be 0 or 1");
-        w->force = (int)value;
-        return STK_OK;
-    default:
+    const stk__param_def *p = stk__param_for(key, STK__PH_WRITER);
+    if (!p)
         return stk__err(w->err, STK_E_BADPARAM, "unknown writer parameter %d", key);
-    }
+    int rc = stk__param_check_int(p, value, w->err);
+    if (rc != STK_OK)
+        return rc;
+    if (key == STK_W_SHARD_BYTES)
+        w->shard_bytes = (uint64_t)value;
+    else
+        w->force = (int)value;
+    return STK_OK;
 }
 
 static void free_classes(stk_writer *w)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dataset.h — the opened dataset as the reader sees it: the offset table and the open files.
- * Internal; the public view is stk_dataset_* in stoker.h. Implemented in dataset.c.
+ * Internal; the public view is stk_dataset_* in stoker.h. Implemented in dataset.c and the files
+ * it names.
  */
 #ifndef STK_DATASET_H
 #define STK_DATASET_H
@@ -23,7 +24,7 @@ typedef struct stk__rec {
     uint32_t shard;
 } stk__rec;
 
-/* One MDB_env per shard file per process, shared by the datasets open on it (dataset.c). */
+/* One MDB_env per shard file per process, shared by the datasets open on it (envreg.h). */
 typedef struct stk__shared_env stk__shared_env;
 
 typedef struct stk__shard {
@@ -34,7 +35,7 @@ typedef struct stk__shard {
     uint64_t file_size;
     uint64_t first;       /* dataset index of its first record */
     uint64_t count;
-    stk__shared_env *senv; /* this process's environment of the file, shared (dataset.c) */
+    stk__shared_env *senv; /* this process's environment of the file, shared (envreg.h) */
     MDB_env *env;         /* senv->env: read-only, MDB_NORDAHEAD | MDB_NOTLS */
     MDB_txn *txn;         /* read transaction kept for the dataset's lifetime */
     MDB_dbi dbi;          /* `records` (stoker) or the main database (foreign) */

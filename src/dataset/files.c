@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * files.c — the files layout: image files named by an ImageFolder tree or a list file (folder.c
+ * reads both), each record one file. The table holds the size seen at open; a read opens the
+ * file again and takes it as it is now.
+ */
+#include "files.h"
+
+#include "common.h"
+#include "folder.h"
+#include "shard.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The list file at PATH, parsed into ds->files (relative paths from the file's directory). */
+static int read_list(stk_dataset *ds, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return stk__err(ds->err, -errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size > (1ll << 32)) {
+        close(fd);
+        return stk__err(ds->err, STK_E_INVALID, "%s: not a usable list file", path);
+    }
+    size_t len = (size_t)st.st_size;
+    char *text = malloc(len + 1);
+    if (!text) {
+        close(fd);
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    }
+    ssize_t got = 0;
+    while ((size_t)got < len) {
+        ssize_t r = read(fd, text + got, len - (size_t)got);
+        if (r <= 0)
+            break;
+        got += r;
+    }
+    close(fd);
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl)
+        *sl = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    char lerr[STK__ERRLEN];
+    int rc = stk__list_parse(text, (size_t)got, dir, &ds->files, lerr);
+    free(text);
+    if (rc)
+        return stk__err(ds->err, rc, "%s: %s", path, lerr);
+    return STK_OK;
+}
+
+int stk__files_open(stk_dataset *ds, const char *path, int is_dir)
+{
+    int rc = is_dir ? stk__folder_scan(path, &ds->files, ds->err) : read_list(ds, path);
+    if (rc)
+        return rc;
+    if ((rc = stk__shards_alloc(ds, 0 + 1)) != STK_OK)
+        return rc;
+    ds->nshards = 0; /* files: no shard files; shards[0] keeps the root path for shard_path() */
+    ds->shards[0].path = stk__strdup(path);
+    ds->recs = calloc(ds->files.n ? ds->files.n : 1, sizeof *ds->recs);
+    if (!ds->recs || !ds->shards[0].path)
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < ds->files.n; i++) {
+        struct stat st;
+        uint64_t sz = 0;
+        if (stat(ds->files.paths[i], &st) == 0 && S_ISREG(st.st_mode))
+            sz = (uint64_t)st.st_size;
+        ds->recs[i] = (stk__rec){0, (uint32_t)STK__MIN(sz, (uint64_t)UINT32_MAX), 0};
+        ds->payload_bytes += sz;
+        ds->file_bytes += sz;
+        if (sz > ds->max_len)
+            ds->max_len = (uint32_t)STK__MIN(sz, (uint64_t)UINT32_MAX);
+    }
+    ds->count = ds->files.n;
+    ds->classes = ds->files.classes;
+    ds->nclasses = (uint32_t)ds->files.nclasses;
+    ds->layout = STK_LAYOUT_FILES;
+    return STK_OK;
+}
+
+/* Open P for reading: a regular file under 4 GiB; its size in *size. */
+static int open_image(stk_dataset *ds, const char *p, int *fd, size_t *size)
+{
+    *fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0)
+        return stk__err(ds->err, -errno, "%s: cannot open", p);
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
+        return stk__err(ds->err, STK_E_IO, "%s: not a regular file", p);
+    }
+    if ((uint64_t)st.st_size > UINT32_MAX) {
+        close(*fd);
+        return stk__err(ds->err, STK_E_TOO_LARGE, "%s: file over 4 GiB", p);
+    }
+    *size = (size_t)st.st_size;
+    return STK_OK;
+}
+
+int stk__files_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
+                    stk_record_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->index = index;
+    info->key = index;
+    info->label = ds->files.labels[index];
+    const char *p = ds->files.paths[index];
+    int fd = -1;
+    size_t sz = 0;
+    int rc = open_image(ds, p, &fd, &sz);
+    if (rc)
+        return rc;
+    info->length = (uint32_t)sz;
+    *len = sz;
+    if (sz > cap) {
+        close(fd);
+        return STK_E_RANGE;
+    }
+    rc = stk__pread_full(fd, buf, sz, 0);
+    close(fd);
+    if (rc)
+        return stk__err(ds->err, rc, "%s: read failed", p);
+    info->crc32c = stk__crc32c(0, buf, sz);
+    return STK_OK;
+}

@@ -18,49 +18,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The list file at PATH, parsed into ds->files (relative paths from the file's directory). */
-static int read_list(stk_dataset *ds, const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return stk__err(ds->err, -errno, "%s: cannot open", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || st.st_size > (1ll << 32)) {
-        close(fd);
-        return stk__err(ds->err, STK_E_INVALID, "%s: not a usable list file", path);
-    }
-    size_t len = (size_t)st.st_size;
-    char *text = malloc(len + 1);
-    if (!text) {
-        close(fd);
-        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
-    }
-    ssize_t got = 0;
-    while ((size_t)got < len) {
-        ssize_t r = read(fd, text + got, len - (size_t)got);
-        if (r <= 0)
-            break;
-        got += r;
-    }
-    close(fd);
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *sl = strrchr(dir, '/');
-    if (sl)
-        *sl = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    char lerr[STK__ERRLEN];
-    int rc = stk__list_parse(text, (size_t)got, dir, &ds->files, lerr);
-    free(text);
-    if (rc)
-        return stk__err(ds->err, rc, "%s: %s", path, lerr);
-    return STK_OK;
-}
-
 int stk__files_open(stk_dataset *ds, const char *path, int is_dir)
 {
-    int rc = is_dir ? stk__folder_scan(path, &ds->files, ds->err) : read_list(ds, path);
+    int rc = is_dir ? stk__folder_scan(path, &ds->files, ds->err)
+                    : stk__list_read(path, &ds->files, ds->err);
     if (rc)
         return rc;
     if ((rc = stk__shards_alloc(ds, 0 + 1)) != STK_OK)

@@ -31,6 +31,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +435,66 @@ int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__fil
 fail:
     ent_free(&en);
     return rc;
+}
+
+/* The whole of the open file FD (SIZE bytes at open; a file that shrank since gives what is left)
+ * into a new buffer in *text, *len set. */
+static int read_all(int fd, const char *path, size_t size, char **text, size_t *len, char *err)
+{
+    char *t = malloc(size + 1);
+    if (!t)
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = read(fd, t + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(t);
+            return stk__err(err, -e, "%s: read failed", path);
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    t[got] = 0;
+    *text = t;
+    *len = got;
+    return STK_OK;
+}
+
+int stk__list_read(const char *path, stk__filelist *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return stk__err(err, -errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 32)) {
+        close(fd);
+        return stk__err(err, STK_E_INVALID, "%s: not a usable list file (a regular file of 4 GiB at most)",
+                        path);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    int rc = read_all(fd, path, (size_t)st.st_size, &text, &len, err);
+    close(fd);
+    if (rc)
+        return rc;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl)
+        *sl = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    char lerr[STK__ERRLEN];
+    rc = stk__list_parse(text, len, dir, out, lerr);
+    free(text);
+    if (rc)
+        return stk__err(err, rc, "%s: %s", path, lerr);
+    return STK_OK;
 }
 
 void stk__filelist_free(stk__filelist *l)

@@ -37,6 +37,13 @@ int stk__folder_scan(const char *root, stk__filelist *out, char *err);
  */
 int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__filelist *out, char *err);
 
+/*
+ * Read the list file PATH (a regular file, 4 GiB at most; reads retried on EINTR) and parse it
+ * as stk__list_parse does, relative paths joined to PATH's folder. Errors name PATH (and the
+ * line). The one reader of list files: `stoker pack` and the files layout both use it.
+ */
+int stk__list_read(const char *path, stk__filelist *out, char *err);
+
 void stk__filelist_free(stk__filelist *l);
 
 /* 1 when P (N bytes) starts like a JPEG (FF D8 FF). */

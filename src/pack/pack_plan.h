@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pack_plan.h — the plan of a pack: its source files in dataset order with their sizes, and the
+ * digest that identifies the job (a resumed pack must have the same one). Internal; implemented
+ * in pack_plan.c.
+ */
+#ifndef STK_PACK_PLAN_H
+#define STK_PACK_PLAN_H
+
+#include "folder.h"
+
+#include <limits.h>
+#include <stdint.h>
+
+typedef struct stk__pack_plan {
+    stk__filelist files;
+    uint64_t *sizes;       /* per file, seen now (0: not a regular file) */
+    uint64_t bytes_total;
+    char digest[40];
+    char src_real[PATH_MAX];
+} stk__pack_plan;
+
+/* The plan of SRC, an ImageFolder root or a list file (folder.h). Returns STK_OK, or an error
+ * with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
+int stk__pack_plan_make(const char *src, stk__pack_plan *pl, char *err);
+void stk__pack_plan_free(stk__pack_plan *pl);
+
+#endif

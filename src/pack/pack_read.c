@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pack_read.c — reader threads read whole files into the slots of a window (slot = file index
+ * mod W), check the JPEG header (FF D8 FF) and compute the CRC32C; the packing thread takes the
+ * slots strictly in order, so the dataset index of every record is deterministic whatever the
+ * thread count, and memory is bounded by the window. SRC is only ever opened O_RDONLY.
+ *
+ * A cold source is read in dataset order, which is not the order of the files on disk: with a
+ * couple of reader threads that is a few random reads in flight. A prefetcher asks the kernel
+ * for the next files (POSIX_FADV_WILLNEED) ahead of the readers, which keeps many in flight.
+ */
+#include "pack_read.h"
+
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { SLOT_FREE = 0, SLOT_READING = 1, SLOT_READY = 2 };
+
+/* Files the prefetcher asks the kernel for ahead of the packing thread. */
+#define PREFETCH_AHEAD 128
+
+/* Mark S skipped with STATUS and the reason; returns STATUS. */
+static int skip(stk__pack_slot *s, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int skip(stk__pack_slot *s, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->reason, sizeof s->reason, fmt, ap);
+    va_end(ap);
+    s->status = status;
+    return status;
+}
+
+/* Open PATH: a regular file under 4 GiB; its size in *size. */
+static int open_source(stk__pack_slot *s, const char *path, int *fd, size_t *size)
+{
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    if (*fd < 0)
+        return skip(s, -errno, "unreadable: %s", strerror(errno));
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
+        return skip(s, STK_E_IO, "unreadable: not a regular file");
+    }
+    if ((uint64_t)st.st_size > UINT32_MAX - 64) {
+        close(*fd);
+        return skip(s, STK_E_TOO_LARGE, "too large: %lld bytes (limit 4 GiB)", (long long)st.st_size);
+    }
+    *size = (size_t)st.st_size;
+    return STK_OK;
+}
+
+/* Read FD into S's buffer, up to WANT bytes (one more than the size at open, to notice a file
+ * that grew); *got set. */
+static int read_source(stk__pack_slot *s, int fd, size_t want, size_t *got)
+{
+    if (s->cap < want) {
+        size_t nc = STK__MAX(want, s->cap * 2);
+        uint8_t *nb = realloc(s->buf, nc);
+        if (!nb)
+            return skip(s, STK_E_NOMEM, "out of memory reading %zu bytes", want);
+        s->buf = nb;
+        s->cap = nc;
+    }
+    *got = 0;
+    while (*got < want) {
+        ssize_t r = read(fd, s->buf + *got, want - *got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return skip(s, -errno, "unreadable: read failed: %s", strerror(errno));
+        if (r == 0)
+            break;
+        *got += (size_t)r;
+    }
+    if (*got == want)
+        return skip(s, STK_E_IO, "unreadable: file grew while read");
+    return STK_OK;
+}
+
+/* Why the bytes read are not a JPEG. */
+static void not_jpeg(stk__pack_slot *s, size_t got)
+{
+    static const uint8_t png[4] = {0x89, 'P', 'N', 'G'};
+    if (got >= 4 && !memcmp(s->buf, png, 4))
+        skip(s, STK_E_NOT_JPEG, "not a JPEG (PNG data)");
+    else if (got >= 2 && s->buf[0] == 0xFF && s->buf[1] == 0xD8)
+        skip(s, STK_E_NOT_JPEG, "not a JPEG (FF D8 not followed by a marker)");
+    else
+        skip(s, STK_E_NOT_JPEG, "not a JPEG (starts with %02X %02X %02X)", s->buf[0], got > 1 ? s->buf[1] : 0,
+             got > 2 ? s->buf[2] : 0);
+}
+
+static void read_one(stk__packer *pk, stk__pack_slot *s, uint64_t i)
+{
+    s->status = STK_OK;
+    s->reason[0] = 0;
+    s->len = 0;
+    int fd = -1;
+    size_t size = 0, got = 0;
+    if (open_source(s, pk->files->paths[i], &fd, &size) != STK_OK)
+        return;
+    int rc = read_source(s, fd, size + 1, &got);
+    close(fd);
+    if (rc != STK_OK)
+        return;
+    s->len = got;
+    if (got == 0) {
+        skip(s, STK_E_EMPTY, "empty file");
+        return;
+    }
+    if (!stk__is_jpeg(s->buf, got)) {
+        not_jpeg(s, got);
+        return;
+    }
+    s->crc = stk__crc32c(0, s->buf, got);
+}
+
+static void *reader_main(void *arg)
+{
+    stk__packer *pk = arg;
+    pthread_mutex_lock(&pk->mu);
+    for (;;) {
+        while (!pk->stop && pk->next < pk->n && pk->slots[pk->next % pk->nslots].state != SLOT_FREE)
+            pthread_cond_wait(&pk->cond_free, &pk->mu);
+        if (pk->stop || pk->next >= pk->n)
+            break;
+        uint64_t i = pk->next++;
+        stk__pack_slot *s = &pk->slots[i % pk->nslots];
+        s->state = SLOT_READING;
+        s->idx = i;
+        pthread_mutex_unlock(&pk->mu);
+        read_one(pk, s, i);
+        pthread_mutex_lock(&pk->mu);
+        s->state = SLOT_READY;
+        pthread_cond_broadcast(&pk->cond_ready);
+    }
+    pthread_mutex_unlock(&pk->mu);
+    return NULL;
+}
+
+static void *prefetch_main(void *arg)
+{
+    stk__packer *pk = arg;
+    pthread_mutex_lock(&pk->mu);
+    uint64_t i = pk->done;
+    for (;;) {
+        while (!pk->stop && i < pk->n && i >= pk->done + PREFETCH_AHEAD)
+            pthread_cond_wait(&pk->cond_free, &pk->mu);
+        if (pk->stop || i >= pk->n)
+            break;
+        if (i < pk->next) /* the readers are there already */
+            i = pk->next;
+        uint64_t j = i++;
+        pthread_mutex_unlock(&pk->mu);
+        if (j < pk->n) {
+            int fd = open(pk->files->paths[j], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            if (fd >= 0) {
+                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+                close(fd);
+            }
+        }
+        pthread_mutex_lock(&pk->mu);
+    }
+    pthread_mutex_unlock(&pk->mu);
+    return NULL;
+}
+
+int stk__packer_start(stk__packer *pk, const stk__filelist *files, uint64_t start, int threads, char *err)
+{
+    pk->files = files;
+    pk->n = files->n;
+    pk->next = start;
+    pk->done = start;
+    pk->nslots = (size_t)STK__MAX(4 * threads, 16);
+    pk->slots = calloc(pk->nslots, sizeof *pk->slots);
+    pk->tids = calloc((size_t)threads, sizeof *pk->tids);
+    if (!pk->slots || !pk->tids)
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    pthread_mutex_init(&pk->mu, NULL);
+    pthread_cond_init(&pk->cond_free, NULL);
+    pthread_cond_init(&pk->cond_ready, NULL);
+    for (int t = 0; t < threads; t++) {
+        if (pthread_create(&pk->tids[t], NULL, reader_main, pk) != 0)
+            break;
+        pk->nthreads++;
+    }
+    if (pk->nthreads == 0)
+        return stk__err(err, STK_E_NOMEM, "cannot start reader threads");
+    pk->have_prefetch = pthread_create(&pk->prefetch_tid, NULL, prefetch_main, pk) == 0;
+    return STK_OK;
+}
+
+stk__pack_slot *stk__packer_take(stk__packer *pk, uint64_t i)
+{
+    stk__pack_slot *s = &pk->slots[i % pk->nslots];
+    pthread_mutex_lock(&pk->mu);
+    while (!(s->state == SLOT_READY && s->idx == i))
+        pthread_cond_wait(&pk->cond_ready, &pk->mu);
+    pthread_mutex_unlock(&pk->mu);
+    return s;
+}
+
+void stk__packer_give(stk__packer *pk, stk__pack_slot *s, uint64_t i)
+{
+    pthread_mutex_lock(&pk->mu);
+    s->state = SLOT_FREE;
+    pk->done = i + 1;
+    pthread_cond_broadcast(&pk->cond_free);
+    pthread_mutex_unlock(&pk->mu);
+}
+
+void stk__packer_stop(stk__packer *pk)
+{
+    if (pk->nthreads) {
+        pthread_mutex_lock(&pk->mu);
+        pk->stop = 1;
+        pthread_cond_broadcast(&pk->cond_free);
+        pthread_mutex_unlock(&pk->mu);
+        for (int t = 0; t < pk->nthreads; t++)
+            pthread_join(pk->tids[t], NULL);
+        if (pk->have_prefetch)
+            pthread_join(pk->prefetch_tid, NULL);
+        pthread_mutex_destroy(&pk->mu);
+        pthread_cond_destroy(&pk->cond_free);
+        pthread_cond_destroy(&pk->cond_ready);
+    }
+    if (pk->slots) {
+        for (size_t i = 0; i < pk->nslots; i++)
+            free(pk->slots[i].buf);
+        free(pk->slots);
+    }
+    free(pk->tids);
+}

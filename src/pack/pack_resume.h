@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pack_resume.h — starting a pack: a fresh one, or the continuation of an interrupted pack of
+ * the same plan. Internal; implemented in pack_resume.c.
+ */
+#ifndef STK_PACK_RESUME_H
+#define STK_PACK_RESUME_H
+
+#include "pack_plan.h"
+#include "stoker.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the kept shards of an interrupted pack hold. */
+typedef struct stk__pack_resume {
+    uint32_t shards;
+    uint64_t records, src_end, skipped, payload;
+    int last_done;
+    char *report;      /* their skipped files, `path<TAB>reason` lines (malloc'd; NULL: none) */
+    size_t report_len;
+} stk__pack_resume;
+
+/* Open DST for the plan PL with writer W: if DST's incomplete-marker is this plan's and not
+ * FORCE, keep the leading shards that continue the plan (*rs says what they hold) and go on
+ * after them; else start afresh (*rs zero). Returns STK_OK or the writer's error (its
+ * stk_writer_last_error names it). */
+int stk__pack_begin(stk_writer *w, const char *dst, const stk__pack_plan *pl, int force,
+                    stk__pack_resume *rs);
+
+#endif

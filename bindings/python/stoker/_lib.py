@@ -8,11 +8,15 @@ The library is looked up in this order; the first that loads wins:
 
 1. ``$STOKER_LIBRARY`` (a path to ``libstoker.so``; if it is set and fails to load, that is an
    error — no silent fallback to another copy);
-2. next to this package (``stoker/libstoker.so.0`` or ``stoker/libstoker.so``);
-3. the install prefix: ``cmake --install`` puts this package into
+2. next to this package (``stoker/libstoker.so.0`` or ``stoker/libstoker.so``): where a wheel
+   (``pip install .``) puts it;
+3. a source checkout: when this package is ``<checkout>/bindings/python/stoker`` (found with
+   ``PYTHONPATH=<checkout>/bindings/python``), the README's build directory
+   ``<checkout>/build/libstoker.so``;
+4. the install prefix: ``cmake --install`` puts this package into
    ``<prefix>/lib/python3/dist-packages/stoker``, so ``<prefix>/lib`` (also
    ``<prefix>/lib/<multiarch>`` and ``<prefix>/lib64``) is searched;
-4. the system loader path (``ctypes.util.find_library("stoker")``, then ``libstoker.so.0``).
+5. the system loader path (``ctypes.util.find_library("stoker")``, then ``libstoker.so.0``).
 
 The library's ``stk_version()`` must have this package's major and minor version, else
 :class:`ImportError` is raised naming both versions and the file that was loaded.
@@ -409,6 +413,10 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     names = ("libstoker.so.0", "libstoker.so")
     out = [os.path.join(here, n) for n in names]
+    # <checkout>/bindings/python/stoker -> <checkout>/build
+    checkout = os.path.normpath(os.path.join(here, os.pardir, os.pardir, os.pardir))
+    if os.path.exists(os.path.join(checkout, "include", "stoker.h")):
+        out.extend(os.path.join(checkout, "build", n) for n in names)
     # <prefix>/lib/python3/dist-packages/stoker -> <prefix>/lib
     libdir = os.path.normpath(os.path.join(here, os.pardir, os.pardir, os.pardir))
     prefix = os.path.dirname(libdir)
@@ -440,7 +448,9 @@ def _load():
         except OSError as e:
             tried.append("%s (%s)" % (name, e))
     raise ImportError(
-        "stoker: libstoker not found. Set STOKER_LIBRARY=/path/to/libstoker.so, or install the "
+        "stoker: libstoker not found. Install the package with the library inside it "
+        "(pip install <stoker checkout>); or, in a source checkout, build it into <checkout>/build "
+        "(the README's build); or set STOKER_LIBRARY=/path/to/libstoker.so; or install the "
         "library (cmake --install build --prefix P) so that it lies in P/lib next to "
         "P/lib/python3/dist-packages/stoker, or on the system loader path. Tried: "
         + ("; ".join(tried) if tried else "(no candidate file existed)"))

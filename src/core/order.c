@@ -21,6 +21,13 @@
  * PAD: total = ceil(n / world) * world, the global list is the permutation repeated (position
  * g -> perm(g mod n)); DROP: total = floor(n / world) * world. Rank r takes global positions
  * r, r + world, r + 2 world, ...: per_rank = total / world.
+ *
+ * Elastic resume (stk__plan_resume). Under DDP every rank has taken the same number k of samples
+ * at a checkpoint, so what was delivered is the global prefix [0, k world) — a set that does not
+ * depend on how it was split. A run with another world size splits the rest [c, n), c = that
+ * prefix, with the same rule applied to the rest as to a whole list: position g of the rest is
+ * global position c + (g mod (n - c)). With c = 0 this is the plain split above, so one formula
+ * serves both.
  */
 #include "order.h"
 
@@ -52,6 +59,7 @@ int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int 
     p->drop = drop ? 1 : 0;
     p->rank = rank;
     p->world = world;
+    p->remain = n;
     if (p->drop)
         p->per_rank = n / world;
     else
@@ -93,9 +101,32 @@ static uint64_t permute(const stk__plan *p, uint64_t g)
     return x;
 }
 
+int stk__plan_resume(stk__plan *p, uint64_t consumed)
+{
+    if (!p || !p->n || consumed > p->n)
+        return STK_E_RANGE;
+    uint64_t rest = p->n - consumed;
+    p->base = consumed;
+    p->remain = rest;
+    if (p->drop)
+        p->per_rank = rest / p->world;
+    else
+        p->per_rank = rest / p->world + (rest % p->world ? 1 : 0);
+    return STK_OK;
+}
+
+uint64_t stk__plan_consumed(const stk__plan *p, uint64_t k)
+{
+    uint64_t w = p->world;
+    if (k && k > p->remain / w + 1) /* k * world cannot overflow below this */
+        return p->base + p->remain;
+    uint64_t g = k * w;
+    return p->base + (g < p->remain ? g : p->remain);
+}
+
 uint64_t stk__plan_index(const stk__plan *p, uint64_t pos)
 {
-    /* global position in the padded/dropped list, then wrap (PAD repeats the list) */
+    /* position in the (rest of the) padded/dropped list, then wrap (PAD repeats the list) */
     uint64_t g = (uint64_t)p->rank + pos * (uint64_t)p->world;
-    return permute(p, g % p->n);
+    return permute(p, p->base + g % p->remain);
 }

@@ -158,6 +158,11 @@ typedef enum stk_param {
     STK_P_MAX_PIXELS = 210,    /**< I >= 1: images with more pixels are bad records [89478485] */
     STK_P_STRICT = 211,        /**< I 0/1: a bad record or libjpeg warning fails next() [0] */
     STK_P_DCT_SCALING = 212,   /**< I 0/1: decode at the smallest covering DCT scale [1] */
+    STK_P_MAX_OUT_HEIGHT = 213, /**< I 0..65535: largest output height stk_loader_set_output_size
+                                     may ask for; the ring is sized for it. 0 = STK_P_OUT_HEIGHT.
+                                     Setting it (or STK_P_MAX_OUT_WIDTH) makes the loader
+                                     resizable (see stk_loader_set_output_size) [0] (since 0.2) */
+    STK_P_MAX_OUT_WIDTH = 214,  /**< I 0..65535: the same for the width [0] (since 0.2) */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -592,6 +597,55 @@ STK_API int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next
  *  reader, workers and stager are stopped, drained and restarted there (buffers are kept).
  *  After start. */
 STK_API int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample);
+/*
+ * Elastic resume (since 0.2). An epoch's global order is a permutation of the N records; rank r
+ * of W takes global positions r, r + W, r + 2W, ... (STK_P_DIST_MODE pads the last row by
+ * wrapping around, or drops it). Under DDP every rank has taken the same number k of samples at
+ * a checkpoint, so what the run delivered is the global prefix [0, c), c = min(k W, N): a set
+ * that does not depend on W. A run with any world size W' continues the epoch from c: the rest
+ * [c, N) is split as a whole list is (rank r' takes c + r', c + r' + W', ...), with the tail rule
+ * of the new run's STK_P_DIST_MODE applied to the rest: PAD repeats the rest's first samples
+ * until every rank has ceil((N - c) / W'), DROP leaves out its last (N - c) mod W'. Across the two
+ * runs every sample of the epoch is delivered once, but for those tail samples (and, if the
+ * checkpoint came after the last padded row, the first run's own padding). The result does not
+ * depend on STK_P_WORKERS or any other thread count. Later epochs are whole epochs split over W'.
+ * A resumed run can itself be checkpointed (its prefix is c plus what it delivered) and resumed.
+ */
+/** Continue epoch EPOCH in this run, its global positions [0, CONSUMED) delivered before (by a run
+ *  of any world size; CONSUMED <= N, else STK_E_RANGE), at sample NEXT_SAMPLE of this rank's
+ *  share of the rest (0 for an elastic resume; a same-world resume of a state taken in a resumed
+ *  epoch passes that epoch's CONSUMED base and the rank's own position). The share has
+ *  ceil or floor((N - CONSUMED) / world) samples (see above; STK_P_DROP_LAST applies to it);
+ *  NEXT_SAMPLE past it is STK_E_RANGE. stk_loader_resume(h, e, 0, s) = stk_loader_seek(h, e, s).
+ *  All batches must be released (else STK_E_STATE). After start; consumer thread. */
+STK_API int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, uint64_t next_sample);
+/** The epoch-global view of tell(): *EPOCH as tell() reports it, *CONSUMED = the global prefix
+ *  delivered once every rank is where this one is (base + min(next_sample * world, N - base)),
+ *  *BASE = the prefix the current epoch of this run started from (stk_loader_resume's CONSUMED;
+ *  0 otherwise). What a checkpoint saves to resume on another world size. Any pointer may be
+ *  NULL. Before start: (STK_P_EPOCH, 0, 0). Consumer thread. */
+STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed,
+                                   uint64_t *base);
+/**
+ * Change the output size (STK_P_OUT_HEIGHT x STK_P_OUT_WIDTH) from the next epoch on, without
+ * stopping the loader: no thread is started or stopped, nothing is reallocated, the dataset stays
+ * open (since 0.2). Progressive resizing: 160 px for the first epochs, then 192, ...
+ *   - Before start: sets the two parameters (checked against STK_P_MAX_OUT_* when those are set).
+ *   - After start the loader must be resizable: STK_P_MAX_OUT_HEIGHT or STK_P_MAX_OUT_WIDTH set
+ *     before start (else STK_E_STATE). The ring, worker scratch and device buffers are sized for
+ *     the maximum, so memory stays bounded; HEIGHT x WIDTH above it is STK_E_INVALID.
+ *   - Allowed only between epochs, with no batch held: after stk_loader_next returned STK_END,
+ *     or after start, stk_loader_set_epoch or a seek/resume to sample 0, before the epoch's first
+ *     stk_loader_next. Elsewhere STK_E_STATE (nothing changes).
+ *   - The batches of that epoch are byte for byte those of a loader started at that size
+ *     (same seed, epoch and parameters): train crops are drawn from (seed, epoch, index) whatever
+ *     the size; eval crops HEIGHT x WIDTH out of the image resized to STK_P_RESIZE.
+ *   - Cost: a resizable loader prefetches nothing of an epoch before the consumer asks for its
+ *     first batch (the size is fixed then), so the pipeline refills at each epoch start; a loader
+ *     without STK_P_MAX_OUT_* keeps prefetching across epochs.
+ * Consumer thread.
+ */
+STK_API int stk_loader_set_output_size(stk_loader *h, uint32_t height, uint32_t width);
 /** Wake a thread blocked in stk_loader_next (it returns STK_E_CANCELLED). If no thread is
  *  waiting, the next stk_loader_next call returns STK_E_CANCELLED instead (once), so a cancel
  *  is never lost between two calls. Any thread (it takes a mutex: not from a signal handler). */

@@ -244,6 +244,14 @@ static int configure(stk_loader *h)
     if (h->aug.ratio_min > h->aug.ratio_max)
         return stk__err(h->err, STK_E_INVALID, "STK_P_RATIO_MIN = %g is above STK_P_RATIO_MAX = %g",
                         h->aug.ratio_min, h->aug.ratio_max);
+    int64_t mh = pget_i(h, STK_P_MAX_OUT_HEIGHT), mw = pget_i(h, STK_P_MAX_OUT_WIDTH);
+    h->resizable = mh > 0 || mw > 0;
+    h->max_h = mh > 0 ? (int)mh : h->aug.out_h;
+    h->max_w = mw > 0 ? (int)mw : h->aug.out_w;
+    if (h->aug.out_h > h->max_h || h->aug.out_w > h->max_w)
+        return stk__err(h->err, STK_E_INVALID,
+                        "the output size %d x %d is above STK_P_MAX_OUT_HEIGHT x STK_P_MAX_OUT_WIDTH "
+                        "= %d x %d", h->aug.out_h, h->aug.out_w, h->max_h, h->max_w);
 
     memset(&h->rcfg, 0, sizeof h->rcfg);
     h->rcfg.backend = (int)pget_i(h, STK_P_IO_BACKEND);
@@ -277,15 +285,18 @@ static int setup_stager(stk_loader *h)
     memcpy(sc.std, h->std, sizeof sc.std);
     sc.nbuf = h->nbuf;
     sc.batch_cap = h->bs;
-    sc.h = h->aug.out_h;
-    sc.w = h->aug.out_w;
+    sc.h = h->max_h; /* device buffers for the largest size; set_size picks the current one */
+    sc.w = h->max_w;
     sc.max_device_bytes = (size_t)pget_i(h, STK_P_MAX_DEVICE_BYTES);
     char err[STK__ERRLEN] = "";
     int rc = stk__stager_create(&h->stager, &sc, err);
+    if (rc == STK_OK)
+        rc = stk__stager_set_size(h->stager, h->aug.out_h, h->aug.out_w, err);
     if (rc == STK_OK) {
         h->device_path = 1;
         return STK_OK;
     }
+    stk__stager_destroy(h->stager);
     h->stager = NULL;
     if (rc == STK_E_UNSUPPORTED || rc == STK_E_NODEVICE) {
         h->fallback_reason = rc; /* host batches, converted on the CPU */
@@ -295,20 +306,29 @@ static int setup_stager(stk_loader *h)
                     *err ? err : stk_strerror(rc));
 }
 
+/* Bytes per sample handed out and per sample in a host slot, at the current output size. */
+static void sample_bytes(stk_loader *h, int out_h, int out_w, size_t *out_b, size_t *host_b)
+{
+    size_t px = (size_t)out_h * (size_t)out_w * 3;
+    *out_b = px * stk__dtype_size(h->out_dtype);
+    if (h->stage == STK_STAGE_READ)
+        *host_b = 0;
+    else if (h->device_path)
+        *host_b = px; /* uint8 HWC; the stager converts */
+    else
+        *host_b = *out_b;
+}
+
 static int alloc_ring(stk_loader *h)
 {
-    size_t px = (size_t)h->aug.out_h * (size_t)h->aug.out_w * 3;
-    h->out_sample_bytes = px * stk__dtype_size(h->out_dtype);
-    if (h->stage == STK_STAGE_READ)
-        h->host_sample_bytes = 0;
-    else if (h->device_path)
-        h->host_sample_bytes = px; /* uint8 HWC; the stager converts */
-    else
-        h->host_sample_bytes = h->out_sample_bytes;
+    /* slots and scratch hold the largest size the loader may be set to (a fixed loader: its size) */
+    size_t px = (size_t)h->max_h * (size_t)h->max_w * 3, max_out, max_host;
+    sample_bytes(h, h->aug.out_h, h->aug.out_w, &h->out_sample_bytes, &h->host_sample_bytes);
+    sample_bytes(h, h->max_h, h->max_w, &max_out, &max_host);
     h->direct_out = h->stage != STK_STAGE_READ &&
                     (h->device_path || (h->out_dtype == STK_DTYPE_UINT8 && h->out_layout == STK_NHWC));
     size_t page = stk__page_size();
-    size_t slot_bytes = stk__round_up(h->host_sample_bytes * h->bs, page);
+    size_t slot_bytes = stk__round_up(max_host * h->bs, page);
     h->ring_bytes = slot_bytes * h->K;
     int64_t cap = pget_i(h, STK_P_MAX_PINNED_BYTES);
     if (cap > 0 && h->ring_bytes > (uint64_t)cap)
@@ -526,6 +546,10 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
         pthread_mutex_unlock(&h->mu);
         return STK_END;
     }
+    if (h->gate_end <= e) { /* resizable: the consumer enters epoch e, its size is now fixed */
+        h->gate_end = e + 1;
+        pthread_cond_broadcast(&h->space_cv);
+    }
     uint32_t held = h->device_path ? h->held_dev : h->held_host;
     uint32_t limit = h->device_path ? (uint32_t)h->nbuf : h->K;
     if (held >= limit) {
@@ -692,31 +716,44 @@ int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample)
     return STK_OK;
 }
 
-int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
+/* Continue at sample NEXT_SAMPLE of this rank's share of epoch EPOCH, the epoch's global
+ * positions [0, BASE) counted as delivered (BASE = 0: a plain seek). */
+static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base, uint64_t next_sample)
 {
-    if (!h)
-        return STK_E_INVALID;
     if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "stk_loader_seek: the loader is not started");
+        return stk__err(h->err, STK_E_STATE, "%s: the loader is not started", fn);
     if (epoch > (uint64_t)INT64_MAX)
-        return stk__err(h->err, STK_E_RANGE, "stk_loader_seek: epoch %llu is out of range",
+        return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
                         (unsigned long long)epoch);
-    if (next_sample > h->epoch_end)
+    if (base > h->n)
         return stk__err(h->err, STK_E_RANGE,
-                        "stk_loader_seek: sample %llu is past the end of the epoch (%llu samples)",
-                        (unsigned long long)next_sample, (unsigned long long)h->epoch_end);
+                        "%s: %llu samples consumed, but the epoch has %llu", fn,
+                        (unsigned long long)base, (unsigned long long)h->n);
+    uint64_t end = h->epoch_end;
+    if (base) {
+        stk__plan p;
+        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->drop_dist);
+        stk__plan_resume(&p, base);
+        end = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
+    }
+    if (next_sample > end)
+        return stk__err(h->err, STK_E_RANGE,
+                        "%s: sample %llu is past the end of the epoch (%llu samples)", fn,
+                        (unsigned long long)next_sample, (unsigned long long)end);
     pthread_mutex_lock(&h->mu);
     if (h->held_host || h->held_dev) {
         uint32_t held = h->held_host + h->held_dev;
         pthread_mutex_unlock(&h->mu);
-        return stk__err(h->err, STK_E_STATE, "stk_loader_seek: %u batches are still held; release them first",
-                        held);
+        return stk__err(h->err, STK_E_STATE, "%s: %u batches are still held; release them first",
+                        fn, held);
     }
     int keep = 0;
     if (!h->failed && !h->pipe_status && h->running) {
-        if (epoch == h->c_epoch && next_sample == h->c_next) {
+        uint64_t cur_base = h->c_epoch == h->r_e0 ? h->r_base : 0;
+        if (epoch == h->c_epoch && next_sample == h->c_next && base == cur_base) {
             keep = 1;
-        } else if (epoch == h->c_epoch + 1 && next_sample == 0 && h->c_next == h->epoch_end) {
+        } else if (epoch == h->c_epoch + 1 && next_sample == 0 && base == 0 &&
+                   h->c_next == stk__loader_epoch_end(h, h->c_epoch)) {
             /* the caller moves on without reading STK_END: skip it */
             set_pos(h, epoch, 0);
             keep = 1;
@@ -730,13 +767,114 @@ int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
     h->failed = 0;
     h->pipe_status = 0;
     pthread_mutex_unlock(&h->mu);
-    int rc = stk__loader_launch(h, epoch, next_sample);
+    int rc = stk__loader_launch_at(h, epoch, next_sample, base);
     if (rc != STK_OK) {
         /* nothing runs now: next() keeps returning this error until a seek succeeds */
         pthread_mutex_lock(&h->mu);
         h->failed = rc;
         pthread_mutex_unlock(&h->mu);
     }
+    return rc;
+}
+
+int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
+{
+    if (!h)
+        return STK_E_INVALID;
+    return seek_at(h, "stk_loader_seek", epoch, 0, next_sample);
+}
+
+int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, uint64_t next_sample)
+{
+    if (!h)
+        return STK_E_INVALID;
+    return seek_at(h, "stk_loader_resume", epoch, consumed, next_sample);
+}
+
+int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed, uint64_t *base)
+{
+    if (!h)
+        return STK_E_INVALID;
+    uint64_t e = (uint64_t)pget_i(h, STK_P_EPOCH), c = 0, b = 0;
+    if (h->state == STK__LS_STARTED) {
+        stk_loader *m = (stk_loader *)h;
+        pthread_mutex_lock(&m->mu);
+        e = m->c_epoch;
+        b = e == m->r_e0 ? m->r_base : 0;
+        stk__plan p;
+        stk__plan_init(&p, m->n, m->seed, e, m->shuffle, m->rank, m->world, m->drop_dist);
+        if (b)
+            stk__plan_resume(&p, b);
+        c = stk__plan_consumed(&p, m->c_next);
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (epoch)
+        *epoch = e;
+    if (consumed)
+        *consumed = c;
+    if (base)
+        *base = b;
+    return STK_OK;
+}
+
+int stk_loader_set_output_size(stk_loader *h, uint32_t height, uint32_t width)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (height < 1 || height > 65535 || width < 1 || width > 65535)
+        return stk__err(h->err, STK_E_INVALID,
+                        "stk_loader_set_output_size: %u x %u is out of range [1, 65535]", height,
+                        width);
+    if (h->state != STK__LS_STARTED) {
+        int64_t mh = pget_i(h, STK_P_MAX_OUT_HEIGHT), mw = pget_i(h, STK_P_MAX_OUT_WIDTH);
+        if ((mh > 0 && height > (uint64_t)mh) || (mw > 0 && width > (uint64_t)mw))
+            return stk__err(h->err, STK_E_INVALID,
+                            "stk_loader_set_output_size: %u x %u is above STK_P_MAX_OUT_HEIGHT x "
+                            "STK_P_MAX_OUT_WIDTH = %lld x %lld", height, width, (long long)mh,
+                            (long long)mw);
+        h->pv[stk__param_find(STK_P_OUT_HEIGHT)].i = height;
+        h->pv[stk__param_find(STK_P_OUT_WIDTH)].i = width;
+        return STK_OK;
+    }
+    if (!h->resizable)
+        return stk__err(h->err, STK_E_STATE,
+                        "stk_loader_set_output_size: the loader was started without "
+                        "STK_P_MAX_OUT_HEIGHT / STK_P_MAX_OUT_WIDTH; set them before start to "
+                        "change the output size between epochs (or stop, set, start)");
+    if ((int)height > h->max_h || (int)width > h->max_w)
+        return stk__err(h->err, STK_E_INVALID,
+                        "stk_loader_set_output_size: %u x %u is above STK_P_MAX_OUT_HEIGHT x "
+                        "STK_P_MAX_OUT_WIDTH = %d x %d (the ring is sized for that)", height, width,
+                        h->max_h, h->max_w);
+    pthread_mutex_lock(&h->mu);
+    const char *why = NULL;
+    if (h->held_host || h->held_dev)
+        why = "batches are still held; release them first";
+    else if (h->failed || h->pipe_status)
+        why = "the loader failed; seek or set_epoch first";
+    else if (h->c_next != 0 || h->gate_end > h->c_epoch)
+        why = "only between epochs: after stk_loader_next returned STK_END, or after start, "
+              "set_epoch or a seek to sample 0, before the epoch's first stk_loader_next";
+    int rc = STK_OK;
+    if (why) {
+        rc = stk__err(h->err, STK_E_STATE, "stk_loader_set_output_size: %s (epoch %llu, sample %llu)",
+                      why, (unsigned long long)h->c_epoch, (unsigned long long)h->c_next);
+    } else if (h->device_path) {
+        char err[STK__ERRLEN] = "";
+        rc = stk__stager_set_size(h->stager, (int)height, (int)width, err);
+        if (rc != STK_OK)
+            stk__err(h->err, rc, "stk_loader_set_output_size: %s", err);
+    }
+    if (rc == STK_OK) {
+        /* nothing of the coming epoch is read or decoded yet (WORK waits at the gate) and every
+         * earlier batch is released: no thread uses the size until the gate opens */
+        h->aug.out_h = (int)height;
+        h->aug.out_w = (int)width;
+        sample_bytes(h, h->aug.out_h, h->aug.out_w, &h->out_sample_bytes, &h->host_sample_bytes);
+        h->pv[stk__param_find(STK_P_OUT_HEIGHT)].i = height;
+        h->pv[stk__param_find(STK_P_OUT_WIDTH)].i = width;
+    }
+    pthread_mutex_unlock(&h->mu);
     return rc;
 }
 

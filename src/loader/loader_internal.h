@@ -103,6 +103,8 @@ struct stk_loader {
     int drop_last;
     int stage, device_path, direct_out, normalize, nbuf, workers_n, out_dtype, out_layout;
     int dev_id;
+    int resizable;               /* STK_P_MAX_OUT_* set: the output size may change per epoch */
+    int max_h, max_w;            /* the ring, scratch and device buffers are sized for these */
     uint64_t seed;
     int shuffle, drop_dist;
     uint32_t rank, world;
@@ -130,6 +132,10 @@ struct stk_loader {
     _Atomic int halt_flag;       /* mirror of halting, read by workers without the lock */
     int running;                 /* a run is launched */
     uint64_t r_e0, r_s0, r_nb0;
+    uint64_t r_base, r_end0;     /* epoch r_e0: global positions [0, r_base) delivered before this
+                                    run (elastic resume, else 0); this rank's samples in it */
+    uint64_t gate_end;           /* resizable loaders: WORK starts no batch of an epoch >= this
+                                    until the consumer asks for that epoch (UINT64_MAX: no gate) */
     /* WORK cursor */
     uint64_t w_k, w_epoch, w_pos, w_bend;
     stk__plan w_plan;
@@ -164,6 +170,10 @@ struct stk_loader {
 
 /* loader_pipeline.c */
 int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample);
+/* launch with epoch EPOCH's global positions [0, BASE) counted as delivered (elastic resume) */
+int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64_t base);
+/* samples of this rank in epoch EPOCH of the run (the run's first epoch may be a resumed rest) */
+uint64_t stk__loader_epoch_end(const stk_loader *h, uint64_t epoch);
 void stk__loader_halt(stk_loader *h);
 /* run batch K -> epoch, first sample, size (h->bpe > 0 or K < r_nb0) */
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size);

@@ -40,18 +40,25 @@ __attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t cap, con
 
 /* ---- geometry of a run --------------------------------------------------------------------- */
 
+uint64_t stk__loader_epoch_end(const stk_loader *h, uint64_t epoch)
+{
+    return epoch == h->r_e0 ? h->r_end0 : h->epoch_end;
+}
+
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size)
 {
-    uint64_t e, f;
+    uint64_t e, f, end;
     if (k < h->r_nb0) {
         e = h->r_e0;
         f = h->r_s0 + k * h->bs;
+        end = h->r_end0;
     } else {
         uint64_t k2 = k - h->r_nb0;
         e = h->r_e0 + 1 + k2 / h->bpe;
         f = (k2 % h->bpe) * h->bs;
+        end = h->epoch_end;
     }
-    uint64_t left = h->epoch_end - f;
+    uint64_t left = end - f;
     *epoch = e;
     *first = f;
     *size = (uint32_t)(left < h->bs ? left : h->bs);
@@ -76,8 +83,11 @@ static void work_cursor(stk_loader *h, uint64_t k)
     uint64_t e, f;
     uint32_t size;
     stk__loader_geom(h, k, &e, &f, &size);
-    if (k == 0 || e != h->w_epoch)
+    if (k == 0 || e != h->w_epoch) {
         stk__plan_init(&h->w_plan, h->n, h->seed, e, h->shuffle, h->rank, h->world, h->drop_dist);
+        if (e == h->r_e0 && h->r_base)
+            stk__plan_resume(&h->w_plan, h->r_base);
+    }
     h->w_epoch = e;
     h->w_pos = f;
     h->w_bend = f + size;
@@ -94,7 +104,8 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
             pthread_mutex_unlock(&h->mu);
             return 0;
         }
-        if (have_batch(h, h->w_k) && h->slots[h->w_k % h->K].seq == h->w_k)
+        if (have_batch(h, h->w_k) && h->slots[h->w_k % h->K].seq == h->w_k &&
+            h->w_epoch < h->gate_end)
             break;
         pthread_cond_wait(&h->space_cv, &h->mu);
     }
@@ -385,12 +396,29 @@ void stk__loader_halt(stk_loader *h)
 
 int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample)
 {
+    return stk__loader_launch_at(h, epoch, sample, 0);
+}
+
+int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64_t base)
+{
+    uint64_t end0 = h->epoch_end;
+    if (base) {
+        stk__plan p;
+        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->drop_dist);
+        stk__plan_resume(&p, base);
+        end0 = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
+    }
     pthread_mutex_lock(&h->mu);
     h->halting = 0;
     atomic_store(&h->halt_flag, 0);
     h->r_e0 = epoch;
     h->r_s0 = sample;
-    uint64_t left = h->epoch_end - sample;
+    h->r_base = base;
+    h->r_end0 = end0;
+    /* a resizable loader decides an epoch's size when the consumer gets there: nothing of an
+     * epoch is prefetched before (mid-epoch starts are open at once) */
+    h->gate_end = !h->resizable ? UINT64_MAX : (sample ? epoch + 1 : epoch);
+    uint64_t left = end0 - sample;
     h->r_nb0 = h->drop_last ? left / h->bs : (left + h->bs - 1) / h->bs;
     for (uint32_t i = 0; i < h->K; i++) {
         stk__slot *s = &h->slots[i];

@@ -64,5 +64,9 @@ int stk__stager_hand_out(stk__stager *s, int buf, void *caller_stream, char *err
 /* Record BUF's release event on CALLER_STREAM; the next submit into BUF waits for it. */
 int stk__stager_release(stk__stager *s, int buf, void *caller_stream, char *err);
 void stk__stager_get_stats(stk__stager *s, stk__stager_stats *out);
+/* Change the sample size of the batches submitted from now on to H x W, at most the h x w pixels
+ * the stager was created for (the buffers are not reallocated). Called by the consumer's thread
+ * while the stager thread submits nothing (every batch submitted is released). */
+int stk__stager_set_size(stk__stager *s, int h, int w, char *err);
 
 #endif

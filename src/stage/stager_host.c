@@ -361,6 +361,16 @@ int stk__stager_create(stk__stager **out, const stk__stager_config *cfg, char *e
     return STK_OK;
 }
 
+int stk__stager_set_size(stk__stager *s, int h, int w, char *err)
+{
+    if (!s || h <= 0 || w <= 0 || (size_t)h * (size_t)w * 3 * s->cfg.batch_cap > s->in_bytes)
+        return stk__err(err, STK_E_INVALID, "stager: sample size %d x %d is above the %zu bytes "
+                        "per batch its buffers hold", h, w, s ? s->in_bytes : (size_t)0);
+    s->cfg.h = h;
+    s->cfg.w = w;
+    return STK_OK;
+}
+
 static int check_buf(const stk__stager *s, int b, char *err)
 {
     if (!s || b < 0 || b >= s->cfg.nbuf)

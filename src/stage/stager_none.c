@@ -44,6 +44,14 @@ int stk__stager_create(stk__stager **out, const stk__stager_config *cfg, char *e
 
 void stk__stager_destroy(stk__stager *s) { STK__UNUSED(s); }
 
+int stk__stager_set_size(stk__stager *s, int h, int w, char *err)
+{
+    STK__UNUSED(s);
+    STK__UNUSED(h);
+    STK__UNUSED(w);
+    return unsupported(err);
+}
+
 int stk__stager_submit(stk__stager *s, int buf, const void *host, uint32_t n, char *err)
 {
     STK__UNUSED(s);

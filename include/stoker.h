@@ -635,11 +635,14 @@ STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_
  *     before start (else STK_E_STATE). The ring, worker scratch and device buffers are sized for
  *     the maximum, so memory stays bounded; HEIGHT x WIDTH above it is STK_E_INVALID.
  *   - Allowed only between epochs, with no batch held: after stk_loader_next returned STK_END,
- *     or after start, stk_loader_set_epoch or a seek/resume to sample 0, before the epoch's first
- *     stk_loader_next. Elsewhere STK_E_STATE (nothing changes).
- *   - The batches of that epoch are byte for byte those of a loader started at that size
- *     (same seed, epoch and parameters): train crops are drawn from (seed, epoch, index) whatever
- *     the size; eval crops HEIGHT x WIDTH out of the image resized to STK_P_RESIZE.
+ *     or after start, stk_loader_set_epoch, stk_loader_seek or stk_loader_resume (also to a
+ *     mid-epoch position: the size applies from there), before the next stk_loader_next. A seek
+ *     to the position already prefetched keeps that prefetch and so does not allow it. Elsewhere
+ *     STK_E_STATE (nothing changes).
+ *   - The batches from there on are byte for byte those of a loader started at that size
+ *     (same seed, epoch, position and parameters): train crops are drawn from (seed, epoch,
+ *     index) whatever the size; eval crops HEIGHT x WIDTH out of the image resized to
+ *     STK_P_RESIZE.
  *   - Cost: a resizable loader prefetches nothing of an epoch before the consumer asks for its
  *     first batch (the size is fixed then), so the pipeline refills at each epoch start; a loader
  *     without STK_P_MAX_OUT_* keeps prefetching across epochs.

@@ -6,7 +6,8 @@
  * path) and eval (uint8 NHWC: decoded straight into the ring). The loader's threads are the same
  * ones before and after (no restart), the ring keeps its size, and the calls that are not allowed
  * (mid-epoch, a batch held, above the maximum, a loader without STK_P_MAX_OUT_*) are refused with
- * STK_E_STATE / STK_E_INVALID and change nothing.
+ * STK_E_STATE / STK_E_INVALID and change nothing. After a seek to mid-epoch the new size applies
+ * from there, equal to a fresh loader seeked to the same place.
  * stk-test: concurrency
  */
 #include "test_loader_util.h"
@@ -166,6 +167,18 @@ static void run_mode(const tl_data *d, int mode)
     T_CHECK(tl_run(F, &want, -1) == STK_END, "fresh epoch 6");
     stk_loader_destroy(F);
     same_epoch(&got, &want, 96, 112, what);
+    tl_epoch_free(&got);
+    tl_epoch_free(&want);
+    /* after a seek to mid-epoch, the size applies from there (a checkpoint resumed at its size) */
+    T_OK(stk_loader_seek(L, 7, 10));
+    T_OK(stk_loader_set_output_size(L, 176, 120));
+    T_CHECK(tl_run(L, &got, -1) == STK_END, "epoch 7 from sample 10");
+    F = make(d->path, mode, 176, 120, 0, 0, 7);
+    T_OK(stk_loader_start(F));
+    T_OK(stk_loader_seek(F, 7, 10));
+    T_CHECK(tl_run(F, &want, -1) == STK_END, "fresh epoch 7 from sample 10");
+    stk_loader_destroy(F);
+    same_epoch(&got, &want, 176, 120, what);
     tl_epoch_free(&got);
     tl_epoch_free(&want);
     stk_loader_destroy(L);

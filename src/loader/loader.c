@@ -852,9 +852,9 @@ int stk_loader_set_output_size(stk_loader *h, uint32_t height, uint32_t width)
         why = "batches are still held; release them first";
     else if (h->failed || h->pipe_status)
         why = "the loader failed; seek or set_epoch first";
-    else if (h->c_next != 0 || h->gate_end > h->c_epoch)
+    else if (h->gate_end > h->c_epoch)
         why = "only between epochs: after stk_loader_next returned STK_END, or after start, "
-              "set_epoch or a seek to sample 0, before the epoch's first stk_loader_next";
+              "set_epoch, seek or resume, before the next stk_loader_next";
     int rc = STK_OK;
     if (why) {
         rc = stk__err(h->err, STK_E_STATE, "stk_loader_set_output_size: %s (epoch %llu, sample %llu)",

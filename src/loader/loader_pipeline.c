@@ -415,9 +415,9 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
     h->r_s0 = sample;
     h->r_base = base;
     h->r_end0 = end0;
-    /* a resizable loader decides an epoch's size when the consumer gets there: nothing of an
-     * epoch is prefetched before (mid-epoch starts are open at once) */
-    h->gate_end = !h->resizable ? UINT64_MAX : (sample ? epoch + 1 : epoch);
+    /* a resizable loader fixes an epoch's size when the consumer asks for its first batch:
+     * nothing of it is prefetched before */
+    h->gate_end = !h->resizable ? UINT64_MAX : epoch;
     uint64_t left = end0 - sample;
     h->r_nb0 = h->drop_last ? left / h->bs : (left + h->bs - 1) / h->bs;
     for (uint32_t i = 0; i < h->K; i++) {

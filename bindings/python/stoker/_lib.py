@@ -109,6 +109,8 @@ P_RATIO_MAX = 209
 P_MAX_PIXELS = 210
 P_STRICT = 211
 P_DCT_SCALING = 212
+P_MAX_OUT_HEIGHT = 213
+P_MAX_OUT_WIDTH = 214
 P_BATCH_SIZE = 300
 P_DROP_LAST = 301
 P_PREFETCH = 302
@@ -371,6 +373,10 @@ _PROTOTYPES = [
     ("stk_loader_set_epoch", c_int, [c_void_p, c_uint64]),
     ("stk_loader_tell", c_int, [c_void_p, POINTER(c_uint64), POINTER(c_uint64)]),
     ("stk_loader_seek", c_int, [c_void_p, c_uint64, c_uint64]),
+    ("stk_loader_resume", c_int, [c_void_p, c_uint64, c_uint64, c_uint64]),
+    ("stk_loader_tell_global", c_int,
+     [c_void_p, POINTER(c_uint64), POINTER(c_uint64), POINTER(c_uint64)]),
+    ("stk_loader_set_output_size", c_int, [c_void_p, c_uint32, c_uint32]),
     ("stk_loader_cancel", c_int, [c_void_p]),
     ("stk_loader_stop", c_int, [c_void_p]),
     ("stk_loader_destroy", None, [c_void_p]),

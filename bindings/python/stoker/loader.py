@@ -3,6 +3,7 @@
 
 import atexit
 import ctypes
+import hashlib
 import os
 import sys
 import threading
@@ -275,6 +276,8 @@ class Loader:
       copy: yield copies instead of views of the library's batch memory (see below).
       timeout: seconds to wait for one batch before raising StokerTimeout (None: no limit).
       epoch: the epoch the first ``for`` runs.
+      max_size: the largest ``size`` that ``set_size()`` may ask for later (int or (height,
+        width)); the batch ring is sized for it. Without it the size is fixed once started.
       io_backend ("auto", "io_uring", "pread", "mmap"), direct (O_DIRECT), queue_depth,
       verify_crc, max_pixels, flip_prob, scale, ratio, dist_mode, max_pinned_bytes,
       device_buffers: the library's parameters of the same meaning (include/stoker.h).
@@ -314,7 +317,8 @@ class Loader:
                  strict=False, return_index=False, copy=False, timeout=None, epoch=0,
                  array="auto", io_backend=None, direct=None, queue_depth=None,
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
-                 dist_mode="pad", max_pinned_bytes=None, device_buffers=None, options=None):
+                 dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
+                 options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -348,6 +352,8 @@ class Loader:
             self.height, self.width = int(size[0]), int(size[1])
         else:
             self.height = self.width = int(size)
+        self._max_size = None if max_size is None else self._hw(max_size, "max_size")
+        self._pending_size = None         # from set_size(), applied by the next `for`
         if array not in ("auto", "torch", "numpy"):
             raise ValueError("array must be 'auto', 'torch' or 'numpy', not %r" % (array,))
         self._torch = None
@@ -361,6 +367,7 @@ class Loader:
                                       _lib.STK_E_NODEVICE, "STK_E_NODEVICE")
         if dist_mode not in ("pad", "drop"):
             raise ValueError("dist_mode must be 'pad' or 'drop', not %r" % (dist_mode,))
+        self.dist_mode = dist_mode
 
         self._epoch = int(epoch)          # the epoch the next `for` runs
         if self._epoch < 0:
@@ -398,6 +405,9 @@ class Loader:
             (_lib.P_STRICT, int(self.strict), "strict"),
             (_lib.P_EPOCH, self._epoch, "epoch"),
         ]
+        if self._max_size is not None:
+            sets += [(_lib.P_MAX_OUT_HEIGHT, self._max_size[0], "max_size"),
+                     (_lib.P_MAX_OUT_WIDTH, self._max_size[1], "max_size")]
         opt = [(_lib.P_WORKERS, workers, "workers"), (_lib.P_PREFETCH, prefetch, "prefetch"),
                (_lib.P_IO_DIRECT, None if direct is None else int(bool(direct)), "direct"),
                (_lib.P_QUEUE_DEPTH, queue_depth, "queue_depth"),
@@ -434,6 +444,7 @@ class Loader:
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
+        self._fingerprint = None
 
     # ---- plumbing ------------------------------------------------------------------------
     def _detail(self):
@@ -478,24 +489,51 @@ class Loader:
             rc = self._lib.stk_loader_release(self._h, addr, stream)
             self._check(rc, "stk_loader_release")
 
-    def _ensure_position(self, epoch, sample):
+    def _ensure_position(self, epoch, sample, base=0):
         lib = self._lib
         if not self._started:
+            self._apply_size(before_start=True)
             self._set(_lib.P_EPOCH, epoch, "epoch")
             self._check(lib.stk_loader_start(self._h), "start")
             self._started = True
-            if sample:
-                self._check(lib.stk_loader_seek(self._h, epoch, sample),
-                            "seek to epoch %d sample %d" % (epoch, sample))
+            if sample or base:
+                self._check(lib.stk_loader_resume(self._h, epoch, base, sample),
+                            "resume epoch %d at sample %d after %d consumed"
+                            % (epoch, sample, base))
             return
-        cur = self._tell()
-        if cur == (epoch, sample):
-            return
-        if sample == 0:
+        if self._tell() == (epoch, sample) and self._tell_global()[2] == base:
+            if self._apply_size():
+                return
+            # the library keeps what it prefetched here, at the old size: move away, so that
+            # positioning below restarts the pipeline (a rare case: batches prefetched at the
+            # position the next `for` starts from)
+            self._check(lib.stk_loader_set_epoch(self._h, epoch + 1), "set_epoch(%d)" % (epoch + 1))
+        if sample == 0 and base == 0:
             self._check(lib.stk_loader_set_epoch(self._h, epoch), "set_epoch(%d)" % epoch)
         else:
-            self._check(lib.stk_loader_seek(self._h, epoch, sample),
-                        "seek to epoch %d sample %d" % (epoch, sample))
+            self._check(lib.stk_loader_resume(self._h, epoch, base, sample),
+                        "resume epoch %d at sample %d after %d consumed" % (epoch, sample, base))
+        if not self._apply_size():
+            self._check(lib.stk_loader_set_output_size(self._h, *self._pending_size),
+                        "set_size%r" % (self._pending_size,))
+
+    def _apply_size(self, before_start=False):
+        """Apply the size set_size() asked for; False if the library refuses it here (state)."""
+        if self._pending_size is None:
+            return True
+        rc = self._lib.stk_loader_set_output_size(self._h, *self._pending_size)
+        if rc == _lib.STK_E_STATE and not before_start:
+            return False
+        self._check(rc, "set_size%r" % (self._pending_size,))
+        self.height, self.width = self._pending_size
+        self._pending_size = None
+        return True
+
+    def _tell_global(self):
+        e, c, b = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
+        self._check(self._lib.stk_loader_tell_global(self._h, ctypes.byref(e), ctypes.byref(c),
+                                                     ctypes.byref(b)), "stk_loader_tell_global")
+        return int(e.value), int(c.value), int(b.value)
 
     def _tell(self):
         e, s = ctypes.c_uint64(), ctypes.c_uint64()
@@ -518,10 +556,10 @@ class Loader:
         self._release_held()
         self._end_iteration()
         if self._resume is not None:
-            epoch, sample = self._resume
+            epoch, sample, base = self._resume
         else:
-            epoch, sample = self._epoch, 0
-        self._ensure_position(epoch, sample)
+            epoch, sample, base = self._epoch, 0, 0
+        self._ensure_position(epoch, sample, base)
         self._resume = None
         self._epoch = epoch + 1           # the `for` after this one runs the next epoch
         it = _Iter(self, self._gen, epoch)
@@ -632,34 +670,263 @@ class Loader:
             return self._active().epoch
         return self._resume[0] if self._resume is not None else self._epoch
 
+    # ---- resolution per epoch ------------------------------------------------------------
+    @staticmethod
+    def _hw(size, name):
+        if isinstance(size, (tuple, list)):
+            if len(size) != 2:
+                raise ValueError("%s must be an int or (height, width), got %r" % (name, size))
+            hw = int(size[0]), int(size[1])
+        else:
+            hw = int(size), int(size)
+        if not (1 <= hw[0] <= 65535 and 1 <= hw[1] <= 65535):
+            raise ValueError("%s must be 1..65535 pixels, got %r" % (name, size))
+        return hw
+
+    def set_size(self, height, width=None):
+        """Output size of the batches from the next ``for`` on (progressive resizing:
+        ``set_size(160)`` for the first epochs, then ``set_size(192)``...), without rebuilding
+        the loader: no thread is restarted, nothing reallocated, the dataset stays open. The
+        batches equal those of a loader built at that size (same seed, epoch and position).
+
+        Allowed between passes, i.e. whenever no ``for`` is in progress (after one ended or was
+        left, or before the first); during a pass it raises StateError. Above ``max_size`` (the
+        size the ring was built for) it raises ValueError; once started, a loader built without
+        ``max_size`` raises StateError (before the first ``for`` any size is accepted)."""
+        self._usable()
+        hw = self._hw((height, height if width is None else width), "size")
+        if self._in_progress():
+            raise _errors.StateError(
+                "set_size(%d, %d) during a pass: the size changes between epochs; call it after "
+                "the `for` ends (or set_epoch() / load_state_dict() first)" % hw,
+                _lib.STK_E_STATE, "STK_E_STATE")
+        if self._max_size is not None and (hw[0] > self._max_size[0] or hw[1] > self._max_size[1]):
+            raise ValueError("set_size(%d, %d) is above max_size=%r (the batch ring is sized for "
+                             "max_size; build the loader with a larger one)" % (hw + (self._max_size,)))
+        if self._started and self._max_size is None:
+            raise _errors.StateError(
+                "set_size(%d, %d): this loader was built without max_size, so its size is fixed "
+                "once started; pass max_size=(largest height, width) to stoker.Loader" % hw,
+                _lib.STK_E_STATE, "STK_E_STATE")
+        if not self._started:
+            self._pending_size = hw       # applied (as the size parameters) at start
+            self.height, self.width = hw
+        else:
+            self._pending_size = None if hw == (self.height, self.width) else hw
+
+    @property
+    def size(self):
+        """(height, width) of the batches the next ``for`` yields (or the one in progress)."""
+        return self._pending_size if self._pending_size is not None else (self.height, self.width)
+
+    # ---- state: resume, also on another world size ---------------------------------------
+    STATE_VERSION = 2
+
     def _config(self):
         return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank, "world_size": self.world_size,
                 "samples_per_epoch": self._samples, "train": self.train}
 
+    def _dataset_id(self):
+        """{"count", "fingerprint"}: the record count and a hash of the dataset's identity —
+        record count, payload bytes, class names and shard file names (not their directory, so
+        a copy elsewhere matches)."""
+        if self._fingerprint is None:
+            lib = self._lib
+            ds = lib.stk_loader_dataset(self._h)
+            info = _lib.DatasetInfo()
+            self._check(lib.stk_dataset_info_get(ds, ctypes.byref(info)), "dataset info")
+            h = hashlib.sha256(b"stoker-dataset-v1")
+            h.update(b"%d %d %d" % (info.records, info.payload_bytes, info.layout))
+            for i in range(info.classes):
+                h.update(b"\0c" + (lib.stk_dataset_class_name(ds, i) or b""))
+            if info.layout == _lib.LAYOUT_SHARDS:
+                for i in range(info.shards):
+                    h.update(b"\0s" + os.path.basename(lib.stk_dataset_shard_path(ds, i) or b""))
+            self._fingerprint = {"count": int(info.records), "fingerprint": h.hexdigest()[:32]}
+        return dict(self._fingerprint)
+
+    def _consumed(self, epoch_base, sample):
+        n = self._dataset_id()["count"]
+        return epoch_base + min(sample * self.world_size, n - epoch_base)
+
     def state_dict(self):
-        """Where this loader goes on: inside a ``for``, the sample after the last batch yielded
-        (save it in the loop to resume mid-epoch); outside, where the next ``for`` starts.
-        A plain dict: {version, seed, epoch, next_sample, and the config a resume must match}."""
+        """Where this loader goes on, as a plain dict (save it in the loop to resume mid-epoch):
+        inside a ``for``, the sample after the last batch yielded; outside, where the next
+        ``for`` starts. It resumes on any world size (load_state_dict). Format, version 2:
+
+          version       2
+          dataset       {"count": records, "fingerprint": hash of records, payload bytes,
+                        classes and shard names} — a resume on another dataset is refused
+          seed, shuffle the order's key — must match
+          epoch         the epoch to continue
+          world_size, rank, dist_mode, batch_size, drop_last: this run's split
+          next_sample   this rank's position in its share of the epoch
+          base          global positions the epoch had consumed when this run began it (0, or
+                        the ``consumed`` of the state this run resumed from)
+          consumed      the epoch's global positions delivered once every rank is at
+                        next_sample: base + min(next_sample * world_size, count - base)
+          samples_per_epoch, train: for information
+        Version 1 states (same world size only) are still accepted by load_state_dict."""
         self._usable()
+        base = 0
         if self._in_progress():
             epoch, sample = self._tell()
             if epoch != self._active().epoch:   # the library already moved past the epoch end
                 epoch, sample = self._active().epoch + 1, 0
+            else:
+                base = self._tell_global()[2]
         elif self._resume is not None:
-            epoch, sample = self._resume
+            epoch, sample, base = self._resume
         else:
             epoch, sample = self._epoch, 0
-        state = {"version": 1, "epoch": int(epoch), "next_sample": int(sample)}
+        state = {"version": self.STATE_VERSION, "dataset": self._dataset_id(),
+                 "epoch": int(epoch), "next_sample": int(sample), "base": int(base),
+                 "consumed": int(self._consumed(base, sample)),
+                 "dist_mode": self.dist_mode}
         state.update(self._config())
+        return state
+
+    @staticmethod
+    def _field(state, key, kind, where="state_dict"):
+        if key not in state:
+            raise ValueError("%s: field %r is missing (not a stoker.Loader state_dict?)"
+                             % (where, key))
+        v = state[key]
+        ok = isinstance(v, bool) if kind is bool else (isinstance(v, kind)
+                                                      and not isinstance(v, bool))
+        if not ok:
+            raise ValueError("%s: field %r must be %s, got %r" % (where, key, kind.__name__, v))
+        return v
+
+    def _check_state(self, state, where):
+        """Validate one version-2 state against this loader; returns it."""
+        f = self._field
+        ds = f(state, "dataset", dict, where)
+        mine = self._dataset_id()
+        cnt, fp = ds.get("count"), ds.get("fingerprint")
+        if not isinstance(cnt, int) or not isinstance(fp, str):
+            raise ValueError("%s: field 'dataset' must be {'count': int, 'fingerprint': str}, "
+                             "got %r" % (where, ds))
+        if cnt != mine["count"] or fp != mine["fingerprint"]:
+            raise ValueError("%s: field 'dataset' is from another dataset (saved %d records, "
+                             "fingerprint %s; this loader's %s: %d records, %s)"
+                             % (where, cnt, fp, self.path, mine["count"], mine["fingerprint"]))
+        seed = f(state, "seed", int, where)
+        if seed != self.seed:
+            raise ValueError("%s: field 'seed' = %d, this loader's seed is %d (the order would "
+                             "differ)" % (where, seed, self.seed))
+        shuffle = f(state, "shuffle", bool, where)
+        if shuffle != self.shuffle:
+            raise ValueError("%s: field 'shuffle' = %r, this loader's is %r"
+                             % (where, shuffle, self.shuffle))
+        epoch = f(state, "epoch", int, where)
+        world = f(state, "world_size", int, where)
+        rank = f(state, "rank", int, where)
+        sample = f(state, "next_sample", int, where)
+        base = f(state, "base", int, where)
+        consumed = f(state, "consumed", int, where)
+        n = mine["count"]
+        if epoch < 0:
+            raise ValueError("%s: field 'epoch' = %d is negative" % (where, epoch))
+        if world < 1 or not 0 <= rank < world:
+            raise ValueError("%s: fields 'rank' = %d / 'world_size' = %d are not a rank of a "
+                             "world" % (where, rank, world))
+        if not 0 <= base <= n:
+            raise ValueError("%s: field 'base' = %d is outside 0..%d" % (where, base, n))
+        if sample < 0 or consumed != base + min(sample * world, n - base):
+            raise ValueError("%s: field 'consumed' = %d does not follow from base %d, "
+                             "next_sample %d and world_size %d (expected %d)"
+                             % (where, consumed, base, sample, world,
+                                base + min(max(sample, 0) * world, n - base)))
         return state
 
     def load_state_dict(self, state):
         """Continue from STATE (from state_dict()): the next ``for`` yields the rest of that
-        epoch exactly as the uninterrupted epoch would have. The seed, batch size, shuffle,
-        drop_last, rank, world size and dataset size must match (ValueError otherwise)."""
+        epoch. STATE may come from a run with another world size (elastic resume): then the
+        epoch's global positions [0, consumed) count as delivered and the rest is split among
+        this run's ranks, rank r taking consumed + r, consumed + r + W, ... (dist_mode "pad"
+        repeats the rest's first samples so that every rank has as many; "drop" leaves out the
+        rest's last (count - consumed) mod W). Across the two runs every sample of the epoch is
+        delivered once, those tail rules aside. With the same world size, split and batch size
+        the rest is exactly what the uninterrupted run would have delivered.
+
+        Every rank may load the same state (rank 0's, say): under DDP all ranks are at the same
+        step. A list of every rank's states is accepted too and checked to agree; states whose
+        ranks took different numbers of samples are refused (what was delivered is then not a
+        prefix of the epoch's order). A state from another dataset, seed or shuffle, or a
+        malformed one, raises ValueError naming the field."""
         self._usable()
-        if not isinstance(state, dict) or "epoch" not in state or "next_sample" not in state:
+        if isinstance(state, (list, tuple)):
+            state = self._merge_states(state)
+        if not isinstance(state, dict):
+            raise ValueError("state_dict must be a dict (or a list of every rank's), got %s"
+                             % type(state).__name__)
+        version = self._field(state, "version", int)
+        if version == 1:
+            epoch, sample, base = self._load_v1(state)
+        elif version == self.STATE_VERSION:
+            self._check_state(state, "state_dict")
+            epoch, sample, base = self._resume_point(state)
+        else:
+            raise ValueError("state_dict: field 'version' = %d is not supported (this stoker "
+                             "reads versions 1 and %d)" % (version, self.STATE_VERSION))
+        self._release_held()
+        self._end_iteration()
+        self._resume = (epoch, sample, base)
+        self._epoch = epoch
+
+    def _merge_states(self, states):
+        if not states:
+            raise ValueError("state_dict: an empty list of rank states")
+        for i, st in enumerate(states):
+            if not isinstance(st, dict):
+                raise ValueError("state_dict[%d] is not a dict" % i)
+            if self._field(st, "version", int, "state_dict[%d]" % i) != self.STATE_VERSION:
+                raise ValueError("state_dict[%d]: field 'version' must be %d in a list of rank "
+                                 "states" % (i, self.STATE_VERSION))
+            self._check_state(st, "state_dict[%d]" % i)
+        first = states[0]
+        world = first["world_size"]
+        ranks = sorted(st["rank"] for st in states)
+        if ranks != list(range(world)):
+            raise ValueError("state_dict: the list holds ranks %r, not every rank of world size "
+                             "%d once" % (ranks, world))
+        for key in ("epoch", "world_size", "base", "seed", "dist_mode", "batch_size",
+                    "drop_last"):
+            vals = sorted({repr(st.get(key)) for st in states})
+            if len(vals) > 1:
+                raise ValueError("state_dict: field %r differs between the ranks' states (%s)"
+                                 % (key, ", ".join(vals)))
+        ks = {st["next_sample"] for st in states}
+        if len(ks) > 1:
+            raise ValueError("state_dict: field 'next_sample' differs between ranks (%s): the "
+                             "ranks took different numbers of samples, so what was delivered "
+                             "is not a prefix of the epoch's order; save the states at the same "
+                             "step on every rank" % sorted(ks))
+        return first
+
+    def _resume_point(self, state):
+        """(epoch, next_sample, base) this rank continues at."""
+        n = self._dataset_id()["count"]
+        epoch = state["epoch"]
+        same_split = (state["world_size"] == self.world_size
+                      and state.get("dist_mode") == self.dist_mode
+                      and state.get("batch_size") == self.batch_size
+                      and state.get("drop_last") == self.drop_last)
+        if same_split:
+            # exactly the uninterrupted continuation (padding included)
+            base, sample = state["base"], state["next_sample"]
+            if base == 0 and sample >= self._samples:
+                return epoch + 1, 0, 0          # this rank's share is done
+        else:
+            base, sample = state["consumed"], 0
+        if base >= n and sample == 0:
+            return epoch + 1, 0, 0              # nothing of the epoch is left
+        return epoch, sample, base
+
+    def _load_v1(self, state):
+        if "epoch" not in state or "next_sample" not in state:
             raise ValueError("not a stoker.Loader state_dict: %r" % (state,))
         mine = self._config()
         diff = ["%s: saved %r, this loader %r" % (k, state[k], v) for k, v in mine.items()
@@ -670,12 +937,9 @@ class Loader:
         if epoch < 0 or not 0 <= sample <= self._samples:
             raise ValueError("state_dict position out of range: epoch %d, next_sample %d "
                              "(samples per epoch %d)" % (epoch, sample, self._samples))
-        self._release_held()
-        self._end_iteration()
         if sample == self._samples:
             epoch, sample = epoch + 1, 0
-        self._resume = (epoch, sample)
-        self._epoch = epoch
+        return epoch, sample, 0
 
     # ---- info ----------------------------------------------------------------------------
     @property
@@ -694,8 +958,8 @@ class Loader:
         the next ``for`` runs."""
         self._usable()
         if not self._started:
-            epoch, sample = self._resume if self._resume is not None else (self._epoch, 0)
-            self._ensure_position(epoch, sample)
+            epoch, sample, base = self._resume if self._resume is not None else (self._epoch, 0, 0)
+            self._ensure_position(epoch, sample, base)
         return self
 
     def cancel(self):

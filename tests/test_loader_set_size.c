@@ -7,7 +7,8 @@
  * ones before and after (no restart), the ring keeps its size, and the calls that are not allowed
  * (mid-epoch, a batch held, above the maximum, a loader without STK_P_MAX_OUT_*) are refused with
  * STK_E_STATE / STK_E_INVALID and change nothing. After a seek to mid-epoch the new size applies
- * from there, equal to a fresh loader seeked to the same place.
+ * from there, equal to a fresh loader seeked to the same place. With a GPU, the device path
+ * (the stager's buffers sized for the maximum) is checked against fresh host loaders too.
  * stk-test: concurrency
  */
 #include "test_loader_util.h"
@@ -184,6 +185,55 @@ static void run_mode(const tl_data *d, int mode)
     stk_loader_destroy(L);
 }
 
+#ifdef STK_TEST_CUDA
+#include <cuda_runtime_api.h>
+
+/* The device path: a resizable loader on GPU 0 (uint8 NCHW, converted by the stager) run at
+ * 160 -> 192 -> 128 equals the host path of a fresh loader at each size. */
+static void run_device(const tl_data *d)
+{
+    static const int sizes[] = {160, 192, 128};
+    stk_loader *L = make(d->path, STK_MODE_TRAIN, 160, 160, 192, 192, 0);
+    T_OK(stk_loader_set(L, STK_P_DEVICE, 0));
+    T_OK(stk_loader_start(L));
+    stk_stats st;
+    T_OK(stk_loader_stats(L, &st));
+    T_CHECK(st.device == 0, "device batches (fallback %d)", st.fallback_reason);
+    uint8_t *got = malloc((size_t)BS * 192 * 192 * 3);
+    T_CHECK(got, "oom");
+    for (uint64_t e = 0; e < 3; e++) {
+        int sz = sizes[e];
+        if (e > 0)
+            T_OK(stk_loader_set_output_size(L, (uint32_t)sz, (uint32_t)sz));
+        stk_loader *F = make(d->path, STK_MODE_TRAIN, sz, sz, 0, 0, e);
+        T_OK(stk_loader_start(F));
+        tl_epoch want;
+        T_CHECK(tl_run(F, &want, -1) == STK_END, "fresh host epoch");
+        stk_loader_destroy(F);
+        const stk_batch *b;
+        size_t n = 0;
+        int rc;
+        while ((rc = stk_loader_next(L, NULL, 30000, &b)) == STK_OK) {
+            T_CHECK(b->device == 0 && b->height == (uint32_t)sz && b->width == (uint32_t)sz,
+                    "device batch %ux%u on %d, want %d px", b->height, b->width, b->device, sz);
+            T_CHECK(cudaMemcpy(got, b->images, b->image_bytes, cudaMemcpyDeviceToHost) == cudaSuccess,
+                    "copy back");
+            T_CHECK(memcmp(b->indices, want.index + n, b->size * sizeof(uint64_t)) == 0, "indices");
+            T_CHECK(memcmp(got, want.images + n * want.sample_bytes, b->image_bytes) == 0,
+                    "device epoch %llu at %d px: batch %llu differs from a fresh loader",
+                    (unsigned long long)e, sz, (unsigned long long)b->number);
+            n += b->size;
+            T_OK(stk_loader_release(L, b, NULL));
+        }
+        T_CHECK(rc == STK_END && n == want.n, "device epoch %llu: %s, %zu of %zu",
+                (unsigned long long)e, stk_strerror(rc), n, want.n);
+        tl_epoch_free(&want);
+    }
+    free(got);
+    stk_loader_destroy(L);
+}
+#endif
+
 int main(void)
 {
     tl_data d;
@@ -191,6 +241,12 @@ int main(void)
     tl_write(&d);
     run_mode(&d, STK_MODE_TRAIN);
     run_mode(&d, STK_MODE_EVAL);
+#ifdef STK_TEST_CUDA
+    if (stk_cuda_device_count() > 0)
+        run_device(&d);
+    else
+        printf("test_loader_set_size: no CUDA device, the device path is not run\n");
+#endif
 
     /* a loader started without STK_P_MAX_OUT_* refuses after start, names the parameter */
     stk_loader *L = make(d.path, STK_MODE_TRAIN, 64, 64, 0, 0, 0);

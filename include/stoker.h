@@ -145,7 +145,7 @@ typedef enum stk_param {
     STK_P_FAULT_SEED = 124,      /**< I: seed of the fault draw [0] */
 
     /* 200..299: decode / augment. Before start. */
-    STK_P_WORKERS = 200,       /**< I 1..1024: decode threads [online cores] */
+    STK_P_WORKERS = 200,       /**< I 1..1024: decode threads [the CPU budget: stk_cpu_budget_get] */
     STK_P_MODE = 201,          /**< I: STK_MODE_TRAIN or STK_MODE_EVAL [TRAIN] */
     STK_P_OUT_HEIGHT = 202,    /**< I 1..65535: output height [224] */
     STK_P_OUT_WIDTH = 203,     /**< I 1..65535: output width [224] */
@@ -672,6 +672,42 @@ STK_API uint64_t stk_loader_error_count(const stk_loader *h);
 /** The I-th kept record error (I < min(count, 1024); STK_E_RANGE otherwise), in the order the
  *  workers met them. Any thread. */
 STK_API int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out);
+/** How the loader's STK_P_WORKERS was chosen, as text into BUF (like snprintf: returns the length
+ *  it needs, BUF may be NULL with CAP 0): the CPU budget's note when the default is in use (the
+ *  budget is measured once, by stk_loader_create), else "workers N: set by the caller (default
+ *  here: ...)". The caller owns BUF. Any thread after stk_loader_start; before it, the thread
+ *  that sets the parameters. */
+STK_API size_t stk_loader_workers_note(const stk_loader *h, char *buf, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * CPU budget: how many decode threads fit this process — STK_P_WORKERS' default.
+ *
+ * usable = the CPUs in the calling thread's affinity mask (sched_getaffinity: taskset, cpusets,
+ * a container's --cpuset-cpus), lowered to floor(quota) when a cgroup CPU quota is set (cgroup
+ * v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us; the smallest along the process's
+ * cgroup path: a container's --cpus), at least 1. Under torchrun every local rank is a process
+ * with its own loader, so workers = usable / LOCAL_WORLD_SIZE, at least 1 (8 ranks on 16 cores:
+ * 2 workers each, not 16). A quota is rounded down: threads beyond it would be throttled.
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct stk_cpu_budget {
+    int online;        /**< online CPUs (sysconf _SC_NPROCESSORS_ONLN) */
+    int affinity;      /**< CPUs in the calling thread's affinity mask (online if unreadable) */
+    double quota;      /**< cgroup CPU quota in CPUs (e.g. 1.5), 0 = none found */
+    int usable;        /**< min(affinity, floor(quota) when set), at least 1 */
+    int local_ranks;   /**< LOCAL_WORLD_SIZE when it is a positive integer, else 1 */
+    int workers;       /**< max(1, usable / local_ranks), at most 1024 */
+    int reserved0;
+    char note[256];    /**< e.g. "workers 3 = 12 usable cores (affinity 16 of 16 online, cgroup
+                            quota 12.00 CPUs in /sys/fs/cgroup/...) / 4 local ranks (LOCAL_WORLD_SIZE)" */
+    uint64_t reserved[4];
+} stk_cpu_budget;
+
+/** Measure the CPU budget now: the calling thread's affinity, /proc/self/cgroup,
+ *  /proc/self/mountinfo and the cgroup's quota files, $LOCAL_WORLD_SIZE. What cannot be read
+ *  counts as no limit (and the note says so). Fills *OUT; STK_E_INVALID when OUT is NULL.
+ *  Any thread (it reads the environment: not concurrently with setenv). */
+STK_API int stk_cpu_budget_get(stk_cpu_budget *out);
 
 #ifdef __cplusplus
 }

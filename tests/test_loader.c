@@ -35,7 +35,9 @@ static void test_params(void)
     T_OK(stk_loader_get(h, STK_P_PREFETCH, &v));
     T_CHECK(v == 4, "default prefetch %g", v);
     T_OK(stk_loader_get(h, STK_P_WORKERS, &v));
-    T_CHECK(v == stk__online_cpus(), "default workers = cores (%g)", v);
+    stk_cpu_budget budget;
+    T_OK(stk_cpu_budget_get(&budget));
+    T_CHECK(v == budget.workers, "default workers = the CPU budget's %d (%g)", budget.workers, v);
     T_OK(stk_loader_get(h, STK_P_FLIP_PROB, &v));
     T_CHECK(v == 0.5, "default flip %g", v);
     T_CHECK(stk_loader_set(h, 99999, 1) == STK_E_BADPARAM, "unknown key");

@@ -139,8 +139,11 @@ static void check_default(const stk__param_def *p)
     double v = -12345;
     T_OK(stk_loader_get(h, p->key, &v));
     double want = p->type == STK__PT_INT ? (double)p->idef : p->ddef;
-    if (p->key == STK_P_WORKERS) /* online cores, clamped to the range */
-        want = fmin(fmax(stk__online_cpus(), (double)p->ilo), (double)p->ihi);
+    if (p->key == STK_P_WORKERS) { /* the CPU budget (test_workers_default checks how it is made) */
+        stk_cpu_budget b;
+        T_OK(stk_cpu_budget_get(&b));
+        want = fmin(fmax(b.workers, (double)p->ilo), (double)p->ihi);
+    }
     T_CHECK(v == want, "%s: default %g, table %g", p->name, v, want);
     stk_loader_destroy(h);
 }

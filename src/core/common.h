@@ -45,6 +45,15 @@ static inline size_t stk__round_up(size_t n, size_t a) { return (n + a - 1) / a 
 
 int stk__online_cpus(void);
 
+/* ---- CPU budget (cpus.c): stk_cpu_budget_get with its inputs named, for the tests. -----------
+ * ROOT stands in for "/" when reading /proc/self/cgroup, /proc/self/mountinfo and the cgroup
+ * files ("" = the live system); LOCAL_WORLD_SIZE is the variable's value (NULL = unset). The
+ * affinity is always the calling thread's. */
+void stk__cpu_budget_at(const char *root, const char *local_world_size, stk_cpu_budget *out);
+/* The smallest cgroup CPU quota along this process's cgroup path (v2 and v1), in CPUs: > 0 and
+ * the directory that sets it in WHERE, or 0 when there is none (or nothing could be read). */
+double stk__cgroup_cpu_quota(const char *root, char *where, size_t cap);
+
 /* Read exactly LEN bytes at OFF (retrying short reads and EINTR): STK_OK, STK_E_TRUNCATED when
  * the file ends first (it is shorter than expected, e.g. it shrank), -errno on a read error.
  * Thread-safe (pread). */

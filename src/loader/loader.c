@@ -58,8 +58,8 @@ int stk_loader_create(stk_loader **out)
         else
             h->pv[i].i = p->idef;
     }
-    int cpus = stk__online_cpus();
-    h->pv[stk__param_find(STK_P_WORKERS)].i = cpus < 1 ? 1 : (cpus > 1024 ? 1024 : cpus);
+    stk__cpu_budget_at("", getenv("LOCAL_WORLD_SIZE"), &h->budget);
+    h->pv[stk__param_find(STK_P_WORKERS)].i = h->budget.workers;
     for (int c = 0; c < 3; c++) {
         h->mean[c] = 0.0f;
         h->std[c] = 1.0f;

@@ -95,6 +95,7 @@ struct stk_loader {
     int have_mean, have_std;
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */
+    stk_cpu_budget budget;       /* measured at create: STK_P_WORKERS' default and its note */
 
     /* fixed at start */
     uint64_t n;                  /* dataset records */

@@ -208,7 +208,7 @@ static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
                   100.0 * rbusy, 100.0 * rblock, 100.0 * dstarve, h->rcfg.queue_depth);
         return;
     }
-    int cpus = stk__online_cpus();
+    int cpus = h->budget.usable;
     double cores = frac(st->cpu_user_s + st->cpu_sys_s, wall);
     if (cores < 0.7 * dbusy * T) {
         /* busy time is wall time inside the work: a worker preempted by another process counts */
@@ -218,8 +218,8 @@ static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
         return;
     }
     if ((int)T < cpus)
-        rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — raise STK_P_WORKERS (%d cores "
-                     "online), or pack at a smaller stored resolution\n",
+        rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — raise STK_P_WORKERS (%d usable "
+                     "cores), or pack at a smaller stored resolution\n",
                   T, T, 100.0 * dbusy, cpus);
     else
         rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — more cores, or pack at a "
@@ -280,6 +280,28 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
     }
     if (nerr > 3)
         rb_printf(&b, "    ... %llu more (stk_loader_error_get)\n", (unsigned long long)(nerr - 3));
+    char wnote[320];
+    stk_loader_workers_note(h, wnote, sizeof wnote);
+    rb_printf(&b, "  %s\n", wnote);
     verdict(&b, h, &st);
     return b.len;
+}
+
+size_t stk_loader_workers_note(const stk_loader *h, char *buf, size_t cap)
+{
+    char tmp[1];
+    if (!buf || !cap) {
+        buf = tmp;
+        cap = sizeof tmp;
+    }
+    if (!h)
+        return (size_t)snprintf(buf, cap, "invalid handle");
+    int64_t w = h->pv[stk__param_find(STK_P_WORKERS)].i;
+    int n;
+    if (w == h->budget.workers)
+        n = snprintf(buf, cap, "%s", h->budget.note);
+    else
+        n = snprintf(buf, cap, "workers %lld: set by the caller (default here: %s)", (long long)w,
+                     h->budget.note);
+    return n > 0 ? (size_t)n : 0;
 }

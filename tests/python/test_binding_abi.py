@@ -23,6 +23,7 @@ STRUCTS = {
     "stk_pack_progress": "PackProgress",
     "stk_pack_result": "PackResult",
     "stk_decode_args": "DecodeArgs",
+    "stk_cpu_budget": "CpuBudget",
 }
 
 

@@ -303,6 +303,20 @@ class Stats(ctypes.Structure):
     ]
 
 
+class CpuBudget(ctypes.Structure):
+    _fields_ = [
+        ("online", c_int),
+        ("affinity", c_int),
+        ("quota", c_double),
+        ("usable", c_int),
+        ("local_ranks", c_int),
+        ("workers", c_int),
+        ("reserved0", c_int),
+        ("note", ctypes.c_char * 256),
+        ("reserved", c_uint64 * 4),
+    ]
+
+
 class RecordError(ctypes.Structure):
     _fields_ = [
         ("index", c_uint64),
@@ -385,6 +399,9 @@ _PROTOTYPES = [
     ("stk_loader_report", c_size_t, [c_void_p, c_void_p, c_size_t]),
     ("stk_loader_error_count", c_uint64, [c_void_p]),
     ("stk_loader_error_get", c_int, [c_void_p, c_uint64, POINTER(RecordError)]),
+    # STOKER_0.2
+    ("stk_loader_workers_note", c_size_t, [c_void_p, c_void_p, c_size_t]),
+    ("stk_cpu_budget_get", c_int, [POINTER(CpuBudget)]),
 ]
 
 
@@ -491,6 +508,16 @@ def get():
                 lib.version = _check_version(lib)
                 _lib = lib
     return _lib
+
+
+def workers_note(lib, handle):
+    """stk_loader_workers_note as str ("" with a library that lacks it)."""
+    if "stk_loader_workers_note" in lib.missing:
+        return ""
+    need = int(lib.stk_loader_workers_note(handle, None, 0))
+    buf = ctypes.create_string_buffer(need + 1)
+    lib.stk_loader_workers_note(handle, buf, len(buf))
+    return text(buf.value)
 
 
 def text(b):

@@ -255,7 +255,9 @@ class Loader:
         ImageFolder root.
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
       size: output side, or (height, width). resize: eval's shorter side before the crop.
-      workers: decode threads (default: online cores). prefetch: host batch slots (default 4).
+      workers: decode threads (default: the usable cores — affinity mask, cgroup CPU quota —
+        divided among $LOCAL_WORLD_SIZE local ranks; stats()["workers_note"] says how).
+        prefetch: host batch slots (default 4).
       shuffle: permute each epoch (default: ``train``). seed: order and augmentation seed;
         everything is a pure function of (seed, epoch, sample), whatever ``workers`` is.
       drop_last: drop a short last batch (default False, as DataLoader).
@@ -982,7 +984,8 @@ class Loader:
     def stats(self, max_errors=1024):
         """A dict of the library's counters (stk_stats: per-stage busy/starved/blocked seconds,
         wait_s = time this process waited for data, bytes, errors, memory), plus "errors": the
-        bad records kept (dicts with index, epoch, status, where, reason) and "error_count".
+        bad records kept (dicts with index, epoch, status, where, reason) and "error_count",
+        and "workers_note": how the number of decode workers was chosen."
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib
@@ -1004,6 +1007,7 @@ class Loader:
                     v = _lib.text(v)
                 d[name] = v
             d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
+            d["workers_note"] = _lib.workers_note(lib, self._h)
             count = int(lib.stk_loader_error_count(self._h))
             d["error_count"] = count
             errs = []

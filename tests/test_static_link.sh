@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Static linking of the installed library, the two ways users do it: `cmake --install` into a
+# temporary prefix, then a small C program (writer -> dataset round trip, a loader opened on it,
+# the CUDA device count, the CPU budget: enough to pull in every stage's objects, the CUDA
+# stager's included in a CUDA build) linked against libstoker.a
+#   1. through find_package(stoker) and stoker::stoker_static (its exported link interface),
+#   2. through `pkg-config --static --libs stoker` (Requires.private + Libs.private),
+#   3. fully static (-static) through pkg-config, when the dependencies' .a files are there;
+# each binary must not need libstoker.so and must run.
+# stk-test: normal-only (the consumer would need the sanitizer runtime)
+set -u
+[ -n "${BUILD_DIR:-}" ] && [ -d "$BUILD_DIR" ] || { echo "skip: BUILD_DIR not set"; exit 77; }
+if [ -n "${STOKER_SANITIZE:-}" ]; then echo "skip: sanitizer build (the consumer would need the runtime)"; exit 77; fi
+command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
+CC=${CC:-cc}
+command -v "$CC" >/dev/null || { echo "skip: no C compiler"; exit 77; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/stk-static.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cmake --install "$BUILD_DIR" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
+pc=$(find "$T/prefix" -name stoker.pc | head -1)
+archive=$(find "$T/prefix" -name libstoker.a | head -1)
+[ -n "$pc" ] && [ -n "$archive" ] || fail "stoker.pc and libstoker.a installed"
+
+mkdir -p "$T/consumer"
+cat >"$T/consumer/main.c" <<'C'
+#include <stoker.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+    if (argc != 2 || stk_version() != STK_VERSION_NUMBER)
+        return 1;
+    const char *payload = "\xff\xd8\xff\xe0 static consumer";
+    const char *cls[] = {"only"};
+    stk_writer *w;
+    if (stk_writer_create(&w) || stk_writer_set_classes(w, cls, 1) || stk_writer_open(w, argv[1]) ||
+        stk_writer_add(w, payload, strlen(payload), 0, "a.jpg") || stk_writer_finish(w)) {
+        fprintf(stderr, "writer: %s\n", stk_writer_last_error(w));
+        return 1;
+    }
+    stk_writer_destroy(w);
+    stk_dataset *ds;
+    char buf[64];
+    size_t len;
+    stk_record_info ri;
+    if (stk_dataset_create(&ds) || stk_dataset_open(ds, argv[1]) || stk_dataset_read(ds, 0, buf, sizeof buf, &len, &ri)) {
+        fprintf(stderr, "dataset: %s\n", stk_dataset_last_error(ds));
+        return 1;
+    }
+    int ok = len == strlen(payload) && !memcmp(buf, payload, len);
+    stk_dataset_destroy(ds);
+    stk_loader *h;
+    if (stk_loader_create(&h) || stk_loader_set(h, STK_P_BATCH_SIZE, 1) || stk_loader_open(h, argv[1])) {
+        fprintf(stderr, "loader: %s\n", stk_loader_last_error(h));
+        return 1;
+    }
+    ok = ok && stk_loader_samples_per_epoch(h) == 1;
+    stk_loader_destroy(h);
+    stk_cpu_budget b;
+    ok = ok && stk_cpu_budget_get(&b) == STK_OK && b.workers >= 1;
+    int devices = stk_cuda_device_count();
+    printf("%s devices=%d %s\n", ok ? "static-ok" : "static-bad", devices, stk_version_string());
+    return ok ? 0 : 1;
+}
+C
+
+check_binary() { # NAME BINARY DATASET
+  readelf -d "$2" | grep -q 'NEEDED.*libstoker' && fail "$1: the binary needs libstoker.so"
+  out=$("$2" "$3" 2>&1) || fail "$1: run: $out"
+  case "$out" in static-ok*) echo "$1: $out";; *) fail "$1: output: $out";; esac
+}
+
+# 1. find_package(stoker) -> stoker::stoker_static
+cat >"$T/consumer/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(consumer C)
+find_package(stoker 0.1 REQUIRED)
+add_executable(consumer main.c)
+target_link_libraries(consumer PRIVATE stoker::stoker_static)
+CM
+cmake -S "$T/consumer" -B "$T/consumer/build" -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/cm.log" 2>&1 ||
+  { cat "$T/cm.log"; fail "configure with find_package"; }
+cmake --build "$T/consumer/build" --verbose >>"$T/cm.log" 2>&1 || { tail -30 "$T/cm.log"; fail "link with stoker::stoker_static"; }
+check_binary "cmake stoker::stoker_static" "$T/consumer/build/consumer" "$T/ds1"
+
+# 2. pkg-config --static: libstoker.a itself (-l:libstoker.a: the .so lies next to it)
+export PKG_CONFIG_PATH="$(dirname "$pc")"
+libs=$(pkg-config --static --libs stoker) || fail "pkg-config --static --libs stoker"
+libs=${libs/-lstoker /-l:libstoker.a }
+"$CC" -std=c11 -Wall -Werror $(pkg-config --cflags stoker) -o "$T/consumer/pc" "$T/consumer/main.c" $libs \
+  2>"$T/pc.log" || { cat "$T/pc.log"; fail "link with pkg-config --static ($libs)"; }
+check_binary "pkg-config --static" "$T/consumer/pc" "$T/ds2"
+
+# 3. fully static, when the dependencies' archives are installed (Debian's -dev packages have them)
+for l in $(pkg-config --static --libs-only-l stoker | tr ' ' '\n' | sed -n 's/^-l//p' | sort -u); do
+  case "$l" in stoker|pthread|m|dl|rt|c|stdc++) continue;; esac
+  if ! "$CC" -print-file-name="lib$l.a" | grep -q /; then
+    for d in $(pkg-config --static --libs-only-L stoker | sed 's/-L//g') /usr/lib/x86_64-linux-gnu /usr/lib; do
+      [ -f "$d/lib$l.a" ] && continue 2
+    done
+    echo "fully static: skipped (no lib$l.a)"; echo ok; exit 0
+  fi
+done
+"$CC" -static -std=c11 -Wall -Werror $(pkg-config --cflags stoker) -o "$T/consumer/full" "$T/consumer/main.c" $libs \
+  2>"$T/full.log" || { cat "$T/full.log"; fail "fully static link ($libs)"; }
+readelf -d "$T/consumer/full" 2>/dev/null | grep -q NEEDED && fail "the -static binary has NEEDED entries"
+check_binary "fully static" "$T/consumer/full" "$T/ds3"
+echo ok

@@ -676,7 +676,7 @@ STK_API int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_err
  *  it needs, BUF may be NULL with CAP 0): the CPU budget's note when the default is in use (the
  *  budget is measured once, by stk_loader_create), else "workers N: set by the caller (default
  *  here: ...)". The caller owns BUF. Any thread after stk_loader_start; before it, the thread
- *  that sets the parameters. */
+ *  that sets the parameters. (since 0.2) */
 STK_API size_t stk_loader_workers_note(const stk_loader *h, char *buf, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------
@@ -690,6 +690,7 @@ STK_API size_t stk_loader_workers_note(const stk_loader *h, char *buf, size_t ca
  * 2 workers each, not 16). A quota is rounded down: threads beyond it would be throttled.
  * ------------------------------------------------------------------------------------------- */
 
+/** (since 0.2) */
 typedef struct stk_cpu_budget {
     int online;        /**< online CPUs (sysconf _SC_NPROCESSORS_ONLN) */
     int affinity;      /**< CPUs in the calling thread's affinity mask (online if unreadable) */
@@ -706,7 +707,7 @@ typedef struct stk_cpu_budget {
 /** Measure the CPU budget now: the calling thread's affinity, /proc/self/cgroup,
  *  /proc/self/mountinfo and the cgroup's quota files, $LOCAL_WORLD_SIZE. What cannot be read
  *  counts as no limit (and the note says so). Fills *OUT; STK_E_INVALID when OUT is NULL.
- *  Any thread (it reads the environment: not concurrently with setenv). */
+ *  Any thread (it reads the environment: not concurrently with setenv). (since 0.2) */
 STK_API int stk_cpu_budget_get(stk_cpu_budget *out);
 
 #ifdef __cplusplus

@@ -399,7 +399,6 @@ _PROTOTYPES = [
     ("stk_loader_report", c_size_t, [c_void_p, c_void_p, c_size_t]),
     ("stk_loader_error_count", c_uint64, [c_void_p]),
     ("stk_loader_error_get", c_int, [c_void_p, c_uint64, POINTER(RecordError)]),
-    # STOKER_0.2
     ("stk_loader_workers_note", c_size_t, [c_void_p, c_void_p, c_size_t]),
     ("stk_cpu_budget_get", c_int, [POINTER(CpuBudget)]),
 ]

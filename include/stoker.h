@@ -137,7 +137,8 @@ typedef enum stk_param {
     STK_P_EPOCH = 112,          /**< I >= 0: epoch to start at [0] */
     STK_P_RANK = 113,           /**< I 0..world_size-1 [0] */
     STK_P_WORLD_SIZE = 114,     /**< I >= 1 [1] */
-    STK_P_DIST_MODE = 115,      /**< I: STK_DIST_PAD (wrap, as DistributedSampler) or STK_DIST_DROP [PAD] */
+    STK_P_DIST_MODE = 115,      /**< I: STK_DIST_PAD (wrap, as DistributedSampler), STK_DIST_DROP or
+                                     STK_DIST_EXACT (unequal parts, each sample once) [PAD] */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */
@@ -177,6 +178,11 @@ typedef enum stk_param {
     STK_P_STAGE = 309,         /**< I: STK_STAGE_* last stage run [FULL] */
     STK_P_MEAN = 310,          /**< F[3]: per-channel mean, in 0..255 units [none] */
     STK_P_STD = 311,           /**< F[3]: per-channel std, in 0..255 units [none] */
+    STK_P_PIN_HOST = 312,      /**< I 0/1: host batches in page-locked memory (cudaHostAlloc, portable
+                                     to every device) so that the caller's host-to-device copies
+                                     are asynchronous. Without CUDA in the build or a device, the
+                                     ring is pageable and stats.pin_reason says why (not an
+                                     error). Device batches' ring is always page-locked. [0] */
 } stk_param;
 
 enum stk_layout { STK_LAYOUT_AUTO = 0, STK_LAYOUT_SHARDS = 1, STK_LAYOUT_FILES = 2, STK_LAYOUT_LMDB = 3 };
@@ -186,7 +192,19 @@ enum stk_io_backend {
     STK_IO_PREAD = 2, /**< pread thread pool */
     STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference */
 };
-enum stk_dist_mode { STK_DIST_PAD = 0, STK_DIST_DROP = 1 };
+/*
+ * Distributed split (STK_P_DIST_MODE), N samples over W ranks, rank r taking the epoch's global
+ * positions r, r + W, r + 2W, ... as torch's DistributedSampler does:
+ *   PAD    the list is extended to ceil(N / W) * W by wrapping around: equal parts, some samples
+ *          twice. DROP: cut to floor(N / W) * W: equal parts, some samples never.
+ *   EXACT  neither: rank r gets the positions below N, ceil((N - r) / W) samples (0 when r >= N).
+ *          Every sample is in exactly one rank's part, for evaluation that counts each once.
+ *          The parts differ by one sample, so the ranks may run different numbers of batches:
+ *          a DDP training step (or any collective per step) on such a loader hangs the rank
+ *          with more steps. Use EXACT for eval loops that gather (all_reduce / all_gather) once
+ *          after the loop.
+ */
+enum stk_dist_mode { STK_DIST_PAD = 0, STK_DIST_DROP = 1, STK_DIST_EXACT = 2 };
 enum stk_mode { STK_MODE_TRAIN = 0, STK_MODE_EVAL = 1 };
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
@@ -482,7 +500,12 @@ typedef struct stk_stats {
     int device;               /**< device batches come from, -1 host */
     int fallback_reason;      /**< status explaining a backend / device fallback, 0 = none */
     char io_backend_note[96]; /**< e.g. "io_uring" or "pread pool (io_uring refused: EPERM)" */
-    uint64_t reserved[8];
+    uint64_t detached;        /**< host batches taken out of the ring by stk_loader_detach */
+    int pin_reason;           /**< STK_P_PIN_HOST asked but the ring is pageable: why
+                                   (STK_E_UNSUPPORTED: no CUDA in this build, STK_E_NODEVICE,
+                                   STK_E_CUDA: cudaHostAlloc failed); 0 otherwise */
+    int reserved_i;
+    uint64_t reserved[6];
 } stk_stats;
 
 /** Record error kept by the loader (the first 1024 are kept; the count goes on). */
@@ -584,6 +607,27 @@ STK_API int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, co
 /** Give a batch back. Device batches: an event recorded on CUDA_STREAM orders the reuse of the
  *  buffer after the caller's work. Batches may be released in any order. */
 STK_API int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream);
+/*
+ * Holding host batches longer than the ring (since 0.2). Batch k reuses the slot of batch
+ * k - STK_P_PREFETCH, so a batch kept while the loader goes on would stop it (next() returns
+ * STK_E_STATE). stk_loader_detach takes a held host batch's image memory out of the ring instead:
+ * the slot gets a new buffer of the same kind (page-locked or not) and is released, and the old
+ * buffer now belongs to the caller, who frees it with stk_images_free — from any thread, and
+ * after the loader is stopped or destroyed too. Nothing is copied; the cost is one allocation
+ * of a slot (STK_P_BATCH_SIZE samples) per detach. A binding that hands batches to code that
+ * may keep them (Python's stoker.Loader) releases a batch when its last reference is dropped and
+ * detaches the ones still referenced when their slot is needed, so the plain loop stays zero copy
+ * and a kept batch is never overwritten; the memory is then the ring plus what the caller keeps.
+ */
+/** Detach held host batch BATCH: *IMAGES receives its `images` pointer, owned by the caller from
+ *  now on (stk_images_free); the batch is released (its labels, indices and other metadata are
+ *  the ring's again: copy them first). STK_E_UNSUPPORTED for device batches, STK_E_INVALID for a
+ *  batch not held from H or without images (STK_STAGE_READ), STK_E_NOMEM (nothing changed) when
+ *  the replacement cannot be allocated. Consumer thread, after start. Since 0.2. */
+STK_API int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images);
+/** Free image memory returned by stk_loader_detach (page-locked or not). NULL is a no-op. Any
+ *  thread; the loader that detached it may already be destroyed. Since 0.2. */
+STK_API void stk_images_free(void *images);
 /** Move to the start of EPOCH: stk_loader_seek(h, EPOCH, 0). After start. */
 STK_API int stk_loader_set_epoch(stk_loader *h, uint64_t epoch);
 /** Position = {seed, epoch, next sample}: the sample after the last one delivered; after

@@ -20,7 +20,11 @@
  * The distributed split is torch.utils.data.DistributedSampler's index arithmetic exactly:
  * PAD: total = ceil(n / world) * world, the global list is the permutation repeated (position
  * g -> perm(g mod n)); DROP: total = floor(n / world) * world. Rank r takes global positions
- * r, r + world, r + 2 world, ...: per_rank = total / world.
+ * r, r + world, r + 2 world, ...: per_rank = total / world. EXACT takes the same strided
+ * positions without padding or dropping: rank r gets the positions below n, ceil((n - r) / world)
+ * of them (0 when r >= n), so the ranks' parts differ by at most one sample and together hold
+ * every sample exactly once (DistributedSampler's order with the padding left out; a resumed
+ * EXACT epoch splits the rest the same way).
  *
  * Elastic resume (stk__plan_resume). Under DDP every rank has taken the same number k of samples
  * at a checkpoint, so what was delivered is the global prefix [0, k world) — a set that does not
@@ -43,7 +47,7 @@ static inline uint64_t mix64(uint64_t z)
 }
 
 int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int shuffle,
-                   uint32_t rank, uint32_t world, int drop)
+                   uint32_t rank, uint32_t world, int mode)
 {
     if (!p)
         return STK_E_INVALID;
@@ -56,12 +60,16 @@ int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int 
     p->seed = seed;
     p->epoch = epoch;
     p->shuffle = shuffle ? 1 : 0;
-    p->drop = drop ? 1 : 0;
+    if (mode < STK_DIST_PAD || mode > STK_DIST_EXACT)
+        return STK_E_INVALID;
+    p->mode = mode;
     p->rank = rank;
     p->world = world;
     p->remain = n;
-    if (p->drop)
+    if (mode == STK_DIST_DROP)
         p->per_rank = n / world;
+    else if (mode == STK_DIST_EXACT)
+        p->per_rank = rank < n ? (n - rank + world - 1) / world : 0;
     else
         p->per_rank = n / world + (n % world ? 1 : 0);
 
@@ -108,8 +116,10 @@ int stk__plan_resume(stk__plan *p, uint64_t consumed)
     uint64_t rest = p->n - consumed;
     p->base = consumed;
     p->remain = rest;
-    if (p->drop)
+    if (p->mode == STK_DIST_DROP)
         p->per_rank = rest / p->world;
+    else if (p->mode == STK_DIST_EXACT)
+        p->per_rank = p->rank < rest ? (rest - p->rank + p->world - 1) / p->world : 0;
     else
         p->per_rank = rest / p->world + (rest % p->world ? 1 : 0);
     return STK_OK;

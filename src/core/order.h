@@ -15,7 +15,7 @@
 
 typedef struct stk__plan {
     uint64_t n, seed, epoch;
-    int shuffle, drop;
+    int shuffle, mode;   /* STK_DIST_PAD / DROP / EXACT */
     uint32_t rank, world;
     uint64_t per_rank;   /* samples this rank gets per epoch */
     uint64_t base, remain; /* global positions [0, base) were delivered before: the split is of
@@ -25,7 +25,7 @@ typedef struct stk__plan {
 } stk__plan;
 
 int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int shuffle,
-                   uint32_t rank, uint32_t world, int drop);
+                   uint32_t rank, uint32_t world, int mode);
 /* Elastic resume: the epoch's global positions [0, CONSUMED) were delivered already (by a run of
  * any world size); split the rest, [CONSUMED, n), among this plan's ranks as the whole list is
  * split: rank r takes CONSUMED + r, CONSUMED + r + world, ...; PAD wraps around within the rest

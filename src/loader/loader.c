@@ -116,7 +116,7 @@ static uint64_t per_rank_now(const stk_loader *h)
         return 0;
     if (stk__plan_init(&plan, stk_dataset_count(h->ds), (uint64_t)pget_i(h, STK_P_SEED), 0,
                        (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
-                       pget_i(h, STK_P_DIST_MODE) == STK_DIST_DROP) != STK_OK)
+                       (int)pget_i(h, STK_P_DIST_MODE)) != STK_OK)
         return 0;
     return plan.per_rank;
 }
@@ -143,6 +143,43 @@ const stk_dataset *stk_loader_dataset(const stk_loader *h) { return h ? h->ds : 
 
 /* ---- start / stop -------------------------------------------------------------------------- */
 
+/* Host image buffers. Each slot's images are one allocation with a header page in front (size
+ * and whether the memory is page-locked), so that a buffer stk_loader_detach hands to the caller
+ * can be freed alone, from any thread and after the loader is gone: stk_images_free. */
+typedef struct img_header {
+    uint64_t magic;
+    size_t bytes;
+    int pinned;
+} img_header;
+#define IMG_MAGIC UINT64_C(0x73746b2d696d6731) /* "stk-img1" */
+
+static int images_alloc(size_t bytes, int device, uint8_t **out, int *pinned, char *err)
+{
+    size_t page = stk__page_size();
+    void *base = NULL;
+    *out = NULL;
+    int rc = stk__host_alloc(bytes + page, device, &base, pinned, err);
+    if (rc != STK_OK)
+        return rc;
+    img_header *hd = base;
+    hd->magic = IMG_MAGIC;
+    hd->bytes = bytes;
+    hd->pinned = *pinned;
+    *out = (uint8_t *)base + page;
+    return STK_OK;
+}
+
+void stk_images_free(void *images)
+{
+    if (!images)
+        return;
+    img_header *hd = (img_header *)((uint8_t *)images - stk__page_size());
+    if (hd->magic != IMG_MAGIC)
+        return; /* not ours (or freed twice): leaking is the safe answer */
+    hd->magic = 0;
+    stk__host_free(hd, hd->pinned);
+}
+
 static void free_ring(stk_loader *h)
 {
     if (h->workers) {
@@ -155,6 +192,7 @@ static void free_ring(stk_loader *h)
     }
     if (h->slots) {
         for (uint32_t i = 0; i < h->K; i++) {
+            stk_images_free(h->slots[i].images);
             free(h->slots[i].labels);
             free(h->slots[i].indices);
             free(h->slots[i].substituted);
@@ -173,10 +211,8 @@ static void free_ring(stk_loader *h)
         free(h->devs);
         h->devs = NULL;
     }
-    if (h->ring_mem)
-        stk__host_free(h->ring_mem, h->ring_pinned);
-    h->ring_mem = NULL;
     h->ring_bytes = 0;
+    h->ring_pinned = 0;
     stk__stager_destroy(h->stager);
     h->stager = NULL;
     if (h->dq_ok)
@@ -207,7 +243,7 @@ static int configure(stk_loader *h)
     h->nbuf = (int)pget_i(h, STK_P_DEVICE_BUFFERS);
     h->seed = (uint64_t)pget_i(h, STK_P_SEED);
     h->shuffle = (int)pget_i(h, STK_P_SHUFFLE);
-    h->drop_dist = pget_i(h, STK_P_DIST_MODE) == STK_DIST_DROP;
+    h->dist_mode = (int)pget_i(h, STK_P_DIST_MODE);
     h->normalize = h->have_mean || h->have_std;
     int64_t rank = pget_i(h, STK_P_RANK), world = pget_i(h, STK_P_WORLD_SIZE);
     if (rank >= world)
@@ -216,7 +252,7 @@ static int configure(stk_loader *h)
     h->rank = (uint32_t)rank;
     h->world = (uint32_t)world;
     stk__plan plan;
-    int rc = stk__plan_init(&plan, h->n, h->seed, 0, h->shuffle, h->rank, h->world, h->drop_dist);
+    int rc = stk__plan_init(&plan, h->n, h->seed, 0, h->shuffle, h->rank, h->world, h->dist_mode);
     if (rc != STK_OK)
         return stk__err(h->err, rc, "cannot set up the sampler for %llu records, rank %u of %u",
                         (unsigned long long)h->n, h->rank, h->world);
@@ -336,25 +372,43 @@ static int alloc_ring(stk_loader *h)
                         "the host ring needs %u slots x %zu bytes = %zu bytes, above "
                         "STK_P_MAX_PINNED_BYTES = %lld (lower STK_P_PREFETCH or STK_P_BATCH_SIZE)",
                         h->K, slot_bytes, h->ring_bytes, (long long)cap);
-    if (h->ring_bytes) {
-        char err[STK__ERRLEN] = "";
-        int rc = stk__host_alloc(h->ring_bytes, h->device_path ? h->dev_id : -1, (void **)&h->ring_mem,
-                                 &h->ring_pinned, err);
-        if (rc != STK_OK) {
-            h->ring_mem = NULL;
-            return stk__err(h->err, rc, "cannot allocate the host ring (%zu bytes): %s", h->ring_bytes,
-                            *err ? err : stk_strerror(rc));
-        }
-    }
     h->slots = calloc(h->K, sizeof(*h->slots));
     if (!h->slots)
         return stk__err(h->err, STK_E_NOMEM, "out of memory for %u ring slots", h->K);
+    /* page-locked when the stager copies from the ring, or when STK_P_PIN_HOST asks and CUDA
+     * can do it (else pageable, and pin_reason says why) */
+    int pin_dev = h->device_path ? h->dev_id : -1;
+    h->pin_reason = 0;
+    if (!h->device_path && pget_i(h, STK_P_PIN_HOST) && h->ring_bytes) {
+        if (!stk_has_feature(STK_FEATURE_CUDA))
+            h->pin_reason = STK_E_UNSUPPORTED;
+        else if (stk_cuda_device_count() < 1)
+            h->pin_reason = STK_E_NODEVICE;
+        else
+            pin_dev = 0; /* cudaHostAllocPortable: page-locked for every device */
+    }
+    int pinned_all = h->ring_bytes > 0;
     for (uint32_t i = 0; i < h->K; i++) {
         stk__slot *s = &h->slots[i];
         if (alloc_meta(h->bs, &s->labels, &s->indices, &s->substituted, &s->payload) != STK_OK)
             return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
-        s->images = h->ring_mem ? h->ring_mem + (size_t)i * slot_bytes : NULL;
+        if (!h->ring_bytes)
+            continue;
+        char err[STK__ERRLEN] = "";
+        int pinned = 0;
+        int rc = images_alloc(slot_bytes, pin_dev, &s->images, &pinned, err);
+        if (rc == STK_E_CUDA && !h->device_path) { /* asked to pin and could not: pageable */
+            h->pin_reason = rc;
+            pin_dev = -1;
+            rc = images_alloc(slot_bytes, pin_dev, &s->images, &pinned, err);
+        }
+        if (rc != STK_OK)
+            return stk__err(h->err, rc, "cannot allocate the host ring (%u slots of %zu bytes): %s",
+                            h->K, slot_bytes, *err ? err : stk_strerror(rc));
+        pinned_all &= pinned;
     }
+    h->ring_pinned = pinned_all;
+    h->slot_bytes = slot_bytes;
     if (h->device_path) {
         h->devs = calloc((size_t)h->nbuf, sizeof(*h->devs));
         if (!h->devs)
@@ -655,6 +709,17 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
     return STK_OK;
 }
 
+/* The consumer gives host slot S back: it becomes free for the batch K later. (h->mu held) */
+static void slot_give_back(stk_loader *h, stk__slot *s)
+{
+    s->held = 0;
+    s->done = 0;
+    s->started = 0;
+    s->seq += h->K;
+    h->held_host--;
+    pthread_cond_broadcast(&h->space_cv);
+}
+
 int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
 {
     if (!h || !batch)
@@ -686,15 +751,49 @@ int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
             pthread_mutex_unlock(&h->mu);
             return stk__err(h->err, STK_E_INVALID, "stk_loader_release: not a batch held from this loader");
         }
-        s->held = 0;
-        s->done = 0;
-        s->started = 0;
-        s->seq += h->K;
-        h->held_host--;
-        pthread_cond_broadcast(&h->space_cv);
+        slot_give_back(h, s);
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
+{
+    if (images)
+        *images = NULL;
+    if (!h || !batch || !images)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_detach: the loader is not started");
+    if (h->device_path)
+        return stk__err(h->err, STK_E_UNSUPPORTED,
+                        "stk_loader_detach: device batches cannot be detached (release them)");
+    pthread_mutex_lock(&h->mu);
+    stk__slot *s = (stk__slot *)batch->internal;
+    ptrdiff_t i = s - h->slots;
+    int ok = i >= 0 && i < (ptrdiff_t)h->K && batch == &s->batch && s->held;
+    pthread_mutex_unlock(&h->mu);
+    if (!ok)
+        return stk__err(h->err, STK_E_INVALID, "stk_loader_detach: not a batch held from this loader");
+    if (!s->images)
+        return stk__err(h->err, STK_E_INVALID, "stk_loader_detach: the batch has no images (STK_STAGE_READ)");
+    /* The slot is held: no worker writes it and only this (consumer) thread may give it back,
+     * so its buffer can be replaced outside the lock. The replacement is of the same kind. */
+    char err[STK__ERRLEN] = "";
+    int pinned = 0;
+    uint8_t *fresh = NULL;
+    int rc = images_alloc(h->slot_bytes, h->ring_pinned ? (h->device_path ? h->dev_id : 0) : -1,
+                          &fresh, &pinned, err);
+    if (rc != STK_OK)
+        return stk__err(h->err, rc, "stk_loader_detach: cannot allocate a replacement buffer (%zu bytes): %s",
+                        h->slot_bytes, *err ? err : stk_strerror(rc));
+    pthread_mutex_lock(&h->mu);
+    *images = s->images;
+    s->images = fresh;
+    atomic_fetch_add(&h->detached, 1);
+    slot_give_back(h, s);
+    pthread_mutex_unlock(&h->mu);
+    return STK_OK;
 }
 
 int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample)
@@ -732,7 +831,7 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
     uint64_t end = h->epoch_end;
     if (base) {
         stk__plan p;
-        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->drop_dist);
+        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
         stk__plan_resume(&p, base);
         end = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
     }
@@ -802,7 +901,7 @@ int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consu
         e = m->c_epoch;
         b = e == m->r_e0 ? m->r_base : 0;
         stk__plan p;
-        stk__plan_init(&p, m->n, m->seed, e, m->shuffle, m->rank, m->world, m->drop_dist);
+        stk__plan_init(&p, m->n, m->seed, e, m->shuffle, m->rank, m->world, m->dist_mode);
         if (b)
             stk__plan_resume(&p, b);
         c = stk__plan_consumed(&p, m->c_next);

@@ -107,15 +107,17 @@ struct stk_loader {
     int resizable;               /* STK_P_MAX_OUT_* set: the output size may change per epoch */
     int max_h, max_w;            /* the ring, scratch and device buffers are sized for these */
     uint64_t seed;
-    int shuffle, drop_dist;
+    int shuffle, dist_mode;
     uint32_t rank, world;
     stk__aug_config aug;
     stk__reader_config rcfg;
     size_t host_sample_bytes;    /* bytes per sample in a host slot */
     size_t out_sample_bytes;     /* bytes per sample handed out */
-    uint8_t *ring_mem;           /* K slots of images */
-    size_t ring_bytes;
-    int ring_pinned;
+    size_t ring_bytes;           /* K slots of images, each its own allocation (detachable) */
+    size_t slot_bytes;
+    int ring_pinned;             /* every slot page-locked */
+    int pin_reason;              /* STK_P_PIN_HOST asked and not honoured: why (status) */
+    _Atomic uint64_t detached;   /* batches detached since start */
     stk__slot *slots;
     stk__devbuf *devs;
     stk__worker *workers;

@@ -84,7 +84,7 @@ static void work_cursor(stk_loader *h, uint64_t k)
     uint32_t size;
     stk__loader_geom(h, k, &e, &f, &size);
     if (k == 0 || e != h->w_epoch) {
-        stk__plan_init(&h->w_plan, h->n, h->seed, e, h->shuffle, h->rank, h->world, h->drop_dist);
+        stk__plan_init(&h->w_plan, h->n, h->seed, e, h->shuffle, h->rank, h->world, h->dist_mode);
         if (e == h->r_e0 && h->r_base)
             stk__plan_resume(&h->w_plan, h->r_base);
     }
@@ -404,7 +404,7 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
     uint64_t end0 = h->epoch_end;
     if (base) {
         stk__plan p;
-        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->drop_dist);
+        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
         stk__plan_resume(&p, base);
         end0 = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
     }

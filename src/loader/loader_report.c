@@ -25,6 +25,7 @@
 
 void stk__loader_stats_reset(stk_loader *h)
 {
+    atomic_store(&h->detached, 0);
     pthread_mutex_lock(&h->stats_mu);
     stk__stage_clock *cs[2] = {&h->dec_clock, &h->stg_clock};
     for (int i = 0; i < 2; i++) {
@@ -110,6 +111,8 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
     out->bytes_read = out->read.bytes;
     out->host_ring_bytes = h->ring_bytes;
     out->pinned_bytes = h->ring_pinned ? h->ring_bytes : 0;
+    out->pin_reason = h->pin_reason;
+    out->detached = atomic_load(&h->detached);
     out->device = h->device_path ? h->dev_id : -1;
     out->fallback_reason = h->fallback_reason;
     if (!out->fallback_reason && have_info)

@@ -123,6 +123,7 @@ P_MAX_DEVICE_BYTES = 308
 P_STAGE = 309
 P_MEAN = 310
 P_STD = 311
+P_PIN_HOST = 312
 
 # keys of type D (stk_loader_set_double); every other numeric key is type I
 DOUBLE_PARAMS = frozenset({P_FLIP_PROB, P_SCALE_MIN, P_SCALE_MAX, P_RATIO_MIN, P_RATIO_MAX})
@@ -132,7 +133,7 @@ LAYOUT_NAMES = {LAYOUT_AUTO: "auto", LAYOUT_SHARDS: "shards", LAYOUT_FILES: "fil
                 LAYOUT_LMDB: "lmdb"}
 IO_AUTO, IO_URING, IO_PREAD, IO_MMAP = 0, 1, 2, 3
 IO_NAMES = {IO_AUTO: "auto", IO_URING: "io_uring", IO_PREAD: "pread", IO_MMAP: "mmap"}
-DIST_PAD, DIST_DROP = 0, 1
+DIST_PAD, DIST_DROP, DIST_EXACT = 0, 1, 2
 MODE_TRAIN, MODE_EVAL = 0, 1
 DTYPE_UINT8, DTYPE_FLOAT16, DTYPE_BFLOAT16, DTYPE_FLOAT32 = 0, 1, 2, 3
 NCHW, NHWC = 0, 1
@@ -299,7 +300,10 @@ class Stats(ctypes.Structure):
         ("device", c_int),
         ("fallback_reason", c_int),
         ("io_backend_note", ctypes.c_char * 96),
-        ("reserved", c_uint64 * 8),
+        ("detached", c_uint64),
+        ("pin_reason", c_int),
+        ("reserved_i", c_int),
+        ("reserved", c_uint64 * 6),
     ]
 
 
@@ -401,6 +405,9 @@ _PROTOTYPES = [
     ("stk_loader_error_get", c_int, [c_void_p, c_uint64, POINTER(RecordError)]),
     ("stk_loader_workers_note", c_size_t, [c_void_p, c_void_p, c_size_t]),
     ("stk_cpu_budget_get", c_int, [POINTER(CpuBudget)]),
+    # 0.2
+    ("stk_loader_detach", c_int, [c_void_p, c_void_p, POINTER(c_void_p)]),
+    ("stk_images_free", None, [c_void_p]),
 ]
 
 

@@ -183,6 +183,13 @@ typedef enum stk_param {
                                      are asynchronous. Without CUDA in the build or a device, the
                                      ring is pageable and stats.pin_reason says why (not an
                                      error). Device batches' ring is always page-locked. [0] */
+    STK_P_LUT = 313,           /**< F[768]: float host batches take value lut[256 * c + x] for
+                                     channel c and 8-bit pixel x, instead of the MEAN/STD
+                                     expression: any per-channel map (another library's order
+                                     of rounding, bit for bit). Needs a float STK_P_DTYPE, no
+                                     MEAN/STD, host batches (start says STK_E_INVALID /
+                                     STK_E_UNSUPPORTED otherwise). stk_loader_set_floats(h,
+                                     STK_P_LUT, NULL, 0) removes it. [none] */
 } stk_param;
 
 enum stk_layout { STK_LAYOUT_AUTO = 0, STK_LAYOUT_SHARDS = 1, STK_LAYOUT_FILES = 2, STK_LAYOUT_LMDB = 3 };
@@ -528,7 +535,8 @@ STK_API int stk_loader_create(stk_loader **out);
 STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 /** Set a double parameter (type D). */
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
-/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels). */
+/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels);
+ *  STK_P_LUT with N = 768 (since 0.2). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
 /** Read any integer/double parameter's current value (as a double). */
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);

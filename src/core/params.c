@@ -68,6 +68,7 @@ const stk__param_def stk__param_table[] = {
     F_ROW(STK_P_MEAN, 0, -FLT_MAX, FLT_MAX),
     F_ROW(STK_P_STD, 1, 0.0, FLT_MAX),
     I_ROW(STK_P_PIN_HOST, L, STK__PW_START, 0, 1, 0),
+    F_ROW(STK_P_LUT, 0, -FLT_MAX, FLT_MAX),
     /* writer: before stk_writer_open */
     I_ROW(STK_W_SHARD_BYTES, W, STK__PW_OPEN, 1 << 20, INT64_MAX, (int64_t)1 << 30),
     I_ROW(STK_W_FORCE, W, STK__PW_OPEN, 0, 1, 0),

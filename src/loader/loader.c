@@ -289,6 +289,14 @@ static int configure(stk_loader *h)
                         "the output size %d x %d is above STK_P_MAX_OUT_HEIGHT x STK_P_MAX_OUT_WIDTH "
                         "= %d x %d", h->aug.out_h, h->aug.out_w, h->max_h, h->max_w);
 
+    if (h->lut && h->out_dtype == STK_DTYPE_UINT8)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_LUT needs a float STK_P_DTYPE (uint8 output has no table)");
+    if (h->lut && (h->have_mean || h->have_std))
+        return stk__err(h->err, STK_E_INVALID, "STK_P_LUT replaces STK_P_MEAN / STK_P_STD: set one or the other");
+    if (h->lut && h->dev_id >= 0 && h->stage == STK_STAGE_FULL)
+        return stk__err(h->err, STK_E_UNSUPPORTED,
+                        "STK_P_LUT applies to host batches; device batches convert with STK_P_MEAN / STK_P_STD");
+
     memset(&h->rcfg, 0, sizeof h->rcfg);
     h->rcfg.backend = (int)pget_i(h, STK_P_IO_BACKEND);
     h->rcfg.direct = (int)pget_i(h, STK_P_IO_DIRECT);
@@ -510,6 +518,7 @@ void stk_loader_destroy(stk_loader *h)
     pthread_cond_destroy(&h->space_cv);
     pthread_cond_destroy(&h->ready_cv);
     pthread_cond_destroy(&h->stage_cv);
+    free(h->lut);
     free(h->pv);
     free(h);
 }

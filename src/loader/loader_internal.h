@@ -93,6 +93,7 @@ struct stk_loader {
     stk__pval *pv;               /* parameter values, indexed like stk__param_table */
     float mean[3], std[3];
     int have_mean, have_std;
+    float *lut;                  /* STK_P_LUT: 3 x 256 float outputs, or NULL */
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */
     stk_cpu_budget budget;       /* measured at create: STK_P_WORKERS' default and its note */

@@ -6,6 +6,8 @@
  */
 #include "loader_internal.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Common checks of the setters: a loader key of TYPE, settable now. Returns the table index. */
@@ -48,12 +50,34 @@ int stk_loader_set_double(stk_loader *h, int key, double value)
     return rc;
 }
 
+/* STK_P_LUT: 768 finite values, or (NULL, 0) to remove the table. */
+static int set_lut(stk_loader *h, const stk__param_def *p, const float *v, size_t n)
+{
+    if (!v && n == 0) {
+        free(h->lut);
+        h->lut = NULL;
+        return STK_OK;
+    }
+    if (!v || n != 768)
+        return stk__err(h->err, STK_E_INVALID, "%s takes 3 x 256 values (or NULL, 0 to remove it), got %zu",
+                        p->name, n);
+    for (size_t j = 0; j < n; j++)
+        if (!isfinite(v[j]))
+            return stk__err(h->err, STK_E_INVALID, "%s[%zu] = %g is not finite", p->name, j, (double)v[j]);
+    if (!h->lut && !(h->lut = malloc(768 * sizeof(float))))
+        return stk__err(h->err, STK_E_NOMEM, "out of memory for %s", p->name);
+    memcpy(h->lut, v, 768 * sizeof(float));
+    return STK_OK;
+}
+
 int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
 {
     int i, rc = param_check(h, key, STK__PT_FLOATS, &i);
     if (rc != STK_OK)
         return rc;
     const stk__param_def *p = &stk__param_table[i];
+    if (key == STK_P_LUT)
+        return set_lut(h, p, v, n);
     if (!v || (n != 1 && n != 3))
         return stk__err(h->err, STK_E_INVALID, "%s takes 3 values (or 1 for all channels), got %zu",
                         p->name, n);

@@ -144,6 +144,15 @@ static int sink_fn(void *user, stk__read *rd)
 
 /* ---- decode workers ------------------------------------------------------------------------ */
 
+static void convert(const stk_loader *h, const uint8_t *src, void *dst)
+{
+    if (h->lut)
+        stk__convert_sample_lut(src, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout, h->lut, dst);
+    else
+        stk__convert_sample(src, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout, h->normalize,
+                            h->mean, h->std, dst);
+}
+
 /* Substitute (and convert) the bad sample at DST. */
 static void substitute(stk_loader *h, stk__worker *w, uint8_t *dst)
 {
@@ -153,8 +162,7 @@ static void substitute(stk_loader *h, stk__worker *w, uint8_t *dst)
         stk__substitute(&h->aug, dst);
     } else {
         stk__substitute(&h->aug, w->scratch);
-        stk__convert_sample(w->scratch, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout,
-                            h->normalize, h->mean, h->std, dst);
+        convert(h, w->scratch, dst);
     }
 }
 
@@ -203,8 +211,7 @@ static void process(stk__worker *w, stk__read *rd)
             reason = w->err;
             atomic_fetch_add(&h->decode_errors, 1);
         } else if (!h->direct_out) {
-            stk__convert_sample(w->scratch, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout,
-                                h->normalize, h->mean, h->std, dst);
+            convert(h, w->scratch, dst);
         }
     }
     s->indices[i] = rd->index;

@@ -110,3 +110,23 @@ void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout
         }
     }
 }
+
+void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int layout,
+                             const float *lut, void *dst)
+{
+    size_t hw = (size_t)h * (size_t)w;
+    int chw = layout == STK_NCHW;
+    for (int c = 0; c < 3; c++) {
+        const float *t = lut + 256 * c;
+        for (size_t i = 0; i < hw; i++) {
+            float v = t[src[3 * i + (size_t)c]];
+            size_t at = chw ? (size_t)c * hw + i : 3 * i + (size_t)c;
+            switch (dtype) {
+            case STK_DTYPE_FLOAT32: ((float *)dst)[at] = v; break;
+            case STK_DTYPE_FLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_f16(v); break;
+            case STK_DTYPE_BFLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_bf16(v); break;
+            default: break;
+            }
+        }
+    }
+}

@@ -22,6 +22,11 @@
  * (NaN stays NaN, overflow becomes inf). */
 void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout, int normalize,
                          const float mean[3], const float std[3], void *dst);
+/* The same with a table: value = lut[256 * c + x] (float types only; STK_P_LUT). A table lets a
+ * caller reproduce another library's float arithmetic bit for bit, whatever its order of
+ * operations (x / 255 then - mean then / std, as torchvision does). */
+void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int layout,
+                             const float *lut, void *dst);
 size_t stk__dtype_size(int dtype);
 uint16_t stk__f32_to_f16(float f);
 uint16_t stk__f32_to_bf16(float f);

@@ -1,25 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Train torchvision's ResNet-18 for a few steps, fed by stoker or by PyTorch's DataLoader.
+"""Train torchvision's ResNet-18 for a few steps, fed by PyTorch's DataLoader or by stoker's.
 
     /usr/bin/python3 examples/train.py --data /work/data/imagenet-like --loader stoker
     /usr/bin/python3 examples/train.py --data /work/data/imagenet-like --loader torch
 
---data is an ImageFolder root (both loaders read it) or, for --loader stoker, a dataset packed
-with `stoker pack` (much faster to read). Without --data a tiny ImageFolder is generated in a
-temporary directory. Defaults are tiny so that it runs on a CPU in seconds (--steps 5
---batch-size 16 --size 112); on a machine with a GPU the model and batches go to cuda.
+The script is written for torch.utils.data.DataLoader; --loader stoker changes one line, the
+import (`from stoker import DataLoader`): same ImageFolder, same transforms, same arguments.
+--data is an ImageFolder root, or a copy packed with `stoker pack ROOT DST` (read through
+stoker.ImageFolder, which torch's DataLoader can read too). Without --data a tiny ImageFolder is
+generated in a temporary directory. Defaults are tiny so that it runs on a CPU in seconds
+(--steps 5 --batch-size 16 --size 112); on a machine with a GPU the model and batches go to cuda.
 
 Prints per step the time spent waiting for data and computing, then images/s and the fraction of
 step time spent waiting for data (the first --warmup steps are left out of the summary).
-Swapping the loader is the only change in the training loop:
-
-    loader = stoker.Loader(path, batch_size, train=True, size=size, device=device,
-                           dtype=torch.float32, mean=MEAN, std=STD, seed=0)
-    for epoch in ...:
-        loader.set_epoch(epoch)
-        for images, labels in loader:      # normalised float32 N x 3 x size x size
-            ...
 """
 
 import argparse
@@ -55,25 +49,24 @@ def tiny_imagefolder(root, classes=4, per_class=12):
     return root
 
 
-def stoker_loader(args, device):
-    import stoker
-    dev = "cuda:%d" % device.index if device.type == "cuda" else "cpu"
-    loader = stoker.Loader(args.data, args.batch_size, train=True, size=args.size,
-                           workers=args.workers, device=dev, dtype=torch.float32,
-                           mean=MEAN, std=STD, seed=args.seed, drop_last=True)
-    return loader, len(loader.classes) or args.classes
-
-
-def torch_loader(args, device):
+def make_loader(args, device):
+    """The data pipeline of a torchvision training script; --loader picks the DataLoader."""
+    if args.loader == "stoker":
+        from stoker import DataLoader
+    else:
+        from torch.utils.data import DataLoader
     import torchvision.transforms as T
     tf = T.Compose([T.RandomResizedCrop(args.size), T.RandomHorizontalFlip(), T.ToTensor(),
                     T.Normalize(MEAN, STD)])
-    ds = torchvision.datasets.ImageFolder(args.data, tf)
-    loader = torch.utils.data.DataLoader(
-        ds, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
-        drop_last=True, pin_memory=device.type == "cuda",
-        persistent_workers=args.workers > 0)
-    return loader, len(ds.classes)
+    if any(f.endswith(".lmdb") for f in os.listdir(args.data)):   # a packed copy
+        import stoker
+        ds = stoker.ImageFolder(args.data, tf)
+    else:
+        ds = torchvision.datasets.ImageFolder(args.data, tf)
+    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True,
+                        num_workers=args.workers, drop_last=True,
+                        pin_memory=device.type == "cuda", persistent_workers=args.workers > 0)
+    return loader, len(ds.classes) or args.classes
 
 
 def main(argv=None):
@@ -85,7 +78,7 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--size", type=int, default=112)
     ap.add_argument("--workers", type=int, default=2,
-                    help="stoker: decode threads; torch: DataLoader worker processes")
+                    help="num_workers: torch's worker processes; stoker's decode threads")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
@@ -108,7 +101,7 @@ def main(argv=None):
         args.data = tiny_imagefolder(tmp.name)
         print("no --data: generated a tiny ImageFolder in %s" % args.data)
 
-    loader, classes = (stoker_loader if args.loader == "stoker" else torch_loader)(args, device)
+    loader, classes = make_loader(args, device)
     model = torchvision.models.resnet18(num_classes=classes).to(device)
     model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
@@ -127,8 +120,6 @@ def main(argv=None):
     sync()
     t_prev = time.perf_counter()
     while step < args.steps:
-        if hasattr(loader, "set_epoch"):
-            loader.set_epoch(epoch)
         for images, labels in loader:
             t_data = time.perf_counter()
             images = images.to(device, non_blocking=True).contiguous(

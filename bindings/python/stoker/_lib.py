@@ -124,6 +124,7 @@ P_STAGE = 309
 P_MEAN = 310
 P_STD = 311
 P_PIN_HOST = 312
+P_LUT = 313
 
 # keys of type D (stk_loader_set_double); every other numeric key is type I
 DOUBLE_PARAMS = frozenset({P_FLIP_PROB, P_SCALE_MIN, P_SCALE_MAX, P_RATIO_MIN, P_RATIO_MAX})

@@ -2,6 +2,7 @@
 """stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator."""
 
 import atexit
+import collections
 import ctypes
 import hashlib
 import os
@@ -215,6 +216,35 @@ def _stage_dict(s):
             "items": s.items, "bytes": s.bytes, "errors": s.errors, "threads": s.threads}
 
 
+class _Held:
+    """A batch handed out by reference: the library's batch (ADDR) until it is released or its
+    image memory detached (PTR, freed by the last reference's finaliser)."""
+
+    __slots__ = ("addr", "seq", "device", "pinned", "ptr", "alive", "busy", "done")
+
+    def __init__(self, addr, seq, device, pinned):
+        self.addr, self.seq, self.device, self.pinned = addr, seq, device, pinned
+        self.ptr = None
+        self.alive = True    # a reference to the images exists
+        self.busy = False    # the consumer is detaching it right now
+        self.done = False    # released or detached: the library no longer holds it for us
+
+
+def _on_free(mu, freed, rec, images_free):
+    """Finaliser of a batch's images (any thread): a held batch goes to FREED, where the
+    iterating thread releases it; detached memory is freed here."""
+    with mu:
+        rec.alive = False
+        if rec.busy:
+            return                       # the detaching thread frees it
+        if rec.done:
+            if rec.ptr:
+                images_free(rec.ptr)
+                rec.ptr = None
+            return
+        freed.append(rec)
+
+
 class _Iter:
     """One pass over the loader (one epoch, or the rest of it after load_state_dict)."""
 
@@ -283,6 +313,16 @@ class Loader:
       io_backend ("auto", "io_uring", "pread", "mmap"), direct (O_DIRECT), queue_depth,
       verify_crc, max_pixels, flip_prob, scale, ratio, dist_mode, max_pinned_bytes,
       device_buffers: the library's parameters of the same meaning (include/stoker.h).
+      dist_mode="exact": ranks get parts of unequal size that together hold every sample once
+        (STK_DIST_EXACT) — for evaluation that gathers at the end; collectives per step hang.
+      pin_memory: host batches in page-locked memory when CUDA is usable (``.pinned``);
+        otherwise a warning at start and ``.pin_memory_reason`` say why.
+      dct_scaling: decode at the smallest covering DCT scale (library default True; False gives
+        torchvision's pixels exactly). value_table: 3x256 float outputs per channel and 8-bit
+        value instead of mean/std (STK_P_LUT).
+    Attributes as DataLoader's: ``dataset`` (len, root, classes, class_to_idx), ``sampler``
+    (len = this rank's samples per epoch), ``batch_size``, ``num_workers`` (decode threads),
+    ``pin_memory``, ``drop_last``, ``len(loader)`` (batches per epoch).
       options: more raw parameters, {STK_P_* number: value}.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
@@ -291,17 +331,25 @@ class Loader:
     next ``for`` runs the next epoch. After ``load_state_dict()`` the next ``for`` continues
     the saved epoch at the saved sample, exactly as the uninterrupted epoch would have gone on.
 
-    Zero-copy lifetime: each batch yielded (images, labels views) lies in the library's batch
-    ring and stays valid until the loader's next step — the next batch is requested, a new
-    ``for`` starts, ``set_epoch``/``load_state_dict``/``close`` is called — then its memory is
-    reused. Copy what must live longer (``images.clone()``), or pass ``copy=True``. Moving the
-    batch to a GPU (``images.cuda()``) or any computation on it makes a new tensor, so the usual
-    training loop needs nothing. Never use a batch after ``close()``. Labels and indices are
-    always small int64 copies.
+    Batch lifetime (zero copy, safe to hold): the images of a host batch lie in the library's
+    batch ring and stay valid as long as any reference to them (the tensor, a view, a NumPy
+    array of it) exists, as with DataLoader: ``list(loader)``, prefetching wrappers and batches
+    kept across epochs or after ``close()`` all see their own data. The ring slot goes back to
+    the library when the last reference is dropped (the loop's previous batch, typically); a
+    batch still referenced when its slot is needed again (``prefetch`` batches later) is
+    detached from the ring instead: the library gives the slot new memory and the batch keeps
+    its own (no copy; one allocation; stats()["detached"] counts them). Memory is then the ring
+    plus what the caller keeps. With ``pin_memory``, a freed batch's slot is reused only after
+    the work queued on the current CUDA stream at that time (an asynchronous copy from it) has
+    passed. ``copy=True`` hands out copies instead. Labels and indices are always int64 copies.
 
     CUDA batches: ``next`` and ``release`` are called with ``torch.cuda.current_stream()``; the
-    stream waits for the batch on the GPU (no host sync), and the buffer is reused only after the
-    work queued on that stream when the next step released it.
+    stream waits for the batch on the GPU (no host sync). A device buffer is released when the
+    batch's last reference is dropped (an event on the current stream orders its reuse after
+    the work queued there); up to ``device_buffers - 1`` batches may be kept by reference, later
+    ones are handed out as copies (stats()["copied"], warned once); device memory cannot be
+    detached, so keeping a device batch while ``device_buffers`` newer ones are read raises
+    StateError (clone() what you keep), as does closing or seeking with device batches held.
 
     Threads: one thread iterates; ``stats()``, ``report()`` and ``cancel()`` may be called from
     any thread. Ctrl-C interrupts a blocked iteration within ~0.1 s (KeyboardInterrupt); the
@@ -320,7 +368,7 @@ class Loader:
                  array="auto", io_backend=None, direct=None, queue_depth=None,
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
-                 options=None):
+                 pin_memory=False, dct_scaling=None, value_table=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -347,6 +395,12 @@ class Loader:
         self.layout = "NCHW" if self._layout == _lib.NCHW else "NHWC"
         self.device = parse_device(device)
         self._norm = normalization(self._dtype, mean, std)
+        if value_table is not None:
+            if mean is not None or std is not None:
+                raise ValueError("value_table replaces mean/std: give one or the other")
+            if self._dtype == _lib.DTYPE_UINT8:
+                raise ValueError("value_table needs a float dtype")
+            self._norm = None
         self.rank, self.world_size = resolve_distributed(rank, world_size)
         if isinstance(size, (tuple, list)):
             if len(size) != 2:
@@ -367,9 +421,12 @@ class Loader:
         if self.device >= 0 and self._torch is not None and not self._torch.cuda.is_available():
             raise _errors.Unsupported("device=%r: torch sees no CUDA device" % (device,),
                                       _lib.STK_E_NODEVICE, "STK_E_NODEVICE")
-        if dist_mode not in ("pad", "drop"):
-            raise ValueError("dist_mode must be 'pad' or 'drop', not %r" % (dist_mode,))
+        if dist_mode not in ("pad", "drop", "exact"):
+            raise ValueError("dist_mode must be 'pad', 'drop' or 'exact', not %r" % (dist_mode,))
         self.dist_mode = dist_mode
+        self.pin_memory = bool(pin_memory)
+        self.pinned = False               # the host ring is page-locked (known after start)
+        self.pin_memory_reason = None     # why pin_memory=True was not honoured
 
         self._epoch = int(epoch)          # the epoch the next `for` runs
         if self._epoch < 0:
@@ -378,8 +435,16 @@ class Loader:
         self._started = False
         self._gen = 0
         self._active = None               # weakref to the iterator in progress
-        self._slot = ctypes.c_void_p()    # the batch handed out last and not yet released
+        self._slot = ctypes.c_void_p()    # next() writes the batch here (Ctrl-C safe)
         self._slot_addr = ctypes.addressof(self._slot)
+        self._mu = threading.RLock()      # guards _Held flags against finalisers in any thread
+        self._held = {}                   # seq -> _Held: batches handed out by reference
+        self._freed = collections.deque() # _Held whose last reference is gone (to release)
+        self._pending = []                # (_Held, cuda event): released once the event passed
+        self._seq = 0                     # batches handed out
+        self._ring = 0                    # K (host slots) or device buffers, after start
+        self._copied = 0                  # device batches handed out as copies
+        self._warned_copy = False
         self._warned_fallback = False
         self._lock = threading.Lock()     # guards close() against stats() from other threads
 
@@ -402,8 +467,8 @@ class Loader:
             (_lib.P_DEVICE, self.device, "device"),
             (_lib.P_RANK, self.rank, "rank"),
             (_lib.P_WORLD_SIZE, self.world_size, "world_size"),
-            (_lib.P_DIST_MODE, _lib.DIST_PAD if dist_mode == "pad" else _lib.DIST_DROP,
-             "dist_mode"),
+            (_lib.P_DIST_MODE, {"pad": _lib.DIST_PAD, "drop": _lib.DIST_DROP,
+                                "exact": _lib.DIST_EXACT}[dist_mode], "dist_mode"),
             (_lib.P_STRICT, int(self.strict), "strict"),
             (_lib.P_EPOCH, self._epoch, "epoch"),
         ]
@@ -419,6 +484,8 @@ class Loader:
                (_lib.P_MAX_PINNED_BYTES, max_pinned_bytes, "max_pinned_bytes"),
                (_lib.P_DEVICE_BUFFERS, device_buffers, "device_buffers")]
         sets.extend(o for o in opt if o[1] is not None)
+        if self.pin_memory and self.device < 0:
+            sets.append((_lib.P_PIN_HOST, 1, "pin_memory"))
         if io_backend is not None:
             names = {v: k for k, v in _lib.IO_NAMES.items()}
             names["uring"] = _lib.IO_URING
@@ -440,6 +507,14 @@ class Loader:
                                     (_lib.P_STD, self._norm[1], "std")):
                 arr = (ctypes.c_float * 3)(*vals)
                 self._check(lib.stk_loader_set_floats(self._h, key, arr, 3), "%s=%r" % (name, vals))
+        if dct_scaling is not None:
+            self._set(_lib.P_DCT_SCALING, int(bool(dct_scaling)), "dct_scaling")
+        if value_table is not None:
+            vt = np.ascontiguousarray(value_table, dtype=np.float32).reshape(-1)
+            if vt.size != 768:
+                raise ValueError("value_table must hold 3 x 256 values, got %d" % vt.size)
+            self._check(lib.stk_loader_set_floats(self._h, _lib.P_LUT, vt.ctypes.data_as(
+                ctypes.POINTER(ctypes.c_float)), 768), "value_table")
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
 
@@ -447,6 +522,12 @@ class Loader:
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
         self._fingerprint = None
+        v = ctypes.c_double()
+        self._check(lib.stk_loader_get(self._h, _lib.P_WORKERS, ctypes.byref(v)), "workers")
+        self.num_workers = int(v.value)   # decode threads
+        self.dataset = LoaderDataset(self.path, self.classes,
+                                     int(lib.stk_dataset_count(lib.stk_loader_dataset(self._h))))
+        self.sampler = RankSampler(self, self._rank_samples(self.dataset.__len__()))
 
     # ---- plumbing ------------------------------------------------------------------------
     def _detail(self):
@@ -480,16 +561,119 @@ class Loader:
             return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
         return None
 
-    def _release_held(self):
-        """Give back the batch handed out last (the end of its zero-copy lifetime)."""
+    # ---- batches handed out by reference ------------------------------------------------------
+    def _recover_slot(self):
+        """A batch next() handed out that never reached the caller (Ctrl-C right after the
+        call): give it back."""
         addr = self._slot.value
-        if addr:
-            stream = self._stream()
-            # cleared first and no Python call in between: a Ctrl-C raised when the C call
-            # returns can neither repeat the release nor lose the batch
+        if addr and not any(r.addr == addr and not r.done for r in self._held.values()):
             self._slot.value = None
-            rc = self._lib.stk_loader_release(self._h, addr, stream)
-            self._check(rc, "stk_loader_release")
+            self._check(self._lib.stk_loader_release(self._h, addr, self._stream()),
+                        "stk_loader_release")
+        self._slot.value = None
+
+    def _give_back(self, rec, wait=False):
+        """Release REC (its last reference is gone). Page-locked memory may still be read by an
+        asynchronous copy queued on the current CUDA stream: it is released once an event
+        recorded there has passed (at once when WAIT)."""
+        if rec.done:
+            return
+        torch = self._torch
+        if rec.pinned and not rec.device and torch is not None and torch.cuda.is_available():
+            ev = torch.cuda.Event()
+            ev.record(torch.cuda.current_stream())
+            if not wait:
+                self._pending.append((rec, ev))
+                return
+            ev.synchronize()
+        self._release(rec)
+
+    def _release(self, rec):
+        rec.done = True
+        self._held.pop(rec.seq, None)
+        stream = self._stream() if rec.device else None
+        self._check(self._lib.stk_loader_release(self._h, rec.addr, stream), "stk_loader_release")
+
+    def _drain(self):
+        """Release the batches whose references are gone (iterating thread only)."""
+        self._recover_slot()
+        while self._freed:
+            self._give_back(self._freed.popleft())
+        if self._pending:
+            keep = []
+            for rec, ev in self._pending:
+                if ev.query():
+                    self._release(rec)
+                else:
+                    keep.append((rec, ev))
+            self._pending = keep
+
+    def _detach(self, rec):
+        """Move REC's images out of the ring: the caller keeps them, the slot gets new memory."""
+        with self._mu:
+            if not rec.alive or rec.done:
+                return                   # its finaliser queued it in _freed
+            rec.busy = True
+        ptr = ctypes.c_void_p()
+        rc = self._lib.stk_loader_detach(self._h, rec.addr, ctypes.byref(ptr))
+        with self._mu:
+            rec.busy = False
+            if rc == _lib.STK_OK:
+                rec.done = True
+                rec.ptr = ptr.value
+                self._held.pop(rec.seq, None)
+                if not rec.alive:
+                    self._lib.stk_images_free(rec.ptr)
+                    rec.ptr = None
+            elif not rec.alive:
+                self._freed.append(rec)
+        self._check(rc, "stk_loader_detach")
+
+    def _make_room(self):
+        """Before batch number _seq: the batch K earlier shares its slot (device buffer), and
+        the one after it the next. Batches still referenced there are detached (host) or, for
+        device batches, reported: device memory cannot change hands."""
+        self._drain()
+        if not self._held:
+            return
+        limit = self._seq - self._ring + 1
+        for rec in sorted(self._held.values(), key=lambda r: r.seq):
+            if rec.seq > limit:
+                break
+            pend = [p for p in self._pending if p[0] is rec]
+            if pend:
+                self._pending = [p for p in self._pending if p[0] is not rec]
+                pend[0][1].synchronize()
+                self._release(rec)
+            elif rec.device:
+                if rec.seq <= self._seq - self._ring:
+                    raise _errors.StateError(
+                        "device batch %d is still referenced and its buffer is needed for batch "
+                        "%d: with device=cuda at most device_buffers - 1 = %d batches can be kept "
+                        "by reference; clone() the ones you keep or raise device_buffers"
+                        % (rec.seq, self._seq, self._ring - 1), _lib.STK_E_STATE, "STK_E_STATE")
+            else:
+                self._detach(rec)
+
+    def _settle_all(self):
+        """Before a seek (the library wants every batch back): detach what is still referenced."""
+        self._drain()
+        for rec in list(self._pending):
+            rec[1].synchronize()
+            self._release(rec[0])
+        self._pending = []
+        for rec in sorted(self._held.values(), key=lambda r: r.seq):
+            if rec.device:
+                if rec.alive:
+                    raise _errors.StateError(
+                        "%d device batches are still referenced; the loader cannot change its "
+                        "position under them (drop or clone() them first)" % sum(
+                            1 for r in self._held.values() if r.device and r.alive),
+                        _lib.STK_E_STATE, "STK_E_STATE")
+                self._release(rec)
+            else:
+                self._detach(rec)
+        self._drain()
 
     def _ensure_position(self, epoch, sample, base=0):
         lib = self._lib
@@ -498,6 +682,7 @@ class Loader:
             self._set(_lib.P_EPOCH, epoch, "epoch")
             self._check(lib.stk_loader_start(self._h), "start")
             self._started = True
+            self._after_start()
             if sample or base:
                 self._check(lib.stk_loader_resume(self._h, epoch, base, sample),
                             "resume epoch %d at sample %d after %d consumed"
@@ -510,6 +695,7 @@ class Loader:
             # positioning below restarts the pipeline (a rare case: batches prefetched at the
             # position the next `for` starts from)
             self._check(lib.stk_loader_set_epoch(self._h, epoch + 1), "set_epoch(%d)" % (epoch + 1))
+        self._settle_all()
         if sample == 0 and base == 0:
             self._check(lib.stk_loader_set_epoch(self._h, epoch), "set_epoch(%d)" % epoch)
         else:
@@ -523,6 +709,8 @@ class Loader:
         """Apply the size set_size() asked for; False if the library refuses it here (state)."""
         if self._pending_size is None:
             return True
+        if not before_start:
+            self._settle_all()            # the library resizes with no batch held
         rc = self._lib.stk_loader_set_output_size(self._h, *self._pending_size)
         if rc == _lib.STK_E_STATE and not before_start:
             return False
@@ -536,6 +724,23 @@ class Loader:
         self._check(self._lib.stk_loader_tell_global(self._h, ctypes.byref(e), ctypes.byref(c),
                                                      ctypes.byref(b)), "stk_loader_tell_global")
         return int(e.value), int(c.value), int(b.value)
+
+    def _after_start(self):
+        st = _lib.Stats()
+        self._check(self._lib.stk_loader_stats(self._h, ctypes.byref(st)), "stats")
+        dev = st.device >= 0
+        v = ctypes.c_double()
+        key = _lib.P_DEVICE_BUFFERS if dev else _lib.P_PREFETCH
+        self._check(self._lib.stk_loader_get(self._h, key, ctypes.byref(v)), "get")
+        self._ring = int(v.value)
+        self.pinned = bool(st.pinned_bytes) and not dev
+        if self.pin_memory and self.device < 0 and not self.pinned:
+            why = {_lib.STK_E_UNSUPPORTED: "libstoker was built without CUDA",
+                   _lib.STK_E_NODEVICE: "no usable CUDA device"}.get(
+                       st.pin_reason, "cudaHostAlloc failed: %s" % _errors.strerror(st.pin_reason))
+            self.pin_memory_reason = why
+            warnings.warn("stoker: pin_memory=True but batches are in pageable memory (%s); "
+                          "see loader.pin_memory_reason" % why, stacklevel=3)
 
     def _tell(self):
         e, s = ctypes.c_uint64(), ctypes.c_uint64()
@@ -555,7 +760,7 @@ class Loader:
     # ---- iteration -----------------------------------------------------------------------
     def __iter__(self):
         self._usable()
-        self._release_held()
+        self._drain()
         self._end_iteration()
         if self._resume is not None:
             epoch, sample, base = self._resume
@@ -572,6 +777,16 @@ class Loader:
         """Batches per epoch on this rank."""
         return self._batches
 
+    def _rank_samples(self, n):
+        """This rank's samples per epoch before drop_last cuts the batches (DistributedSampler's
+        len)."""
+        r, w = self.rank, self.world_size
+        if self.dist_mode == "drop":
+            return n // w
+        if self.dist_mode == "exact":
+            return (n - r + w - 1) // w if r < n else 0
+        return (n + w - 1) // w
+
     @property
     def samples_per_epoch(self):
         """Samples per epoch on this rank (padded or dropped to be equal on every rank)."""
@@ -580,7 +795,7 @@ class Loader:
     def _next(self, it):
         self._usable()
         lib = self._lib
-        self._release_held()
+        self._make_room()
         stream = self._stream()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
@@ -603,44 +818,77 @@ class Loader:
         if rc != _lib.STK_OK:
             it.done = True
             raise _errors.make(rc, self._detail(), "epoch %d" % it.epoch)
-        return self._wrap(_lib.Batch.from_address(self._slot.value))
+        return self._wrap(_lib.Batch.from_address(self._slot.value), self._slot.value)
 
-    def _wrap(self, b):
+    def _wrap(self, b, addr):
         n = int(b.size)
         c, hgt, wid = int(b.channels), int(b.height), int(b.width)
         shape = (n, c, hgt, wid) if b.layout == _lib.NCHW else (n, hgt, wid, c)
         torch = self._torch
-        if b.device >= 0:
+        labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
+        idx = (np.ctypeslib.as_array(b.indices, (n,)).astype(np.int64) if self.return_index
+               else None)
+        seq = self._seq
+        self._seq += 1
+        device = b.device >= 0
+        rec = _Held(addr, seq, device, self.pinned)
+        self._held[seq] = rec
+        self._slot.value = None           # from here on the batch is found through _held
+        if device:
             view = _CudaView(b.images, shape, _CAI_TYPESTR[b.dtype])
             images = torch.as_tensor(view, device="cuda:%d" % b.device)
             if b.dtype == _lib.DTYPE_BFLOAT16:
                 images = images.view(torch.bfloat16)
-            if self.copy:
+            live = sum(1 for r in self._held.values() if r.device and r.alive and not r.done)
+            if self.copy or live >= self._ring:
+                # keeping this one by reference would leave no buffer to stage the next into
+                if not self.copy:
+                    self._copied += 1
+                    if not self._warned_copy:
+                        self._warned_copy = True
+                        warnings.warn("stoker: %d device batches are kept by reference "
+                                      "(device_buffers=%d): the next ones are handed out as "
+                                      "copies (counted in stats()['copied'])"
+                                      % (live - 1, self._ring), stacklevel=3)
                 images = images.clone()
+                del view
+                rec.alive = False
+                self._release(rec)
+            else:
+                weakref.finalize(view, _on_free, self._mu, self._freed, rec,
+                                 self._lib.stk_images_free).atexit = False
+                del view
         else:
             if self.device >= 0 and not self._warned_fallback:
                 self._warned_fallback = True
                 warnings.warn("stoker: device=cuda:%d requested but the library hands out host "
                               "batches (%s)" % (self.device, self._fallback_text()))
             nbytes = int(b.image_bytes)
-            buf = (ctypes.c_char * nbytes).from_address(b.images)
-            arr = np.frombuffer(buf, dtype=_NP_DTYPE[b.dtype]).reshape(shape)
-            if self.copy:
+            if nbytes:
+                buf = (ctypes.c_char * nbytes).from_address(b.images)
+                arr = np.frombuffer(buf, dtype=_NP_DTYPE[b.dtype]).reshape(shape)
+            else:
+                arr = np.zeros(shape, dtype=_NP_DTYPE[b.dtype])
+            if self.copy or not nbytes:
                 arr = arr.copy()
+                rec.alive = False
+                self._release(rec)
+            else:
+                weakref.finalize(arr, _on_free, self._mu, self._freed, rec,
+                                 self._lib.stk_images_free).atexit = False
             if torch is not None:
                 images = torch.from_numpy(arr)
                 if b.dtype == _lib.DTYPE_BFLOAT16:
                     images = images.view(torch.bfloat16)
             else:
                 images = arr.view(np.uint16) if b.dtype == _lib.DTYPE_BFLOAT16 else arr
-        labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
+            del arr
         if torch is not None:
             labels = torch.from_numpy(labels)
-        if not self.return_index:
+            if idx is not None:
+                idx = torch.from_numpy(idx)
+        if idx is None:
             return images, labels
-        idx = np.ctypeslib.as_array(b.indices, (n,)).astype(np.int64)
-        if torch is not None:
-            idx = torch.from_numpy(idx)
         return images, labels, idx
 
     def _fallback_text(self):
@@ -660,7 +908,7 @@ class Loader:
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._usable()
-        self._release_held()
+        self._drain()
         self._end_iteration()
         self._resume = None
         self._epoch = epoch
@@ -873,7 +1121,7 @@ class Loader:
         else:
             raise ValueError("state_dict: field 'version' = %d is not supported (this stoker "
                              "reads versions 1 and %d)" % (version, self.STATE_VERSION))
-        self._release_held()
+        self._drain()
         self._end_iteration()
         self._resume = (epoch, sample, base)
         self._epoch = epoch
@@ -991,7 +1239,9 @@ class Loader:
         lib = self._lib
         with self._lock:
             base = {"started": self._started, "samples_per_epoch": self._samples,
-                    "batches_per_epoch": self._batches}
+                    "batches_per_epoch": self._batches, "copied": self._copied,
+                    "held": sum(1 for r in list(self._held.values()) if not r.done),
+                    "pin_memory_reason": self.pin_memory_reason}
             if not self._started or self._h is None:
                 return LoaderStats(base, "")
             st = _lib.Stats()
@@ -1026,10 +1276,34 @@ class Loader:
             return LoaderStats(d, _lib.text(buf.value))
 
     # ---- lifetime ------------------------------------------------------------------------
+    def _keep_held(self):
+        """close(): host batches still referenced outlive the loader."""
+        try:
+            self._drain()
+            for rec, ev in self._pending:
+                ev.synchronize()
+            self._pending = []
+            dev = 0
+            for rec in sorted(self._held.values(), key=lambda r: r.seq):
+                if rec.device:
+                    dev += rec.alive
+                elif not rec.done:
+                    self._detach(rec)
+            if dev:
+                warnings.warn("stoker: close() with %d device batches still referenced: their "
+                              "memory is freed (clone() device batches that must outlive the "
+                              "loader)" % dev, stacklevel=3)
+        except _errors.StokerError as e:   # close() must go on: the batches then die with it
+            warnings.warn("stoker: close(): could not keep the batches still referenced: %s" % e)
+
     def close(self):
-        """Stop and join the threads and free all memory (batches yielded become invalid).
-        Idempotent. In a fork() child it only forgets the parent's handle."""
+        """Stop and join the threads and free all memory. Host batches still referenced keep
+        their memory (it is detached from the ring first); device batches still referenced
+        become invalid (a warning says so). Idempotent. In a fork() child it only forgets the
+        parent's handle."""
         with self._lock:
+            if self._h is not None and os.getpid() == self._pid and self._started:
+                self._keep_held()
             h, self._h = self._h, None
             self._closed = True
             self._gen += 1
@@ -1063,6 +1337,55 @@ class Loader:
                                                 "cpu" if self.device < 0 else
                                                 "cuda:%d" % self.device, self.rank,
                                                 self.world_size, state))
+
+
+class LoaderDataset:
+    """``loader.dataset`` of a stoker.Loader: what a training script reads of an ImageFolder
+    (``len``, ``root``, ``classes``, ``class_to_idx``). Items are not readable through it (the
+    loader reads them); use stoker.Dataset or stoker.ImageFolder for that."""
+
+    def __init__(self, root, classes, n):
+        self.root = root
+        self.classes = list(classes)
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self._n = n
+
+    def __len__(self):
+        return self._n
+
+    def __repr__(self):
+        return "stoker.LoaderDataset(root=%r, %d records, %d classes)" % (
+            self.root, self._n, len(self.classes))
+
+
+class RankSampler:
+    """``loader.sampler`` of a stoker.Loader: ``len()`` is this rank's samples per epoch (as
+    DistributedSampler's); ``set_epoch(e)`` is ``loader.set_epoch(e)``. The order itself is
+    computed in the library (a keyed permutation of (seed, epoch)), so it is not iterable."""
+
+    def __init__(self, loader, n):
+        self._loader = weakref.ref(loader)
+        self._n = n
+        self.num_replicas, self.rank = loader.world_size, loader.rank
+        self.shuffle, self.seed = loader.shuffle, loader.seed
+        self.drop_last = loader.dist_mode == "drop"
+
+    def __len__(self):
+        return self._n
+
+    @property
+    def epoch(self):
+        loader = self._loader()
+        return loader.epoch if loader is not None else 0
+
+    def set_epoch(self, epoch):
+        loader = self._loader()
+        if loader is not None:
+            loader.set_epoch(epoch)
+
+    def __iter__(self):
+        raise TypeError("a stoker.Loader's sampler is not iterable: the library computes the "
+                        "order (pass return_index=True to see each batch's dataset indices)")
 
 
 def _after_fork_in_child():

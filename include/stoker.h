@@ -626,6 +626,9 @@ STK_API int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda
  * may keep them (Python's stoker.Loader) releases a batch when its last reference is dropped and
  * detaches the ones still referenced when their slot is needed, so the plain loop stays zero copy
  * and a kept batch is never overwritten; the memory is then the ring plus what the caller keeps.
+ * Device batches cannot be detached: such a binding releases one when its last reference is
+ * gone, with the stream current then (so the buffer is reused after the work queued on it), and
+ * hands out copies rather than hold all STK_P_DEVICE_BUFFERS.
  */
 /** Detach held host batch BATCH: *IMAGES receives its `images` pointer, owned by the caller from
  *  now on (stk_images_free); the batch is released (its labels, indices and other metadata are

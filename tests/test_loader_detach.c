@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_loader_detach: held host batches taken out of the ring (stk_loader_detach) keep their
+/* stk-test: concurrency (workers write the buffers a detach swaps)
+ * test_loader_detach: held host batches taken out of the ring (stk_loader_detach) keep their
  * bytes while the loader goes on for two more epochs, equal to a reference run that copied each
  * batch; the ring keeps running with every batch of an epoch held (more than STK_P_PREFETCH);
  * detached memory outlives stop and destroy (stk_images_free after them; ASan checks the frees);

@@ -76,6 +76,12 @@ static void check_int(unsigned handle, const stk__param_def *p)
 static int set_real(stk_loader *h, const stk__param_def *p, double v)
 {
     float f = (float)v;
+    if (p->key == STK_P_LUT) { /* a table: every one of its 768 values is V */
+        float t[768];
+        for (size_t i = 0; i < 768; i++)
+            t[i] = f;
+        return stk_loader_set_floats(h, p->key, t, 768);
+    }
     return p->type == STK__PT_DOUBLE ? stk_loader_set_double(h, p->key, v) : stk_loader_set_floats(h, p->key, &f, 1);
 }
 

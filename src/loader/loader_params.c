@@ -62,8 +62,8 @@ static int set_lut(stk_loader *h, const stk__param_def *p, const float *v, size_
         return stk__err(h->err, STK_E_INVALID, "%s takes 3 x 256 values (or NULL, 0 to remove it), got %zu",
                         p->name, n);
     for (size_t j = 0; j < n; j++)
-        if (!isfinite(v[j]))
-            return stk__err(h->err, STK_E_INVALID, "%s[%zu] = %g is not finite", p->name, j, (double)v[j]);
+        if (!isfinite(v[j]) || !stk__param_in_range_d(p, v[j]))
+            return stk__err(h->err, STK_E_INVALID, "%s[%zu] = %g is out of range", p->name, j, (double)v[j]);
     if (!h->lut && !(h->lut = malloc(768 * sizeof(float))))
         return stk__err(h->err, STK_E_NOMEM, "out of memory for %s", p->name);
     memcpy(h->lut, v, 768 * sizeof(float));

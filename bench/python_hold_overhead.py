@@ -10,7 +10,9 @@ next step) and the current one (finalisers, release when the last reference goes
 batch is still referenced) run the same loop — `for images, labels in loader: images.sum()`,
 train 224, DIR read as it is — in alternating subprocesses (old, new, old, new, ...), so that
 both see the same machine weather; each prints its images/s from the first batch to the last
-(start-up excluded). The table gives the medians and the ratio new / old. Both load the same
+(start-up excluded) and the process CPU time per image over the same span (decode threads
+included: less sensitive to other jobs' load than the wall clock). The last lines give the
+medians and the ratios new / old. Both load the same
 libstoker (the newest build, or $STOKER_LIBRARY).
 """
 
@@ -26,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 
 CHILD = r'''
-import json, sys, time
+import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 import torch, stoker
 data, images, bs, workers, dtype = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
@@ -43,12 +45,16 @@ while not done:
         n += x.shape[0]
         if t_first is None:
             t_first, n_first = time.perf_counter(), n
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
         if n >= images:
             done = True
             break
 t = time.perf_counter() - t_first
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
 st = loader.stats()
-print(json.dumps({"ips": (n - n_first) / t, "images": n, "detached": st.get("detached", 0)}))
+print(json.dumps({"ips": (n - n_first) / t, "cpu_ms": 1000.0 * cpu / (n - n_first), "images": n,
+                  "detached": st.get("detached", 0)}))
 loader.close()
 '''
 
@@ -80,13 +86,16 @@ def main():
                                   args.dtype], check=True, capture_output=True, text=True)
             d = json.loads(out.stdout.strip().splitlines()[-1])
             res[name].append(d)
-            print("repeat %d %s: %.1f images/s (%d images, %d detached)"
-                  % (r, name, d["ips"], d["images"], d["detached"]), flush=True)
+            print("repeat %d %s: %.1f images/s, %.3f CPU-ms/image (%d images, %d detached)"
+                  % (r, name, d["ips"], d["cpu_ms"], d["images"], d["detached"]), flush=True)
     med = {k: statistics.median(d["ips"] for d in v) for k, v in res.items()}
     ratios = [n["ips"] / o["ips"] for o, n in zip(res["old"], res["new"])]
     print("median images/s: old %.1f, new %.1f; ratio new/old %.3f (median of per-pair ratios "
           "%.3f, %d repeats)" % (med["old"], med["new"], med["new"] / med["old"],
                                  statistics.median(ratios), args.repeats))
+    cpu = {k: statistics.median(d["cpu_ms"] for d in v) for k, v in res.items()}
+    print("median CPU-ms/image (all threads): old %.3f, new %.3f; ratio new/old %.3f"
+          % (cpu["old"], cpu["new"], cpu["new"] / cpu["old"]))
     subprocess.run(["rm", "-rf", old])
 
 

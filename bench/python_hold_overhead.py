@@ -33,6 +33,8 @@ sys.path.insert(0, sys.argv[1])
 import torch, stoker
 data, images, bs, workers, dtype = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 kw = dict(train=True, size=224, workers=workers, seed=1, dtype=dtype)
+import os
+if os.environ.get("PREFETCH"): kw["prefetch"] = int(os.environ["PREFETCH"])
 if dtype != "uint8":
     kw.update(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
 torch.set_num_threads(1)

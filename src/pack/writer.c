@@ -16,6 +16,13 @@
  * the shards. The map grows when the next record might not fit (the estimate is conservative:
  * it counts every value rounded up to pages plus the leaf/branch copies of the transaction).
  *
+ * A full disk is an error, not a crash. LMDB makes the file as large as the map, sparse; a store
+ * through the map into a page the filesystem cannot back raises SIGBUS. So the same conservative
+ * estimate of the highest byte the next record can touch is reserved first (posix_fallocate, in
+ * steps of RESERVE_STEP; glibc emulates it where the filesystem lacks fallocate), and ENOSPC
+ * there fails the add naming the shard and the bytes it needs. The reserved tail is cut off when
+ * the shard is closed (the truncate to the pages in use).
+ *
  * While a dataset is being written, DST holds the marker `.stoker-pack-incomplete`; it goes last,
  * after every shard (and the pack report) is durable. stk_dataset_open refuses a directory with
  * the marker unless asked to open an incomplete dataset.
@@ -34,10 +41,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define TXN_RECORDS 4096
 #define TXN_BYTES (64u << 20)
+#define RESERVE_STEP (32u << 20)
 
 struct stk_writer {
     uint64_t shard_bytes;
@@ -57,6 +66,8 @@ struct stk_writer {
     char tmp_path[4096];
     uint64_t shard_count, shard_payload, shard_first;
     size_t mapsize, psize;
+    int fd;            /* the temp file (LMDB's descriptor) */
+    uint64_t reserved; /* bytes of it backed by the filesystem (posix_fallocate) */
     uint64_t committed_pages;
     uint64_t txn_records, txn_bytes;
 
@@ -380,6 +391,8 @@ int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint3
     return STK_OK;
 }
 
+static int reserve_space(stk_writer *w, uint64_t need);
+
 /* ---- shards ----------------------------------------------------------------------------------- */
 
 static int shard_start(stk_writer *w)
@@ -408,6 +421,12 @@ static int shard_start(stk_writer *w)
     if (mdb_env_stat(w->env, &ms) == 0)
         w->psize = ms.ms_psize;
     w->committed_pages = 2;
+    if ((rc = mdb_env_get_fd(w->env, &w->fd)) != 0)
+        return lmdb_err(w, rc, "mdb_env_get_fd");
+    w->reserved = 0;
+    /* the first transaction's pages (the `records` root) are stored through the map too */
+    if ((rc = reserve_space(w, w->committed_pages * w->psize + (4u << 20))) != STK_OK)
+        return rc;
     if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
         return lmdb_err(w, rc, "mdb_txn_begin");
     if ((rc = mdb_dbi_open(w->txn, STK__DB_RECORDS, MDB_CREATE, &w->dbi_rec)) != 0)
@@ -436,29 +455,70 @@ static int txn_commit(stk_writer *w)
     return STK_OK;
 }
 
-/* Make sure a value of VLEN bytes fits in the map; commit and grow it if it might not. */
+/* Back bytes [0, NEED) of the temp file with disk space before anything is stored there through
+ * the map (see the top of the file). */
+static int reserve_space(stk_writer *w, uint64_t need)
+{
+    if (need > w->mapsize)
+        need = w->mapsize; /* LMDB never writes past the map (MDB_MAP_FULL instead) */
+    if (need <= w->reserved)
+        return STK_OK;
+    uint64_t want = STK__MIN((uint64_t)stk__round_up((size_t)need + RESERVE_STEP, w->psize), (uint64_t)w->mapsize);
+    int e = posix_fallocate(w->fd, (off_t)w->reserved, (off_t)(want - w->reserved));
+    if (e == ENOSPC && want > need) { /* the step does not fit: perhaps what is needed now does */
+        want = need;
+        e = posix_fallocate(w->fd, (off_t)w->reserved, (off_t)(want - w->reserved));
+    }
+    if (e) {
+        char fr[64] = "";
+        struct statvfs vs;
+        if (fstatvfs(w->fd, &vs) == 0)
+            snprintf(fr, sizeof fr, ", %llu free there",
+                     (unsigned long long)vs.f_bavail * (unsigned long long)vs.f_frsize);
+        return fail(w, stk__err(w->err, -e,
+                                "%s: cannot reserve disk space: the shard needs %llu bytes, %llu more than "
+                                "reserved so far%s (%llu records are in finished shards; run the same pack "
+                                "again with room to resume)",
+                                w->tmp_path, (unsigned long long)need, (unsigned long long)(need - w->reserved),
+                                fr, (unsigned long long)w->shard_first));
+    }
+    w->reserved = want;
+    return STK_OK;
+}
+
+/* The highest byte of the file the next put of a VLEN-byte value can touch: the committed pages,
+ * the transaction's pages so far with a quarter for leaf/branch copies, the value, slack. */
+static uint64_t touch_bound(const stk_writer *w, size_t vlen)
+{
+    return w->committed_pages * w->psize + w->txn_bytes + w->txn_bytes / 4 + (uint64_t)vlen + (uint64_t)vlen / 8 +
+           (4u << 20);
+}
+
+/* Make sure a value of VLEN bytes fits in the map and on disk; commit and grow the map if it
+ * might not. */
 static int ensure_room(stk_writer *w, size_t vlen)
 {
-    uint64_t need = w->committed_pages * w->psize + w->txn_bytes + w->txn_bytes / 4 +
-                    (uint64_t)vlen + (uint64_t)vlen / 8 + (4u << 20);
-    if (need <= w->mapsize && w->txn)
-        return STK_OK;
+    uint64_t need = touch_bound(w, vlen);
     int rc;
-    if (w->txn && (rc = txn_commit(w)) != STK_OK)
-        return rc;
-    need = w->committed_pages * w->psize + 2 * (uint64_t)vlen + (uint64_t)TXN_BYTES * 2 + (16u << 20);
-    if (need > w->mapsize) {
-        size_t ns = w->mapsize * 2;
-        if (ns < need)
-            ns = (size_t)need;
-        ns = stk__round_up(ns, w->psize);
-        if ((rc = mdb_env_set_mapsize(w->env, ns)) != 0)
-            return lmdb_err(w, rc, "cannot grow the map");
-        w->mapsize = ns;
+    if (need > w->mapsize || !w->txn) {
+        if (w->txn && (rc = txn_commit(w)) != STK_OK)
+            return rc;
+        uint64_t map_need = w->committed_pages * w->psize + 2 * (uint64_t)vlen + (uint64_t)TXN_BYTES * 2 +
+                            (16u << 20);
+        if (map_need > w->mapsize) {
+            size_t ns = w->mapsize * 2;
+            if (ns < map_need)
+                ns = (size_t)map_need;
+            ns = stk__round_up(ns, w->psize);
+            if ((rc = mdb_env_set_mapsize(w->env, ns)) != 0)
+                return lmdb_err(w, rc, "cannot grow the map");
+            w->mapsize = ns;
+        }
+        if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
+            return lmdb_err(w, rc, "mdb_txn_begin");
+        need = touch_bound(w, vlen);
     }
-    if ((rc = mdb_txn_begin(w->env, NULL, 0, &w->txn)) != 0)
-        return lmdb_err(w, rc, "mdb_txn_begin");
-    return STK_OK;
+    return reserve_space(w, need);
 }
 
 static int put_meta(stk_writer *w, MDB_dbi dbi, const char *key, const char *val, size_t vlen)

@@ -788,6 +788,26 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     return STK_OK;
 }
 
+int stk__resize_rgb(stk__worker_ctx *w, const uint8_t *src, int sw, int sh, size_t stride, uint8_t *dst, int ow,
+                    int oh)
+{
+    if (sw < 1 || sh < 1 || ow < 1 || oh < 1)
+        return STK_E_INVALID;
+    size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
+    if (axis_build(&w->ax, ow, 0.0, (double)sw / ow, 0, sw, 0, 0) != STK_OK ||
+        axis_build(&w->ay, oh, 0.0, (double)sh / oh, 0, sh, 0, 0) != STK_OK ||
+        reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(w->ay.hi - w->ay.lo), 1) != 0 ||
+        reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
+        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)
+        return STK_E_NOMEM;
+    int xlo = w->ax.lo, ylo = w->ay.lo, yh = w->ay.hi - ylo;
+    axis_rebase(&w->ax, xlo);
+    axis_rebase(&w->ay, ylo);
+    resize_h(&w->ax, src + (size_t)ylo * stride + (size_t)xlo * 3, stride, yh, w->tmp, ts, 0, w->hs);
+    resize_v(&w->ay, w->tmp, ts, (int)n, dst, w->acc);
+    return STK_OK;
+}
+
 void stk__substitute(const stk__aug_config *c, uint8_t *out)
 {
     memset(out, 128, (size_t)c->out_h * (size_t)c->out_w * 3);

@@ -104,6 +104,12 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
                         uint64_t index, const uint8_t *data, size_t len, uint8_t *out,
                         int *warnings, char *err);
 
+/* Pack: resize a whole RGB8 image SW x SH (rows STRIDE apart, at least 32 readable bytes past
+ * the last pixel) to OW x OH into DST (rows 3 * OW apart) with the same filter, exactly
+ * Pillow's Image.resize((OW, OH), Image.BILINEAR). STK_E_NOMEM when scratch cannot grow. */
+int stk__resize_rgb(stk__worker_ctx *w, const uint8_t *src, int sw, int sh, size_t stride, uint8_t *dst, int ow,
+                    int oh);
+
 /* The deterministic substitute for a bad record: a uniform mid-grey (128,128,128) image. */
 void stk__substitute(const stk__aug_config *c, uint8_t *out);
 

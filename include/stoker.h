@@ -370,7 +370,11 @@ typedef struct stk_pack_result {
 } stk_pack_result;
 
 /**
- * Pack SRC into DST. SRC is never modified. Files that are not JPEGs are skipped and listed in
+ * Pack SRC into DST. SRC is never modified. JPEG files are stored byte for byte; PNG, WebP, GIF
+ * (first frame), BMP, TIFF and binary PPM/PGM files (known by their content, whatever their name)
+ * are decoded as Pillow's Image.open(f).convert("RGB") does and stored as JPEGs (quality 95,
+ * 4:4:4; docs/FORMAT.md). Files that still cannot be packed (corrupt, truncated, another format,
+ * a format this build has no decoder for) are skipped and listed in
  * DST/pack-report.tsv (path, reason) unless OPTS->strict, which fails naming the file. A DST that
  * an interrupted pack left is finished (completed shards are kept). OPTS may be NULL. RESULT may
  * be NULL. Thread-safe (no shared state).
@@ -388,6 +392,27 @@ typedef struct stk_pack_result {
  */
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);
+
+/** Pack options added in 0.2. SIZE comes first so that the struct can grow: set it to
+ *  sizeof(stk_pack_ext_options); fields past the caller's SIZE read as 0. All zero (or NULL) =
+ *  stk_pack's behaviour. */
+typedef struct stk_pack_ext_options {
+    size_t size;          /**< sizeof(stk_pack_ext_options) as the caller was compiled */
+    int max_side;         /**< > 0: images whose longer side is larger are resized (the loader's
+                               antialiased filter) to this longer side, the other side
+                               round(side * max_side / longer), and stored as JPEG at `quality`;
+                               smaller JPEGs stay byte for byte. 0 = off */
+    int quality;          /**< JPEG quality 1..100 of every re-encoded image; 0 = 95 */
+    uint64_t converted;   /**< out: non-JPEG sources stored as JPEG by this call */
+    uint64_t resized;     /**< out: images made smaller for max_side by this call */
+} stk_pack_ext_options;
+
+/** stk_pack with EXT (may be NULL). EXT->max_side and quality are part of the pack plan: an
+ *  interrupted pack resumes only with the same values. STK_E_INVALID for a size smaller than
+ *  the first field or values out of range. Thread-safe (no shared state); EXT's out fields are
+ *  written by this call. */
+STK_API int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
+                         stk_pack_ext_options *ext, stk_pack_result *result);
 
 /* ---------------------------------------------------------------------------------------------
  * Decode one JPEG (libjpeg-turbo) into a caller buffer: full size, or a crop window at a DCT

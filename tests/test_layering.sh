@@ -18,7 +18,7 @@ allowed = {
     "stage": {"core"},
     "read": {"dataset", "core"},
     "loader": {"read", "dataset", "decode", "stage", "core"},
-    "pack": {"dataset", "core"},
+    "pack": {"dataset", "decode", "core"},
 }
 layers = sorted(allowed)
 on_disk = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))

@@ -145,7 +145,10 @@ int main(void)
     o.shard_bytes = 1 << 20;
     o.threads = 3;
     int rc = stk_pack(src, dst, &o, NULL);
-    T_CHECK(rc == STK_E_NOT_JPEG, "strict rc %d (%s)", rc, err);
+    /* a PNG cut after its IHDR chunk name: a PNG (packed when whole), truncated here; a build
+     * without libpng says so */
+    int have_png = strstr(stk_version_string(), "png") != NULL;
+    T_CHECK(rc == (have_png ? STK_E_TRUNCATED : STK_E_UNSUPPORTED), "strict rc %d (%s)", rc, err);
     T_CHECK(strstr(err, "class_001/renamed_png.jpg") && strstr(err, "PNG"), "strict names the file: %s", err);
     stk_dataset *ds;
     T_OK(stk_dataset_create(&ds));
@@ -168,8 +171,11 @@ int main(void)
     for (char *c = rep; *c; c++)
         lines += *c == '\n';
     T_CHECK(lines == 4, "report has 4 lines:\n%s", rep);
-    T_CHECK(strstr(rep, "renamed_png.jpg\tnot a JPEG (PNG data)\n") && strstr(rep, "empty.jpg\tempty file\n") &&
-                strstr(rep, "notes.jpeg\tnot a JPEG") && strstr(rep, "dangling.jpg\tunreadable: "),
+    T_CHECK(strstr(rep, have_png ? "renamed_png.jpg\tPNG: truncated: file ends early\n"
+                                 : "renamed_png.jpg\tPNG: this build has no PNG decoder (build with libpng-dev)\n") &&
+                strstr(rep, "empty.jpg\tempty file\n") &&
+                strstr(rep, "notes.jpeg\tnot an image stoker reads (text (starts with \"hello\"))\n") &&
+                strstr(rep, "dangling.jpg\tunreadable: "),
             "report reasons:\n%s", rep);
     free(rep);
     snprintf(p, sizeof p, "%s/%s", dst, STK__INCOMPLETE_MARK);

@@ -4,7 +4,9 @@
  *
  * Plan, then stream. The plan (pack_plan.c) lists the source files in dataset order; a fresh
  * pack or the continuation of an interrupted one begins (pack_resume.c); reader threads read the
- * files into a window of slots (pack_read.c) that this thread takes strictly in order and
+ * files into a window of slots and turn each into its payload (pack_read.c, transcode.c: a JPEG
+ * as it is, other formats stored as JPEG, --max-side resizes) that this thread takes strictly in
+ * order and
  * appends to the writer (writer.c), so the dataset index of every record is deterministic
  * whatever the thread count; the report lists the skipped files.
  */
@@ -47,6 +49,8 @@ static int sb_add(sbuf *b, const char *a, const char *c)
 /* One stk_pack call. */
 typedef struct pack_job {
     stk_pack_options o;
+    stk_pack_ext_options x; /* zeroed past the caller's size */
+    uint64_t converted, resized;
     const char *src, *dst;
     char err[STK__ERRLEN];
     double t0;
@@ -130,6 +134,8 @@ static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
         if ((rc = stk__writer_add_crc(j->w, s->buf, s->len, f->labels[i], f->rel[i], s->crc, i)) != STK_OK)
             return writer_err(j, rc);
         j->pr.records_written++;
+        j->converted += (uint64_t)s->converted;
+        j->resized += (uint64_t)s->resized;
         return STK_OK;
     }
     if (j->o.strict) {
@@ -207,6 +213,12 @@ static int finish(pack_job *j, stk_pack_result *result)
 
 int stk_pack(const char *src, const char *dst, const stk_pack_options *opts, stk_pack_result *result)
 {
+    return stk_pack_ext(src, dst, opts, NULL, result);
+}
+
+int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts, stk_pack_ext_options *ext,
+                 stk_pack_result *result)
+{
     pack_job j;
     memset(&j, 0, sizeof j);
     if (opts)
@@ -214,23 +226,42 @@ int stk_pack(const char *src, const char *dst, const stk_pack_options *opts, stk
     j.t0 = stk__now();
     if (result)
         memset(result, 0, sizeof *result);
+    if (ext && ext->size < sizeof ext->size) {
+        if (j.o.error && j.o.error_cap)
+            snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: EXT->size must be sizeof(stk_pack_ext_options)");
+        return STK_E_INVALID;
+    }
+    if (ext)
+        memcpy(&j.x, ext, STK__MIN(ext->size, sizeof j.x));
     if (!src || !dst || !*src || !*dst) {
         if (j.o.error && j.o.error_cap)
             snprintf(j.o.error, j.o.error_cap, "stk_pack: SRC and DST are required");
         return STK_E_INVALID;
     }
+    if (j.x.max_side < 0 || j.x.quality < 0 || j.x.quality > 100) {
+        if (j.o.error && j.o.error_cap)
+            snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: max_side must be >= 0 and quality 0..100 (got %d, %d)",
+                     j.x.max_side, j.x.quality);
+        return STK_E_INVALID;
+    }
+    j.pk.xf.max_side = j.x.max_side;
+    j.pk.xf.quality = j.x.quality;
     j.src = src;
     j.dst = dst;
     int threads = j.o.threads > 0 ? j.o.threads : stk__online_cpus();
     if (threads > 256)
         threads = 256;
     int rc;
-    if ((rc = stk__pack_plan_make(src, &j.pl, j.err)) == STK_OK && (rc = check_dst(&j)) == STK_OK &&
+    if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, &j.pl, j.err)) == STK_OK && (rc = check_dst(&j)) == STK_OK &&
         (rc = writer_setup(&j)) == STK_OK && (rc = begin(&j)) == STK_OK &&
         (rc = stk__packer_start(&j.pk, &j.pl.files, j.rs.src_end, threads, j.err)) == STK_OK &&
         (rc = stream(&j, j.rs.src_end)) == STK_OK)
         rc = finish(&j, result);
     stk__packer_stop(&j.pk);
+    if (ext && ext->size >= offsetof(stk_pack_ext_options, resized) + sizeof ext->resized) {
+        ext->converted = j.converted;
+        ext->resized = j.resized;
+    }
     stk_writer_destroy(j.w);
     free(j.rep.p);
     free(j.rs.report);

@@ -36,7 +36,7 @@ static int plan_list(const char *src, const struct stat *st, stk__pack_plan *pl,
 }
 
 /* Sizes of the files (and their total) and the plan's digest. */
-static void plan_digest(stk__pack_plan *pl)
+static void plan_digest(stk__pack_plan *pl, int max_side, int quality)
 {
     uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
     char tag[] = "stoker-pack-plan 1";
@@ -59,10 +59,15 @@ static void plan_digest(stk__pack_plan *pl)
         h2 = fnv(h2, rec, sizeof rec);
         h2 = fnv(h2, pl->files.rel[i], strlen(pl->files.rel[i]) + 1);
     }
+    if (max_side > 0 || quality > 0) { /* (a plain pack keeps the digest it always had) */
+        int32_t t[2] = {max_side, quality};
+        h1 = fnv(h1, t, sizeof t);
+        h2 = fnv(h2, t, sizeof t);
+    }
     snprintf(pl->digest, sizeof pl->digest, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
 }
 
-int stk__pack_plan_make(const char *src, stk__pack_plan *pl, char *err)
+int stk__pack_plan_make(const char *src, int max_side, int quality, stk__pack_plan *pl, char *err)
 {
     struct stat st;
     if (stat(src, &st) != 0)
@@ -78,7 +83,7 @@ int stk__pack_plan_make(const char *src, stk__pack_plan *pl, char *err)
     pl->sizes = calloc(pl->files.n, sizeof *pl->sizes);
     if (!pl->sizes)
         return stk__err(err, STK_E_NOMEM, "out of memory");
-    plan_digest(pl);
+    plan_digest(pl, max_side, quality);
     return STK_OK;
 }
 

@@ -20,9 +20,10 @@ typedef struct stk__pack_plan {
     char src_real[PATH_MAX];
 } stk__pack_plan;
 
-/* The plan of SRC, an ImageFolder root or a list file (folder.h). Returns STK_OK, or an error
- * with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
-int stk__pack_plan_make(const char *src, stk__pack_plan *pl, char *err);
+/* The plan of SRC, an ImageFolder root or a list file (folder.h). MAX_SIDE and QUALITY (what
+ * the sources become; 0 = the defaults) are part of the digest when not 0. Returns STK_OK, or an
+ * error with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
+int stk__pack_plan_make(const char *src, int max_side, int quality, stk__pack_plan *pl, char *err);
 void stk__pack_plan_free(stk__pack_plan *pl);
 
 #endif

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pack_read.c — reader threads read whole files into the slots of a window (slot = file index
- * mod W), check the JPEG header (FF D8 FF) and compute the CRC32C; the packing thread takes the
+ * mod W), turn each into its payload (transcode.c: a JPEG as it is; PNG, WebP, GIF, BMP, TIFF,
+ * PPM decoded and stored as a JPEG; anything over --max-side resized; one transcoder per thread)
+ * and compute the CRC32C; the packing thread takes the
  * slots strictly in order, so the dataset index of every record is deterministic whatever the
  * thread count, and memory is bounded by the window. SRC is only ever opened O_RDONLY.
  *
@@ -12,6 +14,7 @@
 #include "pack_read.h"
 
 #include "common.h"
+#include "image_in.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -86,24 +89,44 @@ static int read_source(stk__pack_slot *s, int fd, size_t want, size_t *got)
     return STK_OK;
 }
 
-/* Why the bytes read are not a JPEG. */
-static void not_jpeg(stk__pack_slot *s, size_t got)
+/* The payload of the file read into S: itself, or the JPEG it becomes (copied into the slot:
+ * the transcoder's buffer is reused by this thread's next file). */
+static void to_payload(stk__packer *pk, stk__transcoder *tc, stk__pack_slot *s)
 {
-    static const uint8_t png[4] = {0x89, 'P', 'N', 'G'};
-    if (got >= 4 && !memcmp(s->buf, png, 4))
-        skip(s, STK_E_NOT_JPEG, "not a JPEG (PNG data)");
-    else if (got >= 2 && s->buf[0] == 0xFF && s->buf[1] == 0xD8)
-        skip(s, STK_E_NOT_JPEG, "not a JPEG (FF D8 not followed by a marker)");
-    else
-        skip(s, STK_E_NOT_JPEG, "not a JPEG (starts with %02X %02X %02X)", s->buf[0], got > 1 ? s->buf[1] : 0,
-             got > 2 ? s->buf[2] : 0);
+    const uint8_t *out = NULL;
+    size_t out_len = 0;
+    if (!tc) {
+        skip(s, STK_E_NOMEM, "out of memory for a decoder");
+        return;
+    }
+    int rc = stk__transcode(tc, &pk->xf, s->buf, s->len, &out, &out_len, &s->kind, &s->resized, s->reason);
+    if (rc != STK_OK) {
+        s->status = rc;
+        return;
+    }
+    s->converted = out && s->kind != STK__IMG_JPEG;
+    if (out) {
+        if (out_len > s->cap) {
+            uint8_t *nb = malloc(out_len);
+            if (!nb) {
+                skip(s, STK_E_NOMEM, "out of memory for a %zu-byte payload", out_len);
+                return;
+            }
+            free(s->buf);
+            s->buf = nb;
+            s->cap = out_len;
+        }
+        memcpy(s->buf, out, out_len);
+        s->len = out_len;
+    }
 }
 
-static void read_one(stk__packer *pk, stk__pack_slot *s, uint64_t i)
+static void read_one(stk__packer *pk, stk__transcoder *tc, stk__pack_slot *s, uint64_t i)
 {
     s->status = STK_OK;
     s->reason[0] = 0;
     s->len = 0;
+    s->converted = s->resized = 0;
     int fd = -1;
     size_t size = 0, got = 0;
     if (open_source(s, pk->files->paths[i], &fd, &size) != STK_OK)
@@ -117,16 +140,18 @@ static void read_one(stk__packer *pk, stk__pack_slot *s, uint64_t i)
         skip(s, STK_E_EMPTY, "empty file");
         return;
     }
-    if (!stk__is_jpeg(s->buf, got)) {
-        not_jpeg(s, got);
+    to_payload(pk, tc, s);
+    if (s->status != STK_OK)
         return;
-    }
-    s->crc = stk__crc32c(0, s->buf, got);
+    s->crc = stk__crc32c(0, s->buf, s->len);
 }
 
 static void *reader_main(void *arg)
 {
     stk__packer *pk = arg;
+    stk__transcoder *tc = NULL;
+    if (stk__transcoder_create(&tc) != STK_OK)
+        tc = NULL; /* each file then fails with "out of memory" */
     pthread_mutex_lock(&pk->mu);
     for (;;) {
         while (!pk->stop && pk->next < pk->n && pk->slots[pk->next % pk->nslots].state != SLOT_FREE)
@@ -138,12 +163,13 @@ static void *reader_main(void *arg)
         s->state = SLOT_READING;
         s->idx = i;
         pthread_mutex_unlock(&pk->mu);
-        read_one(pk, s, i);
+        read_one(pk, tc, s, i);
         pthread_mutex_lock(&pk->mu);
         s->state = SLOT_READY;
         pthread_cond_broadcast(&pk->cond_ready);
     }
     pthread_mutex_unlock(&pk->mu);
+    stk__transcoder_destroy(tc);
     return NULL;
 }
 

@@ -6,21 +6,26 @@
 #ifndef STK_PACK_READ_H
 #define STK_PACK_READ_H
 
+#include "common.h"
 #include "folder.h"
+#include "transcode.h"
 
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* One source file read: its bytes and CRC32C, or why it is skipped. */
+/* One source file read: its payload (the file, or the JPEG it became) and CRC32C, or why it is
+ * skipped. */
 typedef struct stk__pack_slot {
     uint64_t idx;
     int state; /* FREE, READING, READY */
     uint8_t *buf;
     size_t cap, len;
     int status; /* STK_OK or why the file is skipped */
+    int kind;   /* the source's format (stk__img_kind) */
+    int converted, resized; /* stored as JPEG (not a JPEG source); made smaller for max_side */
     uint32_t crc;
-    char reason[160];
+    char reason[STK__ERRLEN];
 } stk__pack_slot;
 
 typedef struct stk__packer {
@@ -29,6 +34,7 @@ typedef struct stk__packer {
     uint64_t done;     /* files the writer has taken (the prefetcher stays ahead of it) */
     stk__pack_slot *slots;
     size_t nslots;
+    stk__xform xf; /* what sources become (set before start) */
     int stop;
     pthread_mutex_t mu;
     pthread_cond_t cond_free, cond_ready;

@@ -52,16 +52,21 @@ static const char usage_pack[] =
     "SRC is an ImageFolder root (one folder per class; labels 0..C-1 in torchvision's sorted\n"
     "order; files with torchvision's image extensions, in torchvision's order) or a text file of\n"
     "`path<TAB>label` lines (relative paths are relative to the list file's folder).\n"
-    "Every record is the source file's bytes, unchanged, with its label and CRC32C.\n"
-    "\n"
-    "Files that are not JPEGs (header check: PNG renamed .jpg, empty, unreadable) are skipped and\n"
-    "listed in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
+    "A JPEG's record is the source file's bytes, unchanged, with its label and CRC32C. PNG, WebP,\n"
+    "GIF (first frame), BMP, TIFF and binary PPM/PGM files, known by their content whatever their\n"
+    "name, are decoded as Pillow's convert(\"RGB\") does and stored as JPEGs (quality 95, 4:4:4).\n"
+    "Files that cannot be packed (corrupt, truncated, empty, unreadable, another format) are\n"
+    "skipped, listed on stderr and in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
     "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to\n"
     "finish it (completed shards are kept).\n"
     "\n"
     "options:\n"
     "  --shard-size SIZE  payload bytes per shard, e.g. 512M, 1G, 1.5G [1G]\n"
     "  --threads N        reader threads [all cores]\n"
+    "  --max-side N       images whose longer side exceeds N pixels are resized to it (the\n"
+    "                     loader's antialiased filter) and stored as JPEG; smaller JPEGs are\n"
+    "                     kept byte for byte [off]\n"
+    "  --quality Q        JPEG quality 1..100 of re-encoded images [95]\n"
     "  --strict           stop at the first bad source file, naming it\n"
     "  --force            replace a dataset already in DST (only stoker's own files are removed)\n"
     "  --quiet            no progress, no summary\n"
@@ -239,17 +244,60 @@ static void on_progress(const stk_pack_progress *p, void *user)
     fflush(stderr);
 }
 
+/* The skipped files of a finished pack, from DST/pack-report.tsv, on stderr: nothing is skipped
+ * silently (the first 100; the report has them all). */
+static void print_skipped(const char *dst)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/pack-report.tsv", dst);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[8192];
+    unsigned n = 0, shown = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t l = strlen(line);
+        if (l && line[l - 1] == '\n')
+            line[--l] = 0;
+        char *tab = strchr(line, '\t');
+        if (!tab)
+            continue;
+        *tab = 0;
+        if (shown < 100) {
+            fprintf(stderr, "%s: skipped %s: %s\n", g_prog, line, tab + 1);
+            shown++;
+        }
+        n++;
+    }
+    fclose(f);
+    if (n > shown)
+        fprintf(stderr, "%s: ... and %u more skipped files: see %s\n", g_prog, n - shown, path);
+}
+
 static int cmd_pack(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
     int npos = 0, quiet = 0;
     stk_pack_options o;
     memset(&o, 0, sizeof o);
+    stk_pack_ext_options x;
+    memset(&x, 0, sizeof x);
+    x.size = sizeof x;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (is_help(a)) {
             fputs(usage_pack, stdout);
             return 0;
+        } else if (!strcmp(a, "--max-side")) {
+            uint64_t v = 0;
+            if (++i >= argc || parse_u64(argv[i], &v) != 0 || v < 1 || v > 65535)
+                die_usage(usage_pack, "--max-side needs a number of pixels 1..65535");
+            x.max_side = (int)v;
+        } else if (!strcmp(a, "--quality")) {
+            uint64_t v = 0;
+            if (++i >= argc || parse_u64(argv[i], &v) != 0 || v < 1 || v > 100)
+                die_usage(usage_pack, "--quality needs a number 1..100");
+            x.quality = (int)v;
         } else if (!strcmp(a, "--shard-size")) {
             if (++i >= argc || parse_size(argv[i], &o.shard_bytes) != 0)
                 die_usage(usage_pack, "--shard-size needs a size such as 512M or 1G");
@@ -285,9 +333,11 @@ static int cmd_pack(int argc, char **argv)
     o.error = err;
     o.error_cap = sizeof err;
     stk_pack_result r;
-    int rc = stk_pack(pos[0], pos[1], &o, &r);
+    int rc = stk_pack_ext(pos[0], pos[1], &o, &x, &r);
     if (ps.drew)
         fputc('\n', stderr);
+    if (rc == 0 && r.skipped)
+        print_skipped(pos[1]);
     if (rc) {
         fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
         return EXIT_FAIL;
@@ -303,8 +353,11 @@ static int cmd_pack(int argc, char **argv)
             printf("resumed an interrupted pack: %" PRIu64 " records were already packed, %" PRIu64 " added now\n",
                    r.resumed_records, now);
         printf("%.2f s, %.0f records/s\n", r.elapsed_s, (double)now / el);
+        if (x.converted || x.resized)
+            printf("%" PRIu64 " non-JPEG file%s stored as JPEG, %" PRIu64 " image%s resized to --max-side\n",
+                   x.converted, x.converted == 1 ? "" : "s", x.resized, x.resized == 1 ? "" : "s");
         if (r.skipped)
-            printf("skipped %" PRIu64 " file%s that are not JPEGs: see %s/pack-report.tsv\n", r.skipped,
+            printf("skipped %" PRIu64 " file%s that cannot be packed: see %s/pack-report.tsv\n", r.skipped,
                    r.skipped == 1 ? "" : "s", pos[1]);
     }
     return 0;

@@ -198,12 +198,14 @@ int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, si
     char e[STK__ERRLEN];
     int rc;
     if (k == STK__IMG_JPEG) {
+        /* A JPEG is packed as it is unless it is larger than max_side. One that does not decode
+         * cleanly is packed as it is too, as without max_side: the loader names it as a bad
+         * record; a re-encode would hide the damage. */
         if (x->max_side <= 0)
             return STK_OK;
         int w, h;
-        rc = stk__dec_header(t->dec, p, len, STK__PACK_MAX_PIXELS, &w, &h, NULL, e);
-        if (rc != STK_OK)
-            return stk__err(reason, rc, "JPEG: %s", e);
+        if (stk__dec_header(t->dec, p, len, STK__PACK_MAX_PIXELS, &w, &h, NULL, e) != STK_OK)
+            return STK_OK;
         if (w <= x->max_side && h <= x->max_side) {
             stk__dec_header(t->dec, NULL, 0, 1, NULL, NULL, NULL, e); /* reset the decoder */
             return STK_OK;
@@ -211,9 +213,8 @@ int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, si
         const uint8_t *px;
         size_t stride;
         int warnings = 0;
-        rc = stk__dec_window(t->dec, 8, 0, 0, w, h, 0, &px, &stride, &warnings, e);
-        if (rc != STK_OK)
-            return stk__err(reason, rc, "JPEG: %s", e);
+        if (stk__dec_window(t->dec, 8, 0, 0, w, h, 0, &px, &stride, &warnings, e) != STK_OK || warnings)
+            return STK_OK;
         return finish(t, x, px, w, h, stride, out, out_len, resized, "JPEG", reason);
     }
     if (k == STK__IMG_UNKNOWN) {

@@ -26,8 +26,8 @@ void stk__transcoder_destroy(stk__transcoder *t);
 void stk__fit_size(int w, int h, int max_side, int *ow, int *oh);
 
 /*
- * The payload for source bytes P[LEN]. *OUT = NULL: store P as it is (a JPEG that fits, or any
- * JPEG without max_side). Else *OUT (owned by T, valid until its next call) holds *OUT_LEN bytes
+ * The payload for source bytes P[LEN]. *OUT = NULL: store P as it is (a JPEG that fits, any
+ * JPEG without max_side, a JPEG that does not decode cleanly). Else *OUT (owned by T, valid until its next call) holds *OUT_LEN bytes
  * of a new JPEG. *KIND = the source's format (stk__img_kind); *RESIZED = 1 when the image was
  * made smaller for max_side. On failure the status and a reason
  * naming the format ("PNG: truncated: file ends early", "not an image stoker reads (HEIF)") in

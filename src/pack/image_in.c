@@ -113,24 +113,6 @@ static const char *kind_package(int kind)
     }
 }
 
-void stk__img_formats(char *have, size_t hcap, char *missing, size_t mcap)
-{
-    size_t h = 0, m = 0;
-    if (hcap)
-        have[0] = 0;
-    if (mcap)
-        missing[0] = 0;
-    for (int k = STK__IMG_PNG; k <= STK__IMG_PNM; k++) {
-        if (stk__img_can_decode(k)) {
-            if (h < hcap)
-                h += (size_t)snprintf(have + h, hcap - h, "%s%s", h ? " " : "", stk__img_kind_name(k));
-        } else if (m < mcap) {
-            m += (size_t)snprintf(missing + m, mcap - m, "%s%s (%s)", m ? ", " : "", stk__img_kind_name(k),
-                                  kind_package(k));
-        }
-    }
-}
-
 void stk__img_describe_unknown(const uint8_t *p, size_t n, char *buf, size_t cap)
 {
     if (n >= 12 && !memcmp(p + 4, "ftyp", 4)) {
@@ -167,9 +149,9 @@ void stk__img_describe_unknown(const uint8_t *p, size_t n, char *buf, size_t cap
     }
 }
 
-/* ---- common ---------------------------------------------------------------------------------- */
+/* ---- common (unused in a build without decoders) ----------------------------------------------- */
 
-static int check_size(int kind, int64_t w, int64_t h, int64_t max_pixels, char *err)
+__attribute__((unused)) static int check_size(int kind, int64_t w, int64_t h, int64_t max_pixels, char *err)
 {
     if (w <= 0 || h <= 0)
         return stk__err(err, STK_E_DECODE, "%s: bad image size %lldx%lld", stk__img_kind_name(kind),
@@ -180,7 +162,7 @@ static int check_size(int kind, int64_t w, int64_t h, int64_t max_pixels, char *
     return STK_OK;
 }
 
-static uint8_t *alloc_rgb(int w, int h)
+__attribute__((unused)) static uint8_t *alloc_rgb(int w, int h)
 {
     size_t n = (size_t)w * (size_t)h * 3;
     uint8_t *p = malloc(n + SLACK);
@@ -191,7 +173,7 @@ static uint8_t *alloc_rgb(int w, int h)
 
 /* One row of N pixels with CH channels of BYTES (1 or 2, big-endian when BE) to RGB8. 16-bit:
  * colour and gray+alpha keep the high byte; plain gray (CH 1) clamps to 255 (Pillow's I -> L). */
-static void row_to_rgb(const uint8_t *in, int n, int ch, int bytes, int be, uint8_t *out)
+__attribute__((unused)) static void row_to_rgb(const uint8_t *in, int n, int ch, int bytes, int be, uint8_t *out)
 {
     for (int x = 0; x < n; x++) {
         uint8_t v[4];

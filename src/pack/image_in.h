@@ -30,9 +30,6 @@ int stk__img_sniff(const uint8_t *p, size_t len);
 const char *stk__img_kind_name(int kind);
 /* 1 when this build has a decoder for KIND (JPEG always). */
 int stk__img_can_decode(int kind);
-/* The formats this build decodes besides JPEG, e.g. "PNG WebP GIF BMP TIFF PPM/PGM", and the
- * missing ones with the build option/package that would add them. */
-void stk__img_formats(char *have, size_t have_cap, char *missing, size_t missing_cap);
 /* What the first bytes look like when the format is not one we read ("HEIF/AVIF", "JPEG 2000",
  * "text", "starts with 00 01 02 03"), for the skip reason. */
 void stk__img_describe_unknown(const uint8_t *p, size_t len, char *buf, size_t cap);

@@ -393,7 +393,7 @@ typedef struct stk_pack_result {
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);
 
-/** Pack options added in 0.2. SIZE comes first so that the struct can grow: set it to
+/** Pack options added in 0.2 (since 0.2). SIZE comes first so that the struct can grow: set it to
  *  sizeof(stk_pack_ext_options); fields past the caller's SIZE read as 0. All zero (or NULL) =
  *  stk_pack's behaviour. */
 typedef struct stk_pack_ext_options {
@@ -407,7 +407,7 @@ typedef struct stk_pack_ext_options {
     uint64_t resized;     /**< out: images made smaller for max_side by this call */
 } stk_pack_ext_options;
 
-/** stk_pack with EXT (may be NULL). EXT->max_side and quality are part of the pack plan: an
+/** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an
  *  interrupted pack resumes only with the same values. STK_E_INVALID for a size smaller than
  *  the first field or values out of range. Thread-safe (no shared state); EXT's out fields are
  *  written by this call. */

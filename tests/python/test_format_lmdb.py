@@ -67,8 +67,9 @@ def test_read_shards_with_python_lmdb(tmp_path):
     r = subprocess.run([exe, "pack", str(src), str(dst), "--shard-size", "1M", "--quiet"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert (dst / "pack-report.tsv").read_text() == \
-        "%s\tnot a JPEG (starts with 47 49 46)\n" % (src / "bee" / "broken.jpg")
+    # GIF bytes cut after the signature: a GIF (packed as JPEG when whole), listed as corrupt
+    report = (dst / "pack-report.tsv").read_text()
+    assert report.startswith("%s\tGIF: " % (src / "bee" / "broken.jpg")) and report.count("\n") == 1, report
     assert not (dst / ".stoker-pack-incomplete").exists()
 
     shards = sorted(p for p in os.listdir(dst) if p.startswith("shard-") and p.endswith(".lmdb"))

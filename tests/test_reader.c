@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_reader.c — the read stage (src/read/reader.c) on real data: every record of a dataset delivered
+ * test_reader.c — the read stage (src/read/) on real data: every record of a dataset delivered
  * exactly once per epoch with the right bytes and label, for stoker shards (io_uring O_DIRECT and
  * buffered, the pread pool, the forced fallback, LMDB's mmap path), a foreign LMDB and a folder of
  * files; a corrupted record gives STK_E_CRC and the rest arrive; stop mid-epoch returns every

@@ -43,6 +43,8 @@
  */
 #include "augment.h"
 
+#include "decode.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_dataset_shared.c — many datasets on the same shards in one process (LMDB's rule: one
- * MDB_env per file per process; dataset.c shares it through a registry, see "Shared
- * environments" there).
+ * MDB_env per file per process; src/dataset/envreg.c shares it through a registry, see its
+ * top comment).
  *
  *   - two datasets on the same shards share each shard's MDB_env (white box: same pointer; black
  *     box: the second open adds only the dataset's own two descriptors per shard, not LMDB's);

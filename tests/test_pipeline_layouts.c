@@ -125,7 +125,7 @@ int main(void)
     tl_epoch ea, eb;
     stk_stats st;
     run(folder, &cfgs[0], STK_MODE_EVAL, &ea, &st);
-    run(shards, &cfgs[1], STK_MODE_EVAL, &eb, &st);
+    run(shards, &cfgs[have_uring ? 1 : 3], STK_MODE_EVAL, &eb, &st); /* io_uring, else pread */
     for (size_t i = 0; i < n; i++)
         T_CHECK(ea.index[i] == i, "eval in index order");
     same(&ea, &eb, "eval files vs shards");

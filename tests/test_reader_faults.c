@@ -19,7 +19,7 @@ typedef struct count_faults {
     uint64_t eio, short_split;
 } count_faults;
 
-/* What the reader's fault draw gives for EPOCH (same formula as reader.c: three draws in order). */
+/* What the reader's fault draw gives for EPOCH (same formula as reader_verify.c: three draws in order). */
 static count_faults expected_faults(const stk_dataset *ds, const stk__reader_config *c, uint64_t epoch,
                                     int direct)
 {

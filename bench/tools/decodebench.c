@@ -27,6 +27,7 @@
  * one of them). The per-repeat figures are then the sums over the images.
  */
 #include "augment.h"
+#include "decode.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -83,3 +83,19 @@ int stk__meta_u64(MDB_txn *txn, MDB_dbi dbi, const char *key, uint64_t *out)
     *out = x;
     return 0;
 }
+
+int stk__shard_name_parse(const char *n, unsigned *no)
+{
+    size_t pl = strlen(STK__SHARD_PREFIX);
+    if (strlen(n) != pl + 10 || strncmp(n, STK__SHARD_PREFIX, pl) != 0 || strcmp(n + pl + 5, ".lmdb") != 0)
+        return 0;
+    unsigned v = 0;
+    for (size_t i = pl; i < pl + 5; i++) {
+        if (n[i] < '0' || n[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned)(n[i] - '0');
+    }
+    if (no)
+        *no = v;
+    return 1;
+}

@@ -17,9 +17,15 @@
 #define STK__DB_META "meta"
 #define STK__DB_SOURCES "sources"   /* optional: key -> source path (UTF-8) */
 #define STK__SHARD_FMT "shard-%05u.lmdb"
+#define STK__SHARD_PREFIX "shard-"  /* every shard-* file in a dataset directory is stoker's */
 #define STK__INCOMPLETE_MARK ".stoker-pack-incomplete" /* in DST while a pack is unfinished */
 #define STK__PACK_REPORT "pack-report.tsv"
 
+/* Meta keys of every shard (see docs/FORMAT.md). */
+#define STK__META_FORMAT "format"   /* STK__FORMAT_NAME */
+#define STK__META_COUNT "count"
+#define STK__META_CLASSES "classes" /* class names, one per line, label = line */
+#define STK__META_CREATED_BY "created_by"
 /* Meta keys written by stk_pack (see docs/FORMAT.md). */
 #define STK__META_FIRST_INDEX "first_index"
 #define STK__META_SHARD "shard"
@@ -29,6 +35,10 @@
 #define STK__META_SRC_BEGIN "source_begin"
 #define STK__META_SRC_END "source_end"
 #define STK__META_SKIPPED "skipped"
+
+/* 1 when N is a finished shard's name, shard-NNNNN.lmdb, with its number in *NO (NO may be NULL);
+ * 0 for anything else (temp files, lock files, other names). */
+int stk__shard_name_parse(const char *n, unsigned *no);
 
 /* Write the header for PAYLOAD of LEN bytes. */
 void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len);

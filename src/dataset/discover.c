@@ -18,20 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static int is_shard_name(const char *n, unsigned *no)
-{
-    if (strlen(n) != 16 || strncmp(n, "shard-", 6) != 0 || strcmp(n + 11, ".lmdb") != 0)
-        return 0;
-    unsigned v = 0;
-    for (int i = 6; i < 11; i++) {
-        if (n[i] < '0' || n[i] > '9')
-            return 0;
-        v = v * 10 + (unsigned)(n[i] - '0');
-    }
-    *no = v;
-    return 1;
-}
-
 static int cmp_uint(const void *a, const void *b)
 {
     unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
@@ -51,7 +37,7 @@ static int list_shards(stk_dataset *ds, const char *dir, unsigned **out, size_t 
     struct dirent *e;
     unsigned no;
     while ((e = readdir(d)) != NULL) {
-        if (!is_shard_name(e->d_name, &no))
+        if (!stk__shard_name_parse(e->d_name, &no))
             continue;
         if (*n == cap) {
             cap = cap ? cap * 2 : 16;

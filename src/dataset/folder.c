@@ -270,19 +270,12 @@ static void ent_free(entries *en)
     memset(en, 0, sizeof *en);
 }
 
-int stk__folder_scan(const char *root, stk__filelist *out, char *err)
+/* The class folders of ROOT (subdirectories, symlinks followed), sorted. */
+static int list_classes(const char *root, strvec *classes, char *err)
 {
-    memset(out, 0, sizeof *out);
-    struct stat st;
-    if (stat(root, &st) != 0)
-        return stk__err(err, -errno, "%s", root);
-    if (!S_ISDIR(st.st_mode))
-        return stk__err(err, STK_E_INVALID, "%s: not a directory", root);
     DIR *d = opendir(root);
     if (!d)
         return stk__err(err, -errno, "%s: cannot list", root);
-    strvec classes = {0};
-    entries en = {0};
     int rc = STK_OK;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
@@ -293,51 +286,65 @@ int stk__folder_scan(const char *root, stk__filelist *out, char *err)
             struct stat s2;
             isdir = fstatat(dirfd(d), e->d_name, &s2, 0) == 0 && S_ISDIR(s2.st_mode);
         }
-        if (isdir && (rc = sv_push(&classes, stk__strdup(e->d_name))) != STK_OK)
+        if (isdir && (rc = sv_push(classes, stk__strdup(e->d_name))) != STK_OK)
             break;
     }
     closedir(d);
-    if (rc) {
-        stk__err(err, rc, "%s: out of memory while scanning", root);
-        goto fail;
+    if (rc)
+        return stk__err(err, rc, "%s: out of memory while scanning", root);
+    if (classes->n == 0)
+        return stk__err(err, STK_E_EMPTYSET, "%s: no class folders (an ImageFolder root holds one "
+                                             "folder per class)", root);
+    qsort(classes->v, classes->n, sizeof *classes->v, cmp_str);
+    if (classes->n > INT32_MAX)
+        return stk__err(err, STK_E_RANGE, "%s: too many classes", root);
+    return STK_OK;
+}
+
+/* The image files of class folder CDIR (label C) into EN, in torchvision's order; `rel` is the
+ * path past its first SKIP bytes (the root and its '/'). */
+static int scan_class(const char *cdir, int32_t c, size_t skip, entries *en)
+{
+    walk w = {0};
+    int rc = walk_dir(&w, cdir, 0);
+    if (rc == STK_OK && w.dirs.n > 1)
+        qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, cmp_str);
+    for (size_t i = 0; rc == STK_OK && i < w.dirs.n; i++) {
+        strvec files = {0};
+        rc = list_files(w.dirs.v[i], &files);
+        for (size_t f = 0; rc == STK_OK && f < files.n; f++) {
+            char *p = join(w.dirs.v[i], files.v[f]);
+            char *r = p ? stk__strdup(p + skip) : NULL;
+            rc = ent_push(en, p, r, c);
+        }
+        sv_free(&files);
     }
-    if (classes.n == 0) {
-        rc = stk__err(err, STK_E_EMPTYSET, "%s: no class folders (an ImageFolder root holds one "
-                                          "folder per class)", root);
+    sv_free(&w.dirs);
+    free(w.seen);
+    return rc;
+}
+
+int stk__folder_scan(const char *root, stk__filelist *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(root, &st) != 0)
+        return stk__err(err, -errno, "%s", root);
+    if (!S_ISDIR(st.st_mode))
+        return stk__err(err, STK_E_INVALID, "%s: not a directory", root);
+    strvec classes = {0};
+    entries en = {0};
+    int rc = list_classes(root, &classes, err);
+    if (rc)
         goto fail;
-    }
-    qsort(classes.v, classes.n, sizeof *classes.v, cmp_str);
-    if (classes.n > INT32_MAX) {
-        rc = stk__err(err, STK_E_RANGE, "%s: too many classes", root);
-        goto fail;
-    }
     /* join() adds a '/' unless ROOT ends with one: skip exactly that prefix for `rel`. */
     size_t skip = strlen(root);
     if (skip == 0 || root[skip - 1] != '/')
         skip++;
     for (size_t c = 0; c < classes.n && rc == STK_OK; c++) {
         char *cdir = join(root, classes.v[c]);
-        if (!cdir) {
-            rc = STK_E_NOMEM;
-            break;
-        }
-        walk w = {0};
-        rc = walk_dir(&w, cdir, 0);
+        rc = cdir ? scan_class(cdir, (int32_t)c, skip, &en) : STK_E_NOMEM;
         free(cdir);
-        if (rc == STK_OK && w.dirs.n > 1)
-            qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, cmp_str);
-        for (size_t i = 0; rc == STK_OK && i < w.dirs.n; i++) {
-            strvec files = {0};
-            rc = list_files(w.dirs.v[i], &files);
-            for (size_t f = 0; rc == STK_OK && f < files.n; f++) {
-                char *p = join(w.dirs.v[i], files.v[f]);
-                char *r = p ? stk__strdup(p + skip) : NULL;
-                rc = ent_push(&en, p, r, (int32_t)c);
-            }
-            sv_free(&files);
-        }
-        sv_free(&w.dirs);
-        free(w.seen);
     }
     if (rc) {
         stk__err(err, rc, "%s: scan failed", root);
@@ -359,12 +366,56 @@ fail:
     return rc;
 }
 
+/* The label of a list line (LLEN bytes at LAB): a decimal int32 >= 0. */
+static int parse_label(const char *lab, size_t llen, size_t lineno, int32_t *out, char *err)
+{
+    int64_t v = 0;
+    if (llen == 0 || llen > 10)
+        return stk__err(err, STK_E_FORMAT, "line %zu: label must be a decimal integer 0..%d", lineno,
+                        INT32_MAX);
+    for (size_t i = 0; i < llen; i++) {
+        if (lab[i] < '0' || lab[i] > '9')
+            return stk__err(err, STK_E_FORMAT, "line %zu: label `%.*s` is not a decimal integer >= 0",
+                            lineno, (int)llen, lab);
+        v = v * 10 + (lab[i] - '0');
+    }
+    if (v > INT32_MAX)
+        return stk__err(err, STK_E_FORMAT, "line %zu: label too large", lineno);
+    *out = (int32_t)v;
+    return STK_OK;
+}
+
+/* One `path<TAB>label` line (L bytes, no newline) into EN. */
+static int parse_line(const char *line, size_t l, size_t lineno, const char *base_dir, entries *en, char *err)
+{
+    const char *tab = memchr(line, '\t', l);
+    if (!tab)
+        return stk__err(err, STK_E_FORMAT, "line %zu: expected `path<TAB>label`", lineno);
+    size_t plen = (size_t)(tab - line);
+    if (plen == 0)
+        return stk__err(err, STK_E_FORMAT, "line %zu: empty path", lineno);
+    if (memchr(line, '\0', l))
+        return stk__err(err, STK_E_FORMAT, "line %zu: NUL byte", lineno);
+    int32_t label = 0;
+    int rc = parse_label(tab + 1, l - plen - 1, lineno, &label, err);
+    if (rc)
+        return rc;
+    char *rel = malloc(plen + 1);
+    if (!rel)
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    memcpy(rel, line, plen);
+    rel[plen] = 0;
+    char *full = (rel[0] == '/' || !base_dir || !*base_dir) ? stk__strdup(rel) : join(base_dir, rel);
+    if ((rc = ent_push(en, full, rel, label)) != STK_OK)
+        return stk__err(err, rc, "out of memory");
+    return STK_OK;
+}
+
 int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__filelist *out, char *err)
 {
     memset(out, 0, sizeof *out);
     entries en = {0};
     size_t pos = 0, lineno = 0;
-    int rc = STK_OK;
     while (pos < len) {
         size_t end = pos;
         while (end < len && text[end] != '\n')
@@ -377,52 +428,10 @@ int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__fil
             l--;
         if (l == 0 || line[0] == '#')
             continue;
-        const char *tab = memchr(line, '\t', l);
-        if (!tab) {
-            rc = stk__err(err, STK_E_FORMAT, "line %zu: expected `path<TAB>label`", lineno);
-            goto fail;
-        }
-        size_t plen = (size_t)(tab - line);
-        const char *lab = tab + 1;
-        size_t llen = l - plen - 1;
-        if (plen == 0) {
-            rc = stk__err(err, STK_E_FORMAT, "line %zu: empty path", lineno);
-            goto fail;
-        }
-        if (memchr(line, '\0', l)) {
-            rc = stk__err(err, STK_E_FORMAT, "line %zu: NUL byte", lineno);
-            goto fail;
-        }
-        int64_t v = 0;
-        if (llen == 0 || llen > 10) {
-            rc = stk__err(err, STK_E_FORMAT, "line %zu: label must be a decimal integer 0..%d",
-                          lineno, INT32_MAX);
-            goto fail;
-        }
-        for (size_t i = 0; i < llen; i++) {
-            if (lab[i] < '0' || lab[i] > '9') {
-                rc = stk__err(err, STK_E_FORMAT, "line %zu: label `%.*s` is not a decimal integer "
-                                                 ">= 0", lineno, (int)llen, lab);
-                goto fail;
-            }
-            v = v * 10 + (lab[i] - '0');
-        }
-        if (v > INT32_MAX) {
-            rc = stk__err(err, STK_E_FORMAT, "line %zu: label too large", lineno);
-            goto fail;
-        }
-        char *rel = malloc(plen + 1);
-        if (!rel) {
-            rc = stk__err(err, STK_E_NOMEM, "out of memory");
-            goto fail;
-        }
-        memcpy(rel, line, plen);
-        rel[plen] = 0;
-        char *full = (rel[0] == '/' || !base_dir || !*base_dir) ? stk__strdup(rel)
-                                                                : join(base_dir, rel);
-        if ((rc = ent_push(&en, full, rel, (int32_t)v)) != STK_OK) {
-            stk__err(err, rc, "out of memory");
-            goto fail;
+        int rc = parse_line(line, l, lineno, base_dir, &en, err);
+        if (rc) {
+            ent_free(&en);
+            return rc;
         }
     }
     ent_move(&en, out);
@@ -432,9 +441,6 @@ int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__fil
         return stk__err(err, STK_E_NOMEM, "out of memory");
     }
     return STK_OK;
-fail:
-    ent_free(&en);
-    return rc;
 }
 
 /* The whole of the open file FD (SIZE bytes at open; a file that shrank since gives what is left)

@@ -201,12 +201,12 @@ static int shard_meta_required(stk_dataset *ds, const stk__shard *sh, MDB_dbi me
                                uint64_t *count)
 {
     MDB_val v;
-    if (stk__meta_get(sh->txn, meta, "format", &v) != 0)
+    if (stk__meta_get(sh->txn, meta, STK__META_FORMAT, &v) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta has no `format`", path);
     if (v.mv_size != strlen(STK__FORMAT_NAME) || memcmp(v.mv_data, STK__FORMAT_NAME, v.mv_size) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: unsupported format `%.*s` (this build reads `%s`)",
                         path, (int)STK__MIN(v.mv_size, 64), (const char *)v.mv_data, STK__FORMAT_NAME);
-    if (stk__meta_u64(sh->txn, meta, "count", count) != 0)
+    if (stk__meta_u64(sh->txn, meta, STK__META_COUNT, count) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta `count` missing or not a number", path);
     return STK_OK;
 }
@@ -229,8 +229,8 @@ static int shard_stoker_meta(stk_dataset *ds, stk__shard *sh, uint32_t no, const
     if (in_dir && !ds->allow_incomplete && no + 1 == ds->nshards &&
         stk__meta_u64(sh->txn, meta, STK__META_LAST, &last) == 0 && last == 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: the dataset has more shards after this one: "
-                        "shard-%05u.lmdb is missing", path, no + 1);
-    if (no == 0 && !ds->classes && stk__meta_get(sh->txn, meta, "classes", &v) == 0 &&
+                        STK__SHARD_FMT " is missing", path, no + 1);
+    if (no == 0 && !ds->classes && stk__meta_get(sh->txn, meta, STK__META_CLASSES, &v) == 0 &&
         set_classes(ds, v.mv_data, v.mv_size) != STK_OK)
         return stk__err(ds->err, STK_E_NOMEM, "out of memory");
     /* the optional `sources` tree, found now with pread in the snapshot of the kept transaction

@@ -27,21 +27,17 @@
  * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
  * window plus the filter's support). All scratch lives in the worker context and only grows.
  *
- * Speed (issue 4: everything but the decode should cost little next to it). The decoder hands
- * the window over in strips of 8 rows (stk__dec_window_rows) and the horizontal pass runs on
- * each strip while it is in L1. With AVX2 that pass is transposed: the strip's bytes become
- * byte columns of 8 rows, and an output column is a weighted sum of whole columns, 8 rows per
- * 32-bit multiply-add with the broadcast coefficient, no shuffle per tap (strip_h_t8). The
- * vertical pass is row-wise already: 64 output bytes per step. Both use Pillow's integer
- * arithmetic exactly; the portable passes are the reference (test_augment compares them).
- * Measured per 224x224 train sample, cycles (perf record -e cycles:u, decodebench --only
- * process, two runs): horizontal 213k -> 84-92k (transpose 24-29k + kernel 60-63k), vertical
- * 55k -> 46k, tables 14-15k, for a decode of 1.6-1.7M; decodebench --interleave: process over
- * ceiling +18% -> +9.3%. Both passes now run at about 0.4 vector instructions per 32-bit product,
- * which exact 22-bit arithmetic needs (a vpmaddwd formulation needs split coefficients and pays
- * the same); what is left is mostly the products themselves.
+ * Speed: everything but the decode should cost little next to it. The decoder hands the window
+ * over in strips of 8 rows (stk__dec_window_rows) and the horizontal pass runs on each strip
+ * while it is in L1. With AVX2 that pass is transposed: the strip's bytes become byte columns of
+ * 8 rows, and an output column is a weighted sum of whole columns, 8 rows per 32-bit multiply-add
+ * with the broadcast coefficient, no shuffle per tap (strip_h_t8). The vertical pass is row-wise
+ * already: 64 output bytes per step. Both use Pillow's integer arithmetic exactly; the portable
+ * passes are the reference (test_augment compares them). Cycle counts: docs/PERFORMANCE.md.
  */
 #include "augment.h"
+
+#include "decode.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -41,7 +41,7 @@
  * stk__dec_window_rows hands the window over in strips of 8 rows instead, through a buffer of 8
  * rows that stays in L1 (the resize's horizontal pass runs on each strip as it comes).
  */
-#include "augment.h"
+#include "decode.h"
 
 #include <setjmp.h>
 #include <stdio.h>

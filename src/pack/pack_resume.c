@@ -51,7 +51,7 @@ static int read_shard_meta(MDB_txn *t, const char *digest, shard_meta *m)
     if (stk__meta_get(t, meta, STK__META_DIGEST, &v) != 0 || v.mv_size != strlen(digest) ||
         memcmp(v.mv_data, digest, v.mv_size) != 0)
         return 0;
-    if (stk__meta_u64(t, meta, "count", &m->count) || stk__meta_u64(t, meta, STK__META_FIRST_INDEX, &m->first) ||
+    if (stk__meta_u64(t, meta, STK__META_COUNT, &m->count) || stk__meta_u64(t, meta, STK__META_FIRST_INDEX, &m->first) ||
         stk__meta_u64(t, meta, STK__META_SRC_BEGIN, &m->begin) ||
         stk__meta_u64(t, meta, STK__META_SRC_END, &m->end))
         return 0;

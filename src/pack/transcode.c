@@ -13,6 +13,7 @@
 #include "transcode.h"
 
 #include "augment.h"
+#include "decode.h"
 #include "image_in.h"
 
 #include <setjmp.h>

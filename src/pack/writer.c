@@ -165,19 +165,9 @@ int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n)
 
 /* ---- DST handling --------------------------------------------------------------------------- */
 
-static int is_final_shard_name(const char *n)
-{
-    if (strlen(n) != 16 || strncmp(n, "shard-", 6) != 0 || strcmp(n + 11, ".lmdb") != 0)
-        return 0;
-    for (int i = 6; i < 11; i++)
-        if (n[i] < '0' || n[i] > '9')
-            return 0;
-    return 1;
-}
-
 static int is_own_file(const char *n)
 {
-    return !strncmp(n, "shard-", 6) || !strcmp(n, STK__PACK_REPORT) || !strcmp(n, STK__INCOMPLETE_MARK) ||
+    return !strncmp(n, STK__SHARD_PREFIX, strlen(STK__SHARD_PREFIX)) || !strcmp(n, STK__PACK_REPORT) || !strcmp(n, STK__INCOMPLETE_MARK) ||
            !strcmp(n, STK__PACK_REPORT ".tmp");
 }
 
@@ -189,7 +179,7 @@ int64_t stk__dst_count_shards(const char *dst)
     int64_t n = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        n += is_final_shard_name(e->d_name);
+        n += stk__shard_name_parse(e->d_name, NULL);
     closedir(d);
     return n;
 }
@@ -368,10 +358,10 @@ int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint3
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         unsigned no;
-        if (strncmp(e->d_name, "shard-", 6) != 0)
+        if (strncmp(e->d_name, STK__SHARD_PREFIX, strlen(STK__SHARD_PREFIX)) != 0)
             continue;
         int drop = strstr(e->d_name, ".tmp") != NULL || strstr(e->d_name, "-lock") != NULL;
-        if (sscanf(e->d_name, "shard-%5u", &no) == 1 && no >= next_shard)
+        if (sscanf(e->d_name, STK__SHARD_PREFIX "%5u", &no) == 1 && no >= next_shard)
             drop = 1;
         if (drop && unlinkat(dirfd(d), e->d_name, 0) != 0 && errno != ENOENT) {
             rc = stk__err(w->err, -errno, "%s/%s: cannot remove", dst, e->d_name);
@@ -559,14 +549,14 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
     if (o)
         o--; /* no trailing newline: line i = class i */
     const char *by = "stoker " STK_VERSION_STRING;
-    rc = put_meta(w, meta, "format", STK__FORMAT_NAME, strlen(STK__FORMAT_NAME));
+    rc = put_meta(w, meta, STK__META_FORMAT, STK__FORMAT_NAME, strlen(STK__FORMAT_NAME));
     if (!rc)
-        rc = put_meta_u64(w, meta, "count", w->shard_count);
+        rc = put_meta_u64(w, meta, STK__META_COUNT, w->shard_count);
     if (!rc)
-        rc = put_meta(w, meta, "classes", cls, o);
+        rc = put_meta(w, meta, STK__META_CLASSES, cls, o);
     free(cls);
     if (!rc)
-        rc = put_meta(w, meta, "created_by", by, strlen(by));
+        rc = put_meta(w, meta, STK__META_CREATED_BY, by, strlen(by));
     if (!rc)
         rc = put_meta_u64(w, meta, STK__META_FIRST_INDEX, w->shard_first);
     if (!rc)

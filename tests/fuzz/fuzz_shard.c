@@ -7,7 +7,7 @@
  * STK_LAYOUT_AUTO (so a foreign LMDB is accepted too). Where the open succeeds, every record is
  * described, named and read. A malformed file must give an error (a status and a message naming
  * the file), never a crash, a hang or a read outside the file: the offset table trusts LMDB's
- * cursor, so dataset.c validates page numbers, offsets and lengths against the file size.
+ * cursor, so src/dataset (shard.c, walk.c) validates page numbers, offsets and lengths against the file size.
  *
  * Invariants: statuses are documented codes; the error text names the shard; every record of an
  * opened dataset lies inside the file (offset + length <= file size) and a read either succeeds

@@ -6,8 +6,8 @@
 MODE: decode, storage (ImageFolder of JPEGs, RandomResizedCrop, tiny model), checkpoint (a large
 torch.save every few steps), compute (a long step, batches from memory), starved (4 DataLoader
 workers; the test runs it on one core), sync (.item() on every sample of every step), crash
-(raises after 3 steps), noloader (never iterates a loader). The job runs until it is stopped
-(SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
+(raises after 3 steps), noloader (never iterates a loader). The job runs --steps steps or until
+it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
 import argparse
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--data")
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: when stopped)")
     ap.add_argument("--out")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -65,7 +66,13 @@ def main():
         model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         blob = {"weights": torch.randn(12 * 1024 * 1024)}   # 48 MB "optimizer state"
         ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-ckpt-%d.pt" % os.getpid())
-    else:  # sync, crash
+    elif m == "sync":  # pre-made batches: loading costs next to nothing, the step is the .item()s
+        g = torch.Generator().manual_seed(0)
+        batches = [(torch.randn(256, 64, generator=g), torch.randint(0, 10, (256,), generator=g))
+                   for _ in range(16)]
+        loader = torch.utils.data.DataLoader(batches, batch_size=None, shuffle=True)
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    else:  # crash
         loader = memory_loader(4096, (64,), 64)
         model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -74,7 +81,7 @@ def main():
           "cpu_calls": 0, "step_s": []}
     t_start = time.monotonic()
     try:
-        while True:
+        while not args.steps or me["steps"] < args.steps:
             it = iter(loader)
             while True:
                 t0 = time.monotonic()
@@ -107,6 +114,8 @@ def main():
                 if m == "crash" and me["steps"] == 3:
                     raise RuntimeError("constructed crash after 3 steps")
                 me["step_s"].append(time.monotonic() - t1)
+                if args.steps and me["steps"] >= args.steps:
+                    break
     except KeyboardInterrupt:
         pass
     finally:

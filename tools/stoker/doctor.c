@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -386,6 +387,7 @@ int cmd_doctor(int argc, char **argv)
     }
     if (pid == 0) {
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a doctor killed outright does not leave the job behind */
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGHUP, SIG_DFL);
@@ -416,6 +418,7 @@ int cmd_doctor(int argc, char **argv)
         goto out;
     }
     r.pid = pid;
+    dr_sampler_limits(smp, &r);
     fprintf(stderr, "stoker doctor: watching `%s` (pid %d)%s\n", cmd[0], (int)pid,
             seconds > 0 ? ", it will be stopped after --seconds" : "");
 

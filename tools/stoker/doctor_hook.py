@@ -21,28 +21,47 @@ def _stk_doctor_install():
     import time
     now = time.monotonic_ns
     pid = os.getpid()
-    st = {"fd": fd, "in_next": False}
+    st = {"fd": fd, "in_next": False, "flushed": 0, "pid": pid}
     # per-step counters, reset at every batch: .item() .cpu() .numpy() cuda.synchronize,
     # of those on CUDA tensors, H2D pinned, H2D pageable, H2D bytes, ns inside the sync calls,
     # autocast entries fp16, autocast entries bf16
     C = [0] * 11
 
-    def emit(line):
-        f = st["fd"]
-        if f is None:
+    buf = []
+    ZERO = [0] * len(C)
+    ZERO_S = " ".join(map(str, ZERO))
+
+    def forked():
+        # a forked child (a DataLoader worker): its parent's pending lines are not its own
+        del buf[:]
+        st["pid"] = os.getpid()
+    os.register_at_fork(after_in_child=forked)
+
+    def emit(line, t=0):
+        # batch lines (t: their time) are written in groups, every 32 lines or 0.2 s: one write()
+        # per step cost more than the rest of the hook together; everything else goes out at once
+        buf.append(line)
+        if t and len(buf) < 32 and t - st["flushed"] < 200000000:
             return
-        try:
-            os.write(f, line.encode())
-        except OSError:
-            st["fd"] = None
+        f = st["fd"]
+        if f is not None:
+            try:
+                os.write(f, "".join(buf).encode())
+            except OSError:
+                st["fd"] = None
+        del buf[:]
+        st["flushed"] = now()
 
     def counters():
+        if not any(C):
+            return ZERO_S
         s = " ".join(map(str, C))
-        for i in range(len(C)):
-            C[i] = 0
+        C[:] = ZERO
         return s
 
     emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
+
+    dtypes = {}
 
     def batch_size(b):
         if isinstance(b, (list, tuple)) and b:
@@ -50,7 +69,11 @@ def _stk_doctor_install():
         elif isinstance(b, dict) and b:
             b = next(iter(b.values()))
         s = getattr(b, "shape", None)
-        return (int(s[0]) if s else 0), str(getattr(b, "dtype", "-")).replace("torch.", "")
+        d = getattr(b, "dtype", None)
+        n = dtypes.get(d)
+        if n is None:
+            n = dtypes[d] = str(d).replace("torch.", "").replace(" ", "") if d is not None else "-"
+        return (int(s[0]) if s else 0), n
 
     def wrap_next(orig):
         def __next__(self):
@@ -59,13 +82,13 @@ def _stk_doctor_install():
             try:
                 b = orig(self)
             except StopIteration:
-                emit("E %d %d\n" % (pid if os.getpid() == pid else os.getpid(), now()))
+                emit("E %d %d\n" % (os.getpid(), now()))
                 raise
             finally:
                 st["in_next"] = False
             t1 = now()
             n, dt = batch_size(b)
-            emit("N %d %d %d %d %s %s\n" % (os.getpid(), t0, t1, n, dt, counters()))
+            emit("N %d %d %d %d %s %s\n" % (st["pid"], t0, t1, n, dt, counters()), t1)
             return b
         return __next__
 

@@ -346,10 +346,22 @@ static void sample_threads(dr_sampler *s, dr_run *r, dr_tick *k, double dt)
 
 static int dev_whole(unsigned maj, unsigned min)
 {
+    static struct { unsigned maj, min; int whole; } cache[64];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (cache[i].maj == maj && cache[i].min == min)
+            return cache[i].whole;
     char path[96];
     struct stat sb;
     snprintf(path, sizeof path, "/sys/dev/block/%u:%u/partition", maj, min);
-    return stat(path, &sb) != 0;
+    int whole = stat(path, &sb) != 0;
+    if (n < 64) {
+        cache[n].maj = maj;
+        cache[n].min = min;
+        cache[n].whole = whole;
+        n++;
+    }
+    return whole;
 }
 
 static void add_dev(dr_run *r, unsigned maj, unsigned min, int touched)

@@ -16,7 +16,7 @@
 #define RIGHT 180.0
 #define LANE 120.0
 #define GAP 34.0
-#define TOP 78.0
+#define TOP 104.0
 
 static const char *role_col[DR_NROLES] = {"#d62728", "#1f77b4", "#2ca02c", "#9e9e9e"};
 static const char *role_lbl[DR_NROLES] = {"main thread", "DataLoader workers", "stoker threads", "other"};
@@ -258,6 +258,12 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g s</text>\n",
                 X(&p, t), yb, X(&p, t), yb + 5, X(&p, t), yb + 18, t);
+    if (w0 > r->t_start && w0 < w1 && r->nsteps) {
+        double xw = X(&p, (double)(w0 - r->t_start) / 1e9);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2e7d32\" stroke-dasharray=\"2,2\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#2e7d32\" text-anchor=\"end\">training loop starts</text>\n",
+                xw, TOP - 14, xw, yb, xw - 3, TOP - 2);
+    }
     if (r->t_stop) {
         double xs = X(&p, (double)(r->t_stop - r->t_start) / 1e9);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"2,2\"/>"

@@ -40,6 +40,7 @@ struct dr_result {
     double wall;                  /* the training window, s */
     double run_s;                 /* the whole job, s */
     int nsteps;
+    double csteps;                /* steps the counters cover (see analyse_steps) */
     /* data */
     double wait_total, iter_total, input_share;
     double wait_med, wait_p99, between_med, between_p99, step_med;
@@ -186,7 +187,10 @@ static void analyse_steps(const dr_run *r, dr_result *a)
         prev_t0 = s->t0;
         a->nsteps++;
     }
-    if (r->x_t && a->nsteps) { /* the last step's counters come with the exit event */
+    /* the counters of batch k+1 are those of step k; the last step's come with the exit event */
+    a->csteps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    if (r->x_t && a->nsteps) {
+        a->csteps = a->nsteps;
         for (int k = 0; k < 4; k++)
             a->calls[k] += (double)r->x_c[k];
         a->calls_dev += (double)r->x_c[4];
@@ -357,7 +361,7 @@ static void decide(const dr_run *r, dr_result *a)
     a->input_share = input;
     a->save_share = a->save_total / W;
     a->sync_share = a->sync_time / W;
-    double steps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    double steps = a->csteps > 0 ? a->csteps : 1;
     double per_step = a->calls_total / steps;
     int gpu = a->gpu_used;
     double calls_used = gpu ? a->calls_dev / steps : per_step;
@@ -582,6 +586,9 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
             r->gpu_ctx == 1 ? "holds a context on" : a->gpu_used ? "uses" : "does not use",
             r->gpu_ctx == 1 ? "a GPU device file open" : a->gpu_used ? "CUDA tensors in the steps" : "no GPU device file open, no CUDA tensor");
 
+    if (!a->nticks)
+        fprintf(f, "   (the job ended before the first sample, %.0f ms after its start: no CPU, memory, disk "
+                "or GPU figures)\n", 1e3 * r->interval);
     fprintf(f, "2. CPU        the job may use %g core%s (affinity %d of %d", r->allowed, r->allowed == 1 ? "" : "s",
             r->affinity, r->ncpu_online);
     if (r->quota > 0)
@@ -644,7 +651,7 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     else
         fprintf(f, "; GPU memory headroom unknown (no NVML)");
     fprintf(f, "\n");
-    double steps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    double steps = a->csteps > 0 ? a->csteps : 1;
     fprintf(f, "5. copies     per step: .item() %.1f, .cpu() %.1f, .numpy() %.1f, cuda.synchronize %.1f "
             "(%.1f on GPU tensors); %.1f%% of the time inside them\n", a->calls[0] / steps, a->calls[1] / steps,
             a->calls[2] / steps, a->calls[3] / steps, a->calls_dev / steps, 100 * a->sync_share);
@@ -690,7 +697,7 @@ static void jnum(FILE *f, const char *k, double v, int comma)
 {
     if (!isfinite(v))
         v = 0;
-    fprintf(f, "\"%s\": %.6g%s", k, v, comma ? ", " : "");
+    fprintf(f, "\"%s\": %.12g%s", k, v, comma ? ", " : "");
 }
 
 int dr_json(const dr_run *r, const dr_result *a, const char *path)
@@ -698,7 +705,7 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    double steps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    double steps = a->csteps > 0 ? a->csteps : 1;
     fprintf(f, "{\n  \"command\": [");
     for (char **p = r->argv; *p; p++) {
         fprintf(f, "%s", p == r->argv ? "" : ", ");

@@ -27,6 +27,7 @@ typedef struct dr_tick {
     float dthreads[DR_NROLES];     /* threads in uninterruptible (disk) wait at the sample */
     float nthreads[DR_NROLES];
     char main_state;               /* the main thread's state letter at the sample */
+    float ndec;                    /* stoker decode threads (stk-decN) */
     double sys_cores;              /* cores busy machine-wide */
     double psi[3];                 /* share of the interval with some task stalled: cpu, io, mem */
     double rd_bps, wr_bps, rd_iops, wr_iops; /* block devices (whole devices, summed) */
@@ -148,6 +149,7 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path);
 
 /* analysis results the SVG needs */
 double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1);
+void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next);
 
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);

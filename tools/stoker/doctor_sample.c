@@ -312,6 +312,8 @@ static void sample_threads(dr_sampler *s, dr_run *r, dr_tick *k, double dt)
                 k->dthreads[role] += 1;
             if (role == DR_MAIN)
                 k->main_state = st;
+            if (!strncmp(comm, "stk-dec", 7))
+                k->ndec += 1;
         }
         closedir(d);
         snprintf(path, sizeof path, "/proc/%d/statm", pid);

@@ -16,7 +16,7 @@
 #define RIGHT 180.0
 #define LANE 120.0
 #define GAP 34.0
-#define TOP 104.0
+#define TOP 142.0
 
 static const char *role_col[DR_NROLES] = {"#d62728", "#1f77b4", "#2ca02c", "#9e9e9e"};
 static const char *role_lbl[DR_NROLES] = {"main thread", "DataLoader workers", "stoker threads", "other"};
@@ -131,18 +131,35 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     if (n >= sizeof cmd)
         n = sizeof cmd - 1;
     esc(f, cmd);
-    fprintf(f, "</text>\n<text x=\"%.1f\" y=\"46\" font-size=\"13\" fill=\"#b00\">", LEFT);
-    char v[200];
+    fprintf(f, "</text>\n");
+    /* the verdict, its figures wrapped at a word, the next step */
+    const char *stage, *figs, *nx;
+    dr_result_verdict(a, &stage, &figs, &nx);
     int64_t w0, w1;
     dr_result_window(a, &w0, &w1);
-    const char *line = dr_verdict_line(a);
-    const char *semi = strchr(line, ';');
-    snprintf(v, sizeof v, "%.*s", semi ? (int)(semi - line) : (int)strlen(line), line);
-    esc(f, v);
-    const char *nx = strstr(line, "; next: ");
-    fprintf(f, "</text>\n<text x=\"%.1f\" y=\"64\" font-size=\"13\">", LEFT);
-    if (nx)
-        esc(f, nx + 2);
+    fprintf(f, "<text x=\"%.1f\" y=\"44\" font-size=\"14\" font-weight=\"bold\" fill=\"#b00\">verdict: ", LEFT);
+    esc(f, stage);
+    fprintf(f, "</text>\n");
+    double y0 = 61;
+    const char *fq = figs;
+    for (int line = 0; *fq && line < 3; line++, y0 += 15) {
+        size_t len = strlen(fq), cut = len;
+        if (len > 150) {
+            cut = 150;
+            while (cut > 60 && fq[cut] != ' ')
+                cut--;
+        }
+        char part[160];
+        snprintf(part, sizeof part, "%.*s", (int)cut, fq);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#b00\">", LEFT, y0);
+        esc(f, part);
+        fprintf(f, "</text>\n");
+        fq += cut;
+        while (*fq == ' ')
+            fq++;
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">next: ", LEFT, y0 + 2);
+    esc(f, nx);
     fprintf(f, "</text>\n");
 
     /* checkpoints, behind everything */

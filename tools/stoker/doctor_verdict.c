@@ -58,7 +58,7 @@ struct dr_result {
     double h2d_pin, h2d_page, h2d_bytes;
     int ac16, acbf;
     /* system */
-    double cpu[DR_NROLES], rq[DR_NROLES], dth[DR_NROLES], nth[DR_NROLES], cpu_total, rq_total;
+    double cpu[DR_NROLES], rq[DR_NROLES], dth[DR_NROLES], nth[DR_NROLES], cpu_total, rq_total, ndec;
     double psi[3], sys_cores, mem_avail_min, swap_used_max, rss_max;
     double rd_bps, wr_bps, rd_iops, wr_iops, job_rd, job_wr, net_rx, net_tx;
     int nticks;
@@ -89,6 +89,13 @@ double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1)
     *t0 = a->w0;
     *t1 = a->w1;
     return a->wall;
+}
+
+void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next)
+{
+    *stage = a->verdict;
+    *figures = a->figures;
+    *next = a->next;
 }
 
 const char *dr_verdict_line(const dr_result *a)
@@ -256,6 +263,7 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
             a->dth[j] += k->dthreads[j] * k->dt;
             a->nth[j] += k->nthreads[j] * k->dt;
         }
+        a->ndec += k->ndec * k->dt;
         for (int j = 0; j < 3; j++)
             a->psi[j] += k->psi[j] * k->dt;
         a->sys_cores += k->sys_cores * k->dt;
@@ -299,6 +307,7 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
         }
         for (int j = 0; j < 3; j++)
             a->psi[j] /= T;
+        a->ndec /= T;
         a->sys_cores /= T;
         a->rd_bps /= T;
         a->wr_bps /= T;
@@ -314,14 +323,17 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
 
     /* the loading role */
     if (!strcmp(a->kind, "stoker")) {
-        double n = a->workers > 0 ? a->workers : (a->nth[DR_STOKER] > 0 ? a->nth[DR_STOKER] : 1);
-        snprintf(a->loader_role, sizeof a->loader_role, "stoker's threads (%.0f decode)", n);
+        if (!a->workers)
+            a->workers = (int)(a->ndec + 0.5);
+        double n = a->workers > 0 ? a->workers : 1;
+        snprintf(a->loader_role, sizeof a->loader_role, "stoker's threads (%d decode)", a->workers);
         a->ld_n = n;
         a->ld_busy = a->cpu[DR_STOKER] / n;
         a->ld_rq = a->rq[DR_STOKER] / n;
         a->ld_disk = a->dth[DR_STOKER] / n;
     } else if (a->workers > 0) {
-        snprintf(a->loader_role, sizeof a->loader_role, "%d DataLoader worker processes", a->workers);
+        snprintf(a->loader_role, sizeof a->loader_role, "%d DataLoader worker process%s", a->workers,
+                 a->workers == 1 ? "" : "es");
         double n = a->workers;
         a->ld_n = n;
         a->ld_busy = a->cpu[DR_WORKER] / n;
@@ -631,8 +643,9 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     if (!a->nsteps)
         fprintf(f, "no batches seen (%s)\n", r->hooked ? "no DataLoader / stoker.Loader iterated" : "no hook");
     else {
-        fprintf(f, "%s loader, num_workers %d%s: waiting for the next batch %.0f%% of the time\n",
-                a->kind, a->workers, a->pin ? ", pinned" : "", 100 * a->input_share);
+        fprintf(f, "%s loader, %s %d%s: waiting for the next batch %.0f%% of the time\n", a->kind,
+                strcmp(a->kind, "stoker") ? "num_workers" : "decode threads", a->workers,
+                a->pin ? ", pinned" : "", 100 * a->input_share);
         fprintf(f, "              per step: wait median %.1f ms, p99 %.1f ms; between batches median %.1f ms, "
                 "p99 %.1f ms\n", 1e3 * a->wait_med, 1e3 * a->wait_p99, 1e3 * a->between_med, 1e3 * a->between_p99);
         fprintf(f, "              first batch %.0f ms; %d epoch start%s, %.0f ms each (iterator + first batch)\n",

@@ -31,12 +31,12 @@ PY
 
 if $PY -c 'import torch' 2>/dev/null; then
     JOBS="$(dirname "$0")/python/doctor_jobs.py"
-    FAKE_NVML_UTIL=20 FAKE_NVML_USED_MIB=2048 "$STOKER" doctor --seconds 8 -- $PY "$JOBS" compute 2>"$T/err" \
+    FAKE_NVML_UTIL=20 FAKE_NVML_USED_MIB=2048 "$STOKER" doctor --seconds 120 -- $PY "$JOBS" compute --steps 4 2>"$T/err" \
         || fail "doctor on compute"
     grep -q "^7. verdict: too small for the GPU: GPU busy 20% of the time, 2.0 of 80.0 GiB in use" "$T/err" \
         || fail "too small"
     grep -q "next: batch 32 -> 64" "$T/err" || fail "too small: next"
-    FAKE_NVML_UTIL=95 FAKE_NVML_USED_MIB=60000 "$STOKER" doctor --seconds 8 -- $PY "$JOBS" compute 2>"$T/err" \
+    FAKE_NVML_UTIL=95 FAKE_NVML_USED_MIB=60000 "$STOKER" doctor --seconds 120 -- $PY "$JOBS" compute --steps 4 2>"$T/err" \
         || fail "doctor on compute"
     grep -q "^7. verdict: compute-bound: .*next: mixed precision" "$T/err" || fail "compute-bound on a GPU"
 else

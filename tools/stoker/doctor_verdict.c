@@ -596,7 +596,7 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
                     gib(r->gpus[g].mem_total));
     fprintf(f, "              the job %s a GPU (%s)\n",
             r->gpu_ctx == 1 ? "holds a context on" : a->gpu_used ? "uses" : "does not use",
-            r->gpu_ctx == 1 ? "a GPU device file open" : a->gpu_used ? "CUDA tensors in the steps" : "no GPU device file open, no CUDA tensor");
+            r->gpu_ctx == 1 ? "NVML lists its process, or it has /dev/nvidiaN open" : a->gpu_used ? "CUDA tensors in the steps" : "no GPU device file open, no CUDA tensor");
 
     if (!a->nticks)
         fprintf(f, "   (the job ended before the first sample, %.0f ms after its start: no CPU, memory, disk "

@@ -15,6 +15,9 @@
 #   6. loaderbench --step-ms 20: the trainer's step must be a GPU kernel (gpu-kernel mode),
 #      calibrated and measured within 10% of 20 ms, reading the device batches (--device cpu:
 #      spinning only); a part that fails otherwise.
+#   7. stoker doctor on examples/train.py (unmodified, ResNet-18 on the GPU): a torch DataLoader
+#      with 2 workers that starves the GPU, then stoker.Loader on the shards; NVML figures (GPU
+#      busy, memory, the job's context) and the verdict of each; expected: input-bound, then not.
 # Writes its logs and summary.txt to $OUT (default /tmp/stoker-check). Exit 0 when every part
 # ran (targets missed are reported, not failures), 1 when a test failed or a part broke.
 # Without a GPU it says so and exits 0; CHECK_SMOKE=1 then runs the parts that can run on a CPU
@@ -29,7 +32,7 @@ PY=${PYTHON:-python3}
 NCPU=$(nproc)
 mkdir -p "$OUT" "$DATA"
 rm -f "$OUT"/{check.log,test_stager.txt,test_cuda_loader.txt,h2d.txt,idle.txt,throughput.txt,summary.txt} \
-  "$OUT"/{loaderbench.txt,loaderbench-0.json,loaderbench-cpu.json}
+  "$OUT"/{loaderbench.txt,loaderbench-0.json,loaderbench-cpu.json} "$OUT"/doctor-*.{txt,json,svg}
 
 main() {
 if [ ! -x "$D/bin/stager_h2d" ]; then
@@ -142,6 +145,37 @@ print("RESULT loaderbench_step device=%s mode=%s step_ms=%g calibrated_ms=%s ker
 sys.exit(1 if bad else 0)
 EOF
 done
+
+part "7. stoker doctor on examples/train.py: a starving torch DataLoader, then stoker.Loader"
+if [ -x "$D/bin/stoker" ]; then
+  if [ $gpu = 1 ]; then
+    dargs=(--seconds 75); targs=(--batch-size 128 --size 224 --steps 400 --warmup 5 --device cuda)
+    tw=2; sw=$NCPU
+  else
+    dargs=(); targs=(--batch-size 8 --size 64 --steps 4 --device cpu); tw=1; sw=2
+  fi
+  for l in torch stoker; do
+    data=$DATA/folder; w=$tw
+    [ $l = stoker ] && data=$DATA/shards && w=$sw
+    run "doctor_$l" 150 "$OUT/doctor-$l.txt" "$D/bin/stoker" doctor "${dargs[@]}" --json "$OUT/doctor-$l.json" \
+      --plot "$OUT/doctor-$l.svg" -- "$PY" examples/train.py --data "$data" --loader $l --workers $w "${targs[@]}"
+    "$PY" - "$OUT/doctor-$l.json" "$l" "$w" <<'EOF' | tee -a "$OUT/doctor-$l.txt"
+import json, sys
+d = json.load(open(sys.argv[1]))
+g = d["gpu"]["devices"][0] if d["gpu"]["devices"] else {}
+want = "input-bound" if sys.argv[2] == "torch" else "not input-bound"
+got = d["verdict"]["stage"]
+ok = got.startswith("input-bound") == (sys.argv[2] == "torch")
+print("RESULT doctor_%s workers=%s verdict=%r gpu_util_mean=%s gpu_mem_max_gib=%.2f job_holds_context=%s "
+      "wait_share=%.2f batches=%d next=%r %s" % (
+      sys.argv[2], sys.argv[3], got, g.get("util_mean_pct"), g.get("mem_used_max_bytes", 0) / 2**30,
+      d["gpu"]["job_holds_context"], d["data"]["wait_share"], d["job"]["batches"], d["verdict"]["next"],
+      "OK" if ok else "MISSED (want %s)" % want))
+EOF
+  done
+else
+  echo "no $D/bin/stoker (prepare.sh builds it): part 7 skipped"
+fi
 
 part "summary"
 {

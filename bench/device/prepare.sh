@@ -24,11 +24,11 @@ echo "== build ($B, CUDA arch $ARCH)"
 mkdir -p "$B"
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Release -DSTOKER_WITH_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" >"$B/prepare-cmake.log" 2>&1 || { cat "$B/prepare-cmake.log"; exit 1; }
-make -C "$B" -j"$J" stoker stoker_static stk_testcuda test_stager test_cuda_loader loaderbench >/dev/null
+make -C "$B" -j"$J" stoker stoker_static stk_testcuda test_stager test_cuda_loader loaderbench stoker_cli >/dev/null
 
 rm -rf "$D"
 mkdir -p "$D/bin" "$D/lib" "$D/photo-cache/photos"
-cp "$B/tests/test_stager" "$B/tests/test_cuda_loader" "$B/loaderbench" "$D/bin/"
+cp "$B/tests/test_stager" "$B/tests/test_cuda_loader" "$B/loaderbench" "$B/stoker" "$D/bin/"
 cp -L "$B/libstoker.so" "$D/lib/"
 # the binding and the dynamic loader look for the SONAME too
 soname=$(objdump -p "$B/libstoker.so" | awk '/SONAME/ {print $2}')

@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stoker — the command-line tool: pack, info, ls, get, verify. A thin program over the public
- * API (stoker.h) only.
+ * stoker — the command-line tool: pack, info, ls, get, verify, doctor (doctor*.c). A thin
+ * program over the public API (stoker.h) only.
  *
  * Exit codes (all commands):
  *   0  success
  *   1  the operation failed (the message names the path and the reason)
  *   2  usage error (unknown command or option, missing argument)
  *   3  verify: one or more bad records (they are listed)
+ *   doctor returns its job's exit status (see doctor.c)
  */
 #include "stoker.h"
+#include "doctor.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +41,8 @@ static const char usage_main[] =
     "  ls DST           one line per record: index, shard, label, bytes, crc32c, name\n"
     "  get DST INDEX    write record INDEX's payload (the original file's bytes)\n"
     "  verify DST       check every record's CRC32C (--decode: also decode each image)\n"
+    "  doctor -- CMD    run a training command and tell where it waits (GPU, CPU, data\n"
+    "                   loading, copies, checkpoints, precision) and the next step to try\n"
     "\n"
     "`stoker COMMAND --help` describes a command.\n"
     "\n"
@@ -838,6 +842,7 @@ int main(int argc, char **argv)
             if (!strcmp(c, "ls")) return cmd_ls(1, h);
             if (!strcmp(c, "get")) return cmd_get(1, h);
             if (!strcmp(c, "verify")) return cmd_verify(1, h);
+            if (!strcmp(c, "doctor")) return cmd_doctor(1, h);
         }
         fputs(usage_main, stdout);
         return 0;
@@ -856,6 +861,8 @@ int main(int argc, char **argv)
         return cmd_get(argc - 2, argv + 2);
     if (!strcmp(cmd, "verify"))
         return cmd_verify(argc - 2, argv + 2);
+    if (!strcmp(cmd, "doctor"))
+        return cmd_doctor(argc - 2, argv + 2);
     fprintf(stderr, "%s: unknown command `%s`\n\n%s", g_prog, cmd, usage_main);
     return EXIT_USAGE;
 }

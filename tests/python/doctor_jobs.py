@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: MIT
+"""Constructed training jobs for test_doctor_scenarios.py: each is bounded by one known stage.
+
+    /usr/bin/python3 doctor_jobs.py MODE [--data DIR] [--workers N] [--out FILE]
+
+MODE: decode, storage (ImageFolder of JPEGs, RandomResizedCrop, tiny model), checkpoint (a large
+torch.save every few steps), compute (a long step, batches from memory), starved (4 DataLoader
+workers; the test runs it on one core), sync (.item() on every sample of every step), crash
+(raises after 3 steps), noloader (never iterates a loader). The job runs --steps steps or until
+it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
+reference the doctor's figures are checked against.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn as nn
+
+
+def image_loader(args, size=64):
+    import torchvision
+    import torchvision.transforms as T
+    tf = T.Compose([T.RandomResizedCrop(size), T.ToTensor()])
+    ds = torchvision.datasets.ImageFolder(args.data, tf)
+    return torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True,
+                                       num_workers=args.workers, drop_last=True,
+                                       persistent_workers=args.workers > 0)
+
+
+def memory_loader(n, shape, batch):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn((n,) + shape, generator=g)
+    y = torch.randint(0, 10, (n,), generator=g)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch,
+                                       shuffle=True, num_workers=0, drop_last=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode")
+    ap.add_argument("--data")
+    ap.add_argument("--workers", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: when stopped)")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    m = args.mode
+    if m == "noloader":
+        time.sleep(1.0)
+        return 0
+    if m in ("decode", "storage", "starved"):
+        loader = image_loader(args)
+        model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
+    elif m == "compute":
+        loader = memory_loader(1024, (512,), 32)
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
+                              nn.Linear(512, 10))
+    elif m == "checkpoint":
+        loader = memory_loader(512, (256,), 32)
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        blob = {"weights": torch.randn(12 * 1024 * 1024)}   # 48 MB "optimizer state"
+        ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-ckpt-%d.pt" % os.getpid())
+    elif m == "sync":  # pre-made batches: loading costs next to nothing, the step is the .item()s
+        g = torch.Generator().manual_seed(0)
+        batches = [(torch.randn(256, 64, generator=g), torch.randint(0, 10, (256,), generator=g))
+                   for _ in range(16)]
+        loader = torch.utils.data.DataLoader(batches, batch_size=None, shuffle=True)
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    else:  # crash
+        loader = memory_loader(4096, (64,), 64)
+        model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    me = {"mode": m, "steps": 0, "wait_s": 0.0, "save_s": 0.0, "saves": 0, "item_calls": 0,
+          "cpu_calls": 0, "step_s": []}
+    t_start = time.monotonic()
+    try:
+        while not args.steps or me["steps"] < args.steps:
+            it = iter(loader)
+            while True:
+                t0 = time.monotonic()
+                try:
+                    x, y = next(it)
+                except StopIteration:
+                    break
+                t1 = time.monotonic()
+                me["wait_s"] += t1 - t0
+                out = model(x)
+                loss = loss_fn(out, y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                me["steps"] += 1
+                if m == "sync":
+                    total = 0.0
+                    for v in out[:, 0]:            # the per-sample .item() anti-pattern
+                        total += v.item()
+                        me["item_calls"] += 1
+                    out.detach().cpu()
+                    me["cpu_calls"] += 1
+                if m == "checkpoint" and me["steps"] % 5 == 0:
+                    ts = time.monotonic()
+                    try:
+                        torch.save({"model": model.state_dict(), "blob": blob}, ckpt)
+                    finally:                       # a save cut by the stop counts too
+                        me["save_s"] += time.monotonic() - ts
+                        me["saves"] += 1
+                if m == "crash" and me["steps"] == 3:
+                    raise RuntimeError("constructed crash after 3 steps")
+                me["step_s"].append(time.monotonic() - t1)
+                if args.steps and me["steps"] >= args.steps:
+                    break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        me["wall_s"] = time.monotonic() - t_start
+        if m == "checkpoint" and os.path.exists(ckpt):
+            os.unlink(ckpt)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(me, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+# SPDX-License-Identifier: MIT
+# stk-test: serial
+"""`stoker doctor` on constructed jobs (doctor_jobs.py), each bounded by one known stage, with real
+torch on the CPU: the verdict line names that stage, and the figure behind it agrees with what the
+job measured about itself (it writes its own data wait, save time and call counts) within the
+tolerance stated at each assert. The storage job reads a cold ext4 on a loop device whose reads
+the kernel throttles (cgroup blkio / io.max): a real slow device, not a sleep in the script.
+Runs serially (timing figures); each job is stopped by the doctor after a few seconds.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+np = pytest.importorskip("numpy")
+Image = pytest.importorskip("PIL.Image")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOBS = os.path.join(HERE, "doctor_jobs.py")
+STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "build"), "stoker")
+PY = sys.executable
+# each job runs a fixed number of steps (a loaded machine imports torch slowly); --seconds only caps
+SECONDS = os.environ.get("STK_DOCTOR_SECONDS", "90")
+
+if not os.access(STOKER, os.X_OK):
+    pytest.skip("no stoker CLI at %s" % STOKER, allow_module_level=True)
+
+
+def imagefolder(root, classes=2, per_class=64, side=256, quality=90):
+    rng = np.random.default_rng(0)
+    for c in range(classes):
+        d = os.path.join(root, "c%d" % c)
+        os.makedirs(d, exist_ok=True)
+        for i in range(per_class):
+            a = rng.integers(0, 255, size=(side, side, 3), dtype=np.uint8)
+            Image.fromarray(a).save(os.path.join(d, "%04d.jpg" % i), quality=quality)
+    return root
+
+
+def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS):
+    js, me = str(tmp_path / "doctor.json"), str(tmp_path / "job.json")
+    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js, "--"] + list(prefix) + \
+          [PY, JOBS] + list(job_args) + ["--steps", str(steps), "--out", me]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    verdict = [l for l in p.stderr.splitlines() if l.startswith("7. verdict:")]
+    assert len(verdict) == 1, p.stderr
+    print(verdict[0])
+    with open(js) as f:
+        d = json.load(f)
+    with open(me) as f:
+        job = json.load(f)
+    assert job["steps"] == steps and d["job"]["batches"] >= steps, (job, p.stderr)
+    return verdict[0], d, job, p.stderr
+
+
+def job_wait_share(d, job):
+    return job["wait_s"] / d["job"]["window_s"]
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return imagefolder(str(tmp_path_factory.mktemp("img")))
+
+
+def test_decode_bound(tmp_path, images):
+    v, d, job, err = doctor(tmp_path, ["decode", "--data", images], 24)
+    assert v.startswith("7. verdict: input-bound (decode)"), err
+    # the wait the job measured around next(), as a share of the window: within 0.10
+    assert abs(d["data"]["wait_share"] - job_wait_share(d, job)) <= 0.10, (d["data"], job)
+    assert d["data"]["wait_share"] >= 0.5
+    # the loader (main thread) wanted a CPU (ran or was runnable) most of its waiting time
+    assert d["data"]["loader_on_cpu_share"] + d["data"]["loader_waiting_for_cpu_share"] >= 0.5
+    assert "workers 0 -> " in v
+
+
+def test_cpu_starved(tmp_path, images):
+    if not shutil.which("taskset"):
+        pytest.skip("no taskset")
+    v, d, job, err = doctor(tmp_path, ["starved", "--data", images, "--workers", "4"], 32,
+                            prefix=["taskset", "-c", "0"])
+    assert v.startswith("7. verdict: input-bound (CPU-starved)"), err
+    assert d["cpu"]["allowed_cores"] == 1
+    assert d["data"]["num_workers"] == 4
+    # 5 busy processes on 1 core: each worker waits for the CPU most of the time (>= 0.5)
+    assert d["data"]["loader_waiting_for_cpu_share"] >= 0.5, d["data"]
+    assert "workers 4 -> 1" in v
+
+
+def test_checkpoint_bound(tmp_path):
+    v, d, job, err = doctor(tmp_path, ["checkpoint"], 40)
+    assert v.startswith("7. verdict: checkpoint-bound"), err
+    w = d["writes"]
+    # every save the job made is seen
+    assert w["saves"] == job["saves"] == 8, (w, job)
+    # the share of the window inside torch.save, against the job's own timing: within 0.08
+    assert abs(w["save_share"] - job["save_s"] / d["job"]["window_s"]) <= 0.08, (w, job)
+    assert w["save_bytes"] / w["saves"] >= 48e6
+    assert "checkpoint every " in v and "instead of 5" in v
+
+
+def test_compute_bound(tmp_path):
+    v, d, job, err = doctor(tmp_path, ["compute"], 8)
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert d["data"]["wait_share"] < 0.10
+    steps = sorted(job["step_s"])
+    med = steps[len(steps) // 2]
+    # time between batches = the step the job timed (+ a wait of well under a ms): within 25%
+    assert abs(d["data"]["between_batches_median_s"] - med) <= 0.25 * med, (d["data"], med)
+
+
+def test_sync_bound(tmp_path):
+    v, d, job, err = doctor(tmp_path, ["sync"], 60)
+    assert v.startswith("7. verdict: sync-bound"), err
+    c = d["copies"]
+    # the job calls .item() on each of its 256 samples and .cpu() once per step: exact counts
+    assert c["item_per_step"] == 256, c
+    assert c["cpu_per_step"] == 1, c
+    assert ".item() 256, .cpu() 1" in v
+
+
+def _blkio_dir():
+    base = "/sys/fs/cgroup/blkio"
+    if os.path.exists(os.path.join(base, "blkio.throttle.read_iops_device")):
+        return "v1", base
+    for cand in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        ctl = os.path.join(cand, "cgroup.controllers")
+        if os.path.exists(ctl) and "io" in open(ctl).read().split():
+            return "v2", cand
+    return None, None
+
+
+def test_storage_bound(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: a loop device, a mount and a blkio cgroup")
+    kind, base = _blkio_dir()
+    if kind is None:
+        pytest.skip("no cgroup blkio (v1) or io (v2) controller to throttle a device with")
+    for tool in ("losetup", "mkfs.ext4", "mount", "umount"):
+        if not shutil.which(tool):
+            pytest.skip("no %s" % tool)
+    img = str(tmp_path / "disk.img")
+    with open(img, "wb") as f:
+        f.truncate(96 << 20)
+    r = subprocess.run(["losetup", "-f", "--show", img], stdout=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        pytest.skip("losetup cannot attach a loop device here")
+    loop = r.stdout.strip()
+    mnt = str(tmp_path / "mnt")
+    os.makedirs(mnt)
+    cg = None
+    try:
+        subprocess.run(["mkfs.ext4", "-q", loop], check=True)
+        subprocess.run(["mount", loop, mnt], check=True)
+        imagefolder(os.path.join(mnt, "img"), classes=2, per_class=400, side=48, quality=80)
+        subprocess.run(["umount", mnt], check=True)      # unmount + mount: a cold page cache
+        subprocess.run(["mount", loop, mnt], check=True)
+        st = os.stat(loop)
+        dev = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+        iops = 100
+        cg = os.path.join(base, "stoker-doctor-%d" % os.getpid())
+        if kind == "v2":
+            with open(os.path.join(base, "cgroup.subtree_control"), "w") as f:
+                f.write("+io")
+        os.makedirs(cg)
+        if kind == "v1":
+            with open(os.path.join(cg, "blkio.throttle.read_iops_device"), "w") as f:
+                f.write("%s %d" % (dev, iops))
+        else:
+            with open(os.path.join(cg, "io.max"), "w") as f:
+                f.write("%s riops=%d" % (dev, iops))
+        enter = "echo $$ > %s/cgroup.procs && exec \"$@\"" % cg
+        v, d, job, err = doctor(tmp_path, ["storage", "--data", os.path.join(mnt, "img"), "--batch", "4"], 24,
+                                prefix=["sh", "-c", enter, "sh"])
+        assert v.startswith("7. verdict: input-bound (storage)"), err
+        # the loader (main thread) was in disk wait for most of its waiting: >= 0.4
+        assert d["data"]["loader_disk_wait_share"] >= 0.4, d["data"]
+        assert abs(d["data"]["wait_share"] - job_wait_share(d, job)) <= 0.10, (d["data"], job)
+        name = os.path.basename(loop)
+        devs = [x for x in d["disk"]["devices"] if x["name"] == name]
+        assert devs and devs[0]["job_files"], d["disk"]
+        # the device delivered reads at no more than the throttle's rate (+30% for the window edges)
+        assert 0 < devs[0]["read_iops"] <= iops * 1.3, devs
+        assert "pack into shards and use stoker.Loader" in v
+    finally:
+        subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
+        subprocess.run(["losetup", "-d", loop], stderr=subprocess.DEVNULL)
+        if cg and os.path.isdir(cg):
+            os.rmdir(cg)

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# stoker doctor around jobs that are not constructed bottlenecks: bad input (exit 2 and a clear
+# message), exit statuses passed through (a failing, a killed, a crashing job), the stop sequence
+# (SIGINT, then SIGTERM, then SIGKILL for a job that ignores the first two), the system half for a
+# job that is not Python or never iterates a loader, the hook chaining to a sitecustomize already
+# on PYTHONPATH, and valid --json / --plot. Only the CLI runs instrumented (ASan builds too); the
+# jobs are separate processes. The torch part is skipped without torch.
+set -u
+STOKER=${STOKER:-build/stoker}
+PY=/usr/bin/python3
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+expect() { # expect CODE PATTERN -- ARGS...: exit code and a stderr pattern
+    local code=$1 pat=$2; shift 3
+    "$STOKER" doctor "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    [ "$rc" = "$code" ] || { cat "$T/err"; fail "doctor $* exited $rc, expected $code"; }
+    grep -q -- "$pat" "$T/err" || { cat "$T/err"; fail "doctor $*: no \`$pat\` in stderr"; }
+}
+
+# ---- bad input
+expect 2 "no command to run" --
+expect 2 "no command to run" -- --
+expect 2 "no command to run" -- --seconds 3
+expect 2 "command not found" -- /nonexistent/train
+expect 2 "command not found" -- stoker-no-such-command-xyz
+expect 2 "positive number of seconds (got \`abc\`)" -- --seconds abc -- true
+expect 2 "positive number of seconds (got \`0\`)" -- --seconds 0 -- true
+expect 2 "positive number of seconds (got \`5s\`)" -- --seconds 5s -- true
+expect 2 "needs a number of seconds" -- --seconds
+expect 2 "unknown option --frobnicate" -- --frobnicate -- true
+expect 2 "needs a file name" -- --json
+expect 2 "10..10000" -- --interval 1 -- true
+"$STOKER" doctor --help | grep -q "usage: stoker doctor" || fail "doctor --help"
+"$STOKER" --help | grep -q "doctor" || fail "doctor missing from stoker --help"
+
+# ---- not Python: the system half, the exit status, valid JSON and SVG
+expect 0 "7. verdict: unknown: no training step seen: no Python process" -- --json "$T/a.json" --plot "$T/a.svg" -- true
+grep -q "^2. CPU" "$T/err" || fail "no CPU section"
+$PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['verdict']['stage']=='unknown' and d['job']['exit_code']==0" "$T/a.json" || fail "json"
+$PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/a.svg" || fail "svg is not XML"
+expect 3 "exit status 3" -- sh -c 'exit 3'
+expect 137 "killed by signal 9" -- sh -c 'kill -9 $$'
+
+# ---- the stop sequence
+s=$(date +%s)
+expect 0 "stopped by the doctor after 1.0 s (SIGINT)" -- --seconds 1 -- sleep 30
+[ $(( $(date +%s) - s )) -lt 6 ] || fail "SIGINT did not stop sleep promptly"
+s=$(date +%s)
+expect 0 "SIGINT, SIGTERM, then SIGKILL" -- --seconds 0.5 -- sh -c 'trap "" INT TERM; sleep 30; exit 0'
+e=$(( $(date +%s) - s ))
+[ "$e" -ge 8 ] && [ "$e" -lt 15 ] || fail "escalation took $e s (5 s + 3 s expected)"
+
+# ---- Python: the hook loads, chains to an existing sitecustomize, a job that never iterates
+if [ -x "$PY" ]; then
+    mkdir "$T/site"
+    printf 'import os\nopen(os.environ["MARK"], "w").write("ran")\n' >"$T/site/sitecustomize.py"
+    MARK="$T/mark" PYTHONPATH="$T/site" expect 0 "never iterated a torch DataLoader" -- --events "$T/ev" -- \
+        $PY -c 'import sys; assert "sitecustomize" in sys.modules'
+    [ "$(cat "$T/mark" 2>/dev/null)" = ran ] || fail "the existing sitecustomize did not run"
+    grep -q "^H " "$T/ev" || fail "no hello event from the hook"
+    expect 0 "no Python process of the job loaded the hook" -- $PY -I -c 'pass'
+fi
+
+# ---- torch: a job that crashes after 3 steps still gets its diagnosis and its exit status
+if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
+    JOBS="$(dirname "$0")/python/doctor_jobs.py"
+    expect 1 "exit status 1" -- --json "$T/c.json" --plot "$T/c.svg" -- $PY "$JOBS" crash
+    grep -q "constructed crash after 3 steps" "$T/err" || fail "the job's traceback is not passed through"
+    grep -q "^7. verdict: " "$T/err" || fail "no verdict for a crashing job"
+    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3, d['job']; assert d['job']['exit_code']==1" "$T/c.json" || fail "crash json"
+    $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/c.svg" || fail "svg is not XML"
+else
+    echo "skip: the torch part (no torch for $PY)"
+fi
+echo ok

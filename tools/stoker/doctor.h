@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stoker doctor — shared types of the CLI's `doctor` command (doctor*.c). The sampler
+ * (doctor_sample.c) reads /proc, cgroup files and NVML from outside the job; the job's Python
+ * reports its events through the hook (doctor_hook.py, embedded at build time); doctor_verdict.c
+ * turns both into the diagnosis, doctor_svg.c into the timeline. Design: docs/doctor.md.
+ */
+#ifndef STOKER_DOCTOR_H
+#define STOKER_DOCTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define DR_MAXGPU 8
+#define DR_MAXDEV 16
+
+/* thread roles */
+enum { DR_MAIN, DR_WORKER, DR_STOKER, DR_OTHER, DR_NROLES };
+
+/* one sampling interval (t - dt, t] */
+typedef struct dr_tick {
+    double t, dt;                  /* seconds since the job started */
+    double cpu[DR_NROLES];         /* cores in use, per role */
+    double rq[DR_NROLES];          /* cores' worth of runnable threads waiting for a CPU */
+    float dthreads[DR_NROLES];     /* threads in uninterruptible (disk) wait at the sample */
+    float nthreads[DR_NROLES];
+    char main_state;               /* the main thread's state letter at the sample */
+    float ndec;                    /* stoker decode threads (stk-decN) */
+    double sys_cores;              /* cores busy machine-wide */
+    double psi[3];                 /* share of the interval with some task stalled: cpu, io, mem */
+    double rd_bps, wr_bps, rd_iops, wr_iops; /* block devices (whole devices, summed) */
+    double job_rd_bps, job_wr_bps;           /* the job's storage bytes (/proc/PID/io) */
+    double net_rx_bps, net_tx_bps;
+    double mem_avail, swap_used, rss;        /* bytes */
+    float gpu_util[DR_MAXGPU];               /* percent */
+    double gpu_mem[DR_MAXGPU];               /* bytes used */
+} dr_tick;
+
+/* events from the hook */
+typedef struct dr_step {           /* N: one batch handed to the training loop */
+    int pid;
+    int64_t t0, t1;                /* __next__ called, returned (CLOCK_MONOTONIC ns) */
+    int bs;
+    char dtype[16];
+    int64_t c[11];                 /* counters since the previous batch (see doctor_hook.py) */
+} dr_step;
+
+typedef struct dr_iter {           /* I: an iterator created (epoch start) */
+    int pid;
+    int64_t t0, t1;
+    char kind[8];                  /* torch | stoker */
+    int workers, bs, pin;
+} dr_iter;
+
+typedef struct dr_save {           /* S: torch.save */
+    int pid;
+    int64_t t0, t1, bytes;
+} dr_save;
+
+typedef struct dr_gpu {
+    char name[96];
+    double mem_total;
+} dr_gpu;
+
+typedef struct dr_dev {
+    unsigned maj, min;
+    char name[32];
+    int touched;                   /* the job had a file open on it */
+    int have0;
+    uint64_t r0[4], r1[4];         /* diskstats rd ios, rd sectors, wr ios, wr sectors at start/end */
+} dr_dev;
+
+typedef struct dr_run {
+    /* the job */
+    char **argv;
+    pid_t pid;                     /* the command's process (leader of its process group) */
+    int64_t t_start, t_end;        /* ns, CLOCK_MONOTONIC */
+    int64_t t_stop;                /* when the doctor began stopping it (0: it ended by itself) */
+    int stop_signal;               /* the last signal the doctor sent, 0 if none */
+    int exited, exit_code, term_signal;
+    double seconds;                /* --seconds (0: none) */
+    double interval;               /* sampling interval, s */
+
+    /* limits */
+    int ncpu_online, affinity;     /* cores online, cores in the job's affinity mask */
+    double quota;                  /* cgroup cpu quota in cores (0: none) */
+    double allowed;                /* cores the job may use */
+    double mem_total, swap_total, mem_limit;  /* bytes; mem_limit 0: none */
+    int psi_ok;
+
+    /* samples */
+    dr_tick *ticks;
+    size_t nticks, capticks;
+
+    /* events */
+    dr_step *steps;
+    size_t nsteps, capsteps;
+    dr_iter *iters;
+    size_t niters, capiters;
+    dr_save *saves;
+    size_t nsaves, capsaves;
+    int64_t x_t;                   /* X: the main Python process's atexit, 0 if none */
+    int64_t x_c[11];
+    int64_t e_count;               /* E: iterators exhausted */
+    int hooked;                    /* H events seen */
+    int py_pids[64];
+    int npy;
+    int main_pid;                  /* the Python process that iterates (first N), else first H */
+    int worker_pids[256];
+    int nworkers_seen;
+    int max_workers;               /* largest num_workers of an iterator */
+    char hook_fail[256];           /* F: a patch failed */
+
+    /* devices, GPUs */
+    dr_dev devs[DR_MAXDEV];
+    int ndevs;
+    int nvml;                      /* 1: NVML loaded */
+    char nvml_why[160];
+    int ngpu;
+    dr_gpu gpus[DR_MAXGPU];
+    int gpu_ctx;                   /* 1: a job process holds a GPU context; 0 no; -1 unknown */
+    int nvidia_dev;                /* /dev/nvidia0 exists */
+
+    /* the doctor's own cost */
+    double self_cpu_s;
+} dr_run;
+
+/* doctor_sample.c */
+typedef struct dr_sampler dr_sampler;
+dr_sampler *dr_sampler_create(dr_run *r);
+void dr_sampler_tick(dr_sampler *s, dr_run *r, int64_t now);
+void dr_sampler_limits(dr_sampler *s, dr_run *r);
+void dr_sampler_finish(dr_sampler *s, dr_run *r);
+void dr_sampler_destroy(dr_sampler *s);
+int64_t dr_now(void);
+
+/* doctor_verdict.c: the analysis; prints the report and writes --json */
+typedef struct dr_result dr_result;
+dr_result *dr_analyse(const dr_run *r);
+void dr_report(const dr_run *r, const dr_result *a, FILE *f);
+int dr_json(const dr_run *r, const dr_result *a, const char *path);
+const char *dr_verdict_line(const dr_result *a);
+void dr_result_free(dr_result *a);
+
+/* doctor_svg.c */
+int dr_svg(const dr_run *r, const dr_result *a, const char *path);
+
+/* analysis results the SVG needs */
+double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1);
+void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next);
+
+/* doctor.c */
+int cmd_doctor(int argc, char **argv);
+
+#endif

@@ -1,0 +1,296 @@
+# SPDX-License-Identifier: MIT
+# stoker doctor's in-process hook. The doctor writes this file as `sitecustomize.py` into a private
+# directory that it puts first on PYTHONPATH, so every Python process of the job imports it at
+# start-up, without any change to the training script. It then chains to the sitecustomize it
+# shadows (Debian's, a virtualenv's). It imports nothing heavy: torch and stoker are patched
+# only when the job itself imports them (a meta-path finder wraps their module loaders).
+# Everything it measures goes as one short text line per event, appended with one write() to the
+# file named by STOKER_DOCTOR_EVENTS (format in docs/doctor.md); all analysis is in the doctor.
+import os
+import sys
+
+
+def _stk_doctor_install():
+    path = os.environ.get("STOKER_DOCTOR_EVENTS")
+    if not path:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except OSError:
+        return
+    import time
+    now = time.monotonic_ns
+    pid = os.getpid()
+    st = {"fd": fd, "in_next": False, "flushed": 0, "pid": pid}
+    # per-step counters, reset at every batch: .item() .cpu() .numpy() cuda.synchronize,
+    # of those on CUDA tensors, H2D pinned, H2D pageable, H2D bytes, ns inside the sync calls,
+    # autocast entries fp16, autocast entries bf16
+    C = [0] * 11
+
+    buf = []
+    ZERO = [0] * len(C)
+    ZERO_S = " ".join(map(str, ZERO))
+
+    def forked():
+        # a forked child (a DataLoader worker): its parent's pending lines are not its own
+        del buf[:]
+        st["pid"] = os.getpid()
+    os.register_at_fork(after_in_child=forked)
+
+    def emit(line, t=0):
+        # batch lines (t: their time) are written in groups, every 32 lines or 0.2 s: one write()
+        # per step cost more than the rest of the hook together; everything else goes out at once
+        buf.append(line)
+        if t and len(buf) < 32 and t - st["flushed"] < 200000000:
+            return
+        f = st["fd"]
+        if f is not None:
+            try:
+                os.write(f, "".join(buf).encode())
+            except OSError:
+                st["fd"] = None
+        del buf[:]
+        st["flushed"] = now()
+
+    def counters():
+        if not any(C):
+            return ZERO_S
+        s = " ".join(map(str, C))
+        C[:] = ZERO
+        return s
+
+    emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
+
+    dtypes = {}
+
+    def batch_size(b):
+        if isinstance(b, (list, tuple)) and b:
+            b = b[0]
+        elif isinstance(b, dict) and b:
+            b = next(iter(b.values()))
+        s = getattr(b, "shape", None)
+        d = getattr(b, "dtype", None)
+        n = dtypes.get(d)
+        if n is None:
+            n = dtypes[d] = str(d).replace("torch.", "").replace(" ", "") if d is not None else "-"
+        return (int(s[0]) if s else 0), n
+
+    def wrap_next(orig):
+        def __next__(self):
+            t0 = now()
+            st["in_next"] = True
+            try:
+                b = orig(self)
+            except StopIteration:
+                emit("E %d %d\n" % (os.getpid(), now()))
+                raise
+            finally:
+                st["in_next"] = False
+            t1 = now()
+            n, dt = batch_size(b)
+            emit("N %d %d %d %d %s %s\n" % (st["pid"], t0, t1, n, dt, counters()), t1)
+            return b
+        return __next__
+
+    def wrap_iter(orig, kind, workers, pin):
+        def __iter__(self):
+            t0 = now()
+            it = orig(self)
+            emit("I %d %d %d %s %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
+                                               int(getattr(self, "batch_size", 0) or 0),
+                                               pin(self)))
+            return it
+        return __iter__
+
+    def patch_dataloader(m):
+        m._BaseDataLoaderIter.__next__ = wrap_next(m._BaseDataLoaderIter.__next__)
+        m.DataLoader.__iter__ = wrap_iter(m.DataLoader.__iter__, "torch",
+                                          lambda s: int(s.num_workers),
+                                          lambda s: int(bool(s.pin_memory)))
+
+    def patch_worker(m):
+        import functools
+        orig = m._worker_loop
+
+        @functools.wraps(orig)
+        def _worker_loop(*a, **k):
+            emit("W %d %d %d\n" % (os.getpid(), now(), os.getppid()))
+            return orig(*a, **k)
+        m._worker_loop = _worker_loop
+
+    def patch_stoker(m):
+        m._Iter.__next__ = wrap_next(m._Iter.__next__)
+        m.Loader.__iter__ = wrap_iter(m.Loader.__iter__, "stoker",
+                                      lambda s: int(getattr(s, "workers", 0) or 0),
+                                      lambda s: 1)
+
+    def patch_torch(torch):
+        T = torch.Tensor
+        here = os.path.dirname(torch.__file__) + os.sep
+        getframe = sys._getframe
+
+        def user_call():
+            # calls from torch's own code (optimizers reading step counters) and from the data
+            # pipeline (transforms drawing random numbers while the loop waits) are not the step's
+            return not st["in_next"] and not getframe(2).f_code.co_filename.startswith(here)
+
+        def counted(orig, slot):
+            def call(self, *a, **k):
+                if not user_call():
+                    return orig(self, *a, **k)
+                t = now()
+                r = orig(self, *a, **k)
+                C[8] += now() - t
+                C[slot] += 1
+                if self.is_cuda:
+                    C[4] += 1
+                return r
+            return call
+
+        def h2d(self):
+            C[5 if self.is_pinned() else 6] += 1
+            C[7] += self.numel() * self.element_size()
+
+        orig_to = T.to
+
+        def to(self, *a, **k):
+            d = k.get("device")
+            if d is None:
+                for x in a:
+                    if isinstance(x, (str, torch.device)):
+                        d = x
+                        break
+                    if isinstance(x, T):
+                        d = x.device
+                        break
+                    if isinstance(x, int) and not isinstance(x, bool):
+                        d = "cuda"
+                        break
+            if d is not None:
+                cuda = str(d).startswith("cuda")
+                if cuda and not self.is_cuda:
+                    h2d(self)
+                elif not cuda and self.is_cuda and str(d).startswith("cpu") and user_call():
+                    t = now()
+                    r = orig_to(self, *a, **k)
+                    C[8] += now() - t
+                    C[1] += 1
+                    C[4] += 1
+                    return r
+            return orig_to(self, *a, **k)
+
+        orig_cuda = T.cuda
+
+        def cuda(self, *a, **k):
+            if not self.is_cuda:
+                h2d(self)
+            return orig_cuda(self, *a, **k)
+
+        T.item = counted(T.item, 0)
+        T.cpu = counted(T.cpu, 1)
+        T.numpy = counted(T.numpy, 2)
+        T.to = to
+        T.cuda = cuda
+        orig_sync = torch.cuda.synchronize
+
+        def synchronize(*a, **k):
+            t = now()
+            r = orig_sync(*a, **k)
+            C[8] += now() - t
+            C[3] += 1
+            C[4] += 1
+            return r
+        torch.cuda.synchronize = synchronize
+
+        orig_save = torch.save
+
+        def save(obj, f, *a, **k):
+            t0 = now()
+            p0 = f.tell() if hasattr(f, "tell") else 0
+            try:
+                return orig_save(obj, f, *a, **k)
+            finally:
+                t1 = now()
+                try:
+                    n = os.stat(f).st_size if isinstance(f, (str, os.PathLike)) else f.tell() - p0
+                except (OSError, ValueError, AttributeError):
+                    n = 0
+                emit("S %d %d %d %d\n" % (os.getpid(), t0, t1, n))
+        torch.save = save
+        torch.serialization.save = save
+
+        AC = getattr(getattr(torch, "amp", None), "autocast_mode", None)
+        AC = getattr(AC, "autocast", None)
+        if AC is not None:
+            orig_enter = AC.__enter__
+
+            def __enter__(self):
+                r = orig_enter(self)
+                if getattr(self, "_enabled", True):
+                    dt = getattr(self, "fast_dtype", None)
+                    if dt == torch.float16:
+                        C[9] += 1
+                    elif dt == torch.bfloat16:
+                        C[10] += 1
+                return r
+            AC.__enter__ = __enter__
+
+    targets = {"torch": patch_torch,
+               "torch.utils.data.dataloader": patch_dataloader,
+               "torch.utils.data._utils.worker": patch_worker,
+               "stoker.loader": patch_stoker}
+
+    class Finder:
+        def find_spec(self, name, path=None, target=None):
+            fn = targets.pop(name, None)
+            if fn is None:
+                return None
+            spec = None
+            for f in sys.meta_path:
+                if f is self or not hasattr(f, "find_spec"):
+                    continue
+                spec = f.find_spec(name, path, target)
+                if spec is not None:
+                    break
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            orig_exec = spec.loader.exec_module
+
+            def exec_module(module):
+                orig_exec(module)
+                try:
+                    fn(module)
+                except Exception as e:  # a torch we do not know: measure less, never break the job
+                    emit("F %d %d %s\n" % (os.getpid(), now(), (name + ":" + repr(e)).replace("\n", " ")[:200]))
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, Finder())
+
+    import atexit
+
+    def at_exit():
+        if os.getpid() == pid:
+            emit("X %d %d %s\n" % (pid, now(), counters()))
+    atexit.register(at_exit)
+
+
+def _stk_doctor_chain():
+    # run the sitecustomize this file shadows, as Python would have
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = mod
+    spec.loader.exec_module(mod)
+
+
+try:
+    _stk_doctor_install()
+except Exception:
+    pass
+_stk_doctor_chain()

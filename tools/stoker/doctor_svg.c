@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stoker doctor's --plot: one SVG timeline of the run, lanes sharing the time axis: GPU
+ * utilisation, CPU cores by role (stacked) against the cores the job may use, disk throughput,
+ * and the wait for each batch; torch.save calls are shaded across all lanes. Plain SVG 1.1 so that
+ * a browser, rsvg-convert or an editor shows it the same.
+ */
+#include "doctor.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define W 1100.0
+#define LEFT 90.0
+#define RIGHT 180.0
+#define LANE 120.0
+#define GAP 34.0
+#define TOP 142.0
+
+static const char *role_col[DR_NROLES] = {"#d62728", "#1f77b4", "#2ca02c", "#9e9e9e"};
+static const char *role_lbl[DR_NROLES] = {"main thread", "DataLoader workers", "stoker threads", "other"};
+
+typedef struct plot {
+    FILE *f;
+    double t1;   /* seconds on the x axis */
+} plot;
+
+static double X(const plot *p, double t)
+{
+    double x = LEFT + (W - LEFT - RIGHT) * t / p->t1;
+    return x < LEFT ? LEFT : x > W - RIGHT ? W - RIGHT : x;
+}
+
+static void esc(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '<')
+            fputs("&lt;", f);
+        else if (*s == '>')
+            fputs("&gt;", f);
+        else if (*s == '&')
+            fputs("&amp;", f);
+        else if (*s == '"')
+            fputs("&quot;", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static double nice_max(double v)
+{
+    if (v <= 0)
+        return 1;
+    double p = pow(10, floor(log10(v)));
+    for (int m = 1; m <= 10; m = m == 1 ? 2 : m == 2 ? 5 : 10)
+        if (m * p >= v)
+            return m * p;
+    return 10 * p;
+}
+
+static void lane(const plot *p, double y, const char *title, const char *unit, double ymax)
+{
+    FILE *f = p->f;
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fafafa\" stroke=\"#bbb\"/>\n", LEFT, y,
+            W - LEFT - RIGHT, LANE);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", LEFT, y - 8, title);
+    for (int i = 0; i <= 2; i++) {
+        double v = ymax * i / 2, yy = y + LANE - LANE * i / 2;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">%g%s</text>\n", LEFT - 6,
+                yy + 4, v, i == 2 ? unit : "");
+        if (i == 1)
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>\n", LEFT, yy, W - RIGHT, yy);
+    }
+}
+
+static void legend(const plot *p, double y, int i, const char *col, const char *txt)
+{
+    fprintf(p->f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">%s</text>\n",
+            W - RIGHT + 12, y + 6 + 18 * i, col, W - RIGHT + 30, y + 16 + 18 * i, txt);
+}
+
+/* a line through (t, v) of the ticks, v picked by fn */
+static void series(const plot *p, const dr_run *r, double y, double ymax, double (*fn)(const dr_tick *, int),
+                   int arg, const char *col, const char *dash)
+{
+    if (!r->nticks)
+        return;
+    fprintf(p->f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s%s%s points=\"", col,
+            dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
+    for (size_t i = 0; i < r->nticks; i++) {
+        double v = fn(&r->ticks[i], arg);
+        v = v > ymax ? ymax : v < 0 ? 0 : v;
+        fprintf(p->f, "%.1f,%.1f ", X(p, r->ticks[i].t), y + LANE - LANE * v / ymax);
+    }
+    fprintf(p->f, "\"/>\n");
+}
+
+static double f_gpu(const dr_tick *k, int g) { return k->gpu_util[g]; }
+static double f_rd(const dr_tick *k, int a) { (void)a; return k->rd_bps / 1e6; }
+static double f_wr(const dr_tick *k, int a) { (void)a; return k->wr_bps / 1e6; }
+static double f_rq(const dr_tick *k, int a)
+{
+    (void)a;
+    double s = 0;
+    for (int j = 0; j < DR_NROLES; j++)
+        s += k->rq[j];
+    return s;
+}
+
+int dr_svg(const dr_run *r, const dr_result *a, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    plot p = {f, (double)((r->t_end ? r->t_end : r->t_start) - r->t_start) / 1e9};
+    if (p.t1 <= 0)
+        p.t1 = 1;
+    int lanes = 4;
+    double H = TOP + lanes * (LANE + GAP) + 40;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">stoker doctor: ", LEFT);
+    char cmd[200] = "";
+    size_t n = 0;
+    for (char **q = r->argv; *q && n < sizeof cmd - 4; q++)
+        n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", q == r->argv ? "" : " ", *q);
+    if (n >= sizeof cmd)
+        n = sizeof cmd - 1;
+    esc(f, cmd);
+    fprintf(f, "</text>\n");
+    /* the verdict, its figures wrapped at a word, the next step */
+    const char *stage, *figs, *nx;
+    dr_result_verdict(a, &stage, &figs, &nx);
+    int64_t w0, w1;
+    dr_result_window(a, &w0, &w1);
+    fprintf(f, "<text x=\"%.1f\" y=\"44\" font-size=\"14\" font-weight=\"bold\" fill=\"#b00\">verdict: ", LEFT);
+    esc(f, stage);
+    fprintf(f, "</text>\n");
+    double y0 = 61;
+    const char *fq = figs;
+    for (int line = 0; *fq && line < 3; line++, y0 += 15) {
+        size_t len = strlen(fq), cut = len;
+        if (len > 150) {
+            cut = 150;
+            while (cut > 60 && fq[cut] != ' ')
+                cut--;
+        }
+        char part[160];
+        snprintf(part, sizeof part, "%.*s", (int)cut, fq);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#b00\">", LEFT, y0);
+        esc(f, part);
+        fprintf(f, "</text>\n");
+        fq += cut;
+        while (*fq == ' ')
+            fq++;
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">next: ", LEFT, y0 + 2);
+    esc(f, nx);
+    fprintf(f, "</text>\n");
+
+    /* checkpoints, behind everything */
+    double ybot = TOP + lanes * (LANE + GAP) - GAP;
+    for (size_t i = 0; i < r->nsaves; i++) {
+        double a0 = (double)(r->saves[i].t0 - r->t_start) / 1e9, a1 = (double)(r->saves[i].t1 - r->t_start) / 1e9;
+        double x0 = X(&p, a0), x1 = X(&p, a1);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff9800\" opacity=\"0.18\"/>\n", x0,
+                TOP - 14, x1 - x0 > 1 ? x1 - x0 : 1, ybot - TOP + 14);
+    }
+
+    /* 1: GPU */
+    double y = TOP;
+    lane(&p, y, "GPU utilisation", "%", 100);
+    if (!r->nvml || !r->ngpu)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#777\">no GPU figures: ", LEFT + 12, y + LANE / 2);
+    if (!r->nvml || !r->ngpu) {
+        esc(f, r->nvml_why);
+        fprintf(f, "</text>\n");
+    }
+    static const char *gcol[4] = {"#6a1b9a", "#00897b", "#f57c00", "#3949ab"};
+    for (int g = 0; g < r->ngpu; g++) {
+        series(&p, r, y, 100, f_gpu, g, gcol[g % 4], NULL);
+        char lbl[32];
+        snprintf(lbl, sizeof lbl, "GPU%d", g);
+        if (g < 5)
+            legend(&p, y, g, gcol[g % 4], lbl);
+    }
+
+    /* 2: CPU by role, stacked */
+    y += LANE + GAP;
+    double cmax = r->allowed;
+    for (size_t i = 0; i < r->nticks; i++) {
+        double s = 0;
+        for (int j = 0; j < DR_NROLES; j++)
+            s += r->ticks[i].cpu[j];
+        if (s > cmax)
+            cmax = s;
+        if (f_rq(&r->ticks[i], 0) > cmax)
+            cmax = f_rq(&r->ticks[i], 0);
+    }
+    cmax = nice_max(cmax);
+    lane(&p, y, "CPU cores by role", " cores", cmax);
+    for (int j = DR_NROLES - 1; j >= 0 && r->nticks; j--) {
+        /* area from 0 to the sum of roles 0..j */
+        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%.1f,%.1f ", role_col[j], X(&p, r->ticks[0].t - r->ticks[0].dt), y + LANE);
+        for (size_t i = 0; i < r->nticks; i++) {
+            double s = 0;
+            for (int q = 0; q <= j; q++)
+                s += r->ticks[i].cpu[q];
+            s = s > cmax ? cmax : s;
+            fprintf(f, "%.1f,%.1f %.1f,%.1f ", X(&p, r->ticks[i].t - r->ticks[i].dt), y + LANE - LANE * s / cmax,
+                    X(&p, r->ticks[i].t), y + LANE - LANE * s / cmax);
+        }
+        fprintf(f, "%.1f,%.1f\"/>\n", X(&p, r->ticks[r->nticks - 1].t), y + LANE);
+    }
+    series(&p, r, y, cmax, f_rq, 0, "#000", "4,3");
+    double ya = y + LANE - LANE * (r->allowed > cmax ? cmax : r->allowed) / cmax;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"1.2\"/>\n", LEFT, ya,
+            W - RIGHT, ya);
+    for (int j = 0; j < DR_NROLES; j++)
+        legend(&p, y, j, role_col[j], role_lbl[j]);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"4,3\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">waiting for a CPU</text>\n",
+            W - RIGHT + 10, y + 94, W - RIGHT + 26, y + 94, W - RIGHT + 30, y + 98);
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\">cores allowed (%g)</text>\n",
+            W - RIGHT + 10, y + 112, W - RIGHT + 26, y + 112, W - RIGHT + 30, y + 116, r->allowed);
+
+    /* 3: disk */
+    y += LANE + GAP;
+    double dmax = 0;
+    for (size_t i = 0; i < r->nticks; i++) {
+        if (r->ticks[i].rd_bps / 1e6 > dmax)
+            dmax = r->ticks[i].rd_bps / 1e6;
+        if (r->ticks[i].wr_bps / 1e6 > dmax)
+            dmax = r->ticks[i].wr_bps / 1e6;
+    }
+    dmax = nice_max(dmax);
+    lane(&p, y, "Disk (block devices)", " MB/s", dmax);
+    series(&p, r, y, dmax, f_rd, 0, "#1565c0", NULL);
+    series(&p, r, y, dmax, f_wr, 0, "#e65100", NULL);
+    legend(&p, y, 0, "#1565c0", "read");
+    legend(&p, y, 1, "#e65100", "write");
+    legend(&p, y, 2, "#ff9800", "torch.save");
+
+    /* 4: data wait per batch */
+    y += LANE + GAP;
+    double wmax = 0;
+    for (size_t i = 0; i < r->nsteps; i++)
+        if (r->steps[i].pid == r->main_pid && (double)(r->steps[i].t1 - r->steps[i].t0) / 1e6 > wmax)
+            wmax = (double)(r->steps[i].t1 - r->steps[i].t0) / 1e6;
+    wmax = nice_max(wmax);
+    lane(&p, y, "Wait for each batch", " ms", wmax);
+    if (!r->nsteps)
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#777\">no batches seen</text>\n", LEFT + 12,
+                y + LANE / 2);
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid)
+            continue;
+        double ms = (double)(s->t1 - s->t0) / 1e6, h = LANE * (ms > wmax ? wmax : ms) / wmax;
+        double x0 = X(&p, (double)(s->t0 - r->t_start) / 1e9), x1 = X(&p, (double)(s->t1 - r->t_start) / 1e9);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#c62828\"/>\n", x0, y + LANE - h,
+                x1 - x0 > 1.2 ? x1 - x0 : 1.2, h > 0.5 ? h : 0.5);
+    }
+    legend(&p, y, 0, "#c62828", "wait (bar = its span)");
+
+    /* time axis */
+    double yb = y + LANE;
+    double step = nice_max(p.t1 / 8);
+    for (double t = 0; t <= p.t1 + 1e-9; t += step)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"middle\">%g s</text>\n",
+                X(&p, t), yb, X(&p, t), yb + 5, X(&p, t), yb + 18, t);
+    if (w0 > r->t_start && w0 < w1 && r->nsteps) {
+        double xw = X(&p, (double)(w0 - r->t_start) / 1e9);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2e7d32\" stroke-dasharray=\"2,2\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#2e7d32\" text-anchor=\"end\">training loop starts</text>\n",
+                xw, TOP - 14, xw, yb, xw - 3, TOP - 2);
+    }
+    if (r->t_stop) {
+        double xs = X(&p, (double)(r->t_stop - r->t_start) / 1e9);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"2,2\"/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">stop</text>\n", xs, TOP - 14, xs, yb, xs + 3, TOP - 2);
+    }
+    fprintf(f, "</svg>\n");
+    return fclose(f) == 0 ? 0 : -1;
+}

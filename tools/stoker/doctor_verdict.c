@@ -1,0 +1,865 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stoker doctor's analysis: the hook's events (batches, iterators, saves, per-step counters) and
+ * the sampler's ticks become the figures of the seven points, and the rules below pick the one
+ * stage that bounds the job. The rules and their thresholds are written out in docs/doctor.md;
+ * they are the constants here, in the order they are tried:
+ *   input    waiting for the next batch (plus iterator creation) >= 25% of the training window;
+ *            then which: the loading role (DataLoader workers, stoker's threads, or the main
+ *            thread while it waits when num_workers=0) waits for a CPU >= 25% of the time, more
+ *            than it runs, and the job has more runnable threads than cores it may use:
+ *            CPU-starved; else in disk wait >= 25%: storage; else running or runnable >= 50%:
+ *            decode; else it waits on something else.
+ *   checkpoint  torch.save >= 20% of the window.
+ *   sync     time inside host-syncing calls >= 15%, or >= 32 such calls per step.
+ * The largest share wins among input, checkpoint and (time-based) sync. Without any of them:
+ * too small for the GPU (GPU used, mean utilisation < 50%, < 50% of its memory), else compute.
+ */
+#include "doctor.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TH_INPUT 0.25
+#define TH_CKPT 0.20
+#define TH_SYNC_SHARE 0.15
+#define TH_SYNC_PER_STEP 32.0
+#define TH_STARVED 0.25
+#define TH_STORAGE 0.25
+#define TH_DECODE 0.50
+#define TH_GPU_SMALL_UTIL 50.0
+#define TH_GPU_SMALL_MEM 0.50
+#define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
+
+struct dr_result {
+    int64_t w0, w1;
+    double wall;                  /* the training window, s */
+    double run_s;                 /* the whole job, s */
+    int nsteps;
+    double csteps;                /* steps the counters cover (see analyse_steps) */
+    /* data */
+    double wait_total, iter_total, input_share;
+    double wait_med, wait_p99, between_med, between_p99, step_med;
+    double first_batch, epoch_start_mean;
+    int nepochs, first_included;
+    int workers, pin, bs;
+    char kind[8], dtype[16];
+    char loader_role[48];
+    double ld_n, ld_busy, ld_rq, ld_disk;
+    /* writes */
+    int nsave;
+    double save_total, save_share, save_bytes, steps_per_save;
+    /* copies */
+    double calls[4], calls_total, calls_dev, sync_time, sync_share;
+    double h2d_pin, h2d_page, h2d_bytes;
+    int ac16, acbf;
+    /* system */
+    double cpu[DR_NROLES], rq[DR_NROLES], dth[DR_NROLES], nth[DR_NROLES], cpu_total, rq_total, ndec;
+    double psi[3], sys_cores, mem_avail_min, swap_used_max, rss_max;
+    double rd_bps, wr_bps, rd_iops, wr_iops, job_rd, job_wr, net_rx, net_tx;
+    int nticks;
+    /* GPU */
+    double gutil[DR_MAXGPU], gutil_max[DR_MAXGPU], gmem[DR_MAXGPU];
+    int gpu_used;
+    /* verdict */
+    char verdict[48], figures[640], next[320], line[1200];
+};
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quant(double *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    qsort(v, n, sizeof *v, cmp_d);
+    size_t i = (size_t)ceil(q * (double)n) - (q * (double)n > 0 ? 1 : 0);
+    return v[i < n ? i : n - 1];
+}
+
+double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1)
+{
+    *t0 = a->w0;
+    *t1 = a->w1;
+    return a->wall;
+}
+
+void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next)
+{
+    *stage = a->verdict;
+    *figures = a->figures;
+    *next = a->next;
+}
+
+const char *dr_verdict_line(const dr_result *a)
+{
+    return a->line;
+}
+
+void dr_result_free(dr_result *a)
+{
+    free(a);
+}
+
+static const char *role_name[DR_NROLES] = {"main thread", "loader workers", "stoker threads", "other"};
+
+/* 1, 2, 5 x 10^k at or above v */
+static long nice_up(double v)
+{
+    double p = 1;
+    while (p * 10 <= v)
+        p *= 10;
+    for (int m = 1; m <= 10; m = m == 1 ? 2 : m == 2 ? 5 : 10)
+        if (m * p >= v)
+            return (long)(m * p);
+    return (long)(10 * p);
+}
+
+static void analyse_steps(const dr_run *r, dr_result *a)
+{
+    size_t n = 0;
+    double *w = malloc((r->nsteps + 1) * sizeof *w), *bt = malloc((r->nsteps + 1) * sizeof *bt),
+           *ws = malloc((r->nsteps + 1) * sizeof *ws);
+    if (!w || !bt || !ws) {
+        free(w);
+        free(bt);
+        free(ws);
+        return;
+    }
+    size_t nb = 0, nws = 0;
+    int64_t prev_t1 = 0, prev_t0 = 0;
+    size_t it = 0;
+    int have_first = 0;
+    double epoch_cost = 0;
+    int bs_seen[8] = {0}, bs_cnt[8] = {0};
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
+            continue;
+        /* first batch of an iterator: an I of this process between the previous batch and this */
+        int first = !prev_t1;
+        while (it < r->niters && r->iters[it].t0 <= s->t0) {
+            const dr_iter *I = &r->iters[it];
+            if (I->pid == r->main_pid && I->t0 >= prev_t0) {
+                first = 1;
+                a->iter_total += (double)(I->t1 - I->t0) / 1e9;
+                epoch_cost += (double)(I->t1 - I->t0) / 1e9;
+                a->nepochs++;
+                a->workers = I->workers;
+                a->pin = I->pin;
+                snprintf(a->kind, sizeof a->kind, "%s", I->kind);
+            }
+            it++;
+        }
+        double wait = (double)(s->t1 - s->t0) / 1e9;
+        a->wait_total += wait;
+        w[n++] = wait;
+        if (first) {
+            epoch_cost += wait;
+            if (!have_first) {
+                a->first_batch = wait;
+                have_first = 1;
+            }
+        } else {
+            ws[nws++] = wait;
+            bt[nb++] = (double)(s->t1 - prev_t1) / 1e9;
+        }
+        /* counters of the step that ended with this batch (the first batch's are set-up's) */
+        if (prev_t1) {
+            for (int k = 0; k < 4; k++)
+                a->calls[k] += (double)s->c[k];
+            a->calls_dev += (double)s->c[4];
+            a->h2d_pin += (double)s->c[5];
+            a->h2d_page += (double)s->c[6];
+            a->h2d_bytes += (double)s->c[7];
+            a->sync_time += (double)s->c[8] / 1e9;
+            a->ac16 += s->c[9] > 0;
+            a->acbf += s->c[10] > 0;
+        }
+        for (int k = 0; k < 8; k++)
+            if (bs_seen[k] == s->bs || !bs_cnt[k]) {
+                bs_seen[k] = s->bs;
+                bs_cnt[k]++;
+                break;
+            }
+        snprintf(a->dtype, sizeof a->dtype, "%s", s->dtype);
+        prev_t1 = s->t1;
+        prev_t0 = s->t0;
+        a->nsteps++;
+    }
+    /* the counters of batch k+1 are those of step k; the last step's come with the exit event */
+    a->csteps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    if (r->x_t && a->nsteps) {
+        a->csteps = a->nsteps;
+        for (int k = 0; k < 4; k++)
+            a->calls[k] += (double)r->x_c[k];
+        a->calls_dev += (double)r->x_c[4];
+        a->h2d_pin += (double)r->x_c[5];
+        a->h2d_page += (double)r->x_c[6];
+        a->h2d_bytes += (double)r->x_c[7];
+        a->sync_time += (double)r->x_c[8] / 1e9;
+    }
+    int best = 0;
+    for (int k = 1; k < 8; k++)
+        if (bs_cnt[k] > bs_cnt[best])
+            best = k;
+    a->bs = bs_seen[best];
+    a->epoch_start_mean = a->nepochs ? epoch_cost / a->nepochs : 0;
+    a->wait_med = quant(ws, nws, 0.5);
+    a->wait_p99 = quant(ws, nws, 0.99);
+    a->between_med = quant(bt, nb, 0.5);
+    a->between_p99 = quant(bt, nb, 0.99);
+    if (!nws) { /* a single batch per epoch: the waits are all first batches */
+        a->wait_med = quant(w, n, 0.5);
+        a->wait_p99 = quant(w, n, 0.99);
+    }
+    free(w);
+    free(bt);
+    free(ws);
+}
+
+/* the overlap of (a, b] with the batch waits of the main process, in ns */
+static double wait_overlap(const dr_run *r, int64_t a, int64_t b, size_t *from)
+{
+    double o = 0;
+    while (*from < r->nsteps && (r->steps[*from].pid != r->main_pid || r->steps[*from].t1 <= a))
+        (*from)++;
+    for (size_t i = *from; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid)
+            continue;
+        if (s->t0 >= b)
+            break;
+        int64_t lo = s->t0 > a ? s->t0 : a, hi = s->t1 < b ? s->t1 : b;
+        if (hi > lo)
+            o += (double)(hi - lo);
+    }
+    return o;
+}
+
+static void analyse_ticks(const dr_run *r, dr_result *a)
+{
+    double T = 0, mw = 0, mbusy = 0, mrq = 0, md = 0;
+    size_t from = 0;
+    int gpu_n = 0;
+    a->mem_avail_min = -1;
+    for (size_t i = 0; i < r->nticks; i++) {
+        const dr_tick *k = &r->ticks[i];
+        int64_t tb = r->t_start + (int64_t)(k->t * 1e9), ta = tb - (int64_t)(k->dt * 1e9);
+        if (tb <= a->w0 || ta >= a->w1)
+            continue;
+        a->nticks++;
+        T += k->dt;
+        for (int j = 0; j < DR_NROLES; j++) {
+            a->cpu[j] += k->cpu[j] * k->dt;
+            a->rq[j] += k->rq[j] * k->dt;
+            a->dth[j] += k->dthreads[j] * k->dt;
+            a->nth[j] += k->nthreads[j] * k->dt;
+        }
+        a->ndec += k->ndec * k->dt;
+        for (int j = 0; j < 3; j++)
+            a->psi[j] += k->psi[j] * k->dt;
+        a->sys_cores += k->sys_cores * k->dt;
+        a->rd_bps += k->rd_bps * k->dt;
+        a->wr_bps += k->wr_bps * k->dt;
+        a->rd_iops += k->rd_iops * k->dt;
+        a->wr_iops += k->wr_iops * k->dt;
+        a->job_rd += k->job_rd_bps * k->dt;
+        a->job_wr += k->job_wr_bps * k->dt;
+        a->net_rx += k->net_rx_bps * k->dt;
+        a->net_tx += k->net_tx_bps * k->dt;
+        if (a->mem_avail_min < 0 || k->mem_avail < a->mem_avail_min)
+            a->mem_avail_min = k->mem_avail;
+        if (k->swap_used > a->swap_used_max)
+            a->swap_used_max = k->swap_used;
+        if (k->rss > a->rss_max)
+            a->rss_max = k->rss;
+        for (int g = 0; g < r->ngpu; g++) {
+            a->gutil[g] += k->gpu_util[g];
+            if (k->gpu_util[g] > a->gutil_max[g])
+                a->gutil_max[g] = k->gpu_util[g];
+            if (k->gpu_mem[g] > a->gmem[g])
+                a->gmem[g] = k->gpu_mem[g];
+        }
+        gpu_n++;
+        /* the main thread while the loop waits for a batch (the loader when num_workers=0) */
+        double f = wait_overlap(r, ta, tb, &from) / (double)(tb - ta);
+        mw += f * k->dt;
+        mbusy += f * k->dt * k->cpu[DR_MAIN];
+        mrq += f * k->dt * k->rq[DR_MAIN];
+        md += f * k->dt * (k->main_state == 'D');
+    }
+    if (T > 0) {
+        for (int j = 0; j < DR_NROLES; j++) {
+            a->cpu[j] /= T;
+            a->rq[j] /= T;
+            a->dth[j] /= T;
+            a->nth[j] /= T;
+            a->cpu_total += a->cpu[j];
+            a->rq_total += a->rq[j];
+        }
+        for (int j = 0; j < 3; j++)
+            a->psi[j] /= T;
+        a->ndec /= T;
+        a->sys_cores /= T;
+        a->rd_bps /= T;
+        a->wr_bps /= T;
+        a->rd_iops /= T;
+        a->wr_iops /= T;
+        a->net_rx /= T;
+        a->net_tx /= T;
+    }
+    for (int g = 0; g < r->ngpu && gpu_n; g++)
+        a->gutil[g] /= gpu_n;
+    if (a->mem_avail_min < 0)
+        a->mem_avail_min = 0;
+
+    /* the loading role */
+    if (!strcmp(a->kind, "stoker")) {
+        if (!a->workers)
+            a->workers = (int)(a->ndec + 0.5);
+        double n = a->workers > 0 ? a->workers : 1;
+        snprintf(a->loader_role, sizeof a->loader_role, "stoker's threads (%d decode)", a->workers);
+        a->ld_n = n;
+        a->ld_busy = a->cpu[DR_STOKER] / n;
+        a->ld_rq = a->rq[DR_STOKER] / n;
+        a->ld_disk = a->dth[DR_STOKER] / n;
+    } else if (a->workers > 0) {
+        snprintf(a->loader_role, sizeof a->loader_role, "%d DataLoader worker process%s", a->workers,
+                 a->workers == 1 ? "" : "es");
+        double n = a->workers;
+        a->ld_n = n;
+        a->ld_busy = a->cpu[DR_WORKER] / n;
+        a->ld_rq = a->rq[DR_WORKER] / n;
+        a->ld_disk = a->dth[DR_WORKER] / n;
+    } else {
+        snprintf(a->loader_role, sizeof a->loader_role, "the main thread (num_workers=0)");
+        a->ld_n = 1;
+        if (mw > 0) {
+            a->ld_busy = mbusy / mw;
+            a->ld_rq = mrq / mw;
+            a->ld_disk = md / mw;
+        }
+    }
+}
+
+static double allowed_int(const dr_run *r)
+{
+    double c = floor(r->allowed + 0.01);
+    return c < 1 ? 1 : c;
+}
+
+static void decide(const dr_run *r, dr_result *a)
+{
+    char *v = a->verdict, *f = a->figures, *nx = a->next;
+    size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
+    if (!a->nsteps) {
+        snprintf(v, vc, "unknown");
+        snprintf(f, fc, "no training step seen: %s",
+                 !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
+                            : "the job never iterated a torch DataLoader or a stoker.Loader");
+        snprintf(nx, nc, "run the training loop itself under the doctor (system figures above)");
+        return;
+    }
+    double W = a->wall > 0 ? a->wall : 1;
+    double input = (a->wait_total + a->iter_total) / W;
+    a->input_share = input;
+    a->save_share = a->save_total / W;
+    a->sync_share = a->sync_time / W;
+    double steps = a->csteps > 0 ? a->csteps : 1;
+    double per_step = a->calls_total / steps;
+    int gpu = a->gpu_used;
+    double calls_used = gpu ? a->calls_dev / steps : per_step;
+    int sync_count = calls_used >= TH_SYNC_PER_STEP;
+
+    double best = 0;
+    int pick = 0; /* 1 input, 2 checkpoint, 3 sync */
+    if (input >= TH_INPUT && input > best) {
+        best = input;
+        pick = 1;
+    }
+    if (a->save_share >= TH_CKPT && a->save_share > best) {
+        best = a->save_share;
+        pick = 2;
+    }
+    if (a->sync_share >= TH_SYNC_SHARE && a->sync_share > best) {
+        best = a->sync_share;
+        pick = 3;
+    }
+    if (!pick && sync_count)
+        pick = 3;
+    int torch = strcmp(a->kind, "stoker") != 0;
+    int cores = (int)allowed_int(r);
+    if (pick == 1) {
+        const char *sub;
+        /* the job's own runnable threads (running or waiting) against the cores it may use:
+         * a loader that waits for a CPU because the job oversubscribes its cores is starved; one
+         * that waits because other processes hold the machine is still doing CPU (decode) work */
+        double runnable = a->cpu_total + a->rq_total;
+        if (a->ld_rq >= TH_STARVED && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
+            sub = "CPU-starved";
+            int want = cores > 1 ? cores - 1 : 1;
+            if (torch && a->workers > want)
+                snprintf(nx, nc, "workers %d -> %d (the job may use %g core%s), or give it more cores",
+                         a->workers, want, r->allowed, r->allowed == 1 ? "" : "s");
+            else
+                snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);
+        } else if (a->ld_disk >= TH_STORAGE) {
+            sub = "storage";
+            snprintf(nx, nc, torch ? "pack into shards and use stoker.Loader (large sequential reads)"
+                                   : "put the shards on faster storage or in the page cache");
+        } else if (a->ld_busy + a->ld_rq >= TH_DECODE) {
+            sub = "decode";
+            if (torch && a->workers < cores)
+                snprintf(nx, nc, "workers %d -> %d", a->workers, cores);
+            else if (torch)
+                snprintf(nx, nc, "pack into shards and use stoker.DataLoader (stoker.Loader decodes only the crop)");
+            else
+                snprintf(nx, nc, "more cores for stoker's decode threads");
+        } else {
+            sub = "loader waits";
+            snprintf(nx, nc, "look at the Dataset's __getitem__: the loader is neither on a CPU nor in disk wait");
+        }
+        snprintf(v, vc, "input-bound (%s)", sub);
+        snprintf(f, fc,
+                 "waiting for the next batch %.0f%% of the time (median %.1f ms, p99 %.1f ms per step; "
+                 "epoch starts %.0f%% of the wait); "
+                 "the loader (%s): on a CPU %.0f%%, waiting for a CPU %.0f%%, in disk wait %.0f%%",
+                 100 * input, 1e3 * a->wait_med, 1e3 * a->wait_p99,
+                 a->wait_total + a->iter_total > 0
+                     ? 100 * a->epoch_start_mean * a->nepochs / (a->wait_total + a->iter_total) : 0,
+                 a->loader_role, 100 * a->ld_busy,
+                 100 * a->ld_rq, 100 * a->ld_disk);
+    } else if (pick == 2) {
+        snprintf(v, vc, "checkpoint-bound");
+        double each = a->nsave ? a->save_total / a->nsave : 0;
+        double stepc = a->between_med - a->wait_med;
+        if (stepc <= 0)
+            stepc = a->between_med > 0 ? a->between_med : 1e-3;
+        long every = (long)(a->steps_per_save + 0.5);
+        if (every < 1)
+            every = 1;
+        long want = nice_up(each * (1 - CKPT_TARGET) / CKPT_TARGET / stepc);
+        if (want <= every)
+            want = nice_up(every * 2.0);
+        snprintf(f, fc, "torch.save %.0f%% of the time: %d saves of %.1f MB, %.0f ms each, every %ld steps",
+                 100 * a->save_share, a->nsave, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each, every);
+        snprintf(nx, nc, "checkpoint every %ld steps instead of %ld", want, every);
+    } else if (pick == 3) {
+        snprintf(v, vc, "sync-bound");
+        snprintf(f, fc,
+                 "%.0f host-syncing calls per step%s (.item() %.0f, .cpu() %.0f, .numpy() %.0f, "
+                 "cuda.synchronize %.0f), %.1f%% of the time inside them",
+                 calls_used, gpu ? " on GPU tensors" : "", a->calls[0] / steps, a->calls[1] / steps,
+                 a->calls[2] / steps, a->calls[3] / steps, 100 * a->sync_share);
+        if (gpu && a->h2d_page > a->h2d_pin && a->h2d_page > 0)
+            snprintf(nx, nc, "pin memory (pin_memory=True): %.0f pageable host-to-device copies per step",
+                     a->h2d_page / steps);
+        else
+            snprintf(nx, nc, "keep per-step values on the device and read them every 100 steps, not every step");
+    } else {
+        double gu = 0, gm = 0, gt = 0;
+        for (int g = 0; g < r->ngpu; g++) {
+            gu = a->gutil[g] > gu ? a->gutil[g] : gu;
+            gm += a->gmem[g];
+            gt += r->gpus[g].mem_total;
+        }
+        double compute = 1 - input - a->save_share - a->sync_share;
+        if (gpu && r->nvml && r->ngpu && gu < TH_GPU_SMALL_UTIL && gt > 0 && gm / gt < TH_GPU_SMALL_MEM) {
+            snprintf(v, vc, "too small for the GPU");
+            snprintf(f, fc, "GPU busy %.0f%% of the time, %.1f of %.1f GiB in use, while the job waits for "
+                     "data only %.0f%% of the time", gu, gm / 1073741824.0, gt / 1073741824.0, 100 * input);
+            snprintf(nx, nc, "batch %d -> %d", a->bs, a->bs * 2 > 0 ? a->bs * 2 : 2);
+        } else {
+            snprintf(v, vc, "compute-bound");
+            snprintf(f, fc, "the step computes %.0f%% of the time (median %.1f ms between batches, of which %.1f ms "
+                     "waiting for data)%s", 100 * compute, 1e3 * a->between_med, 1e3 * a->wait_med,
+                     gpu && r->ngpu ? "" : "; on the CPU");
+            if (gpu && !a->ac16 && !a->acbf)
+                snprintf(nx, nc, "mixed precision: torch.autocast(\"cuda\", dtype=torch.bfloat16)");
+            else if (gpu)
+                snprintf(nx, nc, "a faster GPU or more GPUs: the input side keeps up");
+            else
+                snprintf(nx, nc, "run the step on a GPU: the input side keeps up");
+        }
+    }
+}
+
+dr_result *dr_analyse(const dr_run *r)
+{
+    dr_result *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    int64_t end = r->t_end ? r->t_end : r->t_start;
+    a->run_s = (double)(end - r->t_start) / 1e9;
+    a->w0 = end;
+    for (size_t i = 0; i < r->niters; i++)
+        if (r->iters[i].pid == r->main_pid && r->iters[i].t0 < a->w0)
+            a->w0 = r->iters[i].t0;
+    for (size_t i = 0; i < r->nsteps; i++)
+        if (r->steps[i].pid == r->main_pid && r->steps[i].t0 < a->w0)
+            a->w0 = r->steps[i].t0;
+    a->w1 = end;
+    if (r->x_t && r->x_t < a->w1)
+        a->w1 = r->x_t;
+    if (r->t_stop && r->t_stop < a->w1)
+        a->w1 = r->t_stop;
+    if (a->w0 >= a->w1) { /* no loader: the whole run */
+        a->w0 = r->t_start;
+        a->w1 = end;
+    }
+    a->wall = (double)(a->w1 - a->w0) / 1e9;
+    snprintf(a->kind, sizeof a->kind, "-");
+    analyse_steps(r, a);
+    a->calls_total = a->calls[0] + a->calls[1] + a->calls[2] + a->calls[3];
+    int64_t last_save_step = -1;
+    double gaps = 0;
+    int ngaps = 0;
+    for (size_t i = 0; i < r->nsaves; i++) {
+        const dr_save *s = &r->saves[i];
+        if (s->pid != r->main_pid || s->t0 < a->w0 || s->t0 > a->w1)
+            continue;
+        a->nsave++;
+        a->save_total += (double)((s->t1 < a->w1 ? s->t1 : a->w1) - s->t0) / 1e9;
+        a->save_bytes += (double)s->bytes;
+        int64_t k = 0; /* batches before this save */
+        for (size_t j = 0; j < r->nsteps; j++)
+            if (r->steps[j].pid == r->main_pid && r->steps[j].t1 <= s->t0 && r->steps[j].t1 >= a->w0)
+                k++;
+        if (last_save_step >= 0) {
+            gaps += (double)(k - last_save_step);
+            ngaps++;
+        } else {
+            gaps += (double)k;
+            ngaps++;
+        }
+        last_save_step = k;
+    }
+    a->steps_per_save = ngaps ? gaps / ngaps : 0;
+    a->gpu_used = r->gpu_ctx == 1 || a->calls_dev > 0 || a->h2d_pin + a->h2d_page > 0;
+    analyse_ticks(r, a);
+    decide(r, a);
+    snprintf(a->line, sizeof a->line, "verdict: %s: %s; next: %s", a->verdict, a->figures, a->next);
+    return a;
+}
+
+/* ---- the text report ------------------------------------------------------------------------- */
+static double mb(double b)
+{
+    return b / 1e6;
+}
+
+static double gib(double b)
+{
+    return b / 1073741824.0;
+}
+
+void dr_report(const dr_run *r, const dr_result *a, FILE *f)
+{
+    fprintf(f, "\n== stoker doctor: `");
+    for (char **p = r->argv; *p; p++)
+        fprintf(f, "%s%s", p == r->argv ? "" : " ", *p);
+    fprintf(f, "`\n");
+    if (r->t_stop)
+        fprintf(f, "   ran %.1f s; stopped by the doctor after %.1f s (%s)", a->run_s,
+                (double)(r->t_stop - r->t_start) / 1e9,
+                r->stop_signal == SIGINT ? "SIGINT" : r->stop_signal == SIGTERM ? "SIGINT, then SIGTERM"
+                                                                               : "SIGINT, SIGTERM, then SIGKILL");
+    else
+        fprintf(f, "   ran %.1f s", a->run_s);
+    if (r->exited)
+        fprintf(f, "; exit status %d\n", r->exit_code);
+    else
+        fprintf(f, "; killed by signal %d (%s)\n", r->term_signal, strsignal(r->term_signal));
+    fprintf(f, "   training window %.1f s, %d batches", a->wall, a->nsteps);
+    if (!r->hooked)
+        fprintf(f, " (no Python process of the job loaded the hook)");
+    fprintf(f, "\n");
+
+    fprintf(f, "1. GPU        ");
+    if (!r->nvml)
+        fprintf(f, "no GPU figures: %s%s\n", r->nvml_why,
+                r->nvidia_dev ? "" : "; no /dev/nvidia0");
+    else if (!r->ngpu)
+        fprintf(f, "%s\n", r->nvml_why);
+    else
+        for (int g = 0; g < r->ngpu; g++)
+            fprintf(f, "%sGPU%d %s: busy %.0f%% on average (max %.0f%%), memory %.1f of %.1f GiB at most\n",
+                    g ? "              " : "", g, r->gpus[g].name, a->gutil[g], a->gutil_max[g], gib(a->gmem[g]),
+                    gib(r->gpus[g].mem_total));
+    fprintf(f, "              the job %s a GPU (%s)\n",
+            r->gpu_ctx == 1 ? "holds a context on" : a->gpu_used ? "uses" : "does not use",
+            r->gpu_ctx == 1 ? "NVML lists its process, or it has /dev/nvidiaN open" : a->gpu_used ? "CUDA tensors in the steps" : "no GPU device file open, no CUDA tensor");
+
+    if (!a->nticks)
+        fprintf(f, "   (the job ended before the first sample, %.0f ms after its start: no CPU, memory, disk "
+                "or GPU figures)\n", 1e3 * r->interval);
+    fprintf(f, "2. CPU        the job may use %g core%s (affinity %d of %d", r->allowed, r->allowed == 1 ? "" : "s",
+            r->affinity, r->ncpu_online);
+    if (r->quota > 0)
+        fprintf(f, ", cgroup quota %.2f", r->quota);
+    else
+        fprintf(f, ", no cgroup quota");
+    fprintf(f, "); it used %.2f on average, the machine %.2f\n", a->cpu_total, a->sys_cores);
+    fprintf(f, "              ");
+    for (int j = 0; j < DR_NROLES; j++)
+        fprintf(f, "%s%s (%.0f thr) %.2f", j ? ", " : "", role_name[j], a->nth[j], a->cpu[j]);
+    fprintf(f, " cores\n              waiting for a CPU: %.2f cores' worth of runnable threads", a->rq_total);
+    if (r->psi_ok)
+        fprintf(f, "; pressure (some): cpu %.0f%%, io %.0f%%, memory %.0f%%\n", 100 * a->psi[0], 100 * a->psi[1],
+                100 * a->psi[2]);
+    else
+        fprintf(f, "; no /proc/pressure on this kernel\n");
+    fprintf(f, "   memory     %.1f GiB available at least (of %.1f GiB)", gib(a->mem_avail_min), gib(r->mem_total));
+    if (r->mem_limit > 0)
+        fprintf(f, ", cgroup limit %.1f GiB", gib(r->mem_limit));
+    fprintf(f, ", swap in use %.2f GiB; job RSS %.2f GiB at most (summed over its processes)\n",
+            gib(a->swap_used_max), gib(a->rss_max));
+    fprintf(f, "   disk       the job read %.1f MB and wrote %.1f MB of storage; devices:", mb(a->job_rd), mb(a->job_wr));
+    int any = 0;
+    for (int i = 0; i < r->ndevs; i++) {
+        const dr_dev *d = &r->devs[i];
+        double ri = (double)(d->r1[0] - d->r0[0]), rs = (double)(d->r1[1] - d->r0[1]) * 512;
+        double wi = (double)(d->r1[2] - d->r0[2]), ws = (double)(d->r1[3] - d->r0[3]) * 512;
+        if (!d->touched && ri + wi == 0)
+            continue;
+        double t = a->run_s > 0 ? a->run_s : 1;
+        fprintf(f, "\n              %s%s: read %.1f MB/s (%.0f IOPS), write %.1f MB/s (%.0f IOPS)", d->name,
+                d->touched ? " (job's files)" : "", mb(rs) / t, ri / t, mb(ws) / t, wi / t);
+        any = 1;
+    }
+    fprintf(f, "%s\n", any ? "" : " none active");
+    fprintf(f, "   network    received %.2f MB/s, sent %.2f MB/s (the job's network namespace, without lo)\n",
+            mb(a->net_rx), mb(a->net_tx));
+
+    fprintf(f, "3. data       ");
+    if (!a->nsteps)
+        fprintf(f, "no batches seen (%s)\n", r->hooked ? "no DataLoader / stoker.Loader iterated" : "no hook");
+    else {
+        fprintf(f, "%s loader, %s %d%s: waiting for the next batch %.0f%% of the time\n", a->kind,
+                strcmp(a->kind, "stoker") ? "num_workers" : "decode threads", a->workers,
+                a->pin ? ", pinned" : "", 100 * a->input_share);
+        fprintf(f, "              per step: wait median %.1f ms, p99 %.1f ms; between batches median %.1f ms, "
+                "p99 %.1f ms\n", 1e3 * a->wait_med, 1e3 * a->wait_p99, 1e3 * a->between_med, 1e3 * a->between_p99);
+        fprintf(f, "              first batch %.0f ms; %d epoch start%s, %.0f ms each (iterator + first batch)\n",
+                1e3 * a->first_batch, a->nepochs, a->nepochs == 1 ? "" : "s", 1e3 * a->epoch_start_mean);
+        fprintf(f, "              the loader (%s): on a CPU %.0f%%, waiting for a CPU %.0f%%, in disk wait %.0f%%\n",
+                a->loader_role, 100 * a->ld_busy, 100 * a->ld_rq, 100 * a->ld_disk);
+    }
+    fprintf(f, "4. batch      ");
+    if (a->nsteps)
+        fprintf(f, "batch size %d (%s)", a->bs, a->dtype);
+    else
+        fprintf(f, "no batches seen");
+    if (r->nvml && r->ngpu)
+        for (int g = 0; g < r->ngpu; g++)
+            fprintf(f, "; GPU%d headroom %.1f GiB", g, gib(r->gpus[g].mem_total - a->gmem[g]));
+    else
+        fprintf(f, "; GPU memory headroom unknown (no NVML)");
+    fprintf(f, "\n");
+    double steps = a->csteps > 0 ? a->csteps : 1;
+    fprintf(f, "5. copies     per step: .item() %.1f, .cpu() %.1f, .numpy() %.1f, cuda.synchronize %.1f "
+            "(%.1f on GPU tensors); %.1f%% of the time inside them\n", a->calls[0] / steps, a->calls[1] / steps,
+            a->calls[2] / steps, a->calls[3] / steps, a->calls_dev / steps, 100 * a->sync_share);
+    fprintf(f, "              host-to-device copies per step: %.1f pinned, %.1f pageable (%.1f MB)\n",
+            a->h2d_pin / steps, a->h2d_page / steps, mb(a->h2d_bytes / steps));
+    if (a->nsave)
+        fprintf(f, "   writes     torch.save: %d, %.1f MB and %.0f ms each, every %.0f steps: %.0f%% of the time\n",
+                a->nsave, mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, a->steps_per_save,
+                100 * a->save_share);
+    else
+        fprintf(f, "   writes     no torch.save; the job wrote %.1f MB of storage\n", mb(a->job_wr));
+    fprintf(f, "6. precision  ");
+    if (a->nsteps)
+        fprintf(f, "autocast fp16 in %d, bf16 in %d of %d steps; batches are %s\n", a->ac16, a->acbf,
+                a->nsteps > 1 ? a->nsteps - 1 : a->nsteps, a->dtype);
+    else
+        fprintf(f, "no steps seen\n");
+    if (r->hook_fail[0])
+        fprintf(f, "   note       the hook could not patch everything: %s\n", r->hook_fail);
+    fprintf(f, "7. %s\n", a->line);
+    double job = a->run_s > 0 ? a->run_s : 1;
+    fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core)\n", r->self_cpu_s,
+            a->run_s, 100 * r->self_cpu_s / job);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------------- */
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void jnum(FILE *f, const char *k, double v, int comma)
+{
+    if (!isfinite(v))
+        v = 0;
+    fprintf(f, "\"%s\": %.12g%s", k, v, comma ? ", " : "");
+}
+
+int dr_json(const dr_run *r, const dr_result *a, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    double steps = a->csteps > 0 ? a->csteps : 1;
+    fprintf(f, "{\n  \"command\": [");
+    for (char **p = r->argv; *p; p++) {
+        fprintf(f, "%s", p == r->argv ? "" : ", ");
+        jstr(f, *p);
+    }
+    fprintf(f, "],\n  \"job\": {");
+    jnum(f, "run_s", a->run_s, 1);
+    jnum(f, "window_s", a->wall, 1);
+    jnum(f, "stopped_after_s", r->t_stop ? (double)(r->t_stop - r->t_start) / 1e9 : 0, 1);
+    jnum(f, "stop_signal", r->stop_signal, 1);
+    fprintf(f, "\"exited\": %s, ", r->exited ? "true" : "false");
+    jnum(f, "exit_code", r->exit_code, 1);
+    jnum(f, "term_signal", r->term_signal, 1);
+    jnum(f, "python_processes_hooked", r->hooked, 1);
+    jnum(f, "batches", a->nsteps, 0);
+    fprintf(f, "},\n  \"gpu\": {\"nvml\": %s, \"why\": ", r->nvml ? "true" : "false");
+    jstr(f, r->nvml_why);
+    fprintf(f, ", \"job_holds_context\": %d, \"job_uses_gpu\": %s, \"devices\": [", r->gpu_ctx,
+            a->gpu_used ? "true" : "false");
+    for (int g = 0; g < r->ngpu; g++) {
+        fprintf(f, "%s{\"name\": ", g ? ", " : "");
+        jstr(f, r->gpus[g].name);
+        fprintf(f, ", ");
+        jnum(f, "util_mean_pct", a->gutil[g], 1);
+        jnum(f, "util_max_pct", a->gutil_max[g], 1);
+        jnum(f, "mem_used_max_bytes", a->gmem[g], 1);
+        jnum(f, "mem_total_bytes", r->gpus[g].mem_total, 0);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]},\n  \"cpu\": {");
+    jnum(f, "allowed_cores", r->allowed, 1);
+    jnum(f, "affinity_cores", r->affinity, 1);
+    jnum(f, "online_cores", r->ncpu_online, 1);
+    jnum(f, "cgroup_quota_cores", r->quota, 1);
+    jnum(f, "used_cores", a->cpu_total, 1);
+    jnum(f, "machine_busy_cores", a->sys_cores, 1);
+    jnum(f, "runqueue_wait_cores", a->rq_total, 1);
+    static const char *rk[DR_NROLES] = {"main", "workers", "stoker", "other"};
+    fprintf(f, "\"roles\": {");
+    for (int j = 0; j < DR_NROLES; j++) {
+        fprintf(f, "%s\"%s\": {", j ? ", " : "", rk[j]);
+        jnum(f, "cores", a->cpu[j], 1);
+        jnum(f, "runqueue_wait_cores", a->rq[j], 1);
+        jnum(f, "threads_in_disk_wait", a->dth[j], 1);
+        jnum(f, "threads", a->nth[j], 0);
+        fprintf(f, "}");
+    }
+    fprintf(f, "}, \"psi_some\": {");
+    jnum(f, "available", r->psi_ok, 1);
+    jnum(f, "cpu", a->psi[0], 1);
+    jnum(f, "io", a->psi[1], 1);
+    jnum(f, "memory", a->psi[2], 0);
+    fprintf(f, "}},\n  \"memory\": {");
+    jnum(f, "total_bytes", r->mem_total, 1);
+    jnum(f, "available_min_bytes", a->mem_avail_min, 1);
+    jnum(f, "swap_total_bytes", r->swap_total, 1);
+    jnum(f, "swap_used_max_bytes", a->swap_used_max, 1);
+    jnum(f, "cgroup_limit_bytes", r->mem_limit, 1);
+    jnum(f, "job_rss_max_bytes", a->rss_max, 0);
+    fprintf(f, "},\n  \"disk\": {");
+    jnum(f, "job_read_bytes", a->job_rd, 1);
+    jnum(f, "job_write_bytes", a->job_wr, 1);
+    jnum(f, "read_bytes_per_s", a->rd_bps, 1);
+    jnum(f, "write_bytes_per_s", a->wr_bps, 1);
+    jnum(f, "read_iops", a->rd_iops, 1);
+    jnum(f, "write_iops", a->wr_iops, 1);
+    fprintf(f, "\"devices\": [");
+    int first = 1;
+    for (int i = 0; i < r->ndevs; i++) {
+        const dr_dev *d = &r->devs[i];
+        double t = a->run_s > 0 ? a->run_s : 1;
+        if (!d->touched && d->r1[0] == d->r0[0] && d->r1[2] == d->r0[2])
+            continue;
+        fprintf(f, "%s{\"name\": ", first ? "" : ", ");
+        first = 0;
+        jstr(f, d->name);
+        fprintf(f, ", \"job_files\": %s, ", d->touched ? "true" : "false");
+        jnum(f, "read_bytes_per_s", (double)(d->r1[1] - d->r0[1]) * 512 / t, 1);
+        jnum(f, "read_iops", (double)(d->r1[0] - d->r0[0]) / t, 1);
+        jnum(f, "write_bytes_per_s", (double)(d->r1[3] - d->r0[3]) * 512 / t, 1);
+        jnum(f, "write_iops", (double)(d->r1[2] - d->r0[2]) / t, 0);
+        fprintf(f, "}");
+    }
+    fprintf(f, "]},\n  \"network\": {");
+    jnum(f, "rx_bytes_per_s", a->net_rx, 1);
+    jnum(f, "tx_bytes_per_s", a->net_tx, 0);
+    fprintf(f, "},\n  \"data\": {\"loader\": ");
+    jstr(f, a->kind);
+    fprintf(f, ", ");
+    jnum(f, "num_workers", a->workers, 1);
+    jnum(f, "pin_memory", a->pin, 1);
+    jnum(f, "wait_share", a->input_share, 1);
+    jnum(f, "wait_total_s", a->wait_total, 1);
+    jnum(f, "iterator_creation_total_s", a->iter_total, 1);
+    jnum(f, "wait_median_s", a->wait_med, 1);
+    jnum(f, "wait_p99_s", a->wait_p99, 1);
+    jnum(f, "between_batches_median_s", a->between_med, 1);
+    jnum(f, "between_batches_p99_s", a->between_p99, 1);
+    jnum(f, "first_batch_s", a->first_batch, 1);
+    jnum(f, "epochs_started", a->nepochs, 1);
+    jnum(f, "epoch_start_mean_s", a->epoch_start_mean, 1);
+    fprintf(f, "\"loader_role\": ");
+    jstr(f, a->loader_role);
+    fprintf(f, ", ");
+    jnum(f, "loader_on_cpu_share", a->ld_busy, 1);
+    jnum(f, "loader_waiting_for_cpu_share", a->ld_rq, 1);
+    jnum(f, "loader_disk_wait_share", a->ld_disk, 0);
+    fprintf(f, "},\n  \"batch\": {");
+    jnum(f, "size", a->bs, 1);
+    fprintf(f, "\"dtype\": ");
+    jstr(f, a->dtype);
+    fprintf(f, "},\n  \"copies\": {");
+    jnum(f, "item_per_step", a->calls[0] / steps, 1);
+    jnum(f, "cpu_per_step", a->calls[1] / steps, 1);
+    jnum(f, "numpy_per_step", a->calls[2] / steps, 1);
+    jnum(f, "cuda_synchronize_per_step", a->calls[3] / steps, 1);
+    jnum(f, "sync_calls_per_step", a->calls_total / steps, 1);
+    jnum(f, "sync_calls_on_gpu_per_step", a->calls_dev / steps, 1);
+    jnum(f, "sync_time_share", a->sync_share, 1);
+    jnum(f, "h2d_pinned_per_step", a->h2d_pin / steps, 1);
+    jnum(f, "h2d_pageable_per_step", a->h2d_page / steps, 1);
+    jnum(f, "h2d_bytes_per_step", a->h2d_bytes / steps, 0);
+    fprintf(f, "},\n  \"writes\": {");
+    jnum(f, "saves", a->nsave, 1);
+    jnum(f, "save_total_s", a->save_total, 1);
+    jnum(f, "save_share", a->save_share, 1);
+    jnum(f, "save_bytes", a->save_bytes, 1);
+    jnum(f, "steps_per_save", a->steps_per_save, 0);
+    fprintf(f, "},\n  \"precision\": {");
+    jnum(f, "autocast_fp16_steps", a->ac16, 1);
+    jnum(f, "autocast_bf16_steps", a->acbf, 0);
+    fprintf(f, "},\n  \"verdict\": {\"stage\": ");
+    jstr(f, a->verdict);
+    fprintf(f, ", \"figures\": ");
+    jstr(f, a->figures);
+    fprintf(f, ", \"next\": ");
+    jstr(f, a->next);
+    fprintf(f, "},\n  \"watching\": {");
+    jnum(f, "doctor_cpu_s", r->self_cpu_s, 1);
+    jnum(f, "interval_s", r->interval, 1);
+    jnum(f, "samples", (double)r->nticks, 0);
+    fprintf(f, "}\n}\n");
+    return fclose(f) == 0 ? 0 : -1;
+}

@@ -287,7 +287,8 @@ class Loader:
       size: output side, or (height, width). resize: eval's shorter side before the crop.
       workers: decode threads (default: the usable cores — affinity mask, cgroup CPU quota —
         divided among $LOCAL_WORLD_SIZE local ranks; stats()["workers_note"] says how).
-        prefetch: host batch slots (default 4).
+        prefetch: host batch slots (default 5 for host batches: the library's 4 plus the one
+        the loop variable holds while the next batch is awaited).
       shuffle: permute each epoch (default: ``train``). seed: order and augmentation seed;
         everything is a pure function of (seed, epoch, sample), whatever ``workers`` is.
       drop_last: drop a short last batch (default False, as DataLoader).
@@ -475,6 +476,13 @@ class Loader:
         if self._max_size is not None:
             sets += [(_lib.P_MAX_OUT_HEIGHT, self._max_size[0], "max_size"),
                      (_lib.P_MAX_OUT_WIDTH, self._max_size[1], "max_size")]
+        if prefetch is None and self.device < 0:
+            # the loop variable keeps the previous batch while the next is awaited, so its slot
+            # is not free then: one slot more than the library's default keeps the same depth
+            # of work ahead as a loop that gives each batch back before asking for the next
+            v = ctypes.c_double()
+            self._check(lib.stk_loader_get(self._h, _lib.P_PREFETCH, ctypes.byref(v)), "prefetch")
+            prefetch = min(64, int(v.value) + 1)
         opt = [(_lib.P_WORKERS, workers, "workers"), (_lib.P_PREFETCH, prefetch, "prefetch"),
                (_lib.P_IO_DIRECT, None if direct is None else int(bool(direct)), "direct"),
                (_lib.P_QUEUE_DEPTH, queue_depth, "queue_depth"),

@@ -318,7 +318,8 @@ class DataLoader(Loader):
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False, pin_memory_device=""):
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 max_size=None):
         import torch
         _, D = _tv()
         if batch_sampler is not None:
@@ -353,13 +354,14 @@ class DataLoader(Loader):
         if dataset.target_transform is not None:
             _refuse("target_transform=%r" % (dataset.target_transform,))
         kw = parse_transform(dataset.transform)
+        self._tf_size = (kw["size"], kw.get("resize"))
         shuffle_, seed, rank, world, mode = _sampler_args(sampler, shuffle, generator, dataset)
         train = kw.pop("train")
         super().__init__(root, batch_size, train=train, workers=num_workers or None,
                          shuffle=shuffle_, seed=seed, drop_last=drop_last, rank=rank,
                          world_size=world, dist_mode=mode, strict=True,
                          timeout=timeout or None, prefetch=prefetch_factor,
-                         pin_memory=pin_memory, **kw)
+                         pin_memory=pin_memory, max_size=max_size, **kw)
         if len(self.dataset) != len(dataset) or list(self.dataset.classes) != list(
                 dataset.classes):
             n_lib, n_tv = len(self.dataset), len(dataset)
@@ -388,7 +390,28 @@ class DataLoader(Loader):
         """The library's decode threads (num_workers=0 picks the library's default)."""
         return self._threads
 
+    def _follow_transform(self):
+        """Progressive resizing as with torchvision: a crop size changed in the dataset's
+        transform since the last pass (``dataset.transform.transforms[0].size = 192``) reaches
+        the library as Loader.set_size, re-read at every ``for``."""
+        kw = parse_transform(self.dataset.transform)
+        size, resize = kw["size"], kw.get("resize")
+        if (size, resize) == self._tf_size:
+            return
+        if resize != self._tf_size[1]:
+            _refuse("Resize(%r) changed to Resize(%r) between epochs (only the crop size may "
+                    "change; build a new DataLoader)" % (self._tf_size[1], resize))
+        if self._started and self._max_size is None:
+            raise ValueError("the transform's crop size changed to %r, but this DataLoader was "
+                             "built without max_size: pass stoker.DataLoader(..., max_size="
+                             "largest (height, width)) to change the size between epochs"
+                             % (size,))
+        self._end_iteration()            # a new `for` ends the previous pass anyway
+        self.set_size(*size)
+        self._tf_size = (size, resize)
+
     def __iter__(self):
+        self._follow_transform()
         s = self._user_sampler
         if s is not None and hasattr(s, "set_epoch"):
             e = int(getattr(s, "epoch", 0))

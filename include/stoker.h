@@ -746,6 +746,53 @@ STK_API int stk_loader_stats(stk_loader *h, stk_stats *out);
 /** A one-screen report (stages, waits, the bottleneck stage and what would help) into BUF.
  *  Returns the length it needs (like snprintf). Any thread. */
 STK_API size_t stk_loader_report(stk_loader *h, char *buf, size_t cap);
+/** What limits the pipeline, as stk_loader_report names it (values pinned, new ones appended). */
+enum {
+    STK_BOTTLENECK_NONE = 0,     /**< no verdict: nothing delivered yet */
+    STK_BOTTLENECK_CONSUMER = 1, /**< the loader keeps up: the consumer waited < 5% of the time */
+    STK_BOTTLENECK_READ = 2,     /**< storage-bound: decode workers starved more than busy, or
+                                      STK_STAGE_READ */
+    STK_BOTTLENECK_DECODE = 3,   /**< decode-bound: the decode workers are the busiest stage */
+    STK_BOTTLENECK_STAGE = 4,    /**< transfer-bound: the stager copied > 70% of the time, more
+                                      than the decode workers were busy */
+};
+/** stk_verdict.flags */
+enum {
+    /** Decode-bound, but the process ran on fewer than 70% of the cores its busy workers imply:
+     *  other processes share the cores (busy time is wall time inside the work). */
+    STK_VERDICT_CPU_STARVED = 1,
+};
+
+/** The bottleneck and the figures behind it. Shares are fractions of the wall time summed over
+ *  a stage's threads (a stage with several threads: 1.0 = all of them all the time). SIZE makes
+ *  the struct extensible: the caller sets it to sizeof(stk_verdict); the library fills the
+ *  fields it knows and sets SIZE to the bytes it filled. New fields are only appended. */
+typedef struct stk_verdict {
+    uint32_t size;           /**< in: sizeof(stk_verdict); out: bytes filled */
+    int bottleneck;          /**< STK_BOTTLENECK_* */
+    uint32_t flags;          /**< STK_VERDICT_* */
+    uint32_t decode_threads; /**< decode workers counted */
+    uint32_t cpus_online;    /**< cores online on this machine */
+    uint32_t reserved;
+    double wait_share;       /**< consumer time blocked in stk_loader_next / wall */
+    double read_busy, read_blocked;       /**< shares of the reader threads' time */
+    double decode_busy, decode_starved;   /**< shares of the decode workers' time */
+    double stager_busy;      /**< share of the stager thread's time spent copying (0 without) */
+    double cores;            /**< cores the process used: (user + system CPU) / wall */
+    double h2d_gbps;         /**< host-to-device copy rate in GB/s (0 without a stager) */
+} stk_verdict;
+
+/** Classify a stats snapshot (or the difference of two, for a window: subtract the times,
+ *  counts and CPU seconds, set wall_s to the window) as stk_loader_report does. STAGE is the
+ *  STK_STAGE_* the loader ran. Pure: reads only its arguments and the number of online cores.
+ *  STK_E_INVALID when V is NULL or V->size < sizeof(stk_verdict) of this release. Thread-safe. */
+STK_API int stk_stats_verdict(const stk_stats *st, int stage, stk_verdict *v);
+/** stk_stats_verdict over this loader's stats since start (STK_BOTTLENECK_NONE before start).
+ *  Any thread, like stk_loader_stats. */
+STK_API int stk_loader_verdict(stk_loader *h, stk_verdict *v);
+/** "none", "consumer", "read", "decode", "stage"; "unknown" for other values. Static string.
+ *  Thread-safe. */
+STK_API const char *stk_bottleneck_name(int bottleneck);
 /** Number of record errors seen (all epochs, counted when the record is processed, so
  *  prefetched records count before they are delivered). Any thread. */
 STK_API uint64_t stk_loader_error_count(const stk_loader *h);

@@ -10,12 +10,7 @@
  * blocked time waiting for the consumer to release a device buffer. wait_s is the time the
  * consumer spent blocked in stk_loader_next: the GPU waiting for data.
  *
- * The verdict: if the consumer waited under 5% of the wall time, the loader keeps up. Otherwise
- * the stage that limits is the one whose threads are busiest relative to how long they starve:
- * decode workers busy more than starved → decode-bound; decode starved while the reader is not
- * blocked → storage-bound; a stager busy most of the time → transfer-bound. Busy time is wall
- * time inside the work, so when the process got far fewer cores than its busy workers imply,
- * the verdict says the cores are shared with other processes.
+ * The verdict line is the classifier of loader_verdict.c (stk_stats_verdict) put in words.
  */
 #include "loader_internal.h"
 
@@ -181,53 +176,51 @@ static const char *backend_name(int b)
     }
 }
 
-static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
+static void say_decode(rbuf *b, const stk_verdict *v, int cpus)
 {
-    double wall = st->wall_s;
-    if (st->batches == 0 || wall <= 0) {
-        rb_printf(b, "verdict: no batches delivered yet\n");
-        return;
-    }
-    double wait = frac(st->wait_s, wall);
-    uint32_t T = st->decode.threads ? st->decode.threads : 1;
-    double dbusy = frac(st->decode.busy_s, wall * T), dstarve = frac(st->decode.starved_s, wall * T);
-    uint32_t RT = st->read.threads ? st->read.threads : 1;
-    double rbusy = frac(st->read.busy_s, wall * RT), rblock = frac(st->read.blocked_s, wall * RT);
-    double sbusy = frac(st->stager.busy_s, wall);
-    if (wait < 0.05) {
-        rb_printf(b, "verdict: the loader keeps up: the consumer waited %.1f%% of the time\n", 100.0 * wait);
-        return;
-    }
-    if (st->stager.threads && sbusy > 0.7 && sbusy > dbusy) {
-        rb_printf(b, "verdict: transfer-bound: the stager copied %.0f%% of the time (%.2f GB/s) — use "
-                     "uint8 output and convert on the GPU, or a faster PCIe link\n",
-                  100.0 * sbusy, st->h2d_s > 0 ? (double)st->h2d_bytes / st->h2d_s / 1e9 : 0.0);
-        return;
-    }
-    if (h->stage == STK_STAGE_READ || dstarve > dbusy) {
-        rb_printf(b,
-                  "verdict: storage-bound: reader busy %.0f%%, blocked %.0f%%; decode workers starved "
-                  "%.0f%% — pack into shards / use O_DIRECT / raise STK_P_QUEUE_DEPTH (now %d)\n",
-                  100.0 * rbusy, 100.0 * rblock, 100.0 * dstarve, h->rcfg.queue_depth);
-        return;
-    }
-    int cpus = h->budget.usable;
-    double cores = frac(st->cpu_user_s + st->cpu_sys_s, wall);
-    if (cores < 0.7 * dbusy * T) {
-        /* busy time is wall time inside the work: a worker preempted by another process counts */
+    uint32_t T = v->decode_threads;
+    if (v->flags & STK_VERDICT_CPU_STARVED)
         rb_printf(b, "verdict: decode-bound, CPU-starved: %u workers busy %.0f%% but the process ran on %.2f "
                      "cores — other processes share the cores; the same loader on idle cores goes faster\n",
-                  T, 100.0 * dbusy, cores);
-        return;
-    }
-    if ((int)T < cpus)
+                  T, 100.0 * v->decode_busy, v->cores);
+    else if ((int)T < cpus)
         rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — raise STK_P_WORKERS (%d usable "
                      "cores), or pack at a smaller stored resolution\n",
-                  T, T, 100.0 * dbusy, cpus);
+                  T, T, 100.0 * v->decode_busy, cpus);
     else
         rb_printf(b, "verdict: decode-bound: %u of %u workers busy %.0f%% — more cores, or pack at a "
                      "smaller stored resolution\n",
-                  T, T, 100.0 * dbusy);
+                  T, T, 100.0 * v->decode_busy);
+}
+
+/* The verdict line: the classifier's answer (loader_verdict.c) in words. */
+static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
+{
+    stk_verdict v = {.size = sizeof v};
+    stk_stats_verdict(st, h->stage, &v);
+    switch (v.bottleneck) {
+    case STK_BOTTLENECK_NONE:
+        rb_printf(b, "verdict: no batches delivered yet\n");
+        return;
+    case STK_BOTTLENECK_CONSUMER:
+        rb_printf(b, "verdict: the loader keeps up: the consumer waited %.1f%% of the time\n",
+                  100.0 * v.wait_share);
+        return;
+    case STK_BOTTLENECK_STAGE:
+        rb_printf(b, "verdict: transfer-bound: the stager copied %.0f%% of the time (%.2f GB/s) — use "
+                     "uint8 output and convert on the GPU, or a faster PCIe link\n",
+                  100.0 * v.stager_busy, v.h2d_gbps);
+        return;
+    case STK_BOTTLENECK_READ:
+        rb_printf(b,
+                  "verdict: storage-bound: reader busy %.0f%%, blocked %.0f%%; decode workers starved "
+                  "%.0f%% — pack into shards / use O_DIRECT / raise STK_P_QUEUE_DEPTH (now %d)\n",
+                  100.0 * v.read_busy, 100.0 * v.read_blocked, 100.0 * v.decode_starved,
+                  h->rcfg.queue_depth);
+        return;
+    default:
+        say_decode(b, &v, h->budget.usable);
+    }
 }
 
 size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)

@@ -109,7 +109,8 @@ typedef struct lb_point {
     char io_note[96];
     uint64_t host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes;
     int device;
-    const char *bottleneck; /* "read", "decode", "stager", "trainer" */
+    stk_verdict verdict;    /* the library's classifier over the median run's window */
+    const char *bottleneck; /* its name here: "read", "decode", "stager", "trainer" */
     int failed;             /* the point could not run */
     char error[512];
     void *detail;           /* per-run figures between init and finish (point.c) */

@@ -103,6 +103,7 @@ typedef struct lb_run {
     uint64_t samples, batches, bad, disk, record_errors;
     char first_bad[400];
     stk_stats last;
+    stk_verdict verdict; /* the library's classifier over the window */
 } lb_run;
 
 /* A stage adds a wait to its clock when the wait ends, so one that began before the window
@@ -120,6 +121,32 @@ static void share(const stk_stage_stats *a, const stk_stage_stats *b, double wal
     out->busy = clamp01((b->busy_s - a->busy_s) / t);
     out->starved = clamp01((b->starved_s - a->starved_s) / t);
     out->blocked = clamp01((b->blocked_s - a->blocked_s) / t);
+}
+
+/* The library's verdict over the window S0..S1 of SWALL seconds: times, counts and CPU seconds
+ * taken as differences, thread counts and sizes from S1. */
+static void window_verdict(const lb_config *cfg, const stk_stats *s0, const stk_stats *s1, double swall,
+                           stk_verdict *v)
+{
+    stk_stats d = *s1;
+    stk_stage_stats *ds[3] = {&d.read, &d.decode, &d.stager};
+    const stk_stage_stats *as[3] = {&s0->read, &s0->decode, &s0->stager};
+    for (int i = 0; i < 3; i++) {
+        ds[i]->busy_s -= as[i]->busy_s;
+        ds[i]->starved_s -= as[i]->starved_s;
+        ds[i]->blocked_s -= as[i]->blocked_s;
+    }
+    d.wall_s = swall;
+    d.wait_s -= s0->wait_s;
+    d.cpu_user_s -= s0->cpu_user_s;
+    d.cpu_sys_s -= s0->cpu_sys_s;
+    d.batches -= s0->batches;
+    d.samples -= s0->samples;
+    d.h2d_bytes -= s0->h2d_bytes;
+    d.h2d_s -= s0->h2d_s;
+    memset(v, 0, sizeof *v);
+    v->size = sizeof *v;
+    stk_stats_verdict(&d, cfg->stage, v);
 }
 
 static void sleep_ms(double ms)
@@ -336,6 +363,7 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
     out->trainer_wait = cfg->step_ms > 0.0 && wall > 0 ? waited / wall : -1.0;
     out->disk = disk1 >= disk0 ? disk1 - disk0 : 0;
     out->last = s1;
+    window_verdict(cfg, &s0, &s1, swall, &out->verdict);
     if (samples == 0) {
         snprintf(err, errcap, "no samples delivered in the measured window (%.2f s, stage %s)", wall,
                  stage_name(cfg->stage));
@@ -442,6 +470,7 @@ void lb_point_finish(const lb_config *cfg, lb_point *pt)
     pt->device_bytes = m->last.device_bytes;
     pt->reader_pool_bytes = m->last.reader_pool_bytes;
     pt->device = m->last.device;
+    pt->verdict = m->verdict;
     pt->bottleneck = lb_point_bottleneck(cfg, pt);
     free(runs);
 }

@@ -3,13 +3,10 @@
  * report.c — what loaderbench says: the table, the verdict in plain words, and the raw figures
  * as JSON, CSV and an SVG chart (written here, no plotting library).
  *
- * The verdict reads the stage clocks of the fastest point. A pipeline runs at the pace of its
- * slowest stage: that stage is busy, the stages before it are blocked (waiting for space) and
- * the ones after it starved (waiting for input). So: decode workers starved for a quarter of
- * their time or more -> the read path (storage) is the limit; decode blocked while the stager is
- * busy -> the copy to the GPU; the trainer waiting under 5% -> the loader keeps up and the
- * trainer's own step is the limit; otherwise decode. The advice then quotes the figures that
- * make the case: cores in use, I/O busy share, the layout ratio measured in the same run.
+ * The verdict names the bottleneck of the fastest point with the library's own classifier
+ * (stk_stats_verdict over the point's measured window), so loaderbench and stk_loader_report
+ * never name one run two ways; the advice then quotes the figures that make the case: cores in
+ * use, I/O busy share, the layout ratio measured in the same run.
  */
 #include "lb.h"
 
@@ -53,22 +50,21 @@ static const char *kind_name(int k)
 
 const char *lb_point_bottleneck(const lb_config *cfg, const lb_point *p)
 {
+    (void)cfg;
     if (p->failed)
         return NULL;
-    if (cfg->step_ms > 0.0 && p->trainer_wait_fraction >= 0.0 && p->trainer_wait_fraction < 0.05)
+    switch (p->verdict.bottleneck) {
+    case STK_BOTTLENECK_CONSUMER:
         return "trainer";
-    if (cfg->stage == STK_STAGE_READ || p->decode.busy < 0.0)
+    case STK_BOTTLENECK_READ:
         return "read";
-    const lb_stage_share *d = &p->decode;
-    if (d->starved >= 0.25 && d->starved >= d->blocked)
-        return "read";
-    if (d->blocked >= 0.25) {
-        if (cfg->stage == STK_STAGE_FULL && p->stager.busy >= 0.5)
-            return "stager";
-        if (cfg->step_ms > 0.0)
-            return "trainer";
+    case STK_BOTTLENECK_DECODE:
+        return "decode";
+    case STK_BOTTLENECK_STAGE:
+        return "stager";
+    default:
+        return NULL;
     }
-    return "decode";
 }
 
 /* ---- helpers over the points ---- */
@@ -137,15 +133,18 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
      * on the stages downstream) */
     double io_busy = b->read.busy < 0.0 ? 0.0 : pct(fmin(1.0, b->read.busy + b->read.starved));
 
-    if (strcmp(bn, "trainer") == 0) {
+    if (strcmp(bn, "trainer") == 0 && cfg->step_ms <= 0.0) {
+        vcat(r, "the loader keeps up: the trainer waited only %.1f%% of its time (%s, %d worker%s, %.0f img/s "
+                "delivered).",
+             pct(b->verdict.wait_share), L, W, W == 1 ? "" : "s", b->images_per_s);
+    } else if (strcmp(bn, "trainer") == 0) {
         double need = cfg->batch_size / (cfg->step_ms / 1000.0);
         vcat(r, "the loader keeps up: your GPU step is the bottleneck — with a %g ms step the trainer "
                 "waited only %.1f%% of its time (%s, %d worker%s, %.0f img/s delivered; the step consumes "
                 "at most %.0f img/s).",
              cfg->step_ms, pct(b->trainer_wait_fraction), L, W, W == 1 ? "" : "s", b->images_per_s, need);
     } else if (strcmp(bn, "decode") == 0) {
-        int want = W < cfg->cores ? W : cfg->cores;
-        if (b->cpu_cores < 0.6 * want)
+        if (b->verdict.flags & STK_VERDICT_CPU_STARVED)
             vcat(r, "decode-bound, but starved of CPU: the decode stage is %.0f%% busy at %d worker%s on %s "
                     "(%.0f img/s) yet this process got only %.1f of %d cores — other programs are using the "
                     "machine (load average %.1f at the start, %.1f at the end); rerun on a quiet machine for "

@@ -322,6 +322,45 @@ class CpuBudget(ctypes.Structure):
     ]
 
 
+BOTTLENECK_NONE, BOTTLENECK_CONSUMER, BOTTLENECK_READ, BOTTLENECK_DECODE, BOTTLENECK_STAGE = 0, 1, 2, 3, 4
+VERDICT_CPU_STARVED = 1
+
+
+class Verdict(ctypes.Structure):
+    """stk_verdict: set size = ctypes.sizeof(Verdict) before the call."""
+    _fields_ = [
+        ("size", c_uint32),
+        ("bottleneck", c_int),
+        ("flags", c_uint32),
+        ("decode_threads", c_uint32),
+        ("cpus_online", c_uint32),
+        ("reserved", c_uint32),
+        ("wait_share", c_double),
+        ("read_busy", c_double),
+        ("read_blocked", c_double),
+        ("decode_busy", c_double),
+        ("decode_starved", c_double),
+        ("stager_busy", c_double),
+        ("cores", c_double),
+        ("h2d_gbps", c_double),
+    ]
+
+
+def loader_verdict(lib, h):
+    """The library's bottleneck verdict of loader H as a dict (stk_loader_verdict), or None when
+    the library predates it."""
+    if "stk_loader_verdict" in lib.missing:
+        return None
+    v = Verdict()
+    v.size = ctypes.sizeof(Verdict)
+    if lib.stk_loader_verdict(h, ctypes.byref(v)) != STK_OK:
+        return None
+    d = {name: getattr(v, name) for name, _t in Verdict._fields_ if name not in ("size", "reserved")}
+    d["bottleneck_name"] = text(lib.stk_bottleneck_name(v.bottleneck))
+    d["cpu_starved"] = bool(v.flags & VERDICT_CPU_STARVED)
+    return d
+
+
 class RecordError(ctypes.Structure):
     _fields_ = [
         ("index", c_uint64),
@@ -409,6 +448,9 @@ _PROTOTYPES = [
     # 0.2
     ("stk_loader_detach", c_int, [c_void_p, c_void_p, POINTER(c_void_p)]),
     ("stk_images_free", None, [c_void_p]),
+    ("stk_stats_verdict", c_int, [POINTER(Stats), c_int, POINTER(Verdict)]),
+    ("stk_loader_verdict", c_int, [c_void_p, POINTER(Verdict)]),
+    ("stk_bottleneck_name", c_char_p, [c_int]),
 ]
 
 

@@ -1240,8 +1240,9 @@ class Loader:
     def stats(self, max_errors=1024):
         """A dict of the library's counters (stk_stats: per-stage busy/starved/blocked seconds,
         wait_s = time this process waited for data, bytes, errors, memory), plus "errors": the
-        bad records kept (dicts with index, epoch, status, where, reason) and "error_count",
-        and "workers_note": how the number of decode workers was chosen."
+        bad records kept (dicts with index, epoch, status, where, reason), "error_count",
+        "workers_note": how the number of decode workers was chosen, and "verdict"
+        (stk_loader_verdict: bottleneck, bottleneck_name, the shares behind it).
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib
@@ -1278,6 +1279,7 @@ class Loader:
                              "errno": e.sys_errno, "where": _lib.text(e.where),
                              "reason": _lib.text(e.reason)})
             d["errors"] = errs
+            d["verdict"] = _lib.loader_verdict(lib, self._h)
             need = lib.stk_loader_report(self._h, None, 0)
             buf = ctypes.create_string_buffer(int(need) + 1)
             lib.stk_loader_report(self._h, buf, len(buf))

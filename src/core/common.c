@@ -2,16 +2,6 @@
 /*
  * common.c — status strings, errors, CRC32C, clocks, memory, the Philox PRNG and the bounded
  * queue shared by every stage.
- *
- * CRC32C: the record checksum of format v1 (Castagnoli polynomial 0x1EDC6F41, reflected
- * 0x82F63B78, init and final xor 0xFFFFFFFF — the iSCSI/ext4 CRC, what Python's `crc32c`
- * package and Go's crc32.Castagnoli compute). On x86-64 with SSE4.2 the `crc32` instruction
- * runs 8 bytes per step; elsewhere slicing-by-8 tables.
- *
- * PRNG: Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),
- * a counter-based generator: the output is a pure function of (key, counter), so the n-th
- * draw for sample i of epoch e is the same on any thread in any order — what makes the order
- * and augmentation independent of worker count.
  */
 
 #include "common.h"
@@ -106,6 +96,13 @@ int stk__err(char *buf, int code, const char *fmt, ...)
 }
 
 /* ---- CRC32C ------------------------------------------------------------------------------ */
+
+/*
+ * CRC32C: the record checksum of format v1 (Castagnoli polynomial 0x1EDC6F41, reflected
+ * 0x82F63B78, init and final xor 0xFFFFFFFF — the iSCSI/ext4 CRC, what Python's `crc32c`
+ * package and Go's crc32.Castagnoli compute). On x86-64 with SSE4.2 the `crc32` instruction
+ * runs 8 bytes per step; elsewhere slicing-by-8 tables.
+ */
 
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
@@ -355,6 +352,13 @@ char *stk__strdup(const char *s)
 }
 
 /* ---- Philox-4x32-10 ----------------------------------------------------------------------- */
+
+/*
+ * PRNG: Philox-4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11),
+ * a counter-based generator: the output is a pure function of (key, counter), so the n-th
+ * draw for sample i of epoch e is the same on any thread in any order — what makes the order
+ * and augmentation independent of worker count.
+ */
 
 static void philox_round(uint32_t ctr[4], const uint32_t key[2])
 {

@@ -4,7 +4,7 @@
  *
  * Why a bijection and not a shuffled table: a table of n indices is O(n) memory per epoch and
  * must be rebuilt (and kept identical on every rank) each epoch; a keyed permutation is a pure
- * function of (seed, epoch, position), costs a few hundred nanoseconds per sample and lets any
+ * function of (seed, epoch, position), costs little per sample and lets any
  * thread, any rank and a resumed run compute any position without state.
  *
  * The permutation. Let b = the bits needed for n - 1 (at least 2), h = ceil(b / 2) and

@@ -1,39 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * augment.c — one sample: crop parameters, crop-window decode at a DCT scale, antialiased
- * resize and flip into the sample's uint8 RGB HWC slot.
- *
- * Crop parameters are torchvision's, drawn from the Philox stream keyed (seed, epoch, index):
- *   train  RandomResizedCrop.get_params: ten tries of target_area = area * U(scale),
- *          aspect = exp(U(log ratio)), w = round(sqrt(target_area * aspect)),
- *          h = round(sqrt(target_area / aspect)) (round half to even, as Python's round()),
- *          accepted when 0 < w <= W and 0 < h <= H, then i = randint(0, H - h),
- *          j = randint(0, W - w) (inclusive); else the centre crop clamped to the ratio range.
- *          Then flip when U(0,1) < flip_prob. The draws happen in that order, always.
- *   eval   Resize(resize): shorter side to `resize`, the other int(resize * long / short);
- *          CenterCrop(out): top = int(round((h - out_h) / 2.0)), likewise left.
- *
- * The resize is Pillow's BILINEAR ("antialias") resampling, re-implemented so that the same
- * geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
- * max(scale, 1), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
- * the input, triangle weights normalised to 1, converted to 22-bit fixed point; horizontal pass
- * first into an 8-bit intermediate (only the rows the vertical pass needs), then the vertical
- * pass. At DCT scale 8/8 a train sample therefore equals torchvision's
- * resized_crop(img, i, j, h, w, size) (+ hflip) on a Pillow image byte for byte, and an eval sample
- * Resize + CenterCrop (tests/python/test_eval_torchvision.py). At a smaller DCT scale the same
- * geometry is applied to the scaled image (the box in scaled pixels is fractional).
- *
- * The coefficient tables are built first, per call; they say exactly which source columns and
- * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
- * window plus the filter's support). All scratch lives in the worker context and only grows.
- *
- * Speed: everything but the decode should cost little next to it. The decoder hands the window
- * over in strips of 8 rows (stk__dec_window_rows) and the horizontal pass runs on each strip
- * while it is in L1. With AVX2 that pass is transposed: the strip's bytes become byte columns of
- * 8 rows, and an output column is a weighted sum of whole columns, 8 rows per 32-bit multiply-add
- * with the broadcast coefficient, no shuffle per tap (strip_h_t8). The vertical pass is row-wise
- * already: 64 output bytes per step. Both use Pillow's integer arithmetic exactly; the portable
- * passes are the reference (test_augment compares them). Cycle counts: docs/PERFORMANCE.md.
+ * resize and flip into the sample's uint8 RGB HWC slot. Crops are torchvision's and the resize
+ * is Pillow's, byte for byte, so a model sees the pixels torchvision would have given it; only
+ * the window the output needs is decoded, so that everything but the decode costs little next
+ * to it (measured: docs/PERFORMANCE.md, "decode").
  */
 #include "augment.h"
 
@@ -68,6 +39,18 @@ void stk__aug_config_default(stk__aug_config *c)
 }
 
 /* ---- crop parameters -------------------------------------------------------------------------- */
+
+/*
+ * Crop parameters are torchvision's, drawn from the Philox stream keyed (seed, epoch, index):
+ *   train  RandomResizedCrop.get_params: ten tries of target_area = area * U(scale),
+ *          aspect = exp(U(log ratio)), w = round(sqrt(target_area * aspect)),
+ *          h = round(sqrt(target_area / aspect)) (round half to even, as Python's round()),
+ *          accepted when 0 < w <= W and 0 < h <= H, then i = randint(0, H - h),
+ *          j = randint(0, W - w) (inclusive); else the centre crop clamped to the ratio range.
+ *          Then flip when U(0,1) < flip_prob. The draws happen in that order, always.
+ *   eval   Resize(resize): shorter side to `resize`, the other int(resize * long / short);
+ *          CenterCrop(out): top = int(round((h - out_h) / 2.0)), likewise left.
+ */
 
 static void eval_crop(const stk__aug_config *c, int W, int H, stk__crop *o)
 {
@@ -157,6 +140,22 @@ int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, 
 }
 
 /* ---- worker context ---------------------------------------------------------------------------- */
+
+/*
+ * The resize is Pillow's BILINEAR ("antialias") resampling, re-implemented so that the same
+ * geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
+ * max(scale, 1), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
+ * the input, triangle weights normalised to 1, converted to 22-bit fixed point; horizontal pass
+ * first into an 8-bit intermediate (only the rows the vertical pass needs), then the vertical
+ * pass. At DCT scale 8/8 a train sample therefore equals torchvision's
+ * resized_crop(img, i, j, h, w, size) (+ hflip) on a Pillow image byte for byte, and an eval sample
+ * Resize + CenterCrop (tests/python/test_eval_torchvision.py). At a smaller DCT scale the same
+ * geometry is applied to the scaled image (the box in scaled pixels is fractional).
+ *
+ * The coefficient tables are built first, per call; they say exactly which source columns and
+ * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
+ * window plus the filter's support). All scratch lives in the worker context and only grows.
+ */
 
 /* Coefficients of one axis: output i reads count[i] inputs from start[i] with weights
  * k[i * ksize ...] (22-bit fixed point). */
@@ -387,6 +386,16 @@ static void pass_v(const axis *a, const uint8_t *src, size_t stride, int n, uint
     }
 }
 
+/*
+ * Speed. The decoder hands the window over in strips of 8 rows (stk__dec_window_rows) and the
+ * horizontal pass runs on each strip while it is in L1. With AVX2 that pass is transposed: the
+ * strip's bytes become byte columns of 8 rows, and an output column is a weighted sum of whole
+ * columns, 8 rows per 32-bit multiply-add with the broadcast coefficient, no shuffle per tap
+ * (strip_h_t8). The vertical pass is row-wise already: 64 output bytes per step. Both use
+ * Pillow's integer arithmetic exactly; the portable passes are the reference (test_augment
+ * compares them). Both run at about 0.4 vector instructions per 32-bit product, which exact
+ * 22-bit arithmetic needs (a vpmaddwd formulation needs split coefficients and pays the same).
+ */
 #ifdef STK_AVX2
 /*
  * AVX2 versions of the two passes: the same 22-bit integer arithmetic (so the same bytes).

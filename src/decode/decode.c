@@ -1,45 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * decode.c — one JPEG into RGB with libjpeg-turbo's libjpeg API: full size, or only a crop
- * window at a DCT scale M/8 (M in 1, 2, 4, 8).
- *
- * Why the libjpeg API and not TurboJPEG: the crop-window decode needs jpeg_crop_scanline() and
- * jpeg_skip_scanlines(), and the two-phase use (read the headers, let the caller pick the crop
- * and the scale from the image size, then decode) needs the decompressor between the phases.
- *
- * Errors. Each decoder owns a libjpeg error manager that longjmps back into the call that
- * started the work (one setjmp per entry point, see run()). After a longjmp the decompressor is
- * reset with jpeg_abort_decompress() and is reusable. emit_message() counts libjpeg warnings
- * (corrupt entropy data that was decoded anyway): they are not fatal unless strict, except
- * JWRN_JPEG_EOF — premature end of data — which stops at once as STK_E_TRUNCATED (libjpeg would
- * fill the rest of the image with grey). Checks before libjpeg runs: no bytes = STK_E_EMPTY, no
- * SOI marker = STK_E_NOT_JPEG (PNG/GIF/... named). After jpeg_read_header() and before anything
- * is allocated: width * height > max_pixels = STK_E_TOO_LARGE. A progress monitor caps the
- * number of progressive scans (STK__MAX_SCANS), so a crafted file of thousands of tiny scans
- * cannot keep a worker busy for minutes.
- *
- * A crop-window decode reads only the rows it needs: rows below the window are never entropy
- * decoded, so a record truncated below the window decodes fine for that window (the full decode
- * reports STK_E_TRUNCATED). The result for a record is still a pure function of its bytes and
- * its crop.
- *
- * Crop window (docs/ARCHITECTURE.md, "Decode and augment"): jpeg_crop_scanline() rounds the left edge down to an iMCU
- * boundary and widens the window; with fancy chroma upsampling the window's outermost columns
- * are then computed without their neighbours and differ from a full decode. We ask for one
- * extra column on each side (where the image has one) and drop it, which makes the window
- * bit-identical to "decode everything, then crop" at every scale (tests/test_decode.c checks it
- * for every subsampling, progressive and restart-marker images). jpeg_skip_scanlines() keeps the
- * upsampler's context rows, so rows need no such margin (checked by the same test).
- *
- * CMYK / YCCK: decoded as JCS_CMYK (libjpeg turns YCCK into CMYK) and converted to RGB exactly
- * as Pillow's Image.open(f).convert('RGB') does: Pillow always treats 4-component JPEGs as
- * Adobe's inverted CMYK (rawmode "CMYK;I", whether or not the APP14 marker is present), then
- * r = nk - nk*c/255 with nk = 255 - k in its rounding (MULDIV255). Grayscale becomes R=G=B.
- *
- * Memory: the decoder's output buffer grows only when a bigger window comes; libjpeg's own
- * working memory is allocated by its pool allocator per image and freed by jpeg_abort.
- * stk__dec_window_rows hands the window over in strips of 8 rows instead, through a buffer of 8
- * rows that stays in L1 (the resize's horizontal pass runs on each strip as it comes).
+ * window at a DCT scale M/8 (M in 1, 2, 4, 8). The libjpeg API and not TurboJPEG: the window
+ * decode needs jpeg_crop_scanline() and jpeg_skip_scanlines(), and the two phases (read the
+ * header, let the caller pick crop and scale from the image size, then decode) need the
+ * decompressor kept between them. Bad input is an error naming the cause, never a crash.
  */
 #include "decode.h"
 
@@ -79,6 +44,19 @@ struct stk_decoder {
 };
 
 /* ---- libjpeg error manager ------------------------------------------------------------------ */
+
+/*
+ * Errors. Each decoder owns a libjpeg error manager that longjmps back into the call that
+ * started the work (one setjmp per entry point, see run()). After a longjmp the decompressor is
+ * reset with jpeg_abort_decompress() and is reusable. emit_message() counts libjpeg warnings
+ * (corrupt entropy data that was decoded anyway): they are not fatal unless strict, except
+ * JWRN_JPEG_EOF — premature end of data — which stops at once as STK_E_TRUNCATED (libjpeg would
+ * fill the rest of the image with grey). Checks before libjpeg runs: no bytes = STK_E_EMPTY, no
+ * SOI marker = STK_E_NOT_JPEG (PNG/GIF/... named). After jpeg_read_header() and before anything
+ * is allocated: width * height > max_pixels = STK_E_TOO_LARGE. A progress monitor caps the
+ * number of progressive scans (STK__MAX_SCANS), so a crafted file of thousands of tiny scans
+ * cannot keep a worker busy for minutes.
+ */
 
 static void on_error_exit(j_common_ptr cinfo)
 {
@@ -374,6 +352,12 @@ static int grow(uint8_t **p, size_t *cap, size_t need)
 }
 
 /* Pillow's MULDIV255 (Convert.c). */
+/*
+ * CMYK / YCCK: decoded as JCS_CMYK (libjpeg turns YCCK into CMYK) and converted to RGB exactly
+ * as Pillow's Image.open(f).convert('RGB') does: Pillow always treats 4-component JPEGs as
+ * Adobe's inverted CMYK (rawmode "CMYK;I", whether or not the APP14 marker is present), then
+ * r = nk - nk*c/255 with nk = 255 - k in its rounding (MULDIV255). Grayscale becomes R=G=B.
+ */
 static inline int muldiv255(int a, int b)
 {
     int t = a * b + 128;
@@ -394,6 +378,25 @@ static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int n)
     }
 }
 
+/*
+ * Crop window (docs/ARCHITECTURE.md, "Decode and augment"): jpeg_crop_scanline() rounds the
+ * left edge down to an iMCU boundary and widens the window; with fancy chroma upsampling the window's outermost columns
+ * are then computed without their neighbours and differ from a full decode. We ask for one
+ * extra column on each side (where the image has one) and drop it, which makes the window
+ * bit-identical to "decode everything, then crop" at every scale (tests/test_decode.c checks it
+ * for every subsampling, progressive and restart-marker images). jpeg_skip_scanlines() keeps the
+ * upsampler's context rows, so rows need no such margin (checked by the same test).
+ *
+ * A crop-window decode reads only the rows it needs: rows below the window are never entropy
+ * decoded, so a record truncated below the window decodes fine for that window (the full decode
+ * reports STK_E_TRUNCATED). The result for a record is still a pure function of its bytes and
+ * its crop.
+ *
+ * Memory: the decoder's output buffer grows only when a bigger window comes; libjpeg's own
+ * working memory is allocated by its pool allocator per image and freed by jpeg_abort.
+ * stk__dec_window_rows hands the window over in strips of 8 rows instead, through a buffer of 8
+ * rows that stays in L1 (the resize's horizontal pass runs on each strip as it comes).
+ */
 static int window_body(stk_decoder *d, void *arg)
 {
     window_args *a = arg;

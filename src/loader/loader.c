@@ -1,28 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loader.c — the public stk_loader_* API: parameters, open, start/stop, and the consumer side
- * of the host batch ring (next, release, set_epoch, seek, tell, cancel).
- *
- * How the pieces meet (docs/ARCHITECTURE.md, "Host batch ring and stager"):
- *
- *   reader threads ── WORK() ──► (pos, index, epoch)    gated on ring space: sample pos of run
- *        │                                              batch k is handed out only when slot
- *        │                                              k % K is free for batch k
- *        └── SINK() ──► decode queue ──► T workers ──► slot k % K, sample pos - first
- *                                                           │ last sample written: done
- *                       (device path) stager thread ◄───────┘ in order: H2D, then frees the slot
- *   next() ◄── batch k: host slot (done) or device buffer k % nbuf (ready)
- *   release() ── host: slot seq += K (space for batch k + K); device: buffer seq += nbuf
- *
- * Everything is allocated in stk_loader_start: K slots (images, labels, indices, substituted,
- * payload sizes), the device buffers' metadata, per-worker decompressors and scratch; the reader
- * allocates its buffer pool. Nothing is allocated per sample. A seek or set_epoch that does not
- * match what is prefetched halts the run (reader, workers and stager threads joined, queued reads
- * returned) and launches a new one at the requested position; the allocations stay.
- *
- * Order and augmentation are pure functions of (seed, epoch, position / dataset index), and a
- * sample's place in the ring is a function of its position, so the bytes of every batch are the
- * same for any worker count and any completion order.
+ * loader.c — the public stk_loader_* API: open, start/stop, and the consumer side of the host
+ * batch ring (next, release, set_epoch, seek, tell, cancel). The ring and the threads are
+ * pictured in loader_internal.h; order and augmentation are pure functions of (seed, epoch,
+ * position / dataset index) and a sample's place in the ring a function of its position, so the
+ * bytes of every batch are the same for any worker count and any completion order.
  */
 #include "loader_internal.h"
 
@@ -142,6 +124,14 @@ uint64_t stk_loader_samples_per_epoch(const stk_loader *h)
 const stk_dataset *stk_loader_dataset(const stk_loader *h) { return h ? h->ds : NULL; }
 
 /* ---- start / stop -------------------------------------------------------------------------- */
+
+/*
+ * Everything is allocated in stk_loader_start: K slots (images, labels, indices, substituted,
+ * payload sizes), the device buffers' metadata, per-worker decompressors and scratch; the reader
+ * allocates its buffer pool. Nothing is allocated per sample. A seek or set_epoch that does not
+ * match what is prefetched halts the run (reader, workers and stager threads joined, queued reads
+ * returned) and launches a new one at the requested position; the allocations stay.
+ */
 
 /* Host image buffers. Each slot's images are one allocation with a header page in front (size
  * and whether the memory is page-locked), so that a buffer stk_loader_detach hands to the caller

@@ -14,6 +14,17 @@
  *   slot        one of K host batch slots; batch k lives in slot k % K. A slot whose `seq` is k
  *               is free for (or being filled with, or holding) batch k; releasing it adds K.
  *   dev buffer  one of nbuf device buffers (stager); device batch k lives in buffer k % nbuf.
+ *
+ * How the pieces meet (docs/ARCHITECTURE.md, "Host batch ring and stager"):
+ *
+ *   reader threads ── WORK() ──► (pos, index, epoch)    gated on ring space: sample pos of run
+ *        │                                              batch k is handed out only when slot
+ *        │                                              k % K is free for batch k
+ *        └── SINK() ──► decode queue ──► T workers ──► slot k % K, sample pos - first
+ *                                                           │ last sample written: done
+ *                       (device path) stager thread ◄───────┘ in order: H2D, then frees the slot
+ *   next() ◄── batch k: host slot (done) or device buffer k % nbuf (ready)
+ *   release() ── host: slot seq += K (space for batch k + K); device: buffer seq += nbuf
  */
 #ifndef STK_LOADER_INTERNAL_H
 #define STK_LOADER_INTERNAL_H

@@ -10,17 +10,6 @@
  * writes sample i of batch k into slot k % K at offset i — no two workers ever touch the same
  * bytes, and nothing is copied between stages. The worker that writes the last sample of a batch
  * marks it done (an atomic countdown, then the mutex so the consumer sees every write).
- *
- * Device path. The stager thread takes done host batches in order, waits until device buffer
- * k % nbuf is free for k (its previous batch released by the consumer), submits the H2D copy and
- * conversion, waits until the copy out of the host slot is complete (not the conversion), copies
- * the small per-sample arrays beside the device buffer, frees the host slot and marks the device
- * batch ready. The slot is thus free again as soon as its bytes are on the GPU.
- *
- * Halt. Set `halting` (WORK returns 0, the stager leaves its wait), close the decode queue (SINK
- * returns STK_E_CANCELLED so the reader recycles the buffer; workers drop what is still queued,
- * returning every buffer), join the workers, stop and destroy the reader, join the stager. The
- * ring's memory stays; launch resets the slot sequence numbers for the new run.
  */
 #include "loader_internal.h"
 
@@ -271,6 +260,14 @@ static void *worker_main(void *arg)
 
 /* ---- stager thread ------------------------------------------------------------------------- */
 
+/*
+ * Device path. The stager thread takes done host batches in order, waits until device buffer
+ * k % nbuf is free for k (its previous batch released by the consumer), submits the H2D copy and
+ * conversion, waits until the copy out of the host slot is complete (not the conversion), copies
+ * the small per-sample arrays beside the device buffer, frees the host slot and marks the device
+ * batch ready. The slot is thus free again as soon as its bytes are on the GPU.
+ */
+
 static void *stager_main(void *arg)
 {
     stk_loader *h = arg;
@@ -340,6 +337,13 @@ static void *stager_main(void *arg)
 }
 
 /* ---- launch / halt ------------------------------------------------------------------------- */
+
+/*
+ * Halt. Set `halting` (WORK returns 0, the stager leaves its wait), close the decode queue (SINK
+ * returns STK_E_CANCELLED so the reader recycles the buffer; workers drop what is still queued,
+ * returning every buffer), join the workers, stop and destroy the reader, join the stager. The
+ * ring's memory stays; launch resets the slot sequence numbers for the new run.
+ */
 
 static void accumulate_reader(stk_loader *h)
 {

@@ -3,25 +3,6 @@
  * stager_cuda.cu — the stager's conversion kernel: uint8 RGB HWC batches (as the decode pool
  * writes them into the pinned host ring and the stager copies them to the device) into the dtype
  * and layout the trainer asked for, optionally normalised.
- *
- * Arithmetic. The CPU path (convert.c, stk__convert_sample) computes value = (x - mean[c]) /
- * std[c] in float32 with a true division, then rounds to float16/bfloat16 to nearest even. The
- * kernel uses the explicitly rounded intrinsics __fsub_rn and __fdiv_rn, so the result is the
- * IEEE float32 result whatever nvcc flags are used (--use_fast_math would otherwise turn `/`
- * into an approximate division), and __float2half_rn / __float2bfloat16_rn for the narrowing.
- * uint8 output is a pure relayout: no arithmetic at all.
- *
- * Shape. One thread per pixel in a grid-stride loop with size_t indices: a batch of 4096 images
- * of 512 x 512 has 3.2 G output elements, past any 32-bit index. Each thread reads the pixel's
- * three bytes and writes three elements: for NCHW one into each channel plane (consecutive
- * threads write consecutive addresses of a plane: coalesced), for NHWC three consecutive ones.
- * Elements are written with their own type's width at their natural alignment (cudaMalloc
- * buffers are 256-byte aligned and every element offset is a multiple of the element size), so
- * 2-byte half/bfloat16 stores are always aligned. The kernel is memory-bound and small next to
- * the PCIe copy that precedes it on the same stream.
- *
- * No CUDA call happens at library load: only the runtime's static registration of this file's
- * kernels, which does not touch the driver.
  */
 #include "stager_cuda.h"
 
@@ -38,6 +19,14 @@ struct norm_params {
     float std[3];
 };
 
+/*
+ * Arithmetic. The CPU path (convert.c, stk__convert_sample) computes value = (x - mean[c]) /
+ * std[c] in float32 with a true division, then rounds to float16/bfloat16 to nearest even. The
+ * kernel uses the explicitly rounded intrinsics __fsub_rn and __fdiv_rn, so the result is the
+ * IEEE float32 result whatever nvcc flags are used (--use_fast_math would otherwise turn `/`
+ * into an approximate division), and __float2half_rn / __float2bfloat16_rn for the narrowing.
+ * uint8 output is a pure relayout: no arithmetic at all.
+ */
 template <typename T> struct out_cvt;
 template <> struct out_cvt<uint8_t> {
     static __device__ __forceinline__ uint8_t from_u8(uint8_t x) { return x; }
@@ -59,6 +48,16 @@ template <> struct out_cvt<__nv_bfloat16> {
     static __device__ __forceinline__ __nv_bfloat16 from_f32(float v) { return __float2bfloat16_rn(v); }
 };
 
+/*
+ * Shape. One thread per pixel in a grid-stride loop with size_t indices: a batch of 4096 images
+ * of 512 x 512 has 3.2 G output elements, past any 32-bit index. Each thread reads the pixel's
+ * three bytes and writes three elements: for NCHW one into each channel plane (consecutive
+ * threads write consecutive addresses of a plane: coalesced), for NHWC three consecutive ones.
+ * Elements are written with their own type's width at their natural alignment (cudaMalloc
+ * buffers are 256-byte aligned and every element offset is a multiple of the element size), so
+ * 2-byte half/bfloat16 stores are always aligned. The kernel is memory-bound and small next to
+ * the PCIe copy that precedes it on the same stream.
+ */
 template <typename T, bool NCHW, bool NORM>
 __global__ void convert_kernel(const uint8_t *__restrict__ src, T *__restrict__ dst, size_t pixels,
                                size_t plane, norm_params p)
@@ -124,6 +123,10 @@ cudaError_t launch_float(int layout, int normalize, const void *src, void *dst, 
 
 } // namespace
 
+/*
+ * No CUDA call happens at library load: only the runtime's static registration of this file's
+ * kernels, which does not touch the driver.
+ */
 extern "C" cudaError_t stk__cuda_convert(const void *src, void *dst, uint32_t n, int h, int w,
                                          int dtype, int layout, int normalize, const float mean[3],
                                          const float std[3], cudaStream_t stream)

@@ -1,43 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stager_host.c — the CUDA stager, host side (builds with STK_HAVE_CUDA only; without CUDA,
- * stager_none.c provides the same functions and this file compiles to nothing).
- *
- * What it does. The loader's stager thread hands each completed host batch (uint8 RGB HWC in a
- * pinned slot of the host ring) to stk__stager_submit with the index of a device buffer. On one
- * non-blocking stream the stager then
- *   1. waits, on the host, for the buffer's `released` event: the event the consumer recorded on
- *      its own stream when it gave the previous batch in that buffer back. This is the only host
- *      wait of the stager and it is counted as release_wait_s ("the stager waited for the
- *      caller");
- *   2. records `t0`, cudaMemcpyAsync's the batch into a device staging buffer (or, for uint8
- *      NHWC, straight into the output buffer) and records `copied`: when it completes the host
- *      slot may be refilled (stk__stager_wait_copied);
- *   3. launches the conversion kernel (stager_cuda.cu) into the output buffer and records
- *      `ready`.
- * Hand-off: stk__stager_hand_out makes the caller's stream wait on `ready`
- * (cudaStreamWaitEvent: no host synchronisation); stk__stager_release records `released` on the
- * caller's stream. The device buffer is therefore never overwritten while kernels the caller
- * queued before releasing it may still read it, and the caller never waits on the host.
- *
- * One staging buffer serves all output buffers: copies and kernels run in order on the one
- * stream, so the copy of batch b+1 starts only after the kernel of batch b has read the staging
- * buffer.
- *
- * Devices. cudaSetDevice is per host thread, so every function here that makes a CUDA call
- * first selects the stager's device: the stager thread, the consumer thread and the thread
- * that destroys may all differ. Functions called from the caller's threads (create, hand_out,
- * release, destroy, host_alloc) put the thread's previous device back before they return, so a
- * trainer's thread is left on the device it chose.
- *
- * Errors. Every CUDA call is checked; a failure returns STK_E_CUDA with the call and
- * cudaGetErrorString in the message. Nothing aborts. A CUDA runtime with no driver or no GPU
- * counts as 0 devices. No CUDA call is made before the first stoker call that needs one.
- *
- * Stats. Copy time and conversion time come from the events (t0 -> copied, copied -> ready) and
- * are collected by the stager thread once the events have completed: in wait_copied (whatever
- * has completed by then) and, at the latest, before the buffer is reused. get_stats makes no
- * CUDA call.
+ * stager_none.c provides the same functions and this file compiles to nothing). It moves each
+ * completed host batch to the GPU and converts it there on its own stream, ordered against the
+ * caller's stream by events only: the caller never waits on the host, and a device buffer is
+ * never overwritten while work the caller queued before releasing it may still read it.
  */
 #ifdef STK_HAVE_CUDA
 
@@ -52,6 +19,11 @@
 
 #define STK__STAGER_MAXBUF 16
 
+/*
+ * Errors. Every CUDA call is checked; a failure returns STK_E_CUDA with the call and
+ * cudaGetErrorString in the message. Nothing aborts. A CUDA runtime with no driver or no GPU
+ * counts as 0 devices. No CUDA call is made before the first stoker call that needs one.
+ */
 static int cuda_fail(char *err, const char *call, cudaError_t e)
 {
     /* Clear the thread's last-error state so that a later, unrelated check is not confused by
@@ -70,6 +42,13 @@ static int cuda_fail(char *err, const char *call, cudaError_t e)
             return cuda_fail((err), #call, cu_e_);                                             \
     } while (0)
 
+/*
+ * Devices. cudaSetDevice is per host thread, so every function here that makes a CUDA call
+ * first selects the stager's device: the stager thread, the consumer thread and the thread
+ * that destroys may all differ. Functions called from the caller's threads (create, hand_out,
+ * release, destroy, host_alloc) put the thread's previous device back before they return, so a
+ * trainer's thread is left on the device it chose.
+ */
 /* Make DEVICE current on this (caller's) thread and remember the thread's previous device, so
  * that a trainer thread working on another device is left as it was. The stager's own thread
  * just sets it. */
@@ -142,6 +121,28 @@ void stk__host_free(void *p, int pinned)
     stk__free_aligned(p);
 }
 
+/*
+ * What it does. The loader's stager thread hands each completed host batch (uint8 RGB HWC in a
+ * pinned slot of the host ring) to stk__stager_submit with the index of a device buffer. On one
+ * non-blocking stream the stager then
+ *   1. waits, on the host, for the buffer's `released` event: the event the consumer recorded on
+ *      its own stream when it gave the previous batch in that buffer back. This is the only host
+ *      wait of the stager and it is counted as release_wait_s ("the stager waited for the
+ *      caller");
+ *   2. records `t0`, cudaMemcpyAsync's the batch into a device staging buffer (or, for uint8
+ *      NHWC, straight into the output buffer) and records `copied`: when it completes the host
+ *      slot may be refilled (stk__stager_wait_copied);
+ *   3. launches the conversion kernel (stager_cuda.cu) into the output buffer and records
+ *      `ready`.
+ * Hand-off: stk__stager_hand_out makes the caller's stream wait on `ready`
+ * (cudaStreamWaitEvent: no host synchronisation); stk__stager_release records `released` on the
+ * caller's stream. The device buffer is therefore never overwritten while kernels the caller
+ * queued before releasing it may still read it, and the caller never waits on the host.
+ *
+ * One staging buffer serves all output buffers: copies and kernels run in order on the one
+ * stream, so the copy of batch b+1 starts only after the kernel of batch b has read the staging
+ * buffer.
+ */
 struct stk__stager {
     stk__stager_config cfg;
     size_t in_bytes;  /* uint8 HWC bytes of a full batch */
@@ -202,6 +203,12 @@ static int check_config(const stk__stager_config *c, char *err)
     return STK_OK;
 }
 
+/*
+ * Stats. Copy time and conversion time come from the events (t0 -> copied, copied -> ready) and
+ * are collected by the stager thread once the events have completed: in wait_copied (whatever
+ * has completed by then) and, at the latest, before the buffer is reused. get_stats makes no
+ * CUDA call.
+ */
 /* Collect the timing of BUF's last submit. BLOCK: wait for the events, else only take what has
  * completed. Caller holds s->mu. */
 static void collect_locked(stk__stager *s, int b, int block)

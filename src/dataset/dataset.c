@@ -11,6 +11,7 @@
 #include "discover.h"
 #include "files.h"
 #include "format.h"
+#include "params.h"
 #include "shard.h"
 
 #include <errno.h>
@@ -27,7 +28,9 @@ int stk_dataset_create(stk_dataset **out)
     stk_dataset *ds = calloc(1, sizeof *ds);
     if (!ds)
         return STK_E_NOMEM;
-    ds->foreign_label = -1;
+    ds->layout = (int)stk__param_idef(STK_P_LAYOUT);
+    ds->foreign_label = stk__param_idef(STK_P_FOREIGN_LABEL);
+    ds->allow_incomplete = (int)stk__param_idef(STK_P_ALLOW_INCOMPLETE);
     *out = ds;
     return STK_OK;
 }
@@ -38,26 +41,19 @@ int stk_dataset_set(stk_dataset *ds, int key, int64_t value)
         return STK_E_INVALID;
     if (ds->opened)
         return stk__err(ds->err, STK_E_STATE, "stk_dataset_set: only before stk_dataset_open");
-    switch (key) {
-    case STK_P_LAYOUT:
-        if (value < STK_LAYOUT_AUTO || value > STK_LAYOUT_LMDB)
-            return stk__err(ds->err, STK_E_INVALID, "STK_P_LAYOUT: %lld is not a STK_LAYOUT_*",
-                            (long long)value);
-        ds->layout = (int)value;
-        return STK_OK;
-    case STK_P_FOREIGN_LABEL:
-        if (value < -1 || value > INT32_MAX)
-            return stk__err(ds->err, STK_E_INVALID, "STK_P_FOREIGN_LABEL must be -1..%d", INT32_MAX);
-        ds->foreign_label = value;
-        return STK_OK;
-    case STK_P_ALLOW_INCOMPLETE:
-        if (value != 0 && value != 1)
-            return stk__err(ds->err, STK_E_INVALID, "STK_P_ALLOW_INCOMPLETE must be 0 or 1");
-        ds->allow_incomplete = (int)value;
-        return STK_OK;
-    default:
+    const stk__param_def *p = stk__param_for(key, STK__PH_DATASET);
+    if (!p)
         return stk__err(ds->err, STK_E_BADPARAM, "parameter %d is not a dataset parameter", key);
-    }
+    int rc = stk__param_check_int(p, value, ds->err);
+    if (rc != STK_OK)
+        return rc;
+    if (key == STK_P_LAYOUT)
+        ds->layout = (int)value;
+    else if (key == STK_P_FOREIGN_LABEL)
+        ds->foreign_label = value;
+    else
+        ds->allow_incomplete = (int)value;
+    return STK_OK;
 }
 
 static void close_all(stk_dataset *ds)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# decode_ceiling.sh — issue 4's (c): the libjpeg-turbo ceiling on one thread against stoker's
+# decode_ceiling.sh — the libjpeg-turbo ceiling on one thread against stoker's
 # full per-sample work, on the same images and the same crops.
 #
 #   bench/decode_ceiling.sh [BUILD_DIR] [decodebench options...]
@@ -11,7 +11,7 @@
 #   ceiling  = header + crop-window decode at the smallest covering power-of-two DCT scale
 #   process  = stk__process_sample (the same decode + antialiased resize to 224x224 + flip)
 # and prints images/s for each (medians of 5 interleaved repeats, thread CPU time), the
-# overhead ratio and the fraction of samples at each DCT scale. Issue 4's target: overhead < 15%.
+# overhead ratio and the fraction of samples at each DCT scale. The target: overhead < 15%.
 # Then the same for eval (Resize(256) + CenterCrop(224) window).
 set -euo pipefail
 cd "$(dirname "$0")/.."

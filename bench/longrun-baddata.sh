@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Bad data end to end on real photos (issue 8 item 5; not in CI: the generator takes minutes):
+# Bad data end to end on real photos (not in CI: the generator takes minutes):
 # make-imagenet-like writes COUNT good images into OUT and --truncate/--corrupt broken files into
 # OUT_bad (with OUT_bad/MANIFEST.tsv); test_baddata (bench mode) packs OUT + OUT_bad from one list
 # file, loads an epoch in eval mode (256/224) and accounts for every file per kind (skipped at

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Long run (issue 8 item 4; not in CI): EPOCHS epochs over the 10 000-image ImageNet-like set with
+# Long run (not in CI): EPOCHS epochs over the 10 000-image ImageNet-like set with
 # one loader (batch 128, train 224x224, default workers), RSS sampled after every epoch, and the
 # least-squares slope of RSS over epochs 1..E-1 (epoch 0 includes the warm-up). A flat loader
 # shows a slope of a few KB/epoch at most (allocator noise).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/pipeline_vs_torch.sh — issue 4's speed comparison, one command:
+# bench/pipeline_vs_torch.sh — the pipeline against torch's DataLoader, one command:
 #
 #   bash bench/pipeline_vs_torch.sh            # REPEATS=3 EPOCHS=3 THREADS=2 by default
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # reader_vs_fio.sh — stoker's read stage against fio, LMDB's mdb_get path and small files, cold
-# cache, interleaved repeats, medians. Issue 3's speed targets:
+# cache, interleaved repeats, medians. The read stage's speed targets:
 #   1. whole packed dataset, random order: stoker (io_uring, O_DIRECT, queue depth QD) vs fio
 #      (io_uring, O_DIRECT, randread, the same mean block size, queue depth and bytes, same file):
 #      target >= 90% of fio's MB/s and CPU-s per GB no worse than fio's;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_baddata.c — bad source files end to end (issue 8 item 5): pack an ImageFolder that mixes
+ * test_baddata.c — bad source files end to end: pack an ImageFolder that mixes
  * good JPEGs with broken files, load an epoch, and account for every file.
  *
  * CI mode (no arguments): the set is generated here (the make-imagenet-like run takes minutes):

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_fault.c — storage faults through the public loader API (issue 8): the reader's injected
+ * test_fault.c — storage faults through the public loader API: the reader's injected
  * faults (STK_P_FAULT_EIO_PPM / _SHORT_PPM / _DELAY_PPM) on every backend and on the files
  * layout, and a shard file that vanishes (unlink) or shrinks (ftruncate) in the middle of an
  * epoch.

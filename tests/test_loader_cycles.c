@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_loader_cycles.c — lifecycles under stress (issue 8 item 4, short form): 1 000 start /
+ * test_loader_cycles.c — lifecycles under stress (the long run's short form): 1 000 start /
  * stop / destroy cycles stopped at random points mid-epoch (100 under a sanitizer), with open
  * file descriptors and RSS checked for growth; cancel() fired from another thread at random
  * moments while the consumer reads (every CANCELLED is followed by the same batch, nothing lost);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_longrun.c — lifecycles ended at random points, with every knob that changes the teardown
- * path (issue 8 item 4). test_loader_cycles.c covers plain start/stop/destroy cycles, a cancel
+ * path. test_loader_cycles.c covers plain start/stop/destroy cycles, a cancel
  * storm and two loaders side by side; this one adds randomised endings:
  *
  *   - each cycle picks backend (pread / io_uring / mmap / files), workers, prefetch, strict,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_reader_faults.c — the reader under faults (issue 8 item 3): injected EIO, short reads and
+ * test_reader_faults.c — the reader under faults: injected EIO, short reads and
  * latency at given rates (reproducible from the fault seed) give errors exactly where drawn and
  * every other record arrives intact; shard files that shrink or vanish mid-epoch, and image files
  * removed mid-epoch, give clear errors (or the data still readable), never a crash or a hang; a

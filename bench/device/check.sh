@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The device check of the CUDA stager (issue 7), one script for a machine with an NVIDIA GPU.
+# The device check of the CUDA stager, one script for a machine with an NVIDIA GPU.
 # Prepare first, here: bash bench/device/prepare.sh (builds into .device/, which the run carries).
 # Runs in under 5 minutes:
 #   1. GPU tests: test_stager (device == CPU conversion for every dtype/layout/normalisation, a

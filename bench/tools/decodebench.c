@@ -12,7 +12,7 @@
  *
  * Per repeat, interleaved, each over all images:
  *   ceiling   header + crop-window decode at the chosen power-of-two DCT scale, no resize
- *             (the libjpeg-turbo ceiling, issue 4's (c))
+ *             (the libjpeg-turbo ceiling)
  *   process   stk__process_sample: the same decode + antialiased resize to SxS + flip
  *   full      decode of the whole image at 8/8 (reference point; only with --full)
  * Prints images/s (median over repeats) for each, the overhead ratio process/ceiling - 1, and

@@ -15,11 +15,7 @@
  * "payload pages read" is measurable: resident pages after a cold open should be about the
  * leaf + branch pages of `records` (+ meta), not the file.
  *
- * Measured here (1 M records of 2100 bytes, one 4.1 GB shard, 5 repeats, 2 shared vCPUs under
- * load): cold open median 0.355 s with the parallel walk (2.33 s with the earlier serial walk),
- * 0.51 s after the B-tree pre-check (lmdb_check.c) was added, with the machine at load ~16;
- * resident after a cold open: 6462 pages = 26.5 MB of 4122 MB (the records tree is 6441 pages):
- * no payload page is read.
+ * Figures measured with it: docs/PERFORMANCE.md, "dataset".
  */
 #include "dataset.h"
 #include "stoker.h"

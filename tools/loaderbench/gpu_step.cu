@@ -9,12 +9,6 @@
  * clock, independent of the SM clock's boost and throttling) until STEP_MS have passed since the
  * block started. One block per SM, 256 threads: every block is resident at once, so they start
  * together and the kernel lasts STEP_MS (plus the read of one block's share when that is longer).
- *
- * The host waits for the step on a cudaEventBlockingSync event before the batch is released: the
- * trainer thread sleeps instead of spinning a core the decode workers need, and the time
- * loaderbench measures inside stk_loader_next is the trainer's real wait for data, not a queue
- * of steps running ahead of it. Both events time the kernel (cudaEventElapsedTime), which gives
- * the calibration and each step's measured length.
  */
 #include "gpu_step.h"
 
@@ -78,6 +72,13 @@ static __global__ void lb_step_kernel(const uint8_t *data, size_t bytes, uint64_
         }                                                                                          \
     } while (0)
 
+/*
+ * The host waits for the step on a cudaEventBlockingSync event before the batch is released: the
+ * trainer thread sleeps instead of spinning a core the decode workers need, and the time
+ * loaderbench measures inside stk_loader_next is the trainer's real wait for data, not a queue
+ * of steps running ahead of it. Both events time the kernel (cudaEventElapsedTime), which gives
+ * the calibration and each step's measured length.
+ */
 extern "C" int lb_gpu_step(lb_gpu *g, const void *data, size_t bytes, double step_ms, double *kernel_ms, char *why,
                            size_t cap)
 {

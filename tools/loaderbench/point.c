@@ -14,12 +14,6 @@
  * the batch and asks for the next, so the time inside next() is the real wait for data. With host
  * batches the kernel has nothing on the device to read and only spins. In sleep mode the thread
  * sleeps.
- *
- * Cache control, no root needed: "cold" drops every file of the layout from the page cache with
- * posix_fadvise(POSIX_FADV_DONTNEED) before each run (pages still mapped by a process stay, so
- * no dataset handle is kept open between runs); "warm" reads every file once before the sweep.
- * The bytes really fetched from storage are taken from /proc/self/io (read_bytes), which counts
- * page-cache misses and O_DIRECT reads of every thread of this process.
  */
 #include "lb.h"
 
@@ -36,6 +30,14 @@
 #define LB_MIN_BATCHES 3
 
 /* ---- cache control ---- */
+
+/*
+ * Cache control, no root needed: "cold" drops every file of the layout from the page cache with
+ * posix_fadvise(POSIX_FADV_DONTNEED) before each run (pages still mapped by a process stay, so
+ * no dataset handle is kept open between runs); "warm" reads every file once before the sweep.
+ * The bytes really fetched from storage are taken from /proc/self/io (read_bytes), which counts
+ * page-cache misses and O_DIRECT reads of every thread of this process.
+ */
 
 static int drop_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {

@@ -14,6 +14,7 @@
 #include "pack_plan.h"
 #include "pack_read.h"
 #include "pack_resume.h"
+#include "params.h"
 #include "writer.h"
 
 #include <limits.h>
@@ -102,11 +103,12 @@ static int check_dst(pack_job *j)
 /* The writer, with the shard size, --force and the class names. */
 static int writer_setup(pack_job *j)
 {
-    uint64_t shard_bytes = j->o.shard_bytes ? j->o.shard_bytes : (uint64_t)1 << 30;
+    uint64_t shard_bytes = j->o.shard_bytes ? j->o.shard_bytes : (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
+    uint64_t shard_min = (uint64_t)stk__param_imin(STK_W_SHARD_BYTES);
     int rc;
     if ((rc = stk_writer_create(&j->w)) != STK_OK)
         return stk__err(j->err, rc, "out of memory");
-    if ((rc = stk_writer_set(j->w, STK_W_SHARD_BYTES, (int64_t)STK__MAX(shard_bytes, (uint64_t)1 << 20))) ||
+    if ((rc = stk_writer_set(j->w, STK_W_SHARD_BYTES, (int64_t)STK__MAX(shard_bytes, shard_min))) ||
         (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)))
         return writer_err(j, rc);
     const stk__filelist *f = &j->pl.files;

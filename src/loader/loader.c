@@ -638,7 +638,7 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
                 break;
             }
         }
-        atomic_fetch_add(&h->wait_ns, stk__now_ns() - t0);
+        atomic_fetch_add(&h->tel.wait_ns, stk__now_ns() - t0);
         if (h->cancel_pending && !batch_ready(h, k)) {
             h->cancel_pending = 0;
             pthread_mutex_unlock(&h->mu);
@@ -701,8 +701,8 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
     }
     h->c_k++;
     set_pos(h, b->epoch, b->first_sample + b->size);
-    atomic_fetch_add(&h->batches_out, 1);
-    atomic_fetch_add(&h->samples_out, b->size);
+    atomic_fetch_add(&h->tel.batches_out, 1);
+    atomic_fetch_add(&h->tel.samples_out, b->size);
     pthread_mutex_unlock(&h->mu);
     *out = b;
     return STK_OK;

@@ -95,6 +95,22 @@ typedef struct stk__worker {
     char err[STK__ERRLEN];
 } stk__worker;
 
+/* ---- telemetry: the counters behind stk_loader_stats (loader_report.c), reset at start ---- */
+
+typedef struct stk__loader_tel {
+    stk__stage_clock dec_clock, stg_clock;
+    /* guarded by stats_mu */
+    stk_stage_stats read_acc;    /* counters of readers already destroyed (earlier runs) */
+    uint64_t read_disk_acc;
+    uint32_t inflight_max_acc;
+    stk__reader_info last_rinfo; /* info of the latest reader (kept after it is destroyed) */
+    int have_rinfo;
+    double t_start, cpu_u0, cpu_s0;
+    /* any thread */
+    _Atomic uint64_t wait_ns, batches_out, samples_out;
+    _Atomic uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
+} stk__loader_tel;
+
 /* ---- the loader ---------------------------------------------------------------------------- */
 
 enum { STK__LS_CREATED = 0, STK__LS_OPENED = 1, STK__LS_STARTED = 2 };
@@ -168,16 +184,8 @@ struct stk_loader {
     int reader_started;
 
     /* telemetry */
-    pthread_mutex_t stats_mu;    /* guards the reader pointer for snapshots and the accumulators */
-    stk__stage_clock dec_clock, stg_clock;
-    stk_stage_stats read_acc;    /* counters of readers already destroyed (earlier runs) */
-    uint64_t read_disk_acc;
-    uint32_t inflight_max_acc;
-    stk__reader_info last_rinfo; /* info of the latest reader (kept after it is destroyed) */
-    int have_rinfo;
-    double t_start, cpu_u0, cpu_s0;
-    _Atomic uint64_t wait_ns, batches_out, samples_out;
-    _Atomic uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
+    pthread_mutex_t stats_mu;    /* guards the reader pointer for snapshots and tel's accumulators */
+    stk__loader_tel tel;
     _Atomic uint64_t pos_epoch, pos_next; /* tell(), readable from any thread */
 
     stk__errlist errs;           /* bad records (loader_errors.c) */

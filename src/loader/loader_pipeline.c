@@ -187,7 +187,7 @@ static void process(stk__worker *w, stk__read *rd)
     if (status != STK_OK) {
         if (label < 0)
             label = stk__dataset_static_label(h->ds, rd->index);
-        atomic_fetch_add(status == STK_E_CRC ? &h->crc_errors : &h->io_errors, 1);
+        atomic_fetch_add(status == STK_E_CRC ? &h->tel.crc_errors : &h->tel.io_errors, 1);
     } else if (h->stage != STK_STAGE_READ) {
         int warn = 0;
         uint8_t *o = h->direct_out ? dst : w->scratch;
@@ -195,10 +195,10 @@ static void process(stk__worker *w, stk__read *rd)
         status = stk__process_sample(w->ctx, &h->aug, h->seed, rd->epoch, rd->index, rd->data, rd->len,
                                      o, &warn, w->err);
         if (warn > 0)
-            atomic_fetch_add(&h->decode_warnings, (uint64_t)warn);
+            atomic_fetch_add(&h->tel.decode_warnings, (uint64_t)warn);
         if (status != STK_OK) {
             reason = w->err;
-            atomic_fetch_add(&h->decode_errors, 1);
+            atomic_fetch_add(&h->tel.decode_errors, 1);
         } else if (!h->direct_out) {
             convert(h, w->scratch, dst);
         }
@@ -209,8 +209,8 @@ static void process(stk__worker *w, stk__read *rd)
     if (status != STK_OK) {
         s->substituted[i] = 1;
         atomic_fetch_add(&s->bad, 1);
-        atomic_fetch_add(&h->substituted, 1);
-        atomic_fetch_add(&h->dec_clock.errors, 1);
+        atomic_fetch_add(&h->tel.substituted, 1);
+        atomic_fetch_add(&h->tel.dec_clock.errors, 1);
         char why[STK__ERRLEN];
         fmt(why, sizeof why, "%s: %s", stk_status_name(status),
                  reason && *reason ? reason : stk_strerror(status));
@@ -222,8 +222,8 @@ static void process(stk__worker *w, stk__read *rd)
     } else {
         s->substituted[i] = 0;
     }
-    atomic_fetch_add(&h->dec_clock.items, 1);
-    atomic_fetch_add(&h->dec_clock.bytes, rd->status == STK_OK ? rd->len : 0);
+    atomic_fetch_add(&h->tel.dec_clock.items, 1);
+    atomic_fetch_add(&h->tel.dec_clock.bytes, rd->status == STK_OK ? rd->len : 0);
     if (atomic_fetch_sub(&s->remaining, 1) == 1) {
         pthread_mutex_lock(&h->mu);
         s->done = 1;
@@ -244,14 +244,14 @@ static void *worker_main(void *arg)
         void *item = NULL;
         uint64_t starved = 0;
         int rc = stk__queue_pop(&h->dq, &item, &starved);
-        stk__clock_add(&h->dec_clock.starved_ns, starved);
+        stk__clock_add(&h->tel.dec_clock.starved_ns, starved);
         if (rc != STK_OK)
             break;
         stk__read *rd = item;
         if (!atomic_load(&h->halt_flag)) {
             uint64_t t0 = stk__now_ns();
             process(w, rd);
-            stk__clock_add(&h->dec_clock.busy_ns, stk__now_ns() - t0);
+            stk__clock_add(&h->tel.dec_clock.busy_ns, stk__now_ns() - t0);
         }
         stk__reader_release(h->reader, rd);
     }
@@ -281,10 +281,10 @@ static void *stager_main(void *arg)
         while (!h->halting && !(s->seq == j && s->done))
             pthread_cond_wait(&h->stage_cv, &h->mu);
         uint64_t t1 = stk__now_ns();
-        stk__clock_add(&h->stg_clock.starved_ns, t1 - t0);
+        stk__clock_add(&h->tel.stg_clock.starved_ns, t1 - t0);
         while (!h->halting && !(d->seq == j && !d->ready && !d->held))
             pthread_cond_wait(&h->stage_cv, &h->mu);
-        stk__clock_add(&h->stg_clock.blocked_ns, stk__now_ns() - t1);
+        stk__clock_add(&h->tel.stg_clock.blocked_ns, stk__now_ns() - t1);
         if (h->halting)
             break;
         d->epoch = s->epoch;
@@ -311,7 +311,7 @@ static void *stager_main(void *arg)
             if (rc == STK_OK)
                 rc = stk__stager_wait_copied(h->stager, buf, err);
         }
-        stk__clock_add(&h->stg_clock.busy_ns, stk__now_ns() - t2);
+        stk__clock_add(&h->tel.stg_clock.busy_ns, stk__now_ns() - t2);
 
         pthread_mutex_lock(&h->mu);
         if (rc != STK_OK) {
@@ -322,8 +322,8 @@ static void *stager_main(void *arg)
             pthread_cond_broadcast(&h->ready_cv);
             break;
         }
-        atomic_fetch_add(&h->stg_clock.items, 1);
-        atomic_fetch_add(&h->stg_clock.bytes, (uint64_t)n * h->host_sample_bytes);
+        atomic_fetch_add(&h->tel.stg_clock.items, 1);
+        atomic_fetch_add(&h->tel.stg_clock.bytes, (uint64_t)n * h->host_sample_bytes);
         s->done = 0;
         s->started = 0;
         s->seq += h->K;
@@ -353,19 +353,19 @@ static void accumulate_reader(stk_loader *h)
     stk__clock_snapshot(stk__reader_clock(h->reader), &rs);
     stk__reader_info info;
     stk__reader_get_info(h->reader, &info);
-    h->read_acc.busy_s += rs.busy_s;
-    h->read_acc.starved_s += rs.starved_s;
-    h->read_acc.blocked_s += rs.blocked_s;
-    h->read_acc.items += rs.items;
-    h->read_acc.bytes += rs.bytes;
-    h->read_acc.errors += rs.errors;
-    h->read_acc.threads = rs.threads;
-    h->read_disk_acc += info.disk_bytes;
-    if (info.inflight_max > h->inflight_max_acc)
-        h->inflight_max_acc = info.inflight_max;
-    h->last_rinfo = info;
-    h->last_rinfo.inflight_now = 0;
-    h->have_rinfo = 1;
+    h->tel.read_acc.busy_s += rs.busy_s;
+    h->tel.read_acc.starved_s += rs.starved_s;
+    h->tel.read_acc.blocked_s += rs.blocked_s;
+    h->tel.read_acc.items += rs.items;
+    h->tel.read_acc.bytes += rs.bytes;
+    h->tel.read_acc.errors += rs.errors;
+    h->tel.read_acc.threads = rs.threads;
+    h->tel.read_disk_acc += info.disk_bytes;
+    if (info.inflight_max > h->tel.inflight_max_acc)
+        h->tel.inflight_max_acc = info.inflight_max;
+    h->tel.last_rinfo = info;
+    h->tel.last_rinfo.inflight_now = 0;
+    h->tel.have_rinfo = 1;
 }
 
 void stk__loader_halt(stk_loader *h)
@@ -468,7 +468,7 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
     pthread_mutex_lock(&h->stats_mu);
     h->reader = r;
     pthread_mutex_unlock(&h->stats_mu);
-    atomic_store(&h->dec_clock.threads, (uint32_t)h->workers_n);
+    atomic_store(&h->tel.dec_clock.threads, (uint32_t)h->workers_n);
     for (int i = 0; i < h->workers_n; i++) {
         int e = pthread_create(&h->workers[i].th, NULL, worker_main, &h->workers[i]);
         if (e != 0) {
@@ -479,7 +479,7 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
         h->workers[i].running = 1;
     }
     if (h->device_path) {
-        atomic_store(&h->stg_clock.threads, 1);
+        atomic_store(&h->tel.stg_clock.threads, 1);
         int e = pthread_create(&h->stager_th, NULL, stager_main, h);
         if (e != 0) {
             rc = stk__err(h->err, -e, "cannot start the stager thread");

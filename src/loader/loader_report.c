@@ -21,8 +21,9 @@
 void stk__loader_stats_reset(stk_loader *h)
 {
     atomic_store(&h->detached, 0);
+    stk__loader_tel *t = &h->tel;
     pthread_mutex_lock(&h->stats_mu);
-    stk__stage_clock *cs[2] = {&h->dec_clock, &h->stg_clock};
+    stk__stage_clock *cs[2] = {&t->dec_clock, &t->stg_clock};
     for (int i = 0; i < 2; i++) {
         atomic_store(&cs[i]->busy_ns, 0);
         atomic_store(&cs[i]->starved_ns, 0);
@@ -32,21 +33,17 @@ void stk__loader_stats_reset(stk_loader *h)
         atomic_store(&cs[i]->errors, 0);
         atomic_store(&cs[i]->threads, 0);
     }
-    memset(&h->read_acc, 0, sizeof h->read_acc);
-    h->read_disk_acc = 0;
-    h->inflight_max_acc = 0;
-    h->have_rinfo = 0;
-    memset(&h->last_rinfo, 0, sizeof h->last_rinfo);
-    h->t_start = stk__now();
-    stk__cpu_times(&h->cpu_u0, &h->cpu_s0);
-    atomic_store(&h->wait_ns, 0);
-    atomic_store(&h->batches_out, 0);
-    atomic_store(&h->samples_out, 0);
-    atomic_store(&h->crc_errors, 0);
-    atomic_store(&h->io_errors, 0);
-    atomic_store(&h->decode_errors, 0);
-    atomic_store(&h->substituted, 0);
-    atomic_store(&h->decode_warnings, 0);
+    memset(&t->read_acc, 0, sizeof t->read_acc);
+    t->read_disk_acc = 0;
+    t->inflight_max_acc = 0;
+    t->have_rinfo = 0;
+    memset(&t->last_rinfo, 0, sizeof t->last_rinfo);
+    t->t_start = stk__now();
+    stk__cpu_times(&t->cpu_u0, &t->cpu_s0);
+    _Atomic uint64_t *zero[] = {&t->wait_ns, &t->batches_out, &t->samples_out, &t->crc_errors,
+                                &t->io_errors, &t->decode_errors, &t->substituted, &t->decode_warnings};
+    for (size_t i = 0; i < STK__ARRAY_LEN(zero); i++)
+        atomic_store(zero[i], 0);
     pthread_mutex_unlock(&h->stats_mu);
 }
 
@@ -58,15 +55,15 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
     out->device = -1;
     out->io_backend = -1;
     pthread_mutex_lock(&h->stats_mu);
-    if (h->t_start == 0.0) {
+    if (h->tel.t_start == 0.0) {
         pthread_mutex_unlock(&h->stats_mu);
         return STK_OK; /* never started: all zero */
     }
-    out->read = h->read_acc;
-    uint64_t disk = h->read_disk_acc;
-    uint32_t inflight_max = h->inflight_max_acc;
-    stk__reader_info info = h->last_rinfo;
-    int have_info = h->have_rinfo;
+    out->read = h->tel.read_acc;
+    uint64_t disk = h->tel.read_disk_acc;
+    uint32_t inflight_max = h->tel.inflight_max_acc;
+    stk__reader_info info = h->tel.last_rinfo;
+    int have_info = h->tel.have_rinfo;
     if (h->reader) {
         stk_stage_stats rs;
         stk__clock_snapshot(stk__reader_clock(h->reader), &rs);
@@ -83,8 +80,8 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
         if (info.inflight_max > inflight_max)
             inflight_max = info.inflight_max;
     }
-    stk__clock_snapshot(&h->dec_clock, &out->decode);
-    stk__clock_snapshot(&h->stg_clock, &out->stager);
+    stk__clock_snapshot(&h->tel.dec_clock, &out->decode);
+    stk__clock_snapshot(&h->tel.stg_clock, &out->stager);
     if (h->stager) {
         stk__stager_stats ss;
         stk__stager_get_stats(h->stager, &ss);
@@ -112,25 +109,25 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
     out->fallback_reason = h->fallback_reason;
     if (!out->fallback_reason && have_info)
         out->fallback_reason = info.fallback_reason;
-    out->wall_s = stk__now() - h->t_start;
+    out->wall_s = stk__now() - h->tel.t_start;
     double u, s;
     stk__cpu_times(&u, &s);
-    out->cpu_user_s = u - h->cpu_u0;
-    out->cpu_sys_s = s - h->cpu_s0;
+    out->cpu_user_s = u - h->tel.cpu_u0;
+    out->cpu_sys_s = s - h->tel.cpu_s0;
     out->samples_per_epoch = h->epoch_end;
     out->batches_per_epoch = h->bpe;
     pthread_mutex_unlock(&h->stats_mu);
 
-    out->wait_s = (double)atomic_load(&h->wait_ns) * 1e-9;
-    out->batches = atomic_load(&h->batches_out);
-    out->samples = atomic_load(&h->samples_out);
+    out->wait_s = (double)atomic_load(&h->tel.wait_ns) * 1e-9;
+    out->batches = atomic_load(&h->tel.batches_out);
+    out->samples = atomic_load(&h->tel.samples_out);
     out->epoch = atomic_load(&h->pos_epoch);
     out->next_sample = atomic_load(&h->pos_next);
-    out->crc_errors = atomic_load(&h->crc_errors);
-    out->io_errors = atomic_load(&h->io_errors);
-    out->decode_errors = atomic_load(&h->decode_errors);
-    out->substituted = atomic_load(&h->substituted);
-    out->decode_warnings = atomic_load(&h->decode_warnings);
+    out->crc_errors = atomic_load(&h->tel.crc_errors);
+    out->io_errors = atomic_load(&h->tel.io_errors);
+    out->decode_errors = atomic_load(&h->tel.decode_errors);
+    out->substituted = atomic_load(&h->tel.substituted);
+    out->decode_warnings = atomic_load(&h->tel.decode_warnings);
     return STK_OK;
 }
 

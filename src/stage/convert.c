@@ -79,6 +79,17 @@ static inline float norm(uint8_t v, const float *mean, const float *std, int c, 
     return normalize ? ((float)v - mean[c]) / std[c] : (float)v;
 }
 
+/* Element AT of DST in DTYPE (a float type) gets V, rounded to nearest even for 16-bit types. */
+static inline void store(void *dst, size_t at, int dtype, float v)
+{
+    switch (dtype) {
+    case STK_DTYPE_FLOAT32: ((float *)dst)[at] = v; break;
+    case STK_DTYPE_FLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_f16(v); break;
+    case STK_DTYPE_BFLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_bf16(v); break;
+    default: break;
+    }
+}
+
 void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout, int normalize,
                          const float mean[3], const float std[3], void *dst)
 {
@@ -101,12 +112,7 @@ void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout
         for (int c = 0; c < 3; c++) {
             float v = norm(src[3 * i + (size_t)c], mean, std, c, normalize);
             size_t at = chw ? (size_t)c * hw + i : 3 * i + (size_t)c;
-            switch (dtype) {
-            case STK_DTYPE_FLOAT32: ((float *)dst)[at] = v; break;
-            case STK_DTYPE_FLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_f16(v); break;
-            case STK_DTYPE_BFLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_bf16(v); break;
-            default: break;
-            }
+            store(dst, at, dtype, v);
         }
     }
 }
@@ -121,12 +127,7 @@ void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int la
         for (size_t i = 0; i < hw; i++) {
             float v = t[src[3 * i + (size_t)c]];
             size_t at = chw ? (size_t)c * hw + i : 3 * i + (size_t)c;
-            switch (dtype) {
-            case STK_DTYPE_FLOAT32: ((float *)dst)[at] = v; break;
-            case STK_DTYPE_FLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_f16(v); break;
-            case STK_DTYPE_BFLOAT16: ((uint16_t *)dst)[at] = stk__f32_to_bf16(v); break;
-            default: break;
-            }
+            store(dst, at, dtype, v);
         }
     }
 }

@@ -4,16 +4,7 @@
 # stk_writer and reads it back with stk_dataset, built twice: with pkg-config and with
 # find_package(stoker) in a CMake project. The installed `stoker` CLI runs too.
 set -u
-[ -n "${BUILD_DIR:-}" ] && [ -d "$BUILD_DIR" ] || { echo "skip: BUILD_DIR not set"; exit 77; }
-if [ -n "${STOKER_SANITIZE:-}" ]; then echo "skip: sanitizer build (the consumer would need the runtime)"; exit 77; fi
-command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
-CC=${CC:-cc}
-command -v "$CC" >/dev/null || { echo "skip: no C compiler"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/stk-install.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-cmake --install "$BUILD_DIR" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
+. "$(dirname "$0")/install_prefix.sh" install
 [ -f "$T/prefix/include/stoker.h" ] || fail "header installed"
 pc=$(find "$T/prefix" -name stoker.pc | head -1)
 cfg=$(find "$T/prefix" -name stokerConfig.cmake | head -1)

@@ -10,16 +10,7 @@
 # each binary must not need libstoker.so and must run.
 # stk-test: normal-only (the consumer would need the sanitizer runtime)
 set -u
-[ -n "${BUILD_DIR:-}" ] && [ -d "$BUILD_DIR" ] || { echo "skip: BUILD_DIR not set"; exit 77; }
-if [ -n "${STOKER_SANITIZE:-}" ]; then echo "skip: sanitizer build (the consumer would need the runtime)"; exit 77; fi
-command -v pkg-config >/dev/null || { echo "skip: no pkg-config"; exit 77; }
-CC=${CC:-cc}
-command -v "$CC" >/dev/null || { echo "skip: no C compiler"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/stk-static.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-cmake --install "$BUILD_DIR" --prefix "$T/prefix" >"$T/install.log" 2>&1 || { cat "$T/install.log"; fail "cmake --install"; }
+. "$(dirname "$0")/install_prefix.sh" static
 pc=$(find "$T/prefix" -name stoker.pc | head -1)
 archive=$(find "$T/prefix" -name libstoker.a | head -1)
 [ -n "$pc" ] && [ -n "$archive" ] || fail "stoker.pc and libstoker.a installed"

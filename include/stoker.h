@@ -164,6 +164,10 @@ typedef enum stk_param {
                                      Setting it (or STK_P_MAX_OUT_WIDTH) makes the loader
                                      resizable (see stk_loader_set_output_size) [0] (since 0.2) */
     STK_P_MAX_OUT_WIDTH = 214,  /**< I 0..65535: the same for the width [0] (since 0.2) */
+    STK_P_MULTI_HOT = 215,      /**< I 0/1: deliver a label-list target (STK_TARGET_LABELS) as
+                                     float32 multi-hot rows of the dataset's class count instead
+                                     of the stored int32 lists; start says STK_E_INVALID for a
+                                     dataset without one [0] (since 0.2) */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -298,6 +302,45 @@ STK_API int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t 
  *  end. Thread-safe after open. */
 STK_API int stk_dataset_record_name(const stk_dataset *ds, uint64_t index, char *buf, size_t cap);
 
+/*
+ * Targets (since 0.2): besides its int32 label, every record of a dataset may carry a target of
+ * one fixed shape and type — several labels, a vector of floats — packed from a manifest
+ * (stk_pack_ext) or written with stk_writer_add_target. Stored in the shard's `targets` database
+ * (docs/FORMAT.md); datasets without one (every shard written before 0.2) read as dtype
+ * STK_TDT_NONE. The loader hands each batch's targets out beside its labels
+ * (stk_loader_batch_targets).
+ */
+enum stk_target_dtype {
+    STK_TDT_NONE = 0,    /**< no targets */
+    STK_TDT_UINT8 = 1,
+    STK_TDT_INT32 = 2,
+    STK_TDT_INT64 = 3,
+    STK_TDT_FLOAT32 = 4,
+    STK_TDT_FLOAT64 = 5,
+};
+enum stk_target_kind {
+    STK_TARGET_VALUES = 0, /**< a vector of SIZE values */
+    STK_TARGET_LABELS = 1, /**< a list of class indices (int32, 0..classes-1), padded to SIZE
+                                with -1; the loader can expand it to multi-hot (STK_P_MULTI_HOT) */
+};
+typedef struct stk_target_info {
+    int dtype;        /**< STK_TDT_*; STK_TDT_NONE: the records carry no target */
+    int kind;         /**< STK_TARGET_* */
+    uint32_t size;    /**< elements per record (K), 1..65536 */
+    uint32_t classes; /**< STK_TARGET_LABELS: number of classes (the multi-hot width); else 0 */
+} stk_target_info;
+
+/** Bytes of one element of DTYPE (0 for STK_TDT_NONE or an unknown value). Thread-safe. */
+STK_API size_t stk_target_dtype_size(int dtype);
+/** The dataset's target shape and type into *INFO (dtype STK_TDT_NONE when it has none). After
+ *  open. Thread-safe. Since 0.2. */
+STK_API int stk_dataset_target_info(const stk_dataset *ds, stk_target_info *info);
+/** Copy the target of record INDEX (size × dtype bytes, little-endian as the machine's) into
+ *  OUT (CAP bytes). STK_E_RANGE past the end or when CAP is too small, STK_E_INVALID when the
+ *  dataset has no targets. Targets are held in memory from open on (records × size × dtype
+ *  bytes), so this reads nothing. Thread-safe after open. Since 0.2. */
+STK_API int stk_dataset_target(const stk_dataset *ds, uint64_t index, void *out, size_t cap);
+
 /* ---------------------------------------------------------------------------------------------
  * Writer: build one dataset of shards from your own code. `stk_pack` uses it.
  * Thread safety: one thread at a time.
@@ -328,6 +371,15 @@ STK_API int stk_writer_open(stk_writer *w, const char *dst);
  *  (kept in the shard's `sources` database). Records get consecutive dataset indices. */
 STK_API int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label,
                            const char *source);
+/** Give every record of this dataset a target of shape and type INFO (copied). Before the first
+ *  add (STK_E_STATE after). STK_E_INVALID for a dtype, size or kind out of range (a label list is
+ *  STK_TDT_INT32 with classes >= 1). Since 0.2. */
+STK_API int stk_writer_set_targets(stk_writer *w, const stk_target_info *info);
+/** stk_writer_add with the record's TARGET: size × dtype bytes as set by stk_writer_set_targets
+ *  (a label list: indices 0..classes-1, then -1 padding; STK_E_INVALID otherwise). A writer
+ *  with targets takes only this call, one without only stk_writer_add (STK_E_STATE). Since 0.2. */
+STK_API int stk_writer_add_target(stk_writer *w, const void *payload, size_t len, int32_t label,
+                                  const char *source, const void *target);
 /** Close the last shard, write meta, rename temp files to their final names (each shard is
  *  fsynced before its rename), then remove the incomplete-marker. A dataset with no records
  *  still gets one (empty) shard. After a failed add/finish the writer only accepts destroy. */
@@ -405,6 +457,28 @@ typedef struct stk_pack_ext_options {
     int quality;          /**< JPEG quality 1..100 of every re-encoded image; 0 = 95 */
     uint64_t converted;   /**< out: non-JPEG sources stored as JPEG by this call */
     uint64_t resized;     /**< out: images made smaller for max_side by this call */
+    /* Manifests (since 0.2; docs/FORMAT.md "Manifests"): SRC may be a CSV, TSV or JSON Lines
+     * file naming a path and its label, labels or values per line. NULL / 0 = the defaults. */
+    const char *manifest_format; /**< "csv", "tsv", "jsonl" or "list" (path<TAB>label, no
+                                      header); NULL: by SRC's name: .csv, .jsonl/.ndjson, and a
+                                      .tsv or any other file whose first line names the path
+                                      field is a TSV manifest, else a list file */
+    const char *path_field;   /**< the field holding the image path ["path"] */
+    const char *label_field;  /**< the field holding the label: an index, a class name, or with
+                                   multi_label a list of them; absent from the manifest = no
+                                   labels ["label"] */
+    const char *target_fields; /**< comma-separated fields whose numbers, in that order, form
+                                    each record's value vector (a number, a JSON array, or a
+                                    CSV cell of numbers separated by label_sep) [none] */
+    const char *classes_file; /**< class names, one per line (label = line): names are looked up
+                                   in it, unknown ones are bad lines. NULL: the sorted names the
+                                   manifest uses (labels that are all integers are indices) */
+    const char *label_sep;    /**< separator of the values inside one CSV/TSV cell [" "] */
+    int multi_label;          /**< 1: the label field holds a list of labels per record, stored
+                                   as an STK_TARGET_LABELS target (int32, -1 padded) */
+    int target_dtype;         /**< STK_TDT_* of the value vector; 0 = STK_TDT_FLOAT32 */
+    uint64_t bad_lines;       /**< out: manifest lines not used (each in pack-report.tsv with
+                                   its file, line and reason; under opts->strict the first fails) */
 } stk_pack_ext_options;
 
 /** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an
@@ -664,6 +738,15 @@ STK_API int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **imag
 /** Free image memory returned by stk_loader_detach (page-locked or not). NULL is a no-op. Any
  *  thread; the loader that detached it may already be destroyed. Since 0.2. */
 STK_API void stk_images_free(void *images);
+/** The targets of host or device batch BATCH, held from H (see stk_target_info): a host array
+ *  of batch->size rows of INFO->size elements of INFO->dtype, valid until the batch is released
+ *  (or detached: copy them first). With STK_P_MULTI_HOT a label list comes as float32 rows of
+ *  INFO->classes (1.0 for each label of the record, else 0.0; INFO->size = classes, kind
+ *  STK_TARGET_VALUES). A substituted sample (bad record) keeps its own record's target, as its
+ *  label. NULL, with INFO->dtype = STK_TDT_NONE, when the dataset has no targets. INFO may be
+ *  NULL. Consumer thread. Since 0.2. */
+STK_API const void *stk_loader_batch_targets(const stk_loader *h, const stk_batch *batch,
+                                             stk_target_info *info);
 /** Move to the start of EPOCH: stk_loader_seek(h, EPOCH, 0). After start. */
 STK_API int stk_loader_set_epoch(stk_loader *h, uint64_t epoch);
 /** Position = {seed, epoch, next sample}: the sample after the last one delivered; after

@@ -19,9 +19,9 @@
 set -euo pipefail
 
 # the image decoders of `stoker pack` (libpng ... libstb) are optional for the build; with them
-# pack takes PNG, WebP, GIF, BMP, TIFF sources too
+# pack takes PNG, WebP, GIF, BMP, TIFF sources too. jansson and libcsv read the manifests.
 RUN_PKGS=(build-essential cmake pkg-config liblmdb-dev libjpeg62-turbo-dev liburing-dev
-  libpng-dev libwebp-dev libgif-dev libtiff-dev libstb-dev)
+  libjansson-dev libcsv-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libstb-dev)
 TEST_PKGS=(
   "${RUN_PKGS[@]}" clang ninja-build lmdb-utils libturbojpeg0-dev libjpeg-turbo-progs
   python3 python3-venv python3-numpy python3-pil python3-pytest python3-lmdb

@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "folder.h"
+#include "manifest.h"
 
 #include <errno.h>
 #include <string.h>

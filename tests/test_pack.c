@@ -303,11 +303,24 @@ int main(void)
     T_OK(stk_dataset_record(ds, 1, &ri));
     T_CHECK(ri.label == 0, "list label 2");
     stk_dataset_destroy(ds);
+    /* a bad list line is set aside and named in the report (the rest is packed); --strict fails on it */
     f = fopen(list, "w");
-    fprintf(f, "a.jpg\tseven\n");
+    fprintf(f, "a.jpg\tseven\nsrc/class_003/img_00001.jpg\t7\n");
     fclose(f);
+    o.force = 1;
+    T_OK(stk_pack(list, dst3, &o, &r));
+    T_CHECK(r.records == 1 && r.skipped == 0, "bad line set aside: %llu records", (unsigned long long)r.records);
+    snprintf(p, sizeof p, "%s/pack-report.tsv", dst3);
+    size_t rl = 0;
+    char *rtext = (char *)t_read_file(p, &rl);
+    T_CHECK(rtext && strstr(rtext, "list.txt line 1\tlabel `seven`"), "report names the line: %s", rtext ? rtext : "");
+    free(rtext);
+    o.strict = 1;
     rc = stk_pack(list, dst3, &o, NULL);
-    T_CHECK(rc == STK_E_FORMAT && strstr(err, "line 1"), "bad list names the line: %s", err);
+    T_CHECK(rc == STK_E_FORMAT && strstr(err, "list.txt line 1: label `seven`") && strstr(err, "--strict"),
+            "bad list names the line: %s", err);
+    o.strict = 0;
+    o.force = 0;
 
     T_CHECK(tree_digest(src) == before, "SRC unchanged at the end");
     t_rmtree(dir);

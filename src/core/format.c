@@ -5,6 +5,7 @@
 #include "common.h"
 
 #include <lmdb.h>
+#include <stdio.h>
 #include <string.h>
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -97,5 +98,75 @@ int stk__shard_name_parse(const char *n, unsigned *no)
     }
     if (no)
         *no = v;
+    return 1;
+}
+
+/* ---- targets -------------------------------------------------------------------------------- */
+
+/* Targets are stored little-endian and handed out in host order without a swap. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "stoker's targets assume a little-endian host");
+
+static const struct {
+    int dtype;
+    const char *name;
+    size_t size;
+} tdtypes[] = {
+    {STK_TDT_UINT8, "uint8", 1},     {STK_TDT_INT32, "int32", 4},     {STK_TDT_INT64, "int64", 8},
+    {STK_TDT_FLOAT32, "float32", 4}, {STK_TDT_FLOAT64, "float64", 8},
+};
+
+size_t stk_target_dtype_size(int dtype)
+{
+    for (size_t i = 0; i < sizeof tdtypes / sizeof *tdtypes; i++)
+        if (tdtypes[i].dtype == dtype)
+            return tdtypes[i].size;
+    return 0;
+}
+
+const char *stk__tdtype_name(int dtype)
+{
+    for (size_t i = 0; i < sizeof tdtypes / sizeof *tdtypes; i++)
+        if (tdtypes[i].dtype == dtype)
+            return tdtypes[i].name;
+    return NULL;
+}
+
+int stk__tdtype_parse(const char *s, size_t n)
+{
+    for (size_t i = 0; i < sizeof tdtypes / sizeof *tdtypes; i++)
+        if (strlen(tdtypes[i].name) == n && memcmp(tdtypes[i].name, s, n) == 0)
+            return tdtypes[i].dtype;
+    return STK_TDT_NONE;
+}
+
+int stk__target_check(const stk_target_info *t, char why[64])
+{
+    const char *w = NULL;
+    if (!stk_target_dtype_size(t->dtype))
+        w = "unknown target dtype";
+    else if (t->size < 1 || t->size > STK__TARGET_MAX_SIZE)
+        w = "target size must be 1..65536";
+    else if (t->kind != STK_TARGET_VALUES && t->kind != STK_TARGET_LABELS)
+        w = "unknown target kind";
+    else if (t->kind == STK_TARGET_LABELS && (t->dtype != STK_TDT_INT32 || t->classes < 1))
+        w = "a label list is int32 with at least one class";
+    else if (t->kind == STK_TARGET_VALUES && t->classes != 0)
+        w = "classes is for label lists only";
+    snprintf(why, 64, "%s", w ? w : "");
+    return w ? STK_E_INVALID : STK_OK;
+}
+
+int stk__target_labels_ok(const stk_target_info *info, const void *t)
+{
+    const uint8_t *p = t;
+    int padding = 0;
+    for (uint32_t i = 0; i < info->size; i++) {
+        int32_t v;
+        memcpy(&v, p + 4 * (size_t)i, 4);
+        if (v == -1)
+            padding = 1;
+        else if (padding || v < 0 || (uint32_t)v >= info->classes)
+            return 0;
+    }
     return 1;
 }

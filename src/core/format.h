@@ -6,6 +6,8 @@
 #ifndef STK_FORMAT_H
 #define STK_FORMAT_H
 
+#include "stoker.h"
+
 #include <lmdb.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +18,7 @@
 #define STK__DB_RECORDS "records"
 #define STK__DB_META "meta"
 #define STK__DB_SOURCES "sources"   /* optional: key -> source path (UTF-8) */
+#define STK__DB_TARGETS "targets"   /* optional: key -> the record's target (since 0.2) */
 #define STK__SHARD_FMT "shard-%05u.lmdb"
 #define STK__SHARD_PREFIX "shard-"  /* every shard-* file in a dataset directory is stoker's */
 #define STK__INCOMPLETE_MARK ".stoker-pack-incomplete" /* in DST while a pack is unfinished */
@@ -35,6 +38,12 @@
 #define STK__META_SRC_BEGIN "source_begin"
 #define STK__META_SRC_END "source_end"
 #define STK__META_SKIPPED "skipped"
+/* Meta keys of a shard whose records carry targets (docs/FORMAT.md "Targets"). */
+#define STK__META_TARGET_DTYPE "target_dtype"     /* uint8 int32 int64 float32 float64 */
+#define STK__META_TARGET_SIZE "target_size"       /* elements per record */
+#define STK__META_TARGET_KIND "target_kind"       /* values | labels */
+#define STK__META_TARGET_CLASSES "target_classes" /* labels: number of classes */
+#define STK__TARGET_MAX_SIZE 65536
 
 /* 1 when N is a finished shard's name, shard-NNNNN.lmdb, with its number in *NO (NO may be NULL);
  * 0 for anything else (temp files, lock files, other names). */
@@ -48,6 +57,16 @@ int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t 
 /* 8-byte big-endian key of record number I within its shard. */
 void stk__rec_key(uint8_t out[8], uint64_t i);
 uint64_t stk__rec_key_parse(const uint8_t k[8]);
+
+/* Targets: the dtype's name in meta (NULL for an unknown one) and back (STK_TDT_NONE when
+ * unknown); stk__target_check: STK_OK for a usable shape and type (kind, size 1..65536, a
+ * label list int32 with classes >= 1), else STK_E_INVALID with a reason in WHY (64 bytes). */
+const char *stk__tdtype_name(int dtype);
+int stk__tdtype_parse(const char *s, size_t n);
+int stk__target_check(const stk_target_info *t, char why[64]);
+/* 1 when the target row T (a label list of INFO) holds only indices 0..classes-1 followed by
+ * -1 padding. */
+int stk__target_labels_ok(const stk_target_info *info, const void *t);
 
 /* `meta` database values (text). stk__meta_get: mdb_get by a C-string key (LMDB's status).
  * stk__meta_u64: a decimal value of 1..20 digits; 0, or -1 when missing or not a number. */

@@ -54,6 +54,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_DCT_SCALING, L, STK__PW_START, 0, 1, 1),
     I_ROW(STK_P_MAX_OUT_HEIGHT, L, STK__PW_START, 0, 65535, 0), /* 0: the output height */
     I_ROW(STK_P_MAX_OUT_WIDTH, L, STK__PW_START, 0, 65535, 0),  /* 0: the output width */
+    I_ROW(STK_P_MULTI_HOT, L, STK__PW_START, 0, 1, 0),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -73,6 +73,12 @@ static void close_all(stk_dataset *ds)
     }
     ds->classes = NULL;
     ds->nclasses = 0;
+    if (ds->targets_owned)
+        free(ds->targets);
+    ds->targets = NULL;
+    ds->targets_owned = 0;
+    memset(&ds->tinfo, 0, sizeof ds->tinfo);
+    ds->trow = 0;
     stk__filelist_free(&ds->files);
     ds->count = 0;
     ds->payload_bytes = ds->file_bytes = 0;
@@ -153,6 +159,30 @@ const char *stk_dataset_shard_path(const stk_dataset *ds, uint32_t shard)
     if (ds->layout == STK_LAYOUT_FILES)
         return shard == 0 ? ds->shards[0].path : NULL;
     return shard < ds->nshards ? ds->shards[shard].path : NULL;
+}
+
+int stk_dataset_target_info(const stk_dataset *ds, stk_target_info *info)
+{
+    if (!ds || !info)
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    *info = ds->tinfo;
+    return STK_OK;
+}
+
+int stk_dataset_target(const stk_dataset *ds, uint64_t index, void *out, size_t cap)
+{
+    if (!ds || !out)
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    if (!ds->trow)
+        return STK_E_INVALID;
+    if (index >= ds->count || cap < ds->trow)
+        return STK_E_RANGE;
+    memcpy(out, ds->targets + ds->trow * index, ds->trow);
+    return STK_OK;
 }
 
 int32_t stk__dataset_static_label(const stk_dataset *ds, uint64_t index)

@@ -66,6 +66,12 @@ struct stk_dataset {
     char **classes;            /* shards: from meta; files: files.classes */
     uint32_t nclasses;
     int format_version;
+    /* targets (docs/FORMAT.md "Targets"): count rows of trow bytes; the files layout's point into
+     * files.targets, the shards' are read at open (stk__shard_open) */
+    stk_target_info tinfo;
+    size_t trow;
+    uint8_t *targets;
+    int targets_owned;
     char err[STK__ERRLEN];
 };
 

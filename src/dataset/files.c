@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "folder.h"
+#include "manifest.h"
 #include "shard.h"
 
 #include <errno.h>
@@ -26,6 +27,9 @@ int stk__files_open(stk_dataset *ds, const char *path, int is_dir)
         return rc;
     if ((rc = stk__shards_alloc(ds, 0 + 1)) != STK_OK)
         return rc;
+    ds->tinfo = ds->files.tinfo;
+    ds->trow = stk_target_dtype_size(ds->tinfo.dtype) * ds->tinfo.size;
+    ds->targets = ds->files.targets; /* owned by ds->files */
     ds->nshards = 0; /* files: no shard files; shards[0] keeps the root path for shard_path() */
     ds->shards[0].path = stk__strdup(path);
     ds->recs = calloc(ds->files.n ? ds->files.n : 1, sizeof *ds->recs);

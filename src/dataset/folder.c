@@ -366,143 +366,6 @@ fail:
     return rc;
 }
 
-/* The label of a list line (LLEN bytes at LAB): a decimal int32 >= 0. */
-static int parse_label(const char *lab, size_t llen, size_t lineno, int32_t *out, char *err)
-{
-    int64_t v = 0;
-    if (llen == 0 || llen > 10)
-        return stk__err(err, STK_E_FORMAT, "line %zu: label must be a decimal integer 0..%d", lineno,
-                        INT32_MAX);
-    for (size_t i = 0; i < llen; i++) {
-        if (lab[i] < '0' || lab[i] > '9')
-            return stk__err(err, STK_E_FORMAT, "line %zu: label `%.*s` is not a decimal integer >= 0",
-                            lineno, (int)llen, lab);
-        v = v * 10 + (lab[i] - '0');
-    }
-    if (v > INT32_MAX)
-        return stk__err(err, STK_E_FORMAT, "line %zu: label too large", lineno);
-    *out = (int32_t)v;
-    return STK_OK;
-}
-
-/* One `path<TAB>label` line (L bytes, no newline) into EN. */
-static int parse_line(const char *line, size_t l, size_t lineno, const char *base_dir, entries *en, char *err)
-{
-    const char *tab = memchr(line, '\t', l);
-    if (!tab)
-        return stk__err(err, STK_E_FORMAT, "line %zu: expected `path<TAB>label`", lineno);
-    size_t plen = (size_t)(tab - line);
-    if (plen == 0)
-        return stk__err(err, STK_E_FORMAT, "line %zu: empty path", lineno);
-    if (memchr(line, '\0', l))
-        return stk__err(err, STK_E_FORMAT, "line %zu: NUL byte", lineno);
-    int32_t label = 0;
-    int rc = parse_label(tab + 1, l - plen - 1, lineno, &label, err);
-    if (rc)
-        return rc;
-    char *rel = malloc(plen + 1);
-    if (!rel)
-        return stk__err(err, STK_E_NOMEM, "out of memory");
-    memcpy(rel, line, plen);
-    rel[plen] = 0;
-    char *full = (rel[0] == '/' || !base_dir || !*base_dir) ? stk__strdup(rel) : join(base_dir, rel);
-    if ((rc = ent_push(en, full, rel, label)) != STK_OK)
-        return stk__err(err, rc, "out of memory");
-    return STK_OK;
-}
-
-int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__filelist *out, char *err)
-{
-    memset(out, 0, sizeof *out);
-    entries en = {0};
-    size_t pos = 0, lineno = 0;
-    while (pos < len) {
-        size_t end = pos;
-        while (end < len && text[end] != '\n')
-            end++;
-        lineno++;
-        size_t l = end - pos;
-        const char *line = text + pos;
-        pos = end + 1;
-        if (l && line[l - 1] == '\r')
-            l--;
-        if (l == 0 || line[0] == '#')
-            continue;
-        int rc = parse_line(line, l, lineno, base_dir, &en, err);
-        if (rc) {
-            ent_free(&en);
-            return rc;
-        }
-    }
-    ent_move(&en, out);
-    out->root = stk__strdup(base_dir ? base_dir : "");
-    if (!out->root) {
-        stk__filelist_free(out);
-        return stk__err(err, STK_E_NOMEM, "out of memory");
-    }
-    return STK_OK;
-}
-
-/* The whole of the open file FD (SIZE bytes at open; a file that shrank since gives what is left)
- * into a new buffer in *text, *len set. */
-static int read_all(int fd, const char *path, size_t size, char **text, size_t *len, char *err)
-{
-    char *t = malloc(size + 1);
-    if (!t)
-        return stk__err(err, STK_E_NOMEM, "out of memory");
-    size_t got = 0;
-    while (got < size) {
-        ssize_t r = read(fd, t + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(t);
-            return stk__err(err, -e, "%s: read failed", path);
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    t[got] = 0;
-    *text = t;
-    *len = got;
-    return STK_OK;
-}
-
-int stk__list_read(const char *path, stk__filelist *out, char *err)
-{
-    memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return stk__err(err, -errno, "%s: cannot open", path);
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 32)) {
-        close(fd);
-        return stk__err(err, STK_E_INVALID, "%s: not a usable list file (a regular file of 4 GiB at most)",
-                        path);
-    }
-    char *text = NULL;
-    size_t len = 0;
-    int rc = read_all(fd, path, (size_t)st.st_size, &text, &len, err);
-    close(fd);
-    if (rc)
-        return rc;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *sl = strrchr(dir, '/');
-    if (sl)
-        *sl = 0;
-    else
-        snprintf(dir, sizeof dir, ".");
-    char lerr[STK__ERRLEN];
-    rc = stk__list_parse(text, len, dir, out, lerr);
-    free(text);
-    if (rc)
-        return stk__err(err, rc, "%s: %s", path, lerr);
-    return STK_OK;
-}
-
 void stk__filelist_free(stk__filelist *l)
 {
     if (!l)
@@ -520,5 +383,14 @@ void stk__filelist_free(stk__filelist *l)
         free(l->classes[i]);
     free(l->classes);
     free(l->root);
+    free(l->lines);
+    free(l->origin);
+    free(l->targets);
+    for (size_t i = 0; i < l->nbad; i++) {
+        free(l->bad_where[i]);
+        free(l->bad_why[i]);
+    }
+    free(l->bad_where);
+    free(l->bad_why);
     memset(l, 0, sizeof *l);
 }

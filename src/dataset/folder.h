@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * folder.h — source listings: an ImageFolder root (torchvision's class and file order) or a
- * `path<TAB>label` list file. Used by `stoker pack` and by the files layout of the reader.
+ * manifest (manifest.h). Used by `stoker pack` and by the files layout of the reader.
  * Internal.
  */
 #ifndef STK_FOLDER_H
@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "stoker.h"
 
 typedef struct stk__filelist {
     size_t n;          /* files */
@@ -18,6 +20,13 @@ typedef struct stk__filelist {
     char **classes;    /* class names, label = position; NULL/0 for list files */
     size_t nclasses;
     char *root;
+    /* manifests (manifest.h) */
+    size_t *lines;      /* the manifest line of each file, NULL for an ImageFolder */
+    char *origin;       /* the manifest's name, for messages */
+    stk_target_info tinfo; /* dtype STK_TDT_NONE: no targets */
+    uint8_t *targets;   /* n rows of tinfo.size elements of tinfo.dtype */
+    size_t nbad;        /* lines not used: where ("FILE:LINE") and why */
+    char **bad_where, **bad_why;
 } stk__filelist;
 
 /*
@@ -29,20 +38,6 @@ typedef struct stk__filelist {
  * ERR: STK__ERRLEN bytes.
  */
 int stk__folder_scan(const char *root, stk__filelist *out, char *err);
-
-/*
- * Parse a list file's TEXT (LEN bytes): one `path<TAB>label` per line; blank lines and lines
- * starting with '#' are ignored; CRLF accepted; label is a decimal int32 >= 0. Relative paths
- * are joined to BASE_DIR (the list file's directory). Errors name the line number.
- */
-int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__filelist *out, char *err);
-
-/*
- * Read the list file PATH (a regular file, 4 GiB at most; reads retried on EINTR) and parse it
- * as stk__list_parse does, relative paths joined to PATH's folder. Errors name PATH (and the
- * line). The one reader of list files: `stoker pack` and the files layout both use it.
- */
-int stk__list_read(const char *path, stk__filelist *out, char *err);
 
 void stk__filelist_free(stk__filelist *l);
 

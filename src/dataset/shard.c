@@ -247,6 +247,77 @@ static int shard_stoker_meta(stk_dataset *ds, stk__shard *sh, uint32_t no, const
     return STK_OK;
 }
 
+/* The target shape and type of a shard's meta into *T (dtype STK_TDT_NONE: none). */
+static int shard_target_meta(stk_dataset *ds, const stk__shard *sh, MDB_dbi meta, const char *path,
+                             stk_target_info *t)
+{
+    MDB_val v;
+    uint64_t size = 0, classes = 0;
+    char why[64];
+    memset(t, 0, sizeof *t);
+    if (stk__meta_get(sh->txn, meta, STK__META_TARGET_DTYPE, &v) != 0)
+        return STK_OK;
+    t->dtype = stk__tdtype_parse(v.mv_data, v.mv_size);
+    if (stk__meta_u64(sh->txn, meta, STK__META_TARGET_SIZE, &size) != 0 || size > STK__TARGET_MAX_SIZE ||
+        stk__meta_get(sh->txn, meta, STK__META_TARGET_KIND, &v) != 0)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: meta target_size or target_kind missing or out of range", path);
+    t->size = (uint32_t)size;
+    t->kind = v.mv_size == 6 && !memcmp(v.mv_data, "labels", 6) ? STK_TARGET_LABELS
+              : v.mv_size == 6 && !memcmp(v.mv_data, "values", 6) ? STK_TARGET_VALUES : -1;
+    if (t->kind == STK_TARGET_LABELS &&
+        (stk__meta_u64(sh->txn, meta, STK__META_TARGET_CLASSES, &classes) != 0 || classes > UINT32_MAX))
+        return stk__err(ds->err, STK_E_FORMAT, "%s: meta target_classes missing or out of range", path);
+    t->classes = (uint32_t)classes;
+    if (stk__target_check(t, why) != STK_OK)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: unusable targets in meta: %s", path, why);
+    return STK_OK;
+}
+
+/* The targets of shard NO's COUNT records, appended to ds->targets after the BEFORE records of
+ * the shards before it. Every shard of a dataset has the same target shape, or none. */
+static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *path, uint64_t before,
+                         uint64_t count)
+{
+    MDB_dbi meta, tdb;
+    stk_target_info t;
+    int rc;
+    if (mdb_dbi_open(sh->txn, STK__DB_META, 0, &meta) != 0)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: stoker shard without a `meta` database", path);
+    if ((rc = shard_target_meta(ds, sh, meta, path, &t)) != STK_OK)
+        return rc;
+    if (no > 0 && memcmp(&t, &ds->tinfo, sizeof t) != 0)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: its records' targets (%s × %u) differ from shard 0's (%s × %u)",
+                        path, t.dtype ? stk__tdtype_name(t.dtype) : "none", t.size,
+                        ds->tinfo.dtype ? stk__tdtype_name(ds->tinfo.dtype) : "none", ds->tinfo.size);
+    ds->tinfo = t;
+    ds->trow = stk_target_dtype_size(t.dtype) * t.size;
+    if (!ds->trow)
+        return STK_OK;
+    if (mdb_dbi_open(sh->txn, STK__DB_TARGETS, 0, &tdb) != 0)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: meta names targets but there is no `targets` database", path);
+    uint8_t *nt = realloc(ds->targets, (size_t)(before + count) * ds->trow + 1);
+    if (!nt)
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory for the targets of %llu records",
+                        (unsigned long long)(before + count));
+    ds->targets = nt;
+    ds->targets_owned = 1;
+    MDB_cursor *c;
+    if ((rc = mdb_cursor_open(sh->txn, tdb, &c)) != 0)
+        return stk__err(ds->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", path, mdb_strerror(rc));
+    MDB_val k, v;
+    uint64_t i = 0;
+    for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && i < count; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT), i++) {
+        if (k.mv_size != 8 || stk__rec_key_parse(k.mv_data) != i || v.mv_size != ds->trow)
+            break;
+        memcpy(nt + (size_t)(before + i) * ds->trow, v.mv_data, ds->trow);
+    }
+    mdb_cursor_close(c);
+    if (i != count)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: the target of record %llu is missing or of the wrong size "
+                        "(%zu bytes expected)", path, (unsigned long long)i, ds->trow);
+    return STK_OK;
+}
+
 /* A foreign LMDB: its main database, every entry a record (*count of them). */
 static int shard_foreign(stk_dataset *ds, stk__shard *sh, const char *path, uint64_t *count)
 {
@@ -323,6 +394,8 @@ int stk__shard_open(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *pa
     sh->count = count;
     stk__walk_sum sum;
     if ((rc = stk__walk_shard(sh, no, stoker, count, psize, recs->v + recs->n, &sum, ds->err)) != STK_OK)
+        return rc;
+    if (stoker && (rc = shard_targets(ds, sh, no, path, recs->n, count)) != STK_OK)
         return rc;
     ds->payload_bytes += sum.payload;
     if (sum.maxlen > ds->max_len)

@@ -184,6 +184,7 @@ static void free_ring(stk_loader *h)
         for (uint32_t i = 0; i < h->K; i++) {
             stk_images_free(h->slots[i].images);
             free(h->slots[i].labels);
+            free(h->slots[i].targets);
             free(h->slots[i].indices);
             free(h->slots[i].substituted);
             free(h->slots[i].payload);
@@ -194,6 +195,7 @@ static void free_ring(stk_loader *h)
     if (h->devs) {
         for (int i = 0; i < h->nbuf; i++) {
             free(h->devs[i].labels);
+            free(h->devs[i].targets);
             free(h->devs[i].indices);
             free(h->devs[i].substituted);
             free(h->devs[i].payload);
@@ -220,6 +222,23 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 }
 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
+/* The targets as handed out: the dataset's, or float32 multi-hot rows (STK_P_MULTI_HOT). */
+static int targets_config(stk_loader *h)
+{
+    stk_target_info t;
+    stk_dataset_target_info(h->ds, &t);
+    if (pget_i(h, STK_P_MULTI_HOT)) {
+        if (t.kind != STK_TARGET_LABELS || t.dtype == STK_TDT_NONE)
+            return stk__err(h->err, STK_E_INVALID, "STK_P_MULTI_HOT needs a dataset whose records carry a "
+                            "label list (packed with --multi-label); this one has %s",
+                            t.dtype == STK_TDT_NONE ? "no targets" : "value targets");
+        t = (stk_target_info){STK_TDT_FLOAT32, STK_TARGET_VALUES, t.classes, 0};
+    }
+    h->tout = t;
+    h->tout_row = stk_target_dtype_size(t.dtype) * t.size;
+    return STK_OK;
+}
+
 static int configure(stk_loader *h)
 {
     h->n = stk_dataset_count(h->ds);
@@ -279,6 +298,8 @@ static int configure(stk_loader *h)
                         "the output size %d x %d is above STK_P_MAX_OUT_HEIGHT x STK_P_MAX_OUT_WIDTH "
                         "= %d x %d", h->aug.out_h, h->aug.out_w, h->max_h, h->max_w);
 
+    if ((rc = targets_config(h)) != STK_OK)
+        return rc;
     if (h->lut && h->out_dtype == STK_DTYPE_UINT8)
         return stk__err(h->err, STK_E_INVALID, "STK_P_LUT needs a float STK_P_DTYPE (uint8 output has no table)");
     if (h->lut && (h->have_mean || h->have_std))
@@ -388,7 +409,8 @@ static int alloc_ring(stk_loader *h)
     int pinned_all = h->ring_bytes > 0;
     for (uint32_t i = 0; i < h->K; i++) {
         stk__slot *s = &h->slots[i];
-        if (alloc_meta(h->bs, &s->labels, &s->indices, &s->substituted, &s->payload) != STK_OK)
+        if (alloc_meta(h->bs, &s->labels, &s->indices, &s->substituted, &s->payload) != STK_OK ||
+            (h->tout_row && !(s->targets = calloc(h->bs, h->tout_row))))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
         if (!h->ring_bytes)
             continue;
@@ -413,7 +435,8 @@ static int alloc_ring(stk_loader *h)
             return stk__err(h->err, STK_E_NOMEM, "out of memory for device batch records");
         for (int i = 0; i < h->nbuf; i++)
             if (alloc_meta(h->bs, &h->devs[i].labels, &h->devs[i].indices, &h->devs[i].substituted,
-                           &h->devs[i].payload) != STK_OK)
+                           &h->devs[i].payload) != STK_OK ||
+                (h->tout_row && !(h->devs[i].targets = calloc(h->bs, h->tout_row))))
                 return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
     }
     h->workers = calloc((size_t)h->workers_n, sizeof(*h->workers));
@@ -793,6 +816,29 @@ int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
     slot_give_back(h, s);
     pthread_mutex_unlock(&h->mu);
     return STK_OK;
+}
+
+const void *stk_loader_batch_targets(const stk_loader *h, const stk_batch *batch, stk_target_info *info)
+{
+    if (info)
+        memset(info, 0, sizeof *info);
+    if (!h || !batch || h->state != STK__LS_STARTED || !h->tout_row)
+        return NULL;
+    const uint8_t *t = NULL;
+    if (h->device_path) {
+        const stk__devbuf *d = (const stk__devbuf *)batch->internal;
+        ptrdiff_t i = d - h->devs;
+        if (i >= 0 && i < (ptrdiff_t)h->nbuf && batch == &d->batch)
+            t = d->targets;
+    } else {
+        const stk__slot *s = (const stk__slot *)batch->internal;
+        ptrdiff_t i = s - h->slots;
+        if (i >= 0 && i < (ptrdiff_t)h->K && batch == &s->batch)
+            t = s->targets;
+    }
+    if (t && info)
+        *info = h->tout;
+    return t;
 }
 
 int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample)

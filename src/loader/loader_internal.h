@@ -64,6 +64,7 @@ typedef struct stk__slot {
     _Atomic uint32_t bad;
     /* storage, allocated once at start */
     uint8_t *images;     /* NULL for STK_STAGE_READ */
+    uint8_t *targets;    /* bs rows of h->tout_row bytes; NULL without targets */
     int32_t *labels;
     uint64_t *indices;
     uint8_t *substituted;
@@ -79,6 +80,7 @@ typedef struct stk__devbuf {
     char fail_msg[STK__ERRLEN];
     uint64_t epoch, number, first;
     uint32_t size, bad;
+    uint8_t *targets;
     int32_t *labels;
     uint64_t *indices;
     uint8_t *substituted;
@@ -132,6 +134,8 @@ struct stk_loader {
     int drop_last;
     int stage, device_path, direct_out, normalize, nbuf, workers_n, out_dtype, out_layout;
     int dev_id;
+    stk_target_info tout;        /* the targets as handed out (multi-hot: float32 x classes) */
+    size_t tout_row;             /* bytes of one sample's target as handed out; 0: none */
     int resizable;               /* STK_P_MAX_OUT_* set: the output size may change per epoch */
     int max_h, max_w;            /* the ring, scratch and device buffers are sized for these */
     uint64_t seed;

@@ -174,6 +174,25 @@ static void strict_fail(stk_loader *h, stk__slot *s, uint32_t i, const stk__read
     pthread_mutex_unlock(&h->mu);
 }
 
+/* Sample I's target in slot S: the dataset's row of record INDEX, or its multi-hot expansion. */
+static void put_target(stk_loader *h, stk__slot *s, uint32_t i, uint64_t index)
+{
+    uint8_t *dst = s->targets + h->tout_row * i;
+    const stk_dataset *ds = h->ds;
+    if (h->tout.size == ds->tinfo.size && h->tout.dtype == ds->tinfo.dtype) {
+        memcpy(dst, ds->targets + ds->trow * index, ds->trow);
+        return;
+    }
+    float *hot = (float *)(void *)dst;
+    memset(hot, 0, h->tout_row);
+    for (uint32_t j = 0; j < ds->tinfo.size; j++) {
+        int32_t c;
+        memcpy(&c, ds->targets + ds->trow * index + 4 * (size_t)j, 4);
+        if (c >= 0 && (uint32_t)c < h->tout.size)
+            hot[c] = 1.0f;
+    }
+}
+
 static void process(stk__worker *w, stk__read *rd)
 {
     stk_loader *h = w->h;
@@ -205,6 +224,8 @@ static void process(stk__worker *w, stk__read *rd)
     }
     s->indices[i] = rd->index;
     s->labels[i] = label;
+    if (s->targets)
+        put_target(h, s, i, rd->index);
     s->payload[i] = rd->status == STK_OK ? rd->len : 0;
     if (status != STK_OK) {
         s->substituted[i] = 1;
@@ -295,6 +316,8 @@ static void *stager_main(void *arg)
         d->fail_status = s->fail_status;
         memcpy(d->fail_msg, s->fail_msg, sizeof d->fail_msg);
         memcpy(d->labels, s->labels, s->size * sizeof(*d->labels));
+        if (d->targets)
+            memcpy(d->targets, s->targets, s->size * h->tout_row);
         memcpy(d->indices, s->indices, s->size * sizeof(*d->indices));
         memcpy(d->substituted, s->substituted, s->size * sizeof(*d->substituted));
         memcpy(d->payload, s->payload, s->size * sizeof(*d->payload));

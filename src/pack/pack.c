@@ -114,39 +114,54 @@ static int writer_setup(pack_job *j)
     const stk__filelist *f = &j->pl.files;
     if (f->nclasses && (rc = stk_writer_set_classes(j->w, (const char *const *)f->classes, f->nclasses)) != STK_OK)
         return writer_err(j, rc);
+    if (f->tinfo.dtype != STK_TDT_NONE && (rc = stk_writer_set_targets(j->w, &f->tinfo)) != STK_OK)
+        return writer_err(j, rc);
     return STK_OK;
 }
 
-/* Open DST, resuming an interrupted pack of the same plan; its report so far goes to j->rep. */
+/* Open DST, resuming an interrupted pack of the same plan; its report so far goes to j->rep,
+ * then the manifest lines set aside (read anew by every run). */
 static int begin(pack_job *j)
 {
     int rc = stk__pack_begin(j->w, j->dst, &j->pl, j->o.force, &j->rs);
     j->rep.p = j->rs.report;
     j->rep.len = j->rep.cap = j->rs.report_len;
     j->rs.report = NULL;
-    return rc ? writer_err(j, rc) : STK_OK;
+    if (rc)
+        return writer_err(j, rc);
+    const stk__filelist *f = &j->pl.files;
+    for (size_t i = 0; i < f->nbad; i++)
+        if (sb_add(&j->rep, f->bad_where[i], f->bad_why[i]) != STK_OK)
+            return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    return STK_OK;
 }
 
 /* File I, read into S: a record, or a skipped file (fatal under --strict). */
 static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
 {
     const stk__filelist *f = &j->pl.files;
+    size_t trow = f->tinfo.size * stk_target_dtype_size(f->tinfo.dtype);
+    const void *target = f->targets ? f->targets + trow * i : NULL;
+    char reason[STK__ERRLEN];
     int rc;
     if (s->status == STK_OK) {
-        if ((rc = stk__writer_add_crc(j->w, s->buf, s->len, f->labels[i], f->rel[i], s->crc, i)) != STK_OK)
+        if ((rc = stk__writer_add_crc(j->w, s->buf, s->len, f->labels[i], f->rel[i], target, s->crc, i)) != STK_OK)
             return writer_err(j, rc);
         j->pr.records_written++;
         j->converted += (uint64_t)s->converted;
         j->resized += (uint64_t)s->resized;
         return STK_OK;
     }
+    if (f->lines) /* name the manifest line too */
+        stk__err(reason, STK_OK, "%s (%s line %zu)", s->reason, f->origin, f->lines[i]);
+    else
+        stk__err(reason, STK_OK, "%s", s->reason);
     if (j->o.strict) {
-        snprintf(j->err, sizeof j->err, "%s: %s (--strict: stopping at the first bad source file)",
-                 f->paths[i], s->reason);
+        stk__err(j->err, s->status, "%s: %s (--strict: stopping at the first bad source file)", f->paths[i], reason);
         return s->status;
     }
-    if ((rc = stk__writer_note_skip(j->w, i, f->paths[i], s->reason)) != STK_OK ||
-        (rc = sb_add(&j->rep, f->paths[i], s->reason)) != STK_OK) {
+    if ((rc = stk__writer_note_skip(j->w, i, f->paths[i], reason)) != STK_OK ||
+        (rc = sb_add(&j->rep, f->paths[i], reason)) != STK_OK) {
         stk__err(j->err, STK_E_NOMEM, "out of memory");
         return rc;
     }
@@ -253,8 +268,11 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
     int threads = j.o.threads > 0 ? j.o.threads : stk__online_cpus();
     if (threads > 256)
         threads = 256;
+    stk__manifest_opts mo = {j.x.manifest_format, j.x.path_field, j.x.label_field, j.x.target_fields,
+                             j.x.classes_file, j.x.label_sep, j.x.multi_label, j.x.target_dtype, j.o.strict};
     int rc;
-    if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, &j.pl, j.err)) == STK_OK && (rc = check_dst(&j)) == STK_OK &&
+    if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, &mo, &j.pl, j.err)) == STK_OK &&
+        (rc = check_dst(&j)) == STK_OK &&
         (rc = writer_setup(&j)) == STK_OK && (rc = begin(&j)) == STK_OK &&
         (rc = stk__packer_start(&j.pk, &j.pl.files, j.rs.src_end, threads, j.err)) == STK_OK &&
         (rc = stream(&j, j.rs.src_end)) == STK_OK)
@@ -264,6 +282,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
         ext->converted = j.converted;
         ext->resized = j.resized;
     }
+    if (ext && ext->size >= offsetof(stk_pack_ext_options, bad_lines) + sizeof ext->bad_lines)
+        ext->bad_lines = j.pl.files.nbad;
     stk_writer_destroy(j.w);
     free(j.rep.p);
     free(j.rs.report);

@@ -8,6 +8,7 @@
 #include "pack_plan.h"
 
 #include "common.h"
+#include "manifest.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -25,13 +26,14 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-/* The source files of SRC (stat ST): an ImageFolder root or a list file. */
-static int plan_list(const char *src, const struct stat *st, stk__pack_plan *pl, char *err)
+/* The source files of SRC (stat ST): an ImageFolder root or a manifest. */
+static int plan_list(const char *src, const struct stat *st, const stk__manifest_opts *mo, stk__pack_plan *pl,
+                     char *err)
 {
     if (S_ISDIR(st->st_mode))
         return stk__folder_scan(src, &pl->files, err);
     if (S_ISREG(st->st_mode))
-        return stk__list_read(src, &pl->files, err);
+        return stk__manifest_read(src, mo, &pl->files, err);
     return stk__err(err, STK_E_INVALID, "%s: not a directory (ImageFolder) or a list file", src);
 }
 
@@ -64,19 +66,32 @@ static void plan_digest(stk__pack_plan *pl, int max_side, int quality)
         h1 = fnv(h1, t, sizeof t);
         h2 = fnv(h2, t, sizeof t);
     }
+    const stk_target_info *ti = &pl->files.tinfo;
+    if (ti->dtype != STK_TDT_NONE) { /* the targets, as stored */
+        uint32_t t[4] = {(uint32_t)ti->dtype, (uint32_t)ti->kind, ti->size, ti->classes};
+        size_t bytes = pl->files.n * ti->size * stk_target_dtype_size(ti->dtype);
+        h1 = fnv(fnv(h1, t, sizeof t), pl->files.targets, bytes);
+        h2 = fnv(fnv(h2, pl->files.targets, bytes), t, sizeof t);
+    }
     snprintf(pl->digest, sizeof pl->digest, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
 }
 
-int stk__pack_plan_make(const char *src, int max_side, int quality, stk__pack_plan *pl, char *err)
+int stk__pack_plan_make(const char *src, int max_side, int quality, const stk__manifest_opts *mo,
+                        stk__pack_plan *pl, char *err)
 {
     struct stat st;
     if (stat(src, &st) != 0)
         return stk__err(err, -errno, "%s", src);
     if (!realpath(src, pl->src_real))
         return stk__err(err, -errno, "%s: realpath", src);
-    int rc = plan_list(src, &st, pl, err);
+    int rc = plan_list(src, &st, mo, pl, err);
     if (rc)
         return rc;
+    if (pl->files.n == 0 && pl->files.nbad)
+        return stk__err(err, STK_E_EMPTYSET, "%s: no usable line (%zu set aside; the first: %s: %s)", src,
+                        pl->files.nbad, pl->files.bad_where[0], pl->files.bad_why[0]);
+    if (pl->files.n == 0 && pl->files.origin)
+        return stk__err(err, STK_E_EMPTYSET, "%s: names no image file", src);
     if (pl->files.n == 0)
         return stk__err(err, STK_E_EMPTYSET, "%s: no image files (extensions .jpg .jpeg .png .ppm .bmp "
                         ".pgm .tif .tiff .webp)", src);

@@ -8,6 +8,7 @@
 #define STK_PACK_PLAN_H
 
 #include "folder.h"
+#include "manifest.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -20,10 +21,12 @@ typedef struct stk__pack_plan {
     char src_real[PATH_MAX];
 } stk__pack_plan;
 
-/* The plan of SRC, an ImageFolder root or a list file (folder.h). MAX_SIDE and QUALITY (what
- * the sources become; 0 = the defaults) are part of the digest when not 0. Returns STK_OK, or an
- * error with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
-int stk__pack_plan_make(const char *src, int max_side, int quality, stk__pack_plan *pl, char *err);
+/* The plan of SRC, an ImageFolder root or a manifest read with MO (manifest.h; its lines set
+ * aside are in pl->files.bad_*). MAX_SIDE and QUALITY (what the sources become; 0 = the
+ * defaults) are part of the digest when not 0, the targets when there are some. Returns STK_OK,
+ * or an error with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
+int stk__pack_plan_make(const char *src, int max_side, int quality, const stk__manifest_opts *mo,
+                        stk__pack_plan *pl, char *err);
 void stk__pack_plan_free(stk__pack_plan *pl);
 
 #endif

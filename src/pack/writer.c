@@ -53,6 +53,8 @@ struct stk_writer {
     int force;
     char **classes;
     size_t nclasses;
+    stk_target_info tinfo; /* dtype STK_TDT_NONE: records without targets */
+    size_t trow;           /* bytes of one record's target */
     char *dst;
     int opened, finished, failed;
 
@@ -61,8 +63,8 @@ struct stk_writer {
     uint32_t shard_no; /* open shard, or the next one */
     MDB_env *env;
     MDB_txn *txn;
-    MDB_dbi dbi_rec, dbi_src;
-    int have_src_dbi;
+    MDB_dbi dbi_rec, dbi_src, dbi_tgt;
+    int have_src_dbi, have_tgt_dbi;
     char tmp_path[4096];
     uint64_t shard_count, shard_payload, shard_first;
     size_t mapsize, psize;
@@ -160,6 +162,20 @@ int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n)
     free_classes(w);
     w->classes = c;
     w->nclasses = n;
+    return STK_OK;
+}
+
+int stk_writer_set_targets(stk_writer *w, const stk_target_info *info)
+{
+    char why[64];
+    if (!w || !info)
+        return STK_E_INVALID;
+    if (w->total || w->shard_open || w->finished)
+        return stk__err(w->err, STK_E_STATE, "stk_writer_set_targets: only before the first record");
+    if (stk__target_check(info, why) != STK_OK)
+        return stk__err(w->err, STK_E_INVALID, "stk_writer_set_targets: %s", why);
+    w->tinfo = *info;
+    w->trow = stk_target_dtype_size(info->dtype) * info->size;
     return STK_OK;
 }
 
@@ -422,6 +438,7 @@ static int shard_start(stk_writer *w)
     if ((rc = mdb_dbi_open(w->txn, STK__DB_RECORDS, MDB_CREATE, &w->dbi_rec)) != 0)
         return lmdb_err(w, rc, "cannot create the `records` database");
     w->have_src_dbi = 0;
+    w->have_tgt_dbi = 0;
     w->shard_open = 1;
     w->shard_count = 0;
     w->shard_payload = 0;
@@ -525,6 +542,27 @@ static int put_meta_u64(stk_writer *w, MDB_dbi dbi, const char *key, uint64_t v)
     return put_meta(w, dbi, key, b, (size_t)n);
 }
 
+/* The target's shape and type (docs/FORMAT.md "Targets"), and its database even when the shard
+ * holds no record. */
+static int put_target_meta(stk_writer *w, MDB_dbi meta)
+{
+    const char *dt = stk__tdtype_name(w->tinfo.dtype);
+    const char *kind = w->tinfo.kind == STK_TARGET_LABELS ? "labels" : "values";
+    int rc = put_meta(w, meta, STK__META_TARGET_DTYPE, dt, strlen(dt));
+    if (!rc)
+        rc = put_meta_u64(w, meta, STK__META_TARGET_SIZE, w->tinfo.size);
+    if (!rc)
+        rc = put_meta(w, meta, STK__META_TARGET_KIND, kind, strlen(kind));
+    if (!rc && w->tinfo.kind == STK_TARGET_LABELS)
+        rc = put_meta_u64(w, meta, STK__META_TARGET_CLASSES, w->tinfo.classes);
+    if (!rc && !w->have_tgt_dbi) {
+        if ((rc = mdb_dbi_open(w->txn, STK__DB_TARGETS, MDB_CREATE, &w->dbi_tgt)) != 0)
+            return lmdb_err(w, rc, "cannot create the `targets` database");
+        w->have_tgt_dbi = 1;
+    }
+    return rc;
+}
+
 static int shard_close(stk_writer *w, uint64_t src_end, int last)
 {
     int rc = ensure_room(w, 65536 + w->skips_len + w->nclasses * 256);
@@ -565,6 +603,8 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
         rc = put_meta(w, meta, STK__META_LAST, last ? "1" : "0", 1);
     if (!rc)
         rc = put_meta_u64(w, meta, STK__META_PAYLOAD, w->shard_payload);
+    if (!rc && w->trow)
+        rc = put_target_meta(w, meta);
     if (!rc && w->digest) {
         rc = put_meta(w, meta, STK__META_DIGEST, w->digest, strlen(w->digest));
         if (!rc)
@@ -608,8 +648,36 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
     return STK_OK;
 }
 
+/* The record's target into the `targets` database under key K. */
+static int put_target(stk_writer *w, MDB_val *k, const void *target)
+{
+    int rc;
+    if (!w->have_tgt_dbi) {
+        if ((rc = mdb_dbi_open(w->txn, STK__DB_TARGETS, MDB_CREATE, &w->dbi_tgt)) != 0)
+            return lmdb_err(w, rc, "cannot create the `targets` database");
+        w->have_tgt_dbi = 1;
+    }
+    MDB_val tv = {w->trow, (void *)target};
+    if ((rc = mdb_put(w->txn, w->dbi_tgt, k, &tv, MDB_APPEND)) != 0)
+        return lmdb_err(w, rc, "cannot append a target");
+    return STK_OK;
+}
+
+/* A TARGET that matches the writer's: given exactly when targets were set, a label list valid. */
+static int check_target(stk_writer *w, const void *target, const char *source)
+{
+    if (!target != !w->trow)
+        return stk__err(w->err, STK_E_STATE, "%s: this writer's records %s targets (stk_writer_%s)",
+                        target ? "stk_writer_add_target" : "stk_writer_add", w->trow ? "have" : "have no",
+                        w->trow ? "add_target" : "add");
+    if (target && w->tinfo.kind == STK_TARGET_LABELS && !stk__target_labels_ok(&w->tinfo, target))
+        return stk__err(w->err, STK_E_INVALID, "record %llu (%s): a label list holds indices 0..%u followed by "
+                        "-1 padding", (unsigned long long)w->total, source ? source : "?", w->tinfo.classes - 1);
+    return STK_OK;
+}
+
 int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t label,
-                        const char *source, uint32_t crc, uint64_t src_index)
+                        const char *source, const void *target, uint32_t crc, uint64_t src_index)
 {
     if (!w || (len && !payload))
         return STK_E_INVALID;
@@ -617,10 +685,12 @@ int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t 
         return stk__err(w->err, STK_E_STATE, "stk_writer_add: writer not open");
     if (w->failed)
         return stk__err(w->err, STK_E_STATE, "stk_writer_add: the writer failed earlier");
+    int rc = check_target(w, target, source);
+    if (rc)
+        return rc;
     if (len > UINT32_MAX - STK__REC_HDR)
         return stk__err(w->err, STK_E_TOO_LARGE, "record %llu (%s): %zu bytes is over the 4 GiB limit",
                         (unsigned long long)w->total, source ? source : "?", len);
-    int rc;
     if (w->shard_open && w->shard_payload >= w->shard_bytes && (rc = shard_close(w, src_index, 0)) != STK_OK)
         return rc;
     if (!w->shard_open && (rc = shard_start(w)) != STK_OK)
@@ -629,7 +699,7 @@ int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t 
         if ((rc = txn_commit(w)) != STK_OK)
             return rc;
     }
-    if ((rc = ensure_room(w, len + STK__REC_HDR + (source ? strlen(source) : 0))) != STK_OK)
+    if ((rc = ensure_room(w, len + STK__REC_HDR + (source ? strlen(source) : 0) + w->trow)) != STK_OK)
         return rc;
     uint8_t kb[8];
     stk__rec_key(kb, w->shard_count);
@@ -650,12 +720,15 @@ int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t 
         if ((rc = mdb_put(w->txn, w->dbi_src, &k, &sv, MDB_APPEND)) != 0)
             return lmdb_err(w, rc, "cannot append a source name");
     }
+    if (target && (rc = put_target(w, &k, target)) != STK_OK)
+        return rc;
     w->shard_count++;
     w->shard_payload += len;
     w->total++;
     w->payload_total += len;
     w->txn_records++;
-    w->txn_bytes += stk__round_up(len + STK__REC_HDR + 64, w->psize) + (source ? strlen(source) + 64 : 0);
+    w->txn_bytes += stk__round_up(len + STK__REC_HDR + 64, w->psize) + (source ? strlen(source) + 64 : 0) +
+                    (w->trow ? w->trow + 64 : 0);
     return STK_OK;
 }
 
@@ -664,7 +737,16 @@ int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label
     if (!w || (len && !payload))
         return STK_E_INVALID;
     uint32_t crc = stk__crc32c(0, payload, len);
-    return stk__writer_add_crc(w, payload, len, label, source, crc, w->total);
+    return stk__writer_add_crc(w, payload, len, label, source, NULL, crc, w->total);
+}
+
+int stk_writer_add_target(stk_writer *w, const void *payload, size_t len, int32_t label, const char *source,
+                          const void *target)
+{
+    if (!w || (len && !payload) || !target)
+        return STK_E_INVALID;
+    uint32_t crc = stk__crc32c(0, payload, len);
+    return stk__writer_add_crc(w, payload, len, label, source, target, crc, w->total);
 }
 
 int stk__writer_note_skip(stk_writer *w, uint64_t src_index, const char *rel, const char *reason)

@@ -20,10 +20,11 @@ int stk__writer_open_pack(stk_writer *w, const char *dst, const char *marker, co
  * Stale temp files and shards from NEXT_SHARD on are removed; the marker is kept. */
 int stk__writer_resume(stk_writer *w, const char *dst, const char *digest, uint32_t next_shard,
                        uint64_t first_index, uint64_t src_begin, int last_done);
-/* stk_writer_add with the payload's CRC32C already computed and the position SRC_INDEX of its
- * source file in the plan (source ranges of shards are [begin, end) of these positions). */
+/* stk_writer_add (TARGET NULL) or stk_writer_add_target with the payload's CRC32C already
+ * computed and the position SRC_INDEX of its source file in the plan (source ranges of shards
+ * are [begin, end) of these positions). */
 int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t label,
-                        const char *source, uint32_t crc, uint64_t src_index);
+                        const char *source, const void *target, uint32_t crc, uint64_t src_index);
 /* Note a skipped source file (kept in the meta of the shard that covers SRC_INDEX). */
 int stk__writer_note_skip(stk_writer *w, uint64_t src_index, const char *rel, const char *reason);
 /* Finish: close the last shard with source_end = SRC_END, write DST/pack-report.tsv with REPORT

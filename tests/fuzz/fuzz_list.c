@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "folder.h"
+#include "manifest.h"
 
 #include <string.h>
 

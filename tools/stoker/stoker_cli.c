@@ -51,11 +51,15 @@ static const char usage_main[] =
 
 static const char usage_pack[] =
     "usage: stoker pack SRC DST [--shard-size SIZE] [--threads N] [--strict] [--force] [--quiet]\n"
+    "                  [--max-side N] [--quality Q] [manifest options]\n"
     "\n"
     "Pack SRC into a dataset of shards in directory DST (shard-00000.lmdb, ...).\n"
     "SRC is an ImageFolder root (one folder per class; labels 0..C-1 in torchvision's sorted\n"
-    "order; files with torchvision's image extensions, in torchvision's order) or a text file of\n"
-    "`path<TAB>label` lines (relative paths are relative to the list file's folder).\n"
+    "order; files with torchvision's image extensions, in torchvision's order), a manifest (a\n"
+    "CSV, TSV or JSON Lines file with a header/keys: a path and its label, labels or values per\n"
+    "line) or a text file of `path<TAB>label` lines (relative paths are relative to the file's\n"
+    "folder). Manifest lines that cannot be used are listed with their line number in the report\n"
+    "(--strict: the first one fails the pack). docs/FORMAT.md has the rules and examples.\n"
     "A JPEG's record is the source file's bytes, unchanged, with its label and CRC32C. PNG, WebP,\n"
     "GIF (first frame), BMP, TIFF and binary PPM/PGM files, known by their content whatever their\n"
     "name, are decoded as Pillow's convert(\"RGB\") does and stored as JPEGs (quality 95, 4:4:4).\n"
@@ -71,9 +75,22 @@ static const char usage_pack[] =
     "                     loader's antialiased filter) and stored as JPEG; smaller JPEGs are\n"
     "                     kept byte for byte [off]\n"
     "  --quality Q        JPEG quality 1..100 of re-encoded images [95]\n"
-    "  --strict           stop at the first bad source file, naming it\n"
+    "  --strict           stop at the first bad source file or manifest line, naming it\n"
     "  --force            replace a dataset already in DST (only stoker's own files are removed)\n"
     "  --quiet            no progress, no summary\n"
+    "manifest options:\n"
+    "  --format F         csv, tsv, jsonl or list [by the name: .csv, .jsonl/.ndjson; a file whose\n"
+    "                     first line starts with the path field and a tab is TSV; else list]\n"
+    "  --path-field NAME  the column/key of the image path [path]\n"
+    "  --label-field NAME the column/key of the label: an index or a class name [label]\n"
+    "  --classes FILE     class names, one per line (label = line); names not in it are bad\n"
+    "                     lines [the sorted names the manifest uses; integers are indices]\n"
+    "  --multi-label      the label field holds several labels (a JSON list, or a cell split at\n"
+    "                     --label-sep); stored as a label-list target the loader can multi-hot\n"
+    "  --target-field NAME  a column/key of numbers that form each record's value vector\n"
+    "                     (repeat or comma-separate for several, in order)\n"
+    "  --target-type T    float32, float64, int32, int64 or uint8 [float32]\n"
+    "  --label-sep S      separator of several values in one CSV/TSV cell [a space]\n"
     "\n"
     "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error\n";
 
@@ -278,6 +295,73 @@ static void print_skipped(const char *dst)
         fprintf(stderr, "%s: ... and %u more skipped files: see %s\n", g_prog, n - shown, path);
 }
 
+/* "targets: float32 x 4 values" / "labels (int32 x 3, multi-hot over 20 classes)"; nothing
+ * without targets. */
+static void target_line(const stk_dataset *ds, char *buf, size_t cap)
+{
+    static const char *const names[] = {"", "uint8", "int32", "int64", "float32", "float64"};
+    stk_target_info t;
+    buf[0] = 0;
+    if (!ds || stk_dataset_target_info(ds, &t) != STK_OK || t.dtype <= 0 || t.dtype > 5)
+        return;
+    if (t.kind == STK_TARGET_LABELS)
+        snprintf(buf, cap, "label lists of up to %u (int32, -1 padded) over %u classes", t.size, t.classes);
+    else
+        snprintf(buf, cap, "%s x %u values per record", names[t.dtype], t.size);
+}
+
+static void print_targets(const char *dst)
+{
+    stk_dataset *ds = NULL;
+    char line[160];
+    if (stk_dataset_create(&ds) == STK_OK && stk_dataset_open(ds, dst) == STK_OK) {
+        target_line(ds, line, sizeof line);
+        if (line[0])
+            printf("targets: %s\n", line);
+    }
+    stk_dataset_destroy(ds);
+}
+
+/* A manifest option at argv[*i] into X (consuming its value); 0 when argv[*i] is not one. */
+static int pack_manifest_opt(int argc, char **argv, int *i, stk_pack_ext_options *x, char *tf, size_t tfcap)
+{
+    static const char *const str_opts[] = {"--format", "--path-field", "--label-field", "--classes", "--label-sep",
+                                           "--target-field", "--target-type"};
+    const char *a = argv[*i];
+    if (!strcmp(a, "--multi-label")) {
+        x->multi_label = 1;
+        return 1;
+    }
+    size_t k = 0;
+    while (k < sizeof str_opts / sizeof *str_opts && strcmp(a, str_opts[k]))
+        k++;
+    if (k == sizeof str_opts / sizeof *str_opts)
+        return 0;
+    if (++*i >= argc || !argv[*i][0])
+        die_usage(usage_pack, "%s needs a value", a);
+    const char *v = argv[*i];
+    const char **dst[] = {&x->manifest_format, &x->path_field, &x->label_field, &x->classes_file, &x->label_sep};
+    if (k < 5) {
+        *dst[k] = v;
+    } else if (k == 5) {
+        size_t l = strlen(tf);
+        if (l + strlen(v) + 2 > tfcap)
+            die_usage(usage_pack, "--target-field: too many fields");
+        snprintf(tf + l, tfcap - l, "%s%s", l ? "," : "", v);
+        x->target_fields = tf;
+    } else {
+        static const char *const types[] = {"uint8", "int32", "int64", "float32", "float64"};
+        static const int codes[] = {STK_TDT_UINT8, STK_TDT_INT32, STK_TDT_INT64, STK_TDT_FLOAT32, STK_TDT_FLOAT64};
+        x->target_dtype = -1;
+        for (size_t t = 0; t < 5; t++)
+            if (!strcmp(v, types[t]))
+                x->target_dtype = codes[t];
+        if (x->target_dtype < 0)
+            die_usage(usage_pack, "--target-type must be float32, float64, int32, int64 or uint8 (got %s)", v);
+    }
+    return 1;
+}
+
 static int cmd_pack(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
@@ -287,11 +371,14 @@ static int cmd_pack(int argc, char **argv)
     stk_pack_ext_options x;
     memset(&x, 0, sizeof x);
     x.size = sizeof x;
+    char tfields[4096] = "";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (is_help(a)) {
             fputs(usage_pack, stdout);
             return 0;
+        } else if (pack_manifest_opt(argc, argv, &i, &x, tfields, sizeof tfields)) {
+            continue;
         } else if (!strcmp(a, "--max-side")) {
             uint64_t v = 0;
             if (++i >= argc || parse_u64(argv[i], &v) != 0 || v < 1 || v > 65535)
@@ -340,7 +427,7 @@ static int cmd_pack(int argc, char **argv)
     int rc = stk_pack_ext(pos[0], pos[1], &o, &x, &r);
     if (ps.drew)
         fputc('\n', stderr);
-    if (rc == 0 && r.skipped)
+    if (rc == 0 && (r.skipped || x.bad_lines))
         print_skipped(pos[1]);
     if (rc) {
         fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
@@ -363,6 +450,10 @@ static int cmd_pack(int argc, char **argv)
         if (r.skipped)
             printf("skipped %" PRIu64 " file%s that cannot be packed: see %s/pack-report.tsv\n", r.skipped,
                    r.skipped == 1 ? "" : "s", pos[1]);
+        if (x.bad_lines)
+            printf("set aside %" PRIu64 " manifest line%s that cannot be used: see %s/pack-report.tsv\n",
+                   x.bad_lines, x.bad_lines == 1 ? "" : "s", pos[1]);
+        print_targets(pos[1]);
     }
     return 0;
 }
@@ -416,6 +507,10 @@ static int cmd_info(int argc, char **argv)
     if (in.classes)
         printf("%s)", in.classes > 8 ? ", ..." : "");
     printf("\n");
+    char tl[160];
+    target_line(ds, tl, sizeof tl);
+    if (tl[0])
+        printf("targets:       %s\n", tl);
     printf("payload bytes: %" PRIu64 " (%s)\n", in.payload_bytes, pb);
     printf("file bytes:    %" PRIu64 " (%s)\n", in.file_bytes, fb);
     printf("mean record:   %s\n", mb);

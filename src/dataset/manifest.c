@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * manifest.c — reading a manifest into a file list with labels and targets.
+ *
+ * Two passes. The first turns each line (a CSV/TSV record, a JSON object, a list line) into a
+ * row: the path, the label tokens as written, the numbers of the value fields; a line that
+ * cannot be read is set aside with its reason. The second decides what the tokens mean — class
+ * names or indices — from the whole manifest (names are only known to be names once every line
+ * has been seen: `3` is an index unless some other label is a word), resolves them, fixes the
+ * target's shape (the longest label list, or the first row's value count) and converts the
+ * values to the target type; rows that do not fit are set aside too. CSV is parsed by libcsv
+ * (RFC 4180 quoting; lenient, as Python's csv module), JSON by jansson. Rules and examples:
+ * docs/FORMAT.md "Manifests".
+ */
+#include "manifest.h"
+
+#include "common.h"
+#include "format.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { MF_LIST, MF_CSV, MF_TSV, MF_JSONL };
+enum { TOK_TEXT, TOK_INT, TOK_NAME }; /* CSV text (index or name), JSON integer, JSON string */
+
+typedef struct tok {
+    char *s;
+    int kind;
+} tok;
+
+typedef struct num {
+    double d;
+    int64_t i;
+    int is_int; /* written as an integer: i is exact */
+} num;
+
+typedef struct row {
+    size_t line;
+    char *path;
+    tok *lab;
+    uint32_t nlab;
+    num *val;
+    uint32_t nval;
+    int32_t *idx; /* resolved label indices (second pass) */
+} row;
+
+typedef struct mf {
+    stk__manifest_opts o;
+    const char *name;
+    int fmt;
+    row *rows;
+    size_t n, cap;
+    struct badl {
+        size_t line;
+        char *why;
+    } *bad;
+    size_t nbad, badcap;
+    char **tf;          /* target field names */
+    size_t ntf;
+    int label_seen;     /* some line has the label field */
+    char *err;          /* STK__ERRLEN */
+    /* CSV / TSV */
+    char **fld;
+    size_t nfld, fcap;
+    char **hdr;
+    size_t nhdr;
+    long path_col, label_col, *tcol;
+    size_t line, rec_line;
+    int fatal;          /* a callback's failure (err set): the parse stops */
+} mf;
+
+/* ---- small helpers -------------------------------------------------------------------------- */
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d) {
+        memcpy(d, s, n);
+        d[n] = 0;
+    }
+    return d;
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return STK_OK;
+    size_t nc = *cap ? *cap * 2 : 64;
+    while (nc < need)
+        nc *= 2;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv)
+        return STK_E_NOMEM;
+    *v = nv;
+    *cap = nc;
+    return STK_OK;
+}
+
+static void row_free(row *r)
+{
+    free(r->path);
+    for (uint32_t i = 0; i < r->nlab; i++)
+        free(r->lab[i].s);
+    free(r->lab);
+    free(r->val);
+    free(r->idx);
+    memset(r, 0, sizeof *r);
+}
+
+/* Set line LINE aside with its reason, or (strict) fail naming it. Returns STK_OK to go on. */
+static int bad(mf *m, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(mf *m, size_t line, const char *fmt, ...)
+{
+    char why[STK__ERRLEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (m->o.strict)
+        return stk__err(m->err, STK_E_FORMAT, "%s line %zu: %s (--strict: stopping at the first bad "
+                        "manifest line)", m->name, line, why);
+    if (grow((void **)&m->bad, &m->badcap, m->nbad + 1, sizeof *m->bad) || !(m->bad[m->nbad].why = stk__strdup(why)))
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    m->bad[m->nbad++].line = line;
+    return STK_OK;
+}
+
+/* 1 when S is a decimal integer 0..INT32_MAX (into *v). */
+static int is_index(const char *s, int32_t *v)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 10)
+        return 0;
+    int64_t x = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        x = x * 10 + (s[i] - '0');
+    }
+    if (x > INT32_MAX)
+        return 0;
+    if (v)
+        *v = (int32_t)x;
+    return 1;
+}
+
+static int add_tok(row *r, const char *s, size_t n, int kind)
+{
+    tok *nt = realloc(r->lab, (r->nlab + 1) * sizeof *nt);
+    if (!nt)
+        return STK_E_NOMEM;
+    r->lab = nt;
+    if (!(nt[r->nlab].s = dupn(s, n)))
+        return STK_E_NOMEM;
+    nt[r->nlab++].kind = kind;
+    return STK_OK;
+}
+
+static int add_val(row *r, double d, int64_t i, int is_int)
+{
+    num *nv = realloc(r->val, (r->nval + 1) * sizeof *nv);
+    if (!nv)
+        return STK_E_NOMEM;
+    r->val = nv;
+    r->val[r->nval++] = (num){d, i, is_int};
+    return STK_OK;
+}
+
+/* Split CELL at the separator (runs of it; empty pieces dropped), calling FN on each piece.
+ * Returns FN's first nonzero status. */
+static int split_cell(const char *cell, const char *sep, int (*fn)(void *, const char *, size_t), void *u)
+{
+    size_t sl = strlen(sep);
+    const char *p = cell;
+    while (*p) {
+        const char *e = sl ? strstr(p, sep) : NULL;
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        int rc = n ? fn(u, p, n) : 0;
+        if (rc)
+            return rc;
+        p += n + (e ? sl : 0);
+    }
+    return 0;
+}
+
+/* ---- the rows ------------------------------------------------------------------------------- */
+
+static int push_row(mf *m, row *r)
+{
+    if (grow((void **)&m->rows, &m->cap, m->n + 1, sizeof *m->rows)) {
+        row_free(r);
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    }
+    m->rows[m->n++] = *r;
+    return STK_OK;
+}
+
+/* A row's path: non-empty, no NUL byte. 1 when usable. */
+static int path_ok(mf *m, size_t line, const char *p, size_t n, int *rc)
+{
+    if (n == 0)
+        *rc = bad(m, line, "empty path");
+    else if (memchr(p, 0, n))
+        *rc = bad(m, line, "NUL byte in the path");
+    else
+        return 1;
+    return 0;
+}
+
+/* ---- list lines: path<TAB>label ------------------------------------------------------------- */
+
+static int list_line(mf *m, const char *line, size_t l, size_t lineno)
+{
+    const char *tab = memchr(line, '\t', l);
+    int rc = STK_OK;
+    if (!tab)
+        return bad(m, lineno, "expected `path<TAB>label`");
+    size_t plen = (size_t)(tab - line), llen = l - plen - 1;
+    if (!path_ok(m, lineno, line, plen, &rc))
+        return rc;
+    char lab[16];
+    int32_t v;
+    snprintf(lab, sizeof lab, "%.*s", (int)STK__MIN(llen, 15), tab + 1);
+    if (llen > 10 || !is_index(lab, &v)) {
+        size_t digits = 0;
+        while (digits < llen && tab[1 + digits] >= '0' && tab[1 + digits] <= '9')
+            digits++;
+        if (llen >= 10 && digits == llen)
+            return bad(m, lineno, "label too large (at most %d)", INT32_MAX);
+        return bad(m, lineno, "label `%.*s` is not a decimal integer 0..%d", (int)STK__MIN(llen, 64), tab + 1,
+                   INT32_MAX);
+    }
+    row r = {.line = lineno};
+    if (!(r.path = dupn(line, plen)) || add_tok(&r, lab, strlen(lab), TOK_INT)) {
+        row_free(&r);
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    }
+    return push_row(m, &r);
+}
+
+/* Each physical line of TEXT (CR stripped) to FN, with its number; blank lines and (list
+ * format) '#' lines skipped. */
+static int each_line(mf *m, const char *text, size_t len, int skip_hash,
+                     int (*fn)(mf *, const char *, size_t, size_t))
+{
+    size_t pos = 0, lineno = 0;
+    while (pos < len) {
+        const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+        size_t l = nl ? (size_t)(nl - line) : len - pos;
+        pos += l + 1;
+        lineno++;
+        if (l && line[l - 1] == '\r')
+            l--;
+        if (l == 0 || (skip_hash && line[0] == '#'))
+            continue;
+        int rc = fn(m, line, l, lineno);
+        if (rc)
+            return rc;
+    }
+    return STK_OK;
+}
+
+/* ---- JSON Lines ----------------------------------------------------------------------------- */
+
+/* One label value V into R: an integer (index) or a string (name). */
+static int json_label(mf *m, row *r, json_t *v, size_t line, int *rc)
+{
+    char buf[32];
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || x > INT32_MAX) {
+            *rc = bad(m, line, "label %lld is not an index 0..%d", (long long)x, INT32_MAX);
+            return 0;
+        }
+        snprintf(buf, sizeof buf, "%lld", (long long)x);
+        *rc = add_tok(r, buf, strlen(buf), TOK_INT);
+    } else if (json_is_string(v)) {
+        *rc = add_tok(r, json_string_value(v), json_string_length(v), TOK_NAME);
+    } else {
+        *rc = bad(m, line, "label `%s` is not an index or a class name",
+                  json_is_array(v) ? "[...]" : json_is_object(v) ? "{...}" : json_is_real(v) ? "a fraction" :
+                  json_is_null(v) ? "null" : "true/false");
+        return 0;
+    }
+    if (*rc)
+        *rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
+    return *rc == STK_OK;
+}
+
+/* The label field of object O: absent or null = no label; a list only with multi_label. */
+static int json_labels(mf *m, row *r, json_t *o, size_t line, int *rc)
+{
+    json_t *v = json_object_get(o, m->o.label_field);
+    if (!v || json_is_null(v))
+        return 1;
+    m->label_seen = 1;
+    if (!json_is_array(v))
+        return json_label(m, r, v, line, rc);
+    if (!m->o.multi_label) {
+        *rc = bad(m, line, "label `%s` is a list (pack with --multi-label)", m->o.label_field);
+        return 0;
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        if (!json_label(m, r, e, line, rc))
+            return 0;
+    }
+    return 1;
+}
+
+/* The value fields of object O, in order: numbers or arrays of numbers. */
+static int json_values(mf *m, row *r, json_t *o, size_t line, int *rc)
+{
+    for (size_t f = 0; f < m->ntf; f++) {
+        json_t *v = json_object_get(o, m->tf[f]);
+        if (!v) {
+            *rc = bad(m, line, "no field `%s`", m->tf[f]);
+            return 0;
+        }
+        size_t n = json_is_array(v) ? json_array_size(v) : 1;
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
+            if (!json_is_number(e)) {
+                *rc = bad(m, line, "field `%s`: not a number%s", m->tf[f], json_is_array(v) ? " in its list" : "");
+                return 0;
+            }
+            if (add_val(r, json_number_value(e), json_is_integer(e) ? json_integer_value(e) : 0,
+                        json_is_integer(e))) {
+                *rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+static int json_line(mf *m, const char *line, size_t l, size_t lineno)
+{
+    json_error_t je;
+    json_t *o = json_loadb(line, l, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    if (!o)
+        return bad(m, lineno, "not JSON: %s (column %d)", je.text, je.column);
+    int rc = STK_OK;
+    row r = {.line = lineno};
+    json_t *p = json_object_get(o, m->o.path_field);
+    if (!json_is_object(o))
+        rc = bad(m, lineno, "not a JSON object");
+    else if (!p)
+        rc = bad(m, lineno, "no field `%s` (the path)", m->o.path_field);
+    else if (!json_is_string(p))
+        rc = bad(m, lineno, "field `%s` (the path) is not a string", m->o.path_field);
+    else if (path_ok(m, lineno, json_string_value(p), json_string_length(p), &rc) &&
+             json_labels(m, &r, o, lineno, &rc) && json_values(m, &r, o, lineno, &rc)) {
+        if (!(r.path = stk__strdup(json_string_value(p))))
+            rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
+        else
+            rc = push_row(m, &r);
+        json_decref(o);
+        return rc;
+    }
+    row_free(&r);
+    json_decref(o);
+    return rc;
+}
+
+/* ---- CSV / TSV (libcsv) --------------------------------------------------------------------- */
+
+static void csv_field(void *s, size_t n, void *u)
+{
+    mf *m = u;
+    if (m->nfld == 0)
+        m->rec_line = m->line;
+    if (m->fatal)
+        return;
+    if (grow((void **)&m->fld, &m->fcap, m->nfld + 1, sizeof(char *)) || !(m->fld[m->nfld] = dupn(s ? s : "", s ? n : 0))) {
+        m->fatal = stk__err(m->err, STK_E_NOMEM, "out of memory");
+        return;
+    }
+    m->nfld++;
+}
+
+static long column(const mf *m, const char *name)
+{
+    for (size_t i = 0; i < m->nhdr; i++)
+        if (!strcmp(m->hdr[i], name))
+            return (long)i;
+    return -1;
+}
+
+/* The header record: the columns of the path, the label and the value fields. */
+static int csv_header(mf *m)
+{
+    m->hdr = m->fld;
+    m->nhdr = m->nfld;
+    m->fld = NULL;
+    m->nfld = m->fcap = 0;
+    if (m->nhdr && !strncmp(m->hdr[0], "\xEF\xBB\xBF", 3)) /* a UTF-8 byte order mark */
+        memmove(m->hdr[0], m->hdr[0] + 3, strlen(m->hdr[0] + 3) + 1);
+    if ((m->path_col = column(m, m->o.path_field)) < 0)
+        return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header has no column `%s` (the path; "
+                        "choose another with --path-field)", m->name, m->rec_line, m->o.path_field);
+    m->label_col = column(m, m->o.label_field);
+    m->label_seen = m->label_col >= 0;
+    if (m->ntf && !(m->tcol = calloc(m->ntf, sizeof *m->tcol)))
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    for (size_t f = 0; f < m->ntf; f++)
+        if ((m->tcol[f] = column(m, m->tf[f])) < 0)
+            return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header has no column `%s` (a value field)",
+                            m->name, m->rec_line, m->tf[f]);
+    return STK_OK;
+}
+
+typedef struct piece_ctx {
+    mf *m;
+    row *r;
+    const char *field;
+    int bad;
+} piece_ctx;
+
+static int label_piece(void *u, const char *s, size_t n)
+{
+    piece_ctx *c = u;
+    return add_tok(c->r, s, n, TOK_TEXT);
+}
+
+static int value_piece(void *u, const char *s, size_t n)
+{
+    piece_ctx *c = u;
+    char buf[128], *end;
+    snprintf(buf, sizeof buf, "%.*s", (int)STK__MIN(n, sizeof buf - 1), s);
+    errno = 0;
+    long long iv = strtoll(buf, &end, 10);
+    if (n < sizeof buf && end != buf && !*end && errno == 0)
+        return add_val(c->r, (double)iv, iv, 1);
+    double v = strtod(buf, &end);
+    if (n >= sizeof buf || end == buf || *end) {
+        c->bad = 1;
+        return 1;
+    }
+    return add_val(c->r, v, 0, 0);
+}
+
+/* The current record as a row (or a line set aside). */
+static int csv_record_row(mf *m, size_t line)
+{
+    row r = {.line = line};
+    const char *lab = m->label_col >= 0 ? m->fld[m->label_col] : "";
+    piece_ctx c = {m, &r, NULL, 0};
+    int rc;
+    if (m->o.multi_label)
+        rc = split_cell(lab, m->o.label_sep, label_piece, &c);
+    else
+        rc = *lab ? add_tok(&r, lab, strlen(lab), TOK_TEXT) : 0;
+    for (size_t f = 0; f < m->ntf && !rc; f++) {
+        c.field = m->tf[f];
+        const char *cell = m->fld[m->tcol[f]];
+        if (!*cell) {
+            row_free(&r);
+            return bad(m, line, "field `%s` is empty", c.field);
+        }
+        if (split_cell(cell, m->o.label_sep, value_piece, &c) && c.bad) {
+            row_free(&r);
+            return bad(m, line, "field `%s`: `%.64s` is not a number", c.field, cell);
+        }
+    }
+    if (rc || !(r.path = stk__strdup(m->fld[m->path_col]))) {
+        row_free(&r);
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    }
+    return push_row(m, &r);
+}
+
+static void csv_record(int c, void *u)
+{
+    (void)c;
+    mf *m = u;
+    int rc = STK_OK;
+    if (m->fatal)
+        ;
+    else if (!m->hdr)
+        rc = csv_header(m);
+    else if (m->nfld != m->nhdr)
+        rc = bad(m, m->rec_line, "%zu fields, but the header has %zu", m->nfld, m->nhdr);
+    else if (path_ok(m, m->rec_line, m->fld[m->path_col], strlen(m->fld[m->path_col]), &rc))
+        rc = csv_record_row(m, m->rec_line);
+    for (size_t i = 0; i < m->nfld; i++)
+        free(m->fld[i]);
+    m->nfld = 0;
+    if (rc && !m->fatal)
+        m->fatal = rc;
+}
+
+static int csv_text(mf *m, const char *text, size_t len)
+{
+    struct csv_parser p;
+    if (csv_init(&p, CSV_APPEND_NULL) != 0)
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    csv_set_delim(&p, m->fmt == MF_TSV ? CSV_TAB : CSV_COMMA);
+    size_t pos = 0;
+    while (pos < len && !m->fatal) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t l = nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
+        m->line++;
+        csv_parse(&p, text + pos, l, csv_field, csv_record, m);
+        pos += l;
+    }
+    if (!m->fatal)
+        csv_fini(&p, csv_field, csv_record, m);
+    csv_free(&p);
+    for (size_t i = 0; i < m->nfld; i++)
+        free(m->fld[i]);
+    free(m->fld);
+    m->fld = NULL;
+    if (m->fatal)
+        return m->fatal;
+    if (!m->hdr)
+        return stk__err(m->err, STK_E_FORMAT, "%s: no header line (a CSV/TSV manifest starts with the column "
+                        "names, e.g. `%s%slabel`)", m->name, m->o.path_field, m->fmt == MF_TSV ? "\\t" : ",");
+    return STK_OK;
+}
+
+/* ---- reading files -------------------------------------------------------------------------- */
+
+/* The regular file PATH (4 GiB at most; reads retried on EINTR) into a new NUL-terminated buffer. */
+static int text_read(const char *path, char **text, size_t *len, char *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return stk__err(err, -errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 32)) {
+        close(fd);
+        return stk__err(err, STK_E_INVALID, "%s: not a usable manifest (a regular file of 4 GiB at most)", path);
+    }
+    size_t size = (size_t)st.st_size, got = 0;
+    char *t = malloc(size + 1);
+    if (!t) {
+        close(fd);
+        return stk__err(err, STK_E_NOMEM, "out of memory");
+    }
+    while (got < size) {
+        ssize_t r = read(fd, t + got, size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(t);
+            close(fd);
+            return stk__err(err, -e, "%s: read failed", path);
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    t[got] = 0;
+    *text = t;
+    *len = got;
+    return STK_OK;
+}
+
+/* ---- the second pass: labels, classes, targets ---------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The class names of the classes file into CL (*N of them). */
+static int read_classes(mf *m, char ***cl, size_t *n)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int rc = text_read(m->o.classes_file, &text, &len, m->err);
+    if (rc)
+        return rc;
+    size_t k = 0, cap = 0;
+    char **v = NULL;
+    for (size_t pos = 0; pos < len;) {
+        const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
+        size_t l = nl ? (size_t)(nl - line) : len - pos;
+        pos += l + 1;
+        if (l && line[l - 1] == '\r')
+            l--;
+        if (!nl && l == 0)
+            break;
+        if (grow((void **)&v, &cap, k + 1, sizeof *v) || !(v[k] = dupn(line, l))) {
+            rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
+            break;
+        }
+        k++;
+    }
+    free(text);
+    if (!rc && k == 0)
+        rc = stk__err(m->err, STK_E_FORMAT, "%s: no class names", m->o.classes_file);
+    *cl = v;
+    *n = k;
+    return rc;
+}
+
+/* Class names from the manifest: every name token's text (each CSV token when any is not an
+ * index), sorted, once each. *NAMES = 0 when every label is an index. */
+static int collect_names(mf *m, char ***cl, size_t *n, int *names)
+{
+    int words = 0;
+    for (size_t i = 0; i < m->n && !words; i++)
+        for (uint32_t j = 0; j < m->rows[i].nlab; j++)
+            words |= m->rows[i].lab[j].kind == TOK_NAME ||
+                     (m->rows[i].lab[j].kind == TOK_TEXT && !is_index(m->rows[i].lab[j].s, NULL));
+    *names = words;
+    *cl = NULL;
+    *n = 0;
+    if (!words)
+        return STK_OK;
+    size_t k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        k += m->rows[i].nlab;
+    char **v = malloc((k ? k : 1) * sizeof *v);
+    if (!v)
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    k = 0;
+    for (size_t i = 0; i < m->n; i++)
+        for (uint32_t j = 0; j < m->rows[i].nlab; j++)
+            if (m->rows[i].lab[j].kind != TOK_INT)
+                v[k++] = m->rows[i].lab[j].s;
+    qsort(v, k, sizeof *v, cmp_str);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || strcmp(v[u - 1], v[i]))
+            v[u++] = v[i];
+    for (size_t i = 0; i < u; i++)
+        if (!(v[i] = stk__strdup(v[i]))) {
+            for (size_t j = 0; j < i; j++)
+                free(v[j]);
+            free(v);
+            return stk__err(m->err, STK_E_NOMEM, "out of memory");
+        }
+    *cl = v;
+    *n = u;
+    return STK_OK;
+}
+
+typedef struct cpair {
+    const char *s;
+    int32_t i;
+} cpair;
+
+typedef struct classes {
+    char **names;  /* label = position */
+    size_t n;
+    cpair *sorted; /* the same, sorted by name, for lookups */
+    int names_mode;
+    const char *from; /* where the names came from, for messages */
+} classes;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    return strcmp(((const cpair *)a)->s, ((const cpair *)b)->s);
+}
+
+static int32_t class_find(const classes *c, const char *s)
+{
+    cpair key = {s, 0};
+    const cpair *p = c->n ? bsearch(&key, c->sorted, c->n, sizeof *c->sorted, cmp_pair) : NULL;
+    return p ? p->i : -1;
+}
+
+static int classes_index(mf *m, classes *c)
+{
+    if (!(c->sorted = malloc((c->n ? c->n : 1) * sizeof *c->sorted)))
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < c->n; i++)
+        c->sorted[i] = (cpair){c->names[i], (int32_t)i};
+    qsort(c->sorted, c->n, sizeof *c->sorted, cmp_pair);
+    for (size_t i = 1; i < c->n; i++)
+        if (!strcmp(c->sorted[i - 1].s, c->sorted[i].s))
+            return stk__err(m->err, STK_E_FORMAT, "%s: class `%s` is listed twice", c->from, c->sorted[i].s);
+    return STK_OK;
+}
+
+static void classes_free(classes *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->names[i]);
+    free(c->names);
+    free(c->sorted);
+}
+
+/* The classes: the classes file's, or the names the manifest uses (none when every label is an
+ * index). */
+static int classes_make(mf *m, classes *c)
+{
+    int rc;
+    if (m->o.classes_file) {
+        c->names_mode = 1;
+        c->from = m->o.classes_file;
+        rc = read_classes(m, &c->names, &c->n);
+    } else {
+        c->from = m->name;
+        rc = collect_names(m, &c->names, &c->n, &c->names_mode);
+    }
+    return rc ? rc : classes_index(m, c);
+}
+
+/* Row R's label tokens as class indices (R->idx). 0: set aside (*rc says whether to go on). */
+static int resolve_row(mf *m, const classes *c, row *r, int *rc)
+{
+    if (!(r->idx = malloc((r->nlab ? r->nlab : 1) * sizeof *r->idx))) {
+        *rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
+        return 0;
+    }
+    for (uint32_t j = 0; j < r->nlab; j++) {
+        const tok *t = &r->lab[j];
+        int32_t v = -1;
+        if (t->kind == TOK_INT || (t->kind == TOK_TEXT && !c->names_mode)) {
+            if (!is_index(t->s, &v)) {
+                *rc = bad(m, r->line, "label `%.64s` is not an index 0..%d", t->s, INT32_MAX);
+                return 0;
+            }
+            if (c->n && (size_t)v >= c->n) {
+                *rc = bad(m, r->line, "label %d is out of range (%zu classes in %s)", v, c->n, c->from);
+                return 0;
+            }
+        } else if ((v = class_find(c, t->s)) < 0) {
+            *rc = bad(m, r->line, "unknown class `%.128s` (not in %s)", t->s, c->from);
+            return 0;
+        }
+        r->idx[j] = v;
+    }
+    return 1;
+}
+
+/* V as one element of DTYPE at DST; the reason in *WHY when it does not fit. */
+static int put_value(int dtype, const num *v, uint8_t *dst, const char **why)
+{
+    if (dtype == STK_TDT_FLOAT64) {
+        memcpy(dst, &v->d, 8);
+        return 1;
+    }
+    if (dtype == STK_TDT_FLOAT32) {
+        float f = (float)v->d;
+        if (isfinite(v->d) && !isfinite(f)) {
+            *why = "is out of float32's range";
+            return 0;
+        }
+        memcpy(dst, &f, 4);
+        return 1;
+    }
+    int64_t i = v->i;
+    if (!v->is_int) {
+        if (!isfinite(v->d) || v->d != floor(v->d) || v->d < -9223372036854775808.0 || v->d >= 9223372036854775808.0) {
+            *why = "is not an integer";
+            return 0;
+        }
+        i = (int64_t)v->d;
+    }
+    if (dtype == STK_TDT_INT64) {
+        memcpy(dst, &i, 8);
+    } else if (dtype == STK_TDT_INT32 && i >= INT32_MIN && i <= INT32_MAX) {
+        int32_t x = (int32_t)i;
+        memcpy(dst, &x, 4);
+    } else if (dtype == STK_TDT_UINT8 && i >= 0 && i <= 255) {
+        *dst = (uint8_t)i;
+    } else {
+        *why = dtype == STK_TDT_UINT8 ? "does not fit uint8 (0..255)" : "does not fit int32";
+        return 0;
+    }
+    return 1;
+}
+
+/* The target's shape: the longest label list, or the value count of the first row that has
+ * values; the class count of a label list. */
+static void target_shape(mf *m, const classes *c, stk_target_info *t)
+{
+    memset(t, 0, sizeof *t);
+    if (m->o.multi_label) {
+        uint32_t k = 1;
+        int32_t top = -1;
+        for (size_t i = 0; i < m->n; i++) {
+            if (!m->rows[i].idx)
+                continue;
+            k = STK__MAX(k, m->rows[i].nlab);
+            for (uint32_t j = 0; j < m->rows[i].nlab; j++)
+                top = STK__MAX(top, m->rows[i].idx[j]);
+        }
+        *t = (stk_target_info){STK_TDT_INT32, STK_TARGET_LABELS, k,
+                               c->n ? (uint32_t)c->n : (uint32_t)STK__MAX(top + 1, 1)};
+    } else if (m->ntf) {
+        for (size_t i = 0; i < m->n && !t->size; i++)
+            if (m->rows[i].idx)
+                t->size = m->rows[i].nval;
+        *t = (stk_target_info){m->o.target_dtype, STK_TARGET_VALUES, t->size, 0};
+    }
+}
+
+/* Row R's target into DST (T's shape); 0: set aside. */
+static int row_target(mf *m, const stk_target_info *t, const row *r, uint8_t *dst, int *rc)
+{
+    size_t es = stk_target_dtype_size(t->dtype);
+    if (t->kind == STK_TARGET_LABELS) {
+        for (uint32_t j = 0; j < t->size; j++) {
+            int32_t v = j < r->nlab ? r->idx[j] : -1;
+            memcpy(dst + 4 * (size_t)j, &v, 4);
+        }
+        return 1;
+    }
+    if (r->nval != t->size) {
+        *rc = bad(m, r->line, "%u values, but the first record has %u", r->nval, t->size);
+        return 0;
+    }
+    for (uint32_t j = 0; j < t->size; j++) {
+        const char *why = NULL;
+        if (!put_value(t->dtype, &r->val[j], dst + es * j, &why)) {
+            *rc = bad(m, r->line, "value %u (%.17g) %s", j + 1, r->val[j].d, why);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static char *join_path(const char *base, const char *rel)
+{
+    if (rel[0] == '/' || !base || !*base)
+        return stk__strdup(rel);
+    size_t a = strlen(base), b = strlen(rel);
+    int slash = a && base[a - 1] != '/';
+    char *p = malloc(a + slash + b + 1);
+    if (p) {
+        memcpy(p, base, a);
+        if (slash)
+            p[a] = '/';
+        memcpy(p + a + slash, rel, b + 1);
+    }
+    return p;
+}
+
+/* The rows that resolved (R->idx set) into OUT, in manifest order. */
+static int build(mf *m, const char *base_dir, stk__filelist *out)
+{
+    size_t es = stk_target_dtype_size(out->tinfo.dtype), rowb = es * out->tinfo.size, k = 0;
+    size_t n = m->n ? m->n : 1;
+    out->paths = calloc(n, sizeof *out->paths);
+    out->rel = calloc(n, sizeof *out->rel);
+    out->labels = calloc(n, sizeof *out->labels);
+    out->lines = calloc(n, sizeof *out->lines);
+    out->targets = rowb ? calloc(n, rowb) : NULL;
+    if (!out->paths || !out->rel || !out->labels || !out->lines || (rowb && !out->targets))
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->n; i++) {
+        row *r = &m->rows[i];
+        int rc = STK_OK;
+        if (!r->idx)
+            continue;
+        if (rowb && !row_target(m, &out->tinfo, r, out->targets + rowb * k, &rc)) {
+            if (rc)
+                return rc;
+            continue;
+        }
+        out->labels[k] = r->nlab ? r->idx[0] : -1;
+        out->lines[k] = r->line;
+        out->rel[k] = r->path;
+        r->path = NULL;
+        out->n = ++k;
+        if (!(out->paths[k - 1] = join_path(base_dir, out->rel[k - 1])))
+            return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    }
+    return STK_OK;
+}
+
+static int cmp_bad(const void *a, const void *b)
+{
+    size_t x = ((const struct badl *)a)->line, y = ((const struct badl *)b)->line;
+    return (x > y) - (x < y);
+}
+
+/* The lines set aside, in line order, into OUT. */
+static int bad_out(mf *m, stk__filelist *out)
+{
+    qsort(m->bad, m->nbad, sizeof *m->bad, cmp_bad);
+    out->bad_where = calloc(m->nbad + 1, sizeof(char *));
+    out->bad_why = calloc(m->nbad + 1, sizeof(char *));
+    if (!out->bad_where || !out->bad_why)
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->nbad; i++) {
+        char where[STK__ERRLEN];
+        snprintf(where, sizeof where, "%s line %zu", m->name, m->bad[i].line);
+        out->bad_why[i] = m->bad[i].why;
+        m->bad[i].why = NULL;
+        out->nbad = i + 1;
+        if (!(out->bad_where[i] = stk__strdup(where)))
+            return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    }
+    return STK_OK;
+}
+
+/* Labels, classes and targets of the rows read; the result into OUT. */
+static int second_pass(mf *m, const char *base_dir, stk__filelist *out)
+{
+    classes c = {0};
+    int rc = classes_make(m, &c);
+    for (size_t i = 0; i < m->n && !rc; i++)
+        if (!resolve_row(m, &c, &m->rows[i], &rc) && !rc) {
+            free(m->rows[i].idx);
+            m->rows[i].idx = NULL;
+        }
+    if (!rc && !m->o.multi_label && !c.names_mode && !m->o.classes_file)
+        c.n = 0; /* indices without names */
+    if (!rc) {
+        target_shape(m, &c, &out->tinfo);
+        rc = build(m, base_dir, out);
+    }
+    if (!rc && c.names_mode) {
+        out->classes = c.names;
+        out->nclasses = c.n;
+        c.names = NULL;
+        c.n = 0;
+    }
+    classes_free(&c);
+    return rc ? rc : bad_out(m, out);
+}
+
+/* ---- options, format, entry points ---------------------------------------------------------- */
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcasecmp(s + a - b, suffix);
+}
+
+/* The format: asked for, or by the name (.csv, .jsonl, .ndjson), else a TSV manifest when the
+ * first line's first field is the path field, else the list format. */
+static int detect(mf *m, const char *text, size_t len)
+{
+    const char *f = m->o.format;
+    if (f) {
+        static const char *const names[] = {"list", "csv", "tsv", "jsonl"};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(f, names[i]))
+                return m->fmt = i, STK_OK;
+        return stk__err(m->err, STK_E_INVALID, "manifest format `%s`: expected csv, tsv, jsonl or list", f);
+    }
+    if (ends_with(m->name, ".csv"))
+        return m->fmt = MF_CSV, STK_OK;
+    if (ends_with(m->name, ".jsonl") || ends_with(m->name, ".ndjson"))
+        return m->fmt = MF_JSONL, STK_OK;
+    size_t pos = 0;
+    while (pos < len && (text[pos] == '\n' || text[pos] == '\r' || text[pos] == '#')) {
+        if (text[pos] == '#')
+            while (pos < len && text[pos] != '\n')
+                pos++;
+        pos++;
+    }
+    if (pos + 3 <= len && !memcmp(text + pos, "\xEF\xBB\xBF", 3)) /* a UTF-8 byte order mark */
+        pos += 3;
+    size_t pl = strlen(m->o.path_field);
+    m->fmt = pos + pl < len && !memcmp(text + pos, m->o.path_field, pl) && text[pos + pl] == '\t' ? MF_TSV : MF_LIST;
+    return STK_OK;
+}
+
+/* Defaults, the value fields, and the options that contradict each other. */
+static int options(mf *m, const stk__manifest_opts *o)
+{
+    if (o)
+        m->o = *o;
+    m->o.path_field = m->o.path_field && *m->o.path_field ? m->o.path_field : "path";
+    m->o.label_field = m->o.label_field && *m->o.label_field ? m->o.label_field : "label";
+    m->o.label_sep = m->o.label_sep && *m->o.label_sep ? m->o.label_sep : " ";
+    m->o.target_dtype = m->o.target_dtype ? m->o.target_dtype : STK_TDT_FLOAT32;
+    if (!stk_target_dtype_size(m->o.target_dtype))
+        return stk__err(m->err, STK_E_INVALID, "target type %d: expected uint8, int32, int64, float32 or float64",
+                        m->o.target_dtype);
+    const char *tf = m->o.target_fields;
+    size_t cap = 0;
+    while (tf && *tf) {
+        size_t n = strcspn(tf, ",");
+        if (n && (grow((void **)&m->tf, &cap, m->ntf + 1, sizeof *m->tf) || !(m->tf[m->ntf++] = dupn(tf, n))))
+            return stk__err(m->err, STK_E_NOMEM, "out of memory");
+        tf += n + (tf[n] == ',');
+    }
+    if (m->ntf && m->o.multi_label)
+        return stk__err(m->err, STK_E_INVALID, "a record has one target: a label list (--multi-label) or value "
+                        "fields (--target-field), not both");
+    return STK_OK;
+}
+
+static void mf_free(mf *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        row_free(&m->rows[i]);
+    free(m->rows);
+    for (size_t i = 0; i < m->nbad; i++)
+        free(m->bad[i].why);
+    free(m->bad);
+    for (size_t i = 0; i < m->ntf; i++)
+        free(m->tf[i]);
+    free(m->tf);
+    for (size_t i = 0; i < m->nhdr; i++)
+        free(m->hdr[i]);
+    free(m->hdr);
+    free(m->tcol);
+}
+
+int stk__manifest_parse(const char *text, size_t len, const char *name, const char *base_dir,
+                        const stk__manifest_opts *o, stk__filelist *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    mf m = {0};
+    m.name = name ? name : "manifest";
+    m.err = err;
+    int rc = options(&m, o);
+    if (!rc)
+        rc = detect(&m, text, len);
+    if (!rc && m.fmt == MF_LIST && (m.o.multi_label || m.ntf))
+        rc = stk__err(err, STK_E_INVALID, "%s: a list file (path<TAB>label) has one label per line; multiple "
+                      "labels and values need a CSV, TSV or JSON Lines manifest", m.name);
+    if (!rc) {
+        if (m.fmt == MF_LIST)
+            rc = each_line(&m, text, len, 1, list_line);
+        else if (m.fmt == MF_JSONL)
+            rc = each_line(&m, text, len, 0, json_line);
+        else
+            rc = csv_text(&m, text, len);
+    }
+    if (!rc && m.fmt != MF_LIST && !m.label_seen && o && o->label_field && *o->label_field)
+        rc = stk__err(err, STK_E_FORMAT, "%s: no record has the label field `%s`", m.name, o->label_field);
+    if (!rc)
+        rc = second_pass(&m, base_dir, out);
+    if (!rc && (!(out->root = stk__strdup(base_dir ? base_dir : "")) || !(out->origin = stk__strdup(m.name))))
+        rc = stk__err(err, STK_E_NOMEM, "out of memory");
+    mf_free(&m);
+    if (rc)
+        stk__filelist_free(out);
+    return rc;
+}
+
+int stk__manifest_read(const char *path, const stk__manifest_opts *o, stk__filelist *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    size_t len = 0;
+    int rc = text_read(path, &text, &len, err);
+    if (rc)
+        return rc;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *sl = strrchr(dir, '/');
+    if (sl)
+        *sl = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (sl == dir)
+        snprintf(dir, sizeof dir, "/");
+    rc = stk__manifest_parse(text, len, path, dir, o, out, err);
+    free(text);
+    return rc;
+}
+
+int stk__list_parse(const char *text, size_t len, const char *base_dir, stk__filelist *out, char *err)
+{
+    stk__manifest_opts o = {.format = "list", .strict = 1};
+    return stk__manifest_parse(text, len, "list", base_dir, &o, out, err);
+}
+
+int stk__list_read(const char *path, stk__filelist *out, char *err)
+{
+    stk__manifest_opts o = {.strict = 1};
+    return stk__manifest_read(path, &o, out, err);
+}

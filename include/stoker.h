@@ -241,8 +241,9 @@ STK_API int stk_dataset_create(stk_dataset **out);
 STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
 /**
  * Open PATH: a directory of shards (shard-NNNNN.lmdb), a single shard file, an LMDB environment
- * (directory with data.mdb, or a file) whose main database maps keys to image bytes, or an
- * ImageFolder root. STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
+ * (directory with data.mdb, or a file) whose main database maps keys to image bytes, an
+ * ImageFolder root, or (STK_LAYOUT_FILES) a manifest or list file naming image files (its path
+ * and label fields; a bad line fails the open naming it; targets need a pack). STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
  * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
  */
 STK_API int stk_dataset_open(stk_dataset *ds, const char *path);
@@ -392,8 +393,9 @@ STK_API void stk_writer_destroy(stk_writer *w);
 STK_API const char *stk_writer_last_error(const stk_writer *w);
 
 /* ---------------------------------------------------------------------------------------------
- * Pack: an ImageFolder root or a `path<TAB>label` list file into a dataset of shards, in
- * parallel, resumable after an interruption. The library behind `stoker pack`.
+ * Pack: an ImageFolder root, a CSV / TSV / JSON Lines manifest or a `path<TAB>label` list file
+ * into a dataset of shards, in parallel, resumable after an interruption. The library behind
+ * `stoker pack`.
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct stk_pack_progress {
@@ -432,7 +434,9 @@ typedef struct stk_pack_result {
  * be NULL. Thread-safe (no shared state).
  *
  * Details: records are appended in SRC's order (torchvision's for an ImageFolder; the lines'
- * order for a list file), whatever the thread count. Resuming requires the same plan: the same
+ * order for a manifest or list file), whatever the thread count. A manifest's lines that cannot
+ * be used are listed in the report as `MANIFEST line N<TAB>reason` (stk_pack_ext counts them;
+ * under strict the first fails with STK_E_FORMAT); docs/FORMAT.md "Manifests" has the rules. Resuming requires the same plan: the same
  * files with the same sizes and mtimes and labels (their digest is kept in the marker and in each
  * shard's meta); a marker of another plan, or OPTS->force, starts over. A pack that fails (e.g.
  * --strict) leaves DST interrupted. DST must not lie inside an ImageFolder SRC (STK_E_INVALID).

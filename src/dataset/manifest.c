@@ -888,7 +888,8 @@ static int cmp_bad(const void *a, const void *b)
 /* The lines set aside, in line order, into OUT. */
 static int bad_out(mf *m, stk__filelist *out)
 {
-    qsort(m->bad, m->nbad, sizeof *m->bad, cmp_bad);
+    if (m->nbad)
+        qsort(m->bad, m->nbad, sizeof *m->bad, cmp_bad);
     out->bad_where = calloc(m->nbad + 1, sizeof(char *));
     out->bad_why = calloc(m->nbad + 1, sizeof(char *));
     if (!out->bad_where || !out->bad_why)

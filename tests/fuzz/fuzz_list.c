@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc != STK_OK) {
         FUZZ_CHECK(rc == STK_E_FORMAT || rc == STK_E_NOMEM, "rc %d", rc);
         FUZZ_CHECK(memchr(err, 0, sizeof err) != NULL, "error not terminated");
-        FUZZ_CHECK(strncmp(err, "line ", 5) == 0 || rc == STK_E_NOMEM, "error `%s` names no line", err);
+        FUZZ_CHECK(strncmp(err, "list line ", 10) == 0 || rc == STK_E_NOMEM, "error `%s` names no line", err);
         return 0;
     }
     FUZZ_CHECK(l.n == count_entries(text, size), "%zu entries for %zu lines", l.n,

@@ -173,6 +173,12 @@ static void bad_lines(void)
                 w ? w : "");
     }
     stk__filelist_free(&l);
+    /* no values at all: a line set aside, and the shape comes from the first record that has some */
+    T_OK(parse("m.jsonl", "{\"path\":\"a\",\"v\":[]}\n{\"path\":\"b\",\"v\":[1,2]}\n", &o, &l, err));
+    T_CHECK(l.n == 1 && l.tinfo.size == 2 && bad_line(&l, "m.jsonl", 1) &&
+                strstr(bad_line(&l, "m.jsonl", 1), "no values"),
+            "empty value list");
+    stk__filelist_free(&l);
     /* a multi-label list and value fields at once: refused as a whole */
     o.multi_label = 1;
     T_CHECK(parse("m.jsonl", jl, &o, &l, err) == STK_E_INVALID && strstr(err, "not both"), "%s", err);

@@ -117,18 +117,27 @@ static void row_free(row *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Set line LINE aside with its reason, or (strict) fail naming it. Returns STK_OK to go on. */
+/* Set line LINE aside with its reason (under strict the first in line order fails the read at
+ * the end). Returns STK_OK to go on. */
 static int bad(mf *m, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(mf *m, size_t line, const char *fmt, ...)
 {
-    char why[STK__ERRLEN];
+    char raw[STK__ERRLEN / 2], why[4 * sizeof raw + 1];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    if (m->o.strict)
-        return stk__err(m->err, STK_E_FORMAT, "%s line %zu: %s (--strict: stopping at the first bad "
-                        "manifest line)", m->name, line, why);
+    /* one line of the report: control characters quoted from the manifest are written escaped */
+    size_t o = 0;
+    for (const unsigned char *p = (const unsigned char *)raw; *p; p++) {
+        if (*p >= 0x20 && *p != 0x7f)
+            why[o++] = (char)*p;
+        else if (*p == '\n' || *p == '\t' || *p == '\r')
+            o += (size_t)snprintf(why + o, sizeof why - o, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+        else
+            o += (size_t)snprintf(why + o, sizeof why - o, "\\x%02x", *p);
+    }
+    why[o] = 0;
     if (grow((void **)&m->bad, &m->badcap, m->nbad + 1, sizeof *m->bad) || !(m->bad[m->nbad].why = stk__strdup(why)))
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
     m->bad[m->nbad++].line = line;
@@ -195,8 +204,25 @@ static int split_cell(const char *cell, const char *sep, int (*fn)(void *, const
 
 /* ---- the rows ------------------------------------------------------------------------------- */
 
+/* A row's value and label counts: at least one value when there are value fields, at most
+ * STK__TARGET_MAX_SIZE of each. 1 when usable; else the row is freed and the line set aside. */
+static int row_sizes_ok(mf *m, row *r, int *rc)
+{
+    if (m->ntf && r->nval == 0)
+        *rc = bad(m, r->line, "no values in the value field%s", m->ntf > 1 ? "s" : "");
+    else if (r->nval > STK__TARGET_MAX_SIZE || r->nlab > STK__TARGET_MAX_SIZE)
+        *rc = bad(m, r->line, "more than %d values or labels", STK__TARGET_MAX_SIZE);
+    else
+        return 1;
+    row_free(r);
+    return 0;
+}
+
 static int push_row(mf *m, row *r)
 {
+    int rc = STK_OK;
+    if (!row_sizes_ok(m, r, &rc))
+        return rc;
     if (grow((void **)&m->rows, &m->cap, m->n + 1, sizeof *m->rows)) {
         row_free(r);
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
@@ -212,6 +238,8 @@ static int path_ok(mf *m, size_t line, const char *p, size_t n, int *rc)
         *rc = bad(m, line, "empty path");
     else if (memchr(p, 0, n))
         *rc = bad(m, line, "NUL byte in the path");
+    else if (memchr(p, '\t', n) || memchr(p, '\n', n) || memchr(p, '\r', n))
+        *rc = bad(m, line, "a tab or line break in the path");
     else
         return 1;
     return 0;
@@ -906,6 +934,19 @@ static int bad_out(mf *m, stk__filelist *out)
     return STK_OK;
 }
 
+/* Strict: the first line set aside, in line order, fails the read. */
+static int strict_check(mf *m)
+{
+    if (!m->o.strict || !m->nbad)
+        return STK_OK;
+    size_t first = 0;
+    for (size_t i = 1; i < m->nbad; i++)
+        if (m->bad[i].line < m->bad[first].line)
+            first = i;
+    return stk__err(m->err, STK_E_FORMAT, "%s line %zu: %s (--strict: stopping at the first bad manifest line)",
+                    m->name, m->bad[first].line, m->bad[first].why);
+}
+
 /* Labels, classes and targets of the rows read; the result into OUT. */
 static int second_pass(mf *m, const char *base_dir, stk__filelist *out)
 {
@@ -929,6 +970,8 @@ static int second_pass(mf *m, const char *base_dir, stk__filelist *out)
         c.n = 0;
     }
     classes_free(&c);
+    if (!rc)
+        rc = strict_check(m);
     return rc ? rc : bad_out(m, out);
 }
 

@@ -391,12 +391,11 @@ static int json_line(mf *m, const char *line, size_t l, size_t lineno)
         rc = bad(m, lineno, "field `%s` (the path) is not a string", m->o.path_field);
     else if (path_ok(m, lineno, json_string_value(p), json_string_length(p), &rc) &&
              json_labels(m, &r, o, lineno, &rc) && json_values(m, &r, o, lineno, &rc)) {
-        if (!(r.path = stk__strdup(json_string_value(p))))
-            rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
-        else
-            rc = push_row(m, &r);
-        json_decref(o);
-        return rc;
+        if ((r.path = stk__strdup(json_string_value(p)))) {
+            json_decref(o);
+            return push_row(m, &r);
+        }
+        rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
     }
     row_free(&r);
     json_decref(o);

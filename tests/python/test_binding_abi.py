@@ -25,6 +25,8 @@ STRUCTS = {
     "stk_decode_args": "DecodeArgs",
     "stk_cpu_budget": "CpuBudget",
     "stk_verdict": "Verdict",
+    "stk_pack_ext_options": "PackExtOptions",
+    "stk_target_info": "TargetInfo",
 }
 
 
@@ -42,7 +44,9 @@ def _c_layout(tmp_path):
                          % (cname, field, cname, field))
     # the status codes and parameter keys the binding hard-codes
     for name in dir(_lib):
-        if name.startswith(("STK_E_", "P_", "BOTTLENECK_", "VERDICT_")) or name in ("STK_OK", "STK_END", "STK_TIMEOUT"):
+        if not isinstance(getattr(_lib, name), int):
+            continue
+        if name.startswith(("STK_E_", "P_", "BOTTLENECK_", "VERDICT_", "TDT_", "TARGET_")) or name in ("STK_OK", "STK_END", "STK_TIMEOUT"):
             cname = name if name.startswith("STK_") else "STK_" + name
             lines.append('printf("const %s %%d\\n", (int)%s);' % (name, cname))
     lines.append("return 0; }")

@@ -111,6 +111,7 @@ P_STRICT = 211
 P_DCT_SCALING = 212
 P_MAX_OUT_HEIGHT = 213
 P_MAX_OUT_WIDTH = 214
+P_MULTI_HOT = 215
 P_BATCH_SIZE = 300
 P_DROP_LAST = 301
 P_PREFETCH = 302
@@ -142,6 +143,12 @@ STAGE_READ, STAGE_DECODE, STAGE_FULL = 0, 1, 2
 FEATURE_URING, FEATURE_CUDA = 1, 2
 W_SHARD_BYTES = 1000
 W_FORCE = 1001
+# targets (stk_target_dtype, stk_target_kind; since 0.2)
+TDT_NONE, TDT_UINT8, TDT_INT32, TDT_INT64, TDT_FLOAT32, TDT_FLOAT64 = 0, 1, 2, 3, 4, 5
+TDT_NAMES = {TDT_UINT8: "uint8", TDT_INT32: "int32", TDT_INT64: "int64", TDT_FLOAT32: "float32",
+             TDT_FLOAT64: "float64"}
+TARGET_VALUES, TARGET_LABELS = 0, 1
+TARGET_KIND_NAMES = {TARGET_VALUES: "values", TARGET_LABELS: "labels"}
 
 
 # ---- structs -----------------------------------------------------------------------------------
@@ -210,6 +217,35 @@ class PackResult(ctypes.Structure):
         ("payload_bytes", c_uint64),
         ("resumed_records", c_uint64),
         ("elapsed_s", c_double),
+    ]
+
+
+class PackExtOptions(ctypes.Structure):
+    """stk_pack_ext_options: set size = ctypes.sizeof(PackExtOptions) before the call."""
+    _fields_ = [
+        ("size", c_size_t),
+        ("max_side", c_int),
+        ("quality", c_int),
+        ("converted", c_uint64),
+        ("resized", c_uint64),
+        ("manifest_format", c_char_p),
+        ("path_field", c_char_p),
+        ("label_field", c_char_p),
+        ("target_fields", c_char_p),
+        ("classes_file", c_char_p),
+        ("label_sep", c_char_p),
+        ("multi_label", c_int),
+        ("target_dtype", c_int),
+        ("bad_lines", c_uint64),
+    ]
+
+
+class TargetInfo(ctypes.Structure):
+    _fields_ = [
+        ("dtype", c_int),
+        ("kind", c_int),
+        ("size", c_uint32),
+        ("classes", c_uint32),
     ]
 
 
@@ -451,6 +487,14 @@ _PROTOTYPES = [
     ("stk_stats_verdict", c_int, [POINTER(Stats), c_int, POINTER(Verdict)]),
     ("stk_loader_verdict", c_int, [c_void_p, POINTER(Verdict)]),
     ("stk_bottleneck_name", c_char_p, [c_int]),
+    ("stk_pack_ext", c_int,
+     [c_char_p, c_char_p, POINTER(PackOptions), POINTER(PackExtOptions), POINTER(PackResult)]),
+    ("stk_target_dtype_size", c_size_t, [c_int]),
+    ("stk_dataset_target_info", c_int, [c_void_p, POINTER(TargetInfo)]),
+    ("stk_dataset_target", c_int, [c_void_p, c_uint64, c_void_p, c_size_t]),
+    ("stk_writer_set_targets", c_int, [c_void_p, POINTER(TargetInfo)]),
+    ("stk_writer_add_target", c_int, [c_void_p, c_void_p, c_size_t, c_int32, c_char_p, c_void_p]),
+    ("stk_loader_batch_targets", c_void_p, [c_void_p, c_void_p, POINTER(TargetInfo)]),
 ]
 
 

@@ -14,6 +14,35 @@ from . import errors as _errors
 _LAYOUTS = {"auto": _lib.LAYOUT_AUTO, "shards": _lib.LAYOUT_SHARDS, "files": _lib.LAYOUT_FILES,
             "lmdb": _lib.LAYOUT_LMDB}
 
+# STK_TDT_* <-> NumPy dtypes (targets are little-endian, as this host is)
+TARGET_NP_DTYPE = {code: np.dtype(name) for code, name in _lib.TDT_NAMES.items()}
+_TDT_BY_NP = {nd: code for code, nd in TARGET_NP_DTYPE.items()}
+
+
+def parse_target_type(target_type):
+    """"float32", "float64", "int32", "int64", "uint8" or the NumPy (or torch) dtype -> STK_TDT_*."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(target_type, torch.dtype):
+        target_type = str(target_type).replace("torch.", "")
+    try:
+        nd = np.dtype(target_type)
+    except TypeError:
+        nd = None
+    if nd is None or nd not in _TDT_BY_NP or (nd.byteorder == ">"):
+        raise ValueError("target_type must be float32, float64, int32, int64 or uint8 (a name or "
+                         "a NumPy dtype), not %r" % (target_type,))
+    return _TDT_BY_NP[nd]
+
+
+def target_info_dict(info):
+    """A TargetInfo as {dtype (NumPy dtype or None), kind ("values", "labels" or "none"), size,
+    classes}."""
+    if info.dtype == _lib.TDT_NONE:
+        return {"dtype": None, "kind": "none", "size": 0, "classes": 0}
+    return {"dtype": TARGET_NP_DTYPE[info.dtype],
+            "kind": _lib.TARGET_KIND_NAMES.get(info.kind, str(info.kind)),
+            "size": int(info.size), "classes": int(info.classes)}
+
 
 class Dataset:
     """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB).
@@ -22,6 +51,11 @@ class Dataset:
     record's shard, key, offset, length, label and CRC; ``ds.name(i)`` a printable name;
     ``ds.classes``; ``ds.info()``. Reads may come from several threads at once; ``close()``
     (or ``with``) frees the handle. Not usable in a fork() child of the process that opened it.
+
+    Targets (a dataset packed from a manifest with several labels or value fields, see
+    ``stoker.pack``): ``ds.target_info`` describes them, ``ds.target(i)`` is record I's target
+    and ``ds.targets()`` all of them as an N x K NumPy array. A label list (kind "labels") is
+    int32 class indices padded with -1. Datasets without targets have kind "none".
     """
 
     def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False):
@@ -111,6 +145,55 @@ class Dataset:
         n = self._info().classes
         return [_lib.text(self._lib.stk_dataset_class_name(self._h, k)) for k in range(n)]
 
+    @property
+    def target_info(self):
+        """The records' target: {dtype: a NumPy dtype (uint8, int32, int64, float32, float64)
+        or None, kind: "values" (a vector of numbers), "labels" (a list of class indices,
+        int32 padded with -1) or "none" (no targets: every dataset packed without a manifest),
+        size: K elements per record, classes: the class count of a label list (else 0)}."""
+        self._usable()
+        return target_info_dict(self._tinfo())
+
+    def _tinfo(self):
+        t = _lib.TargetInfo()
+        self._check(self._lib.stk_dataset_target_info(self._h, ctypes.byref(t)), "target info")
+        return t
+
+    def _no_targets(self):
+        return _errors.InvalidArgument("%s has no targets (packed without a manifest's label "
+                                       "lists or value fields); its labels are ds[i][1]"
+                                       % self.path, _lib.STK_E_INVALID, "STK_E_INVALID")
+
+    def target(self, i):
+        """Record I's target: a NumPy array of K elements of ``target_info["dtype"]`` (a copy).
+        InvalidArgument when the dataset has no targets."""
+        self._usable()
+        i = self._index(i)
+        t = self._tinfo()
+        if t.dtype == _lib.TDT_NONE:
+            raise self._no_targets()
+        out = np.empty(int(t.size), dtype=TARGET_NP_DTYPE[t.dtype])
+        self._check(self._lib.stk_dataset_target(self._h, i, out.ctypes.data_as(ctypes.c_void_p),
+                                                 out.nbytes), "target of record %d" % i)
+        return out
+
+    def targets(self):
+        """Every record's target as an N x K NumPy array (row = dataset index; a copy).
+        InvalidArgument when the dataset has no targets."""
+        self._usable()
+        t = self._tinfo()
+        if t.dtype == _lib.TDT_NONE:
+            raise self._no_targets()
+        out = np.empty((self._count, int(t.size)), dtype=TARGET_NP_DTYPE[t.dtype])
+        row = out.strides[0] if self._count else 0
+        base = out.ctypes.data
+        fn = self._lib.stk_dataset_target
+        for i in range(self._count):
+            rc = fn(self._h, i, base + i * row, row)
+            if rc < 0:
+                self._check(rc, "target of record %d" % i)
+        return out
+
     def _info(self):
         info = _lib.DatasetInfo()
         self._check(self._lib.stk_dataset_info_get(self._h, ctypes.byref(info)), "info")
@@ -118,7 +201,7 @@ class Dataset:
 
     def info(self):
         """{path, layout, format_version, shards, shard_paths, classes, records,
-        payload_bytes, file_bytes, max_record_bytes}."""
+        payload_bytes, file_bytes, max_record_bytes, target (as ``target_info``)}."""
         self._usable()
         info = self._info()
         paths = []
@@ -130,7 +213,7 @@ class Dataset:
                 "format_version": info.format_version, "shards": info.shards,
                 "shard_paths": paths, "classes": self.classes, "records": info.records,
                 "payload_bytes": info.payload_bytes, "file_bytes": info.file_bytes,
-                "max_record_bytes": info.max_record_bytes}
+                "max_record_bytes": info.max_record_bytes, "target": self.target_info}
 
     def close(self):
         h, self._h = self._h, None
@@ -168,14 +251,56 @@ def _print_progress(p):
     sys.stderr.flush()
 
 
-def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False, progress=None):
-    """Pack SRC (an ImageFolder root or a ``path<TAB>label`` list file) into a dataset of
-    shards in DST. Returns {records, skipped, shards, classes, payload_bytes, resumed_records,
-    elapsed_s}. Non-JPEG files are skipped and listed in DST/pack-report.tsv unless
-    ``strict``; an existing dataset in DST raises DatasetExists unless ``force``; a DST that an
+_FORMATS = ("csv", "tsv", "jsonl", "list")
+
+
+def _opt_text(value, name):
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError("%s must be a non-empty string, not %r" % (name, value))
+    return value.encode()
+
+
+def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False, progress=None,
+         max_side=None, quality=None, format=None, path_field=None, label_field=None,
+         target_fields=None, classes=None, multi_label=False, target_type=None, label_sep=None):
+    """Pack SRC into a dataset of shards in DST. SRC is an ImageFolder root, a
+    ``path<TAB>label`` list file, or a manifest: a CSV, TSV or JSON Lines file naming an image
+    path and its label, labels or values per line (docs/FORMAT.md "Manifests").
+
+    Returns {records, skipped, shards, classes, payload_bytes, resumed_records, elapsed_s,
+    converted, resized, bad_lines}. Files that cannot be packed are skipped and listed in
+    DST/pack-report.tsv (``path<TAB>reason``); manifest lines that cannot be used (bad syntax,
+    no path, an unknown class name, another value count than the first record's, a value
+    outside TARGET_TYPE's range) are set aside, counted in ``bad_lines`` and listed there as
+    ``<manifest> line N<TAB>reason``. With ``strict`` the first bad file or line raises instead,
+    naming it. An existing dataset in DST raises DatasetExists unless ``force``; a DST that an
     interrupted pack left is finished. PROGRESS: True prints a bar to stderr, or a callable
     receiving a dict (files_total, files_done, records_written, skipped, bytes_total,
     bytes_done, elapsed_s) about 4 times a second.
+
+    Images: MAX_SIDE > 0 resizes images whose longer side is larger to that side (stored as
+    JPEG at QUALITY, 1..100, default 95); non-JPEG sources are always stored as JPEG.
+
+    Manifests:
+      format: "csv", "tsv", "jsonl" or "list" (default: from SRC's name and first line).
+      path_field: the column/key of the image path ["path"]; relative paths are relative to
+        the manifest's folder.
+      label_field: the column/key of the label: an index or a class name ["label"]; a manifest
+        without it has no labels (-1).
+      classes: a file of class names, one per line (label = line number from 0); names not in
+        it are bad lines. Default: the sorted names the manifest uses (integer labels are
+        indices).
+      multi_label: the label field holds several labels (a JSON list, or a CSV/TSV cell split
+        at LABEL_SEP); they become each record's target, a label list (int32 class indices
+        padded with -1 to the longest list) that stoker.Loader can hand out as multi-hot rows.
+      target_fields: a field name or a list of them whose numbers, in that order, form each
+        record's target vector (each field a number, a JSON array, or a CSV/TSV cell of
+        numbers split at LABEL_SEP); every record must have as many numbers as the first.
+      target_type: the element type of that vector: "float32" (default), "float64", "int32",
+        "int64", "uint8" or the NumPy dtype; a value it cannot hold makes a bad line.
+      label_sep: the separator inside one CSV/TSV cell [" "].
 
     The packing runs in a background thread so that Ctrl-C raises KeyboardInterrupt at once;
     the unfinished pack then goes on until the process exits (shards are renamed into place
@@ -190,6 +315,37 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     errbuf = ctypes.create_string_buffer(4096)
     opts.error = ctypes.cast(errbuf, ctypes.c_void_p)
     opts.error_cap = len(errbuf)
+    ext = _lib.PackExtOptions()
+    ext.size = ctypes.sizeof(_lib.PackExtOptions)
+    if max_side is not None:
+        if int(max_side) < 0:
+            raise ValueError("max_side must be >= 0 (0: off), not %r" % (max_side,))
+        ext.max_side = int(max_side)
+    if quality is not None:
+        if not 1 <= int(quality) <= 100:
+            raise ValueError("quality must be 1..100, not %r" % (quality,))
+        ext.quality = int(quality)
+    if format is not None and format not in _FORMATS:
+        raise ValueError("format must be one of %s, not %r" % (", ".join(_FORMATS), format))
+    if target_fields is not None and not isinstance(target_fields, str):
+        target_fields = list(target_fields)
+        if not target_fields or not all(isinstance(f, str) and f and "," not in f
+                                        for f in target_fields):
+            raise ValueError("target_fields must be a field name or a list of names (without "
+                             "commas), not %r" % (target_fields,))
+        target_fields = ",".join(target_fields)
+    ext.manifest_format = _opt_text(format, "format")
+    ext.path_field = _opt_text(path_field, "path_field")
+    ext.label_field = _opt_text(label_field, "label_field")
+    ext.target_fields = _opt_text(target_fields, "target_fields")
+    ext.classes_file = None if classes is None else _lib.fspath(classes)
+    ext.label_sep = _opt_text(label_sep, "label_sep")
+    ext.multi_label = int(bool(multi_label))
+    if target_type is not None:
+        if target_fields is None:
+            raise ValueError("target_type=%r needs target_fields (the fields holding the "
+                             "values)" % (target_type,))
+        ext.target_dtype = parse_target_type(target_type)
     cb_error = []
     if progress is True:
         progress = _print_progress
@@ -209,7 +365,8 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     out = {}
 
     def run():
-        out["rc"] = lib.stk_pack(src_b, dst_b, ctypes.byref(opts), ctypes.byref(result))
+        out["rc"] = lib.stk_pack_ext(src_b, dst_b, ctypes.byref(opts), ctypes.byref(ext),
+                                     ctypes.byref(result))
 
     t = threading.Thread(target=run, name="stoker-pack", daemon=True)
     t.start()
@@ -220,7 +377,9 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
         raise cb_error[0]
     if rc < 0:
         raise _errors.make(rc, _lib.text(errbuf.value), "pack %s -> %s" % (src, dst))
-    return {k: getattr(result, k) for k, _t in _lib.PackResult._fields_}
+    res = {k: getattr(result, k) for k, _t in _lib.PackResult._fields_}
+    res.update(converted=ext.converted, resized=ext.resized, bad_lines=ext.bad_lines)
+    return res
 
 
 class _Decoders(threading.local):

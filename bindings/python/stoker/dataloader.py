@@ -361,7 +361,7 @@ class DataLoader(Loader):
                          shuffle=shuffle_, seed=seed, drop_last=drop_last, rank=rank,
                          world_size=world, dist_mode=mode, strict=True,
                          timeout=timeout or None, prefetch=prefetch_factor,
-                         pin_memory=pin_memory, max_size=max_size, **kw)
+                         pin_memory=pin_memory, max_size=max_size, target="label", **kw)
         if len(self.dataset) != len(dataset) or list(self.dataset.classes) != list(
                 dataset.classes):
             n_lib, n_tv = len(self.dataset), len(dataset)

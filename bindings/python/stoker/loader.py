@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from . import _lib
+from . import dataset as _dataset
 from . import errors as _errors
 
 _NP_DTYPE = {
@@ -37,6 +38,7 @@ _DTYPE_NAMES = {
     "float32": _lib.DTYPE_FLOAT32, "float": _lib.DTYPE_FLOAT32, "fp32": _lib.DTYPE_FLOAT32,
     "f4": _lib.DTYPE_FLOAT32,
 }
+_TARGET_NP = _dataset.TARGET_NP_DTYPE
 DTYPE_NAMES = {_lib.DTYPE_UINT8: "uint8", _lib.DTYPE_FLOAT16: "float16",
                _lib.DTYPE_BFLOAT16: "bfloat16", _lib.DTYPE_FLOAT32: "float32"}
 
@@ -275,10 +277,22 @@ class Loader:
 
     ``for images, labels in loader`` yields one epoch of batches: ``images`` is an N×3×H×W
     (``layout="NCHW"``) or N×H×W×3 (``"NHWC"``) tensor of ``dtype``, ``labels`` an int64 tensor
-    of N labels (with ``return_index=True`` a third int64 tensor holds each sample's dataset
+    of N labels (with ``return_index=True`` a last int64 tensor holds each sample's dataset
     index). They are torch tensors when torch can be imported, NumPy arrays otherwise (or as
     ``array="numpy"`` / ``"torch"`` asks). N = ``batch_size`` except for a short last batch
     (``drop_last=False``).
+
+    A dataset packed from a manifest with several labels per image or with value fields
+    (``stoker.pack(..., multi_label=True)`` / ``target_fields=``) carries a target per record:
+    then ``for images, targets in loader`` yields them in place of the labels, an N×K tensor of
+    the dataset's target type (float32 → torch.float32, int64 → torch.int64, uint8, int32,
+    float64 likewise; ``loader.target_info`` describes it). A label list comes as int32 class
+    indices padded with -1, or with ``multi_hot=True`` as float32 rows of the class count (1.0
+    for each of the record's labels, else 0.0). ``target`` chooses what is yielded:
+    ``"auto"`` (default) the targets when the dataset has them, else the labels; ``"label"``
+    the labels only (as before targets existed); ``"both"`` ``(images, labels, targets)``.
+    With ``return_index=True`` the indices come last. Targets, like labels, are copies in host
+    memory (also for CUDA batches).
 
     Arguments (keyword-only after ``batch_size``):
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
@@ -305,7 +319,9 @@ class Loader:
       strict: a bad record (corrupt, truncated, not a JPEG, too large) raises DataError naming
         it; by default it is replaced by a deterministic substitute, counted and listed in
         stats()["errors"].
-      return_index: also yield the dataset indices.
+      return_index: also yield the dataset indices (last).
+      target: "auto", "label" or "both" (see above). multi_hot: label lists as float32
+        multi-hot rows (STK_P_MULTI_HOT); InvalidArgument for a dataset without label lists.
       copy: yield copies instead of views of the library's batch memory (see below).
       timeout: seconds to wait for one batch before raising StokerTimeout (None: no limit).
       epoch: the epoch the first ``for`` runs.
@@ -342,7 +358,8 @@ class Loader:
     its own (no copy; one allocation; stats()["detached"] counts them). Memory is then the ring
     plus what the caller keeps. With ``pin_memory``, a freed batch's slot is reused only after
     the work queued on the current CUDA stream at that time (an asynchronous copy from it) has
-    passed. ``copy=True`` hands out copies instead. Labels and indices are always int64 copies.
+    passed. ``copy=True`` hands out copies instead. Labels and indices are always int64 copies,
+    targets always copies.
 
     CUDA batches: ``next`` and ``release`` are called with ``torch.cuda.current_stream()``; the
     stream waits for the batch on the GPU (no host sync). A device buffer is released when the
@@ -369,7 +386,8 @@ class Loader:
                  array="auto", io_backend=None, direct=None, queue_depth=None,
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
-                 pin_memory=False, dct_scaling=None, value_table=None, options=None):
+                 pin_memory=False, dct_scaling=None, value_table=None, target="auto",
+                 multi_hot=False, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -384,6 +402,12 @@ class Loader:
         if not -(1 << 63) <= self.seed < (1 << 63):
             raise ValueError("seed must fit in a signed 64-bit integer")
         self.drop_last = bool(drop_last)
+        if target not in ("auto", "label", "both"):
+            raise ValueError("target must be 'auto', 'label' or 'both', not %r" % (target,))
+        self.multi_hot = bool(multi_hot)
+        if self.multi_hot and target == "label":
+            raise ValueError("multi_hot=True expands the targets, which target='label' does not "
+                             "yield: use target='auto' or 'both'")
         self.return_index = bool(return_index)
         self.copy = bool(copy)
         self.strict = bool(strict)
@@ -523,10 +547,13 @@ class Loader:
                 raise ValueError("value_table must hold 3 x 256 values, got %d" % vt.size)
             self._check(lib.stk_loader_set_floats(self._h, _lib.P_LUT, vt.ctypes.data_as(
                 ctypes.POINTER(ctypes.c_float)), 768), "value_table")
+        if self.multi_hot:
+            self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
 
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
+        self._setup_targets(target)
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
         self._fingerprint = None
@@ -536,6 +563,42 @@ class Loader:
         self.dataset = LoaderDataset(self.path, self.classes,
                                      int(lib.stk_dataset_count(lib.stk_loader_dataset(self._h))))
         self.sampler = RankSampler(self, self._rank_samples(self.dataset.__len__()))
+
+    def _setup_targets(self, target):
+        """What the batches carry besides the images, from TARGET and the dataset's targets."""
+        t = _lib.TargetInfo()
+        self._check(self._lib.stk_dataset_target_info(self._lib.stk_loader_dataset(self._h),
+                                                      ctypes.byref(t)), "target info")
+        has = t.dtype != _lib.TDT_NONE
+        if self.multi_hot and not (has and t.kind == _lib.TARGET_LABELS):
+            raise _errors.InvalidArgument(
+                "multi_hot=True needs a dataset whose records carry a label list (stoker.pack(..., "
+                "multi_label=True)); %s has %s" % (self.path, "value targets" if has else
+                                                   "no targets"),
+                _lib.STK_E_INVALID, "STK_E_INVALID")
+        if target == "both" and not has:
+            raise _errors.InvalidArgument(
+                "target='both': %s has no targets (packed without a manifest's label lists or "
+                "value fields); use target='label'" % self.path, _lib.STK_E_INVALID,
+                "STK_E_INVALID")
+        self.target = target
+        self._want_labels = target == "label" or target == "both" or not has
+        self._want_targets = has and target != "label"
+        if self.multi_hot:
+            t = _lib.TargetInfo(_lib.TDT_FLOAT32, _lib.TARGET_VALUES, t.classes, 0)
+        self._tinfo = t
+        self._tdtype = _TARGET_NP.get(t.dtype)
+        self._trow = int(t.size) * (self._tdtype.itemsize if self._tdtype is not None else 0)
+
+    @property
+    def target_info(self):
+        """The targets as this loader yields them: {dtype (a NumPy dtype or None), kind
+        ("values", "labels" or "none"), size (K), classes}; multi_hot rows are float32 values of
+        size = the class count. Kind "none" when the dataset has none (or target='label'
+        ignores them)."""
+        if not self._want_targets:
+            return {"dtype": None, "kind": "none", "size": 0, "classes": 0}
+        return _dataset.target_info_dict(self._tinfo)
 
     # ---- plumbing ------------------------------------------------------------------------
     def _detail(self):
@@ -833,9 +896,11 @@ class Loader:
         c, hgt, wid = int(b.channels), int(b.height), int(b.width)
         shape = (n, c, hgt, wid) if b.layout == _lib.NCHW else (n, hgt, wid, c)
         torch = self._torch
-        labels = np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64)
+        labels = (np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64) if self._want_labels
+                  else None)
         idx = (np.ctypeslib.as_array(b.indices, (n,)).astype(np.int64) if self.return_index
                else None)
+        targets = self._targets(addr, n) if self._want_targets else None
         seq = self._seq
         self._seq += 1
         device = b.device >= 0
@@ -891,13 +956,24 @@ class Loader:
             else:
                 images = arr.view(np.uint16) if b.dtype == _lib.DTYPE_BFLOAT16 else arr
             del arr
-        if torch is not None:
-            labels = torch.from_numpy(labels)
-            if idx is not None:
-                idx = torch.from_numpy(idx)
-        if idx is None:
-            return images, labels
-        return images, labels, idx
+        out = [images]
+        for a in (labels, targets, idx):
+            if a is not None:
+                out.append(torch.from_numpy(a) if torch is not None else a)
+        return tuple(out)
+
+    def _targets(self, addr, n):
+        """A copy of batch ADDR's N x K targets (the batch may be released right after)."""
+        info = _lib.TargetInfo()
+        ptr = self._lib.stk_loader_batch_targets(self._h, addr, ctypes.byref(info))
+        if not ptr or info.dtype != self._tinfo.dtype or info.size != self._tinfo.size:
+            raise _errors.StokerError("stk_loader_batch_targets gave no targets (or another shape "
+                                      "than at open) for a batch of %s" % self.path)
+        nbytes = n * self._trow
+        if not nbytes:
+            return np.zeros((n, int(info.size)), dtype=self._tdtype)
+        buf = (ctypes.c_char * nbytes).from_address(ptr)
+        return np.frombuffer(buf, dtype=self._tdtype).reshape(n, int(info.size)).copy()
 
     def _fallback_text(self):
         try:

@@ -264,14 +264,17 @@ static void from_manifest(const char *dir)
     stk_loader_destroy(h);
 }
 
-/* A dataset written by stoker 0.1.0 (tests/data/README.md): three records, no targets. */
-static void old_dataset(void)
+/* A dataset written by stoker 0.1.0 (tests/data/README.md): three records, no targets. Opened
+ * from a copy (readers create LMDB lock files beside the shards). */
+static void old_dataset(const char *dir)
 {
     const char *src = getenv("SRC_DIR");
     if (!src)
         src = ".";
-    char p[4200];
-    snprintf(p, sizeof p, "%s/tests/data/v0.1-dataset", src);
+    char p[4200], cmd[9000];
+    snprintf(p, sizeof p, "%s/v0.1-dataset", dir);
+    snprintf(cmd, sizeof cmd, "cp -r '%s/tests/data/v0.1-dataset' '%s'", src, p);
+    T_CHECK(system(cmd) == 0, "%s", cmd);
     stk_dataset *ds;
     T_OK(stk_dataset_create(&ds));
     T_OK(stk_dataset_open(ds, p));
@@ -329,7 +332,7 @@ int main(void)
     misuse(dir);
     mixed_shards(dir);
     from_manifest(dir);
-    old_dataset();
+    old_dataset(dir);
     for (int i = 0; i < N; i++)
         free(g_jpeg[i]);
     t_rmtree(dir);

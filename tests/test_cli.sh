@@ -4,18 +4,7 @@
 # ImageFolder with bad files, byte-identical `get`, `verify` catching a corrupted byte (and
 # --decode catching a record that is a JPEG by its header only), refusal of an existing DST,
 # --force, --strict naming the file, clear errors naming the path.
-set -u
-[ -n "${STOKER:-}" ] && [ -x "$STOKER" ] || { echo "skip: STOKER not set"; exit 77; }
-MK="$TEST_TOOLS_DIR/stk-mkfolder"
-[ -x "$MK" ] || { echo "skip: $MK missing"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/stk-cli.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { # expect_rc CODE cmd...
-    local want=$1; shift
-    "$@" >"$T/out" 2>"$T/err"; local rc=$?
-    [ "$rc" = "$want" ] || { cat "$T/out" "$T/err"; fail "'$*' exited $rc, want $want"; }
-}
+. "$(dirname "$0")/cli_util.sh"
 
 # --help everywhere, exit 0, mentions exit codes; usage errors exit 2
 expect_rc 0 "$STOKER" --help

@@ -35,6 +35,21 @@ static const char *bad_line(const stk__filelist *l, const char *name, size_t lin
     return NULL;
 }
 
+typedef struct want_bad {
+    size_t line;
+    const char *why;
+} want_bad;
+
+/* Each of the N lines in W set aside in L with a reason holding its text. */
+static void check_bad(const stk__filelist *l, const char *name, const want_bad *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *got = bad_line(l, name, w[i].line);
+        T_CHECK(got && strstr(got, w[i].why), "%s line %zu: want `%s`, got `%s`", name, w[i].line, w[i].why,
+                got ? got : "");
+    }
+}
+
 static void csv_names(void)
 {
     char err[STK__ERRLEN];
@@ -135,18 +150,12 @@ static void bad_lines(void)
                       "e.jpg,1,1 2\n"; /* 7: two values, the first record had one */
     T_OK(parse("m.csv", csv, &o, &l, err));
     T_CHECK(l.n == 1 && l.nbad == 5, "rows %zu bad %zu", l.n, l.nbad);
-    static const struct {
-        size_t line;
-        const char *why;
-    } want[] = {{3, "2 fields, but the header has 3"},
-                {4, "empty path"},
-                {5, "field `v` is empty"},
-                {6, "field `v`: `abc` is not a number"},
-                {7, "2 values, but the first record has 1"}};
-    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-        const char *w = bad_line(&l, "m.csv", want[i].line);
-        T_CHECK(w && strstr(w, want[i].why), "line %zu: want `%s`, got `%s`", want[i].line, want[i].why, w ? w : "");
-    }
+    static const want_bad want[] = {{3, "2 fields, but the header has 3"},
+                                     {4, "empty path"},
+                                     {5, "field `v` is empty"},
+                                     {6, "field `v`: `abc` is not a number"},
+                                     {7, "2 values, but the first record has 1"}};
+    check_bad(&l, "m.csv", want, sizeof want / sizeof *want);
     stk__filelist_free(&l);
 
     const char *jl = "{\"path\":\"a.jpg\",\"v\":[1,2]}\n"     /* 1: ok */
@@ -161,17 +170,11 @@ static void bad_lines(void)
                      "{\"path\":\"f.jpg\",\"path\":\"g.jpg\",\"v\":[1,2]}\n"; /* 10: duplicate key */
     T_OK(parse("m.jsonl", jl, &o, &l, err));
     T_CHECK(l.n == 1 && l.nbad == 9, "json rows %zu bad %zu", l.n, l.nbad);
-    static const struct {
-        size_t line;
-        const char *why;
-    } jwant[] = {{2, "not JSON"}, {3, "not a JSON object"}, {4, "no field `path`"}, {5, "is not a string"},
-                 {6, "no field `v`"}, {7, "not a number in its list"}, {8, "is a list (pack with --multi-label)"},
-                 {9, "a fraction"}, {10, "not JSON"}};
-    for (size_t i = 0; i < sizeof jwant / sizeof *jwant; i++) {
-        const char *w = bad_line(&l, "m.jsonl", jwant[i].line);
-        T_CHECK(w && strstr(w, jwant[i].why), "json line %zu: want `%s`, got `%s`", jwant[i].line, jwant[i].why,
-                w ? w : "");
-    }
+    static const want_bad jwant[] = {{2, "not JSON"}, {3, "not a JSON object"}, {4, "no field `path`"},
+                                      {5, "is not a string"}, {6, "no field `v`"}, {7, "not a number in its list"},
+                                      {8, "is a list (pack with --multi-label)"}, {9, "a fraction"},
+                                      {10, "not JSON"}};
+    check_bad(&l, "m.jsonl", jwant, sizeof jwant / sizeof *jwant);
     stk__filelist_free(&l);
     /* no values at all: a line set aside, and the shape comes from the first record that has some */
     T_OK(parse("m.jsonl", "{\"path\":\"a\",\"v\":[]}\n{\"path\":\"b\",\"v\":[1,2]}\n", &o, &l, err));

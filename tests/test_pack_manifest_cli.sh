@@ -4,18 +4,7 @@
 # unknown class packs the rest (exit 0), names each on stderr and in pack-report.tsv with its
 # manifest line; --strict exits 1 naming the first bad line; `stoker info` shows the targets;
 # bad manifest options are usage errors (exit 2); a JSON Lines label-list manifest.
-set -u
-[ -n "${STOKER:-}" ] && [ -x "$STOKER" ] || { echo "skip: STOKER not set"; exit 77; }
-MK="$TEST_TOOLS_DIR/stk-mkfolder"
-[ -x "$MK" ] || { echo "skip: $MK missing"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/stk-mcli.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_rc() { # expect_rc CODE cmd...
-    local want=$1; shift
-    "$@" >"$T/out" 2>"$T/err"; local rc=$?
-    [ "$rc" = "$want" ] || { cat "$T/out" "$T/err"; fail "'$*' exited $rc, want $want"; }
-}
+. "$(dirname "$0")/cli_util.sh"
 
 "$MK" "$T/src" 2 4 16 64 0 >/dev/null || fail "stk-mkfolder"
 mapfile -t imgs < <(cd "$T/src" && find . -name '*.jpg' | sort | sed 's|^\./|src/|')

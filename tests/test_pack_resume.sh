@@ -4,13 +4,7 @@
 # complete, `stoker verify` passes, and it equals an uninterrupted pack record for record
 # (`stoker ls`) and in its pack report. While interrupted, no shard looks complete that is not:
 # readers refuse the directory (exit 1, "interrupted pack").
-set -u
-[ -n "${STOKER:-}" ] && [ -x "$STOKER" ] || { echo "skip: STOKER not set"; exit 77; }
-MK="$TEST_TOOLS_DIR/stk-mkfolder"
-[ -x "$MK" ] || { echo "skip: $MK missing"; exit 77; }
-T=$(mktemp -d "${TMPDIR:-/tmp}/stk-resume.XXXXXX")
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/cli_util.sh"
 
 # many 1 MiB shards: 3 classes x 60 JPEGs of 200..480 px
 "$MK" "$T/src" 3 60 200 480 21 >/dev/null || fail "stk-mkfolder"

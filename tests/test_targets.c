@@ -210,6 +210,21 @@ static void mixed_shards(const char *dir)
     stk_dataset_destroy(ds);
 }
 
+/* A started loader on PATH (LAYOUT, batches of BS 8x8 images) and its first batch in *B. */
+static stk_loader *one_batch(const char *path, int layout, int bs, const stk_batch **b)
+{
+    stk_loader *h;
+    T_OK(stk_loader_create(&h));
+    T_OK(stk_loader_set(h, STK_P_LAYOUT, layout));
+    T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, bs));
+    T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, 8));
+    T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, 8));
+    T_OK(stk_loader_open(h, path));
+    T_OK(stk_loader_start(h));
+    T_OK(stk_loader_next(h, NULL, 30000, b));
+    return h;
+}
+
 /* Pack a CSV manifest (values and class names), read it packed and as the files layout. */
 static void from_manifest(const char *dir)
 {
@@ -244,16 +259,8 @@ static void from_manifest(const char *dir)
     check_loader(dst, &t, 1, 0);
     /* the manifest read in place (files layout): paths and labels, every record once; targets
      * need the options of a pack, so there are none */
-    stk_loader *h;
-    T_OK(stk_loader_create(&h));
-    T_OK(stk_loader_set(h, STK_P_LAYOUT, STK_LAYOUT_FILES));
-    T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, N));
-    T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, 8));
-    T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, 8));
-    T_OK(stk_loader_open(h, m));
-    T_OK(stk_loader_start(h));
     const stk_batch *b;
-    T_OK(stk_loader_next(h, NULL, 30000, &b));
+    stk_loader *h = one_batch(m, STK_LAYOUT_FILES, N, &b);
     int seen[N] = {0};
     for (uint32_t i = 0; i < b->size; i++) {
         T_CHECK(b->indices[i] < N && !seen[b->indices[i]]++, "once");
@@ -295,15 +302,8 @@ static void old_dataset(const char *dir)
     }
     T_CHECK(stk_dataset_target(ds, 0, buf, sizeof buf) == STK_E_INVALID, "no targets to read");
     stk_dataset_destroy(ds);
-    stk_loader *h;
-    T_OK(stk_loader_create(&h));
-    T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, 3));
-    T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, 8));
-    T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, 8));
-    T_OK(stk_loader_open(h, p));
-    T_OK(stk_loader_start(h));
     const stk_batch *b;
-    T_OK(stk_loader_next(h, NULL, 30000, &b));
+    stk_loader *h = one_batch(p, STK_LAYOUT_AUTO, 3, &b);
     stk_target_info oi;
     T_CHECK(b->size == 3 && !stk_loader_batch_targets(h, b, &oi) && oi.dtype == STK_TDT_NONE, "no batch targets");
     T_OK(stk_loader_release(h, b, NULL));

@@ -2,9 +2,9 @@
 /*
  * manifest.c — reading a manifest into a file list with labels and targets.
  *
- * Two passes. The first turns each line (a CSV/TSV record, a JSON object, a list line) into a
- * row: the path, the label tokens as written, the numbers of the value fields; a line that
- * cannot be read is set aside with its reason. The second decides what the tokens mean — class
+ * Two passes. The first (manifest_rows.c) turns each line (a CSV/TSV record, a JSON object, a
+ * list line) into a row: the path, the label tokens as written, the numbers of the value fields;
+ * a line that cannot be read is set aside with its reason. The second (here) decides what the tokens mean — class
  * names or indices — from the whole manifest (names are only known to be names once every line
  * has been seen: `3` is an index unless some other label is a word), resolves them, fixes the
  * target's shape (the longest label list, or the first row's value count) and converts the
@@ -12,551 +12,20 @@
  * (RFC 4180 quoting; lenient, as Python's csv module), JSON by jansson. Rules and examples:
  * docs/FORMAT.md "Manifests".
  */
-#include "manifest.h"
+#include "manifest_internal.h"
 
 #include "common.h"
 #include "format.h"
 
-#include <csv.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-enum { MF_LIST, MF_CSV, MF_TSV, MF_JSONL };
-enum { TOK_TEXT, TOK_INT, TOK_NAME }; /* CSV text (index or name), JSON integer, JSON string */
-
-typedef struct tok {
-    char *s;
-    int kind;
-} tok;
-
-typedef struct num {
-    double d;
-    int64_t i;
-    int is_int; /* written as an integer: i is exact */
-} num;
-
-typedef struct row {
-    size_t line;
-    char *path;
-    tok *lab;
-    uint32_t nlab;
-    num *val;
-    uint32_t nval;
-    int32_t *idx; /* resolved label indices (second pass) */
-} row;
-
-typedef struct mf {
-    stk__manifest_opts o;
-    const char *name;
-    int fmt;
-    row *rows;
-    size_t n, cap;
-    struct badl {
-        size_t line;
-        char *why;
-    } *bad;
-    size_t nbad, badcap;
-    char **tf;          /* target field names */
-    size_t ntf;
-    int label_seen;     /* some line has the label field */
-    char *err;          /* STK__ERRLEN */
-    /* CSV / TSV */
-    char **fld;
-    size_t nfld, fcap;
-    char **hdr;
-    size_t nhdr;
-    long path_col, label_col, *tcol;
-    size_t line, rec_line;
-    int fatal;          /* a callback's failure (err set): the parse stops */
-} mf;
-
-/* ---- small helpers -------------------------------------------------------------------------- */
-
-static char *dupn(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = 0;
-    }
-    return d;
-}
-
-static int grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return STK_OK;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need)
-        nc *= 2;
-    void *nv = realloc(*v, nc * elem);
-    if (!nv)
-        return STK_E_NOMEM;
-    *v = nv;
-    *cap = nc;
-    return STK_OK;
-}
-
-static void row_free(row *r)
-{
-    free(r->path);
-    for (uint32_t i = 0; i < r->nlab; i++)
-        free(r->lab[i].s);
-    free(r->lab);
-    free(r->val);
-    free(r->idx);
-    memset(r, 0, sizeof *r);
-}
-
-/* Set line LINE aside with its reason (under strict the first in line order fails the read at
- * the end). Returns STK_OK to go on. */
-static int bad(mf *m, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(mf *m, size_t line, const char *fmt, ...)
-{
-    char raw[STK__ERRLEN / 2], why[4 * sizeof raw + 1];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
-    va_end(ap);
-    /* one line of the report: control characters quoted from the manifest are written escaped */
-    size_t o = 0;
-    for (const unsigned char *p = (const unsigned char *)raw; *p; p++) {
-        if (*p >= 0x20 && *p != 0x7f)
-            why[o++] = (char)*p;
-        else if (*p == '\n' || *p == '\t' || *p == '\r')
-            o += (size_t)snprintf(why + o, sizeof why - o, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
-        else
-            o += (size_t)snprintf(why + o, sizeof why - o, "\\x%02x", *p);
-    }
-    why[o] = 0;
-    if (grow((void **)&m->bad, &m->badcap, m->nbad + 1, sizeof *m->bad) || !(m->bad[m->nbad].why = stk__strdup(why)))
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    m->bad[m->nbad++].line = line;
-    return STK_OK;
-}
-
-/* 1 when S is a decimal integer 0..INT32_MAX (into *v). */
-static int is_index(const char *s, int32_t *v)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 10)
-        return 0;
-    int64_t x = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-        x = x * 10 + (s[i] - '0');
-    }
-    if (x > INT32_MAX)
-        return 0;
-    if (v)
-        *v = (int32_t)x;
-    return 1;
-}
-
-static int add_tok(row *r, const char *s, size_t n, int kind)
-{
-    tok *nt = realloc(r->lab, (r->nlab + 1) * sizeof *nt);
-    if (!nt)
-        return STK_E_NOMEM;
-    r->lab = nt;
-    if (!(nt[r->nlab].s = dupn(s, n)))
-        return STK_E_NOMEM;
-    nt[r->nlab++].kind = kind;
-    return STK_OK;
-}
-
-static int add_val(row *r, double d, int64_t i, int is_int)
-{
-    num *nv = realloc(r->val, (r->nval + 1) * sizeof *nv);
-    if (!nv)
-        return STK_E_NOMEM;
-    r->val = nv;
-    r->val[r->nval++] = (num){d, i, is_int};
-    return STK_OK;
-}
-
-/* Split CELL at the separator (runs of it; empty pieces dropped), calling FN on each piece.
- * Returns FN's first nonzero status. */
-static int split_cell(const char *cell, const char *sep, int (*fn)(void *, const char *, size_t), void *u)
-{
-    size_t sl = strlen(sep);
-    const char *p = cell;
-    while (*p) {
-        const char *e = sl ? strstr(p, sep) : NULL;
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        int rc = n ? fn(u, p, n) : 0;
-        if (rc)
-            return rc;
-        p += n + (e ? sl : 0);
-    }
-    return 0;
-}
-
-/* ---- the rows ------------------------------------------------------------------------------- */
-
-/* A row's value and label counts: at least one value when there are value fields, at most
- * STK__TARGET_MAX_SIZE of each. 1 when usable; else the row is freed and the line set aside. */
-static int row_sizes_ok(mf *m, row *r, int *rc)
-{
-    if (m->ntf && r->nval == 0)
-        *rc = bad(m, r->line, "no values in the value field%s", m->ntf > 1 ? "s" : "");
-    else if (r->nval > STK__TARGET_MAX_SIZE || r->nlab > STK__TARGET_MAX_SIZE)
-        *rc = bad(m, r->line, "more than %d values or labels", STK__TARGET_MAX_SIZE);
-    else
-        return 1;
-    row_free(r);
-    return 0;
-}
-
-static int push_row(mf *m, row *r)
-{
-    int rc = STK_OK;
-    if (!row_sizes_ok(m, r, &rc))
-        return rc;
-    if (grow((void **)&m->rows, &m->cap, m->n + 1, sizeof *m->rows)) {
-        row_free(r);
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    }
-    m->rows[m->n++] = *r;
-    return STK_OK;
-}
-
-/* A row's path: non-empty, no NUL byte. 1 when usable. */
-static int path_ok(mf *m, size_t line, const char *p, size_t n, int *rc)
-{
-    if (n == 0)
-        *rc = bad(m, line, "empty path");
-    else if (memchr(p, 0, n))
-        *rc = bad(m, line, "NUL byte in the path");
-    else if (memchr(p, '\t', n) || memchr(p, '\n', n) || memchr(p, '\r', n))
-        *rc = bad(m, line, "a tab or line break in the path");
-    else
-        return 1;
-    return 0;
-}
-
-/* ---- list lines: path<TAB>label ------------------------------------------------------------- */
-
-static int list_line(mf *m, const char *line, size_t l, size_t lineno)
-{
-    const char *tab = memchr(line, '\t', l);
-    int rc = STK_OK;
-    if (!tab)
-        return bad(m, lineno, "expected `path<TAB>label`");
-    size_t plen = (size_t)(tab - line), llen = l - plen - 1;
-    if (!path_ok(m, lineno, line, plen, &rc))
-        return rc;
-    char lab[16];
-    int32_t v;
-    snprintf(lab, sizeof lab, "%.*s", (int)STK__MIN(llen, 15), tab + 1);
-    if (llen > 10 || !is_index(lab, &v)) {
-        size_t digits = 0;
-        while (digits < llen && tab[1 + digits] >= '0' && tab[1 + digits] <= '9')
-            digits++;
-        if (llen >= 10 && digits == llen)
-            return bad(m, lineno, "label too large (at most %d)", INT32_MAX);
-        return bad(m, lineno, "label `%.*s` is not a decimal integer 0..%d", (int)STK__MIN(llen, 64), tab + 1,
-                   INT32_MAX);
-    }
-    row r = {.line = lineno};
-    if (!(r.path = dupn(line, plen)) || add_tok(&r, lab, strlen(lab), TOK_INT)) {
-        row_free(&r);
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    }
-    return push_row(m, &r);
-}
-
-/* Each physical line of TEXT (CR stripped) to FN, with its number; blank lines and (list
- * format) '#' lines skipped. */
-static int each_line(mf *m, const char *text, size_t len, int skip_hash,
-                     int (*fn)(mf *, const char *, size_t, size_t))
-{
-    size_t pos = 0, lineno = 0;
-    while (pos < len) {
-        const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
-        size_t l = nl ? (size_t)(nl - line) : len - pos;
-        pos += l + 1;
-        lineno++;
-        if (l && line[l - 1] == '\r')
-            l--;
-        if (l == 0 || (skip_hash && line[0] == '#'))
-            continue;
-        int rc = fn(m, line, l, lineno);
-        if (rc)
-            return rc;
-    }
-    return STK_OK;
-}
-
-/* ---- JSON Lines ----------------------------------------------------------------------------- */
-
-/* One label value V into R: an integer (index) or a string (name). */
-static int json_label(mf *m, row *r, json_t *v, size_t line, int *rc)
-{
-    char buf[32];
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0 || x > INT32_MAX) {
-            *rc = bad(m, line, "label %lld is not an index 0..%d", (long long)x, INT32_MAX);
-            return 0;
-        }
-        snprintf(buf, sizeof buf, "%lld", (long long)x);
-        *rc = add_tok(r, buf, strlen(buf), TOK_INT);
-    } else if (json_is_string(v)) {
-        *rc = add_tok(r, json_string_value(v), json_string_length(v), TOK_NAME);
-    } else {
-        *rc = bad(m, line, "label `%s` is not an index or a class name",
-                  json_is_array(v) ? "[...]" : json_is_object(v) ? "{...}" : json_is_real(v) ? "a fraction" :
-                  json_is_null(v) ? "null" : "true/false");
-        return 0;
-    }
-    if (*rc)
-        *rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
-    return *rc == STK_OK;
-}
-
-/* The label field of object O: absent or null = no label; a list only with multi_label. */
-static int json_labels(mf *m, row *r, json_t *o, size_t line, int *rc)
-{
-    json_t *v = json_object_get(o, m->o.label_field);
-    if (!v || json_is_null(v))
-        return 1;
-    m->label_seen = 1;
-    if (!json_is_array(v))
-        return json_label(m, r, v, line, rc);
-    if (!m->o.multi_label) {
-        *rc = bad(m, line, "label `%s` is a list (pack with --multi-label)", m->o.label_field);
-        return 0;
-    }
-    size_t i;
-    json_t *e;
-    json_array_foreach(v, i, e)
-    {
-        if (!json_label(m, r, e, line, rc))
-            return 0;
-    }
-    return 1;
-}
-
-/* The value fields of object O, in order: numbers or arrays of numbers. */
-static int json_values(mf *m, row *r, json_t *o, size_t line, int *rc)
-{
-    for (size_t f = 0; f < m->ntf; f++) {
-        json_t *v = json_object_get(o, m->tf[f]);
-        if (!v) {
-            *rc = bad(m, line, "no field `%s`", m->tf[f]);
-            return 0;
-        }
-        size_t n = json_is_array(v) ? json_array_size(v) : 1;
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_is_array(v) ? json_array_get(v, i) : v;
-            if (!json_is_number(e)) {
-                *rc = bad(m, line, "field `%s`: not a number%s", m->tf[f], json_is_array(v) ? " in its list" : "");
-                return 0;
-            }
-            if (add_val(r, json_number_value(e), json_is_integer(e) ? json_integer_value(e) : 0,
-                        json_is_integer(e))) {
-                *rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
-                return 0;
-            }
-        }
-    }
-    return 1;
-}
-
-static int json_line(mf *m, const char *line, size_t l, size_t lineno)
-{
-    json_error_t je;
-    json_t *o = json_loadb(line, l, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
-    if (!o)
-        return bad(m, lineno, "not JSON: %s (column %d)", je.text, je.column);
-    int rc = STK_OK;
-    row r = {.line = lineno};
-    json_t *p = json_object_get(o, m->o.path_field);
-    if (!json_is_object(o))
-        rc = bad(m, lineno, "not a JSON object");
-    else if (!p)
-        rc = bad(m, lineno, "no field `%s` (the path)", m->o.path_field);
-    else if (!json_is_string(p))
-        rc = bad(m, lineno, "field `%s` (the path) is not a string", m->o.path_field);
-    else if (path_ok(m, lineno, json_string_value(p), json_string_length(p), &rc) &&
-             json_labels(m, &r, o, lineno, &rc) && json_values(m, &r, o, lineno, &rc)) {
-        if ((r.path = stk__strdup(json_string_value(p)))) {
-            json_decref(o);
-            return push_row(m, &r);
-        }
-        rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
-    }
-    row_free(&r);
-    json_decref(o);
-    return rc;
-}
-
-/* ---- CSV / TSV (libcsv) --------------------------------------------------------------------- */
-
-static void csv_field(void *s, size_t n, void *u)
-{
-    mf *m = u;
-    if (m->nfld == 0)
-        m->rec_line = m->line;
-    if (m->fatal)
-        return;
-    if (grow((void **)&m->fld, &m->fcap, m->nfld + 1, sizeof(char *)) || !(m->fld[m->nfld] = dupn(s ? s : "", s ? n : 0))) {
-        m->fatal = stk__err(m->err, STK_E_NOMEM, "out of memory");
-        return;
-    }
-    m->nfld++;
-}
-
-static long column(const mf *m, const char *name)
-{
-    for (size_t i = 0; i < m->nhdr; i++)
-        if (!strcmp(m->hdr[i], name))
-            return (long)i;
-    return -1;
-}
-
-/* The header record: the columns of the path, the label and the value fields. */
-static int csv_header(mf *m)
-{
-    m->hdr = m->fld;
-    m->nhdr = m->nfld;
-    m->fld = NULL;
-    m->nfld = m->fcap = 0;
-    if (m->nhdr && !strncmp(m->hdr[0], "\xEF\xBB\xBF", 3)) /* a UTF-8 byte order mark */
-        memmove(m->hdr[0], m->hdr[0] + 3, strlen(m->hdr[0] + 3) + 1);
-    if ((m->path_col = column(m, m->o.path_field)) < 0)
-        return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header has no column `%s` (the path; "
-                        "choose another with --path-field)", m->name, m->rec_line, m->o.path_field);
-    m->label_col = column(m, m->o.label_field);
-    m->label_seen = m->label_col >= 0;
-    if (m->ntf && !(m->tcol = calloc(m->ntf, sizeof *m->tcol)))
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    for (size_t f = 0; f < m->ntf; f++)
-        if ((m->tcol[f] = column(m, m->tf[f])) < 0)
-            return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header has no column `%s` (a value field)",
-                            m->name, m->rec_line, m->tf[f]);
-    return STK_OK;
-}
-
-typedef struct piece_ctx {
-    mf *m;
-    row *r;
-    const char *field;
-    int bad;
-} piece_ctx;
-
-static int label_piece(void *u, const char *s, size_t n)
-{
-    piece_ctx *c = u;
-    return add_tok(c->r, s, n, TOK_TEXT);
-}
-
-static int value_piece(void *u, const char *s, size_t n)
-{
-    piece_ctx *c = u;
-    char buf[128], *end;
-    snprintf(buf, sizeof buf, "%.*s", (int)STK__MIN(n, sizeof buf - 1), s);
-    errno = 0;
-    long long iv = strtoll(buf, &end, 10);
-    if (n < sizeof buf && end != buf && !*end && errno == 0)
-        return add_val(c->r, (double)iv, iv, 1);
-    double v = strtod(buf, &end);
-    if (n >= sizeof buf || end == buf || *end) {
-        c->bad = 1;
-        return 1;
-    }
-    return add_val(c->r, v, 0, 0);
-}
-
-/* The current record as a row (or a line set aside). */
-static int csv_record_row(mf *m, size_t line)
-{
-    row r = {.line = line};
-    const char *lab = m->label_col >= 0 ? m->fld[m->label_col] : "";
-    piece_ctx c = {m, &r, NULL, 0};
-    int rc;
-    if (m->o.multi_label)
-        rc = split_cell(lab, m->o.label_sep, label_piece, &c);
-    else
-        rc = *lab ? add_tok(&r, lab, strlen(lab), TOK_TEXT) : 0;
-    for (size_t f = 0; f < m->ntf && !rc; f++) {
-        c.field = m->tf[f];
-        const char *cell = m->fld[m->tcol[f]];
-        if (!*cell) {
-            row_free(&r);
-            return bad(m, line, "field `%s` is empty", c.field);
-        }
-        if (split_cell(cell, m->o.label_sep, value_piece, &c) && c.bad) {
-            row_free(&r);
-            return bad(m, line, "field `%s`: `%.64s` is not a number", c.field, cell);
-        }
-    }
-    if (rc || !(r.path = stk__strdup(m->fld[m->path_col]))) {
-        row_free(&r);
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    }
-    return push_row(m, &r);
-}
-
-static void csv_record(int c, void *u)
-{
-    (void)c;
-    mf *m = u;
-    int rc = STK_OK;
-    if (m->fatal)
-        ;
-    else if (!m->hdr)
-        rc = csv_header(m);
-    else if (m->nfld != m->nhdr)
-        rc = bad(m, m->rec_line, "%zu fields, but the header has %zu", m->nfld, m->nhdr);
-    else if (path_ok(m, m->rec_line, m->fld[m->path_col], strlen(m->fld[m->path_col]), &rc))
-        rc = csv_record_row(m, m->rec_line);
-    for (size_t i = 0; i < m->nfld; i++)
-        free(m->fld[i]);
-    m->nfld = 0;
-    if (rc && !m->fatal)
-        m->fatal = rc;
-}
-
-static int csv_text(mf *m, const char *text, size_t len)
-{
-    struct csv_parser p;
-    if (csv_init(&p, CSV_APPEND_NULL) != 0)
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    csv_set_delim(&p, m->fmt == MF_TSV ? CSV_TAB : CSV_COMMA);
-    size_t pos = 0;
-    while (pos < len && !m->fatal) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t l = nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
-        m->line++;
-        csv_parse(&p, text + pos, l, csv_field, csv_record, m);
-        pos += l;
-    }
-    if (!m->fatal)
-        csv_fini(&p, csv_field, csv_record, m);
-    csv_free(&p);
-    for (size_t i = 0; i < m->nfld; i++)
-        free(m->fld[i]);
-    free(m->fld);
-    m->fld = NULL;
-    if (m->fatal)
-        return m->fatal;
-    if (!m->hdr)
-        return stk__err(m->err, STK_E_FORMAT, "%s: no header line (a CSV/TSV manifest starts with the column "
-                        "names, e.g. `%s%slabel`)", m->name, m->o.path_field, m->fmt == MF_TSV ? "\\t" : ",");
-    return STK_OK;
-}
 
 /* ---- reading files -------------------------------------------------------------------------- */
 
@@ -623,7 +92,7 @@ static int read_classes(mf *m, char ***cl, size_t *n)
             l--;
         if (!nl && l == 0)
             break;
-        if (grow((void **)&v, &cap, k + 1, sizeof *v) || !(v[k] = dupn(line, l))) {
+        if (stk__mf_grow((void **)&v, &cap, k + 1, sizeof *v) || !(v[k] = stk__mf_dupn(line, l))) {
             rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
             break;
         }
@@ -645,7 +114,7 @@ static int collect_names(mf *m, char ***cl, size_t *n, int *names)
     for (size_t i = 0; i < m->n && !words; i++)
         for (uint32_t j = 0; j < m->rows[i].nlab; j++)
             words |= m->rows[i].lab[j].kind == TOK_NAME ||
-                     (m->rows[i].lab[j].kind == TOK_TEXT && !is_index(m->rows[i].lab[j].s, NULL));
+                     (m->rows[i].lab[j].kind == TOK_TEXT && !stk__mf_is_index(m->rows[i].lab[j].s, NULL));
     *names = words;
     *cl = NULL;
     *n = 0;
@@ -752,16 +221,16 @@ static int resolve_row(mf *m, const classes *c, row *r, int *rc)
         const tok *t = &r->lab[j];
         int32_t v = -1;
         if (t->kind == TOK_INT || (t->kind == TOK_TEXT && !c->names_mode)) {
-            if (!is_index(t->s, &v)) {
-                *rc = bad(m, r->line, "label `%.64s` is not an index 0..%d", t->s, INT32_MAX);
+            if (!stk__mf_is_index(t->s, &v)) {
+                *rc = stk__mf_bad(m, r->line, "label `%.64s` is not an index 0..%d", t->s, INT32_MAX);
                 return 0;
             }
             if (c->n && (size_t)v >= c->n) {
-                *rc = bad(m, r->line, "label %d is out of range (%zu classes in %s)", v, c->n, c->from);
+                *rc = stk__mf_bad(m, r->line, "label %d is out of range (%zu classes in %s)", v, c->n, c->from);
                 return 0;
             }
         } else if ((v = class_find(c, t->s)) < 0) {
-            *rc = bad(m, r->line, "unknown class `%.128s` (not in %s)", t->s, c->from);
+            *rc = stk__mf_bad(m, r->line, "unknown class `%.128s` (not in %s)", t->s, c->from);
             return 0;
         }
         r->idx[j] = v;
@@ -844,13 +313,13 @@ static int row_target(mf *m, const stk_target_info *t, const row *r, uint8_t *ds
         return 1;
     }
     if (r->nval != t->size) {
-        *rc = bad(m, r->line, "%u values, but the first record has %u", r->nval, t->size);
+        *rc = stk__mf_bad(m, r->line, "%u values, but the first record has %u", r->nval, t->size);
         return 0;
     }
     for (uint32_t j = 0; j < t->size; j++) {
         const char *why = NULL;
         if (!put_value(t->dtype, &r->val[j], dst + es * j, &why)) {
-            *rc = bad(m, r->line, "value %u (%.17g) %s", j + 1, r->val[j].d, why);
+            *rc = stk__mf_bad(m, r->line, "value %u (%.17g) %s", j + 1, r->val[j].d, why);
             return 0;
         }
     }
@@ -1028,7 +497,7 @@ static int options(mf *m, const stk__manifest_opts *o)
     size_t cap = 0;
     while (tf && *tf) {
         size_t n = strcspn(tf, ",");
-        if (n && (grow((void **)&m->tf, &cap, m->ntf + 1, sizeof *m->tf) || !(m->tf[m->ntf++] = dupn(tf, n))))
+        if (n && (stk__mf_grow((void **)&m->tf, &cap, m->ntf + 1, sizeof *m->tf) || !(m->tf[m->ntf++] = stk__mf_dupn(tf, n))))
             return stk__err(m->err, STK_E_NOMEM, "out of memory");
         tf += n + (tf[n] == ',');
     }
@@ -1041,7 +510,7 @@ static int options(mf *m, const stk__manifest_opts *o)
 static void mf_free(mf *m)
 {
     for (size_t i = 0; i < m->n; i++)
-        row_free(&m->rows[i]);
+        stk__mf_row_free(&m->rows[i]);
     free(m->rows);
     for (size_t i = 0; i < m->nbad; i++)
         free(m->bad[i].why);
@@ -1068,14 +537,8 @@ int stk__manifest_parse(const char *text, size_t len, const char *name, const ch
     if (!rc && m.fmt == MF_LIST && (m.o.multi_label || m.ntf))
         rc = stk__err(err, STK_E_INVALID, "%s: a list file (path<TAB>label) has one label per line; multiple "
                       "labels and values need a CSV, TSV or JSON Lines manifest", m.name);
-    if (!rc) {
-        if (m.fmt == MF_LIST)
-            rc = each_line(&m, text, len, 1, list_line);
-        else if (m.fmt == MF_JSONL)
-            rc = each_line(&m, text, len, 0, json_line);
-        else
-            rc = csv_text(&m, text, len);
-    }
+    if (!rc)
+        rc = stk__mf_rows(&m, text, len);
     if (!rc && m.fmt != MF_LIST && !m.label_seen && o && o->label_field && *o->label_field)
         rc = stk__err(err, STK_E_FORMAT, "%s: no record has the label field `%s`", m.name, o->label_field);
     if (!rc)

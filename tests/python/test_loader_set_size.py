@@ -60,7 +60,10 @@ def test_sizes_across_epochs_equal_fresh_loaders(stoker_mod, shards, train):
             with _loader(stoker_mod, path, train, s, epoch=epoch) as fresh:
                 want = _epoch(fresh)
             _same(got, want, "epoch %d at %d px" % (epoch, s))
-        assert _stk_threads() == tids, "set_size restarted the loader's threads"
+        # every thread the loader had at epoch 1 still runs (a restart would have joined them);
+        # a thread of a `fresh` loader just closed may still be listed in /proc for a moment
+        # after its join, so extra ids are not counted
+        assert tids and tids <= _stk_threads(), "set_size restarted the loader's threads"
         # refused during a pass; after leaving it (epoch 3 abandoned), the next `for` runs
         # epoch 4 at the new, non-square size
         it = iter(ld)

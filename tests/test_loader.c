@@ -176,8 +176,14 @@ static void test_cover_and_epochs(void)
     size_t need = stk_loader_report(h, rep, sizeof rep);
     T_CHECK(need < sizeof rep && strlen(rep) == need, "report fits");
     T_CHECK(strstr(rep, "verdict:") && strstr(rep, "decode") && strstr(rep, "read"), "report: %s", rep);
+    /* truncation as snprintf: the length it needs is returned, the first 15 bytes are written.
+     * The loader still runs (it prefetches the next epoch), so the two reports' figures, and
+     * their lengths, may differ by a digit: compare the start (the fixed heading) */
     char tiny[16];
-    T_CHECK(stk_loader_report(h, tiny, sizeof tiny) == need && strlen(tiny) == 15, "report truncates like snprintf");
+    size_t need2 = stk_loader_report(h, tiny, sizeof tiny);
+    T_CHECK(need2 > sizeof tiny && need2 + 32 > need && need + 32 > need2 && strlen(tiny) == 15 &&
+                !strncmp(tiny, rep, 15),
+            "report truncates like snprintf: %zu / %zu, `%s`", need2, need, tiny);
     stk_loader_destroy(h);
     tl_epoch_free(&e0);
     tl_epoch_free(&e1);

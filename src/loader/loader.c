@@ -588,65 +588,59 @@ static int batch_ready(const stk_loader *h, uint64_t k)
     return s->seq == k && s->done && !s->held;
 }
 
-int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out)
+/* The steps of stk_loader_next, each with h->mu held; STK_OK goes on to the next. */
+
+/* A cancel or an earlier failure pending; the end of the epoch (STK_END: the next batch belongs
+ * to a later epoch, or there are none); else the consumer enters the epoch of batch c_k. */
+static int next_gate(stk_loader *h)
 {
-    if (out)
-        *out = NULL;
-    if (!h || !out)
-        return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "stk_loader_next: the loader is not started");
-    pthread_mutex_lock(&h->mu);
     if (h->cancel_pending) {
         h->cancel_pending = 0;
-        pthread_mutex_unlock(&h->mu);
         return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
     }
-    if (h->failed) {
-        int rc = h->failed;
-        pthread_mutex_unlock(&h->mu);
-        return rc; /* h->err still names the record */
-    }
-    /* end of the epoch: the next batch belongs to a later epoch (or there are none) */
+    if (h->failed)
+        return h->failed; /* h->err still names the record */
     uint64_t e, first;
     uint32_t size;
-    if (h->bpe == 0 && h->c_k >= h->r_nb0) {
+    if (h->bpe == 0 && h->c_k >= h->r_nb0)
         e = h->c_epoch + 1;
-        first = 0;
-        size = 0;
-    } else {
+    else
         stk__loader_geom(h, h->c_k, &e, &first, &size);
-    }
     if (e > h->c_epoch) {
         set_pos(h, h->c_epoch + 1, 0);
-        pthread_mutex_unlock(&h->mu);
         return STK_END;
     }
     if (h->gate_end <= e) { /* resizable: the consumer enters epoch e, its size is now fixed */
         h->gate_end = e + 1;
         pthread_cond_broadcast(&h->space_cv);
     }
+    return STK_OK;
+}
+
+/* Room to hand batch c_k out: fewer batches held than buffers, and not the one whose buffer batch
+ * c_k goes into (waiting for it while it is held would never end). */
+static int next_room(stk_loader *h)
+{
     uint32_t held = h->device_path ? h->held_dev : h->held_host;
     uint32_t limit = h->device_path ? (uint32_t)h->nbuf : h->K;
-    if (held >= limit) {
-        pthread_mutex_unlock(&h->mu);
-        return stk__err(h->err, STK_E_STATE,
-                        "stk_loader_next: %u batches are held; release one first (the limit is %u)",
-                        held, limit);
-    }
     uint64_t k = h->c_k;
-    /* batch k goes where batch k - K (k - nbuf) is: waiting for it while that one is held would
-     * never end */
-    int blocked_by_held = h->device_path ? h->devs[k % (uint64_t)h->nbuf].held
-                                         : h->slots[k % h->K].held;
-    if (blocked_by_held) {
-        uint32_t lim = h->device_path ? (uint32_t)h->nbuf : h->K;
-        pthread_mutex_unlock(&h->mu);
+    if (held >= limit)
+        return stk__err(h->err, STK_E_STATE,
+                        "stk_loader_next: %u batches are held; release one first (the limit is %u)", held, limit);
+    int blocked_by_held = h->device_path ? h->devs[k % (uint64_t)h->nbuf].held : h->slots[k % h->K].held;
+    if (blocked_by_held)
         return stk__err(h->err, STK_E_STATE,
                         "stk_loader_next: batch %llu is still held and its buffer is needed next "
                         "(at most %u consecutive batches can be held); release it first",
-                        (unsigned long long)(k >= lim ? k - lim : 0), lim);
-    }
+                        (unsigned long long)(k >= limit ? k - limit : 0), limit);
+    return STK_OK;
+}
+
+/* Wait (TIMEOUT_MS < 0: without limit) until batch c_k is ready: STK_OK, STK_TIMEOUT,
+ * STK_E_CANCELLED, or the pipeline's fatal error (sticky). */
+static int next_wait(stk_loader *h, int timeout_ms)
+{
+    uint64_t k = h->c_k;
     if (!batch_ready(h, k) && !h->pipe_status) {
         uint64_t t0 = stk__now_ns();
         struct timespec dl;
@@ -664,71 +658,80 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
         atomic_fetch_add(&h->tel.wait_ns, stk__now_ns() - t0);
         if (h->cancel_pending && !batch_ready(h, k)) {
             h->cancel_pending = 0;
-            pthread_mutex_unlock(&h->mu);
             return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
         }
-        if (timed_out && !h->pipe_status) {
-            pthread_mutex_unlock(&h->mu);
+        if (timed_out && !h->pipe_status)
             return STK_TIMEOUT;
-        }
     }
     if (!batch_ready(h, k)) { /* fatal pipeline error */
-        int rc = h->pipe_status;
-        stk__err(h->err, rc, "%s", h->pipe_msg);
-        h->failed = rc;
-        pthread_mutex_unlock(&h->mu);
-        return rc;
+        h->failed = stk__err(h->err, h->pipe_status, "%s", h->pipe_msg);
+        return h->failed;
     }
-    const stk_batch *b;
-    int fail = 0;
+    return STK_OK;
+}
+
+/* Hand ready batch c_k out into *B (device buffers: after the caller's stream is made to wait for
+ * it); a strict-mode failure recorded with the batch, or a stager error, is sticky. */
+static int next_hand_out(stk_loader *h, void *cuda_stream, const stk_batch **b)
+{
+    uint64_t k = h->c_k;
     if (h->device_path) {
         stk__devbuf *d = &h->devs[k % (uint64_t)h->nbuf];
+        int buf = (int)(k % (uint64_t)h->nbuf);
+        char cerr[STK__ERRLEN] = "";
+        int rc;
         if (d->fail_status) {
-            fail = d->fail_status;
             snprintf(h->err, sizeof h->err, "%s", d->fail_msg);
-        } else {
-            char cerr[STK__ERRLEN] = "";
-            int buf = (int)(k % (uint64_t)h->nbuf);
-            int rc = stk__stager_hand_out(h->stager, buf, cuda_stream, cerr);
-            if (rc != STK_OK) {
-                stk__err(h->err, rc, "handing out batch %llu: %s", (unsigned long long)d->number, cerr);
-                h->failed = rc;
-                pthread_mutex_unlock(&h->mu);
-                return rc;
-            }
-            fill_batch(h, &d->batch, d, d->epoch, d->number, d->first, d->size, d->bad,
-                       stk__stager_buffer(h->stager, buf), h->dev_id, d->labels, d->indices,
-                       d->substituted, d->payload);
-            d->held = 1;
-            h->held_dev++;
-            b = &d->batch;
+            return h->failed = d->fail_status;
         }
-    } else {
-        stk__slot *s = &h->slots[k % h->K];
-        if (s->fail_status) {
-            fail = s->fail_status;
-            snprintf(h->err, sizeof h->err, "%s", s->fail_msg);
-        } else {
-            fill_batch(h, &s->batch, s, s->epoch, s->number, s->first, s->size,
-                       atomic_load(&s->bad), s->images, -1, s->labels, s->indices, s->substituted,
-                       s->payload);
-            s->held = 1;
-            h->held_host++;
-            b = &s->batch;
-        }
+        if ((rc = stk__stager_hand_out(h->stager, buf, cuda_stream, cerr)) != STK_OK)
+            return h->failed = stk__err(h->err, rc, "handing out batch %llu: %s", (unsigned long long)d->number, cerr);
+        fill_batch(h, &d->batch, d, d->epoch, d->number, d->first, d->size, d->bad, stk__stager_buffer(h->stager, buf),
+                   h->dev_id, d->labels, d->indices, d->substituted, d->payload);
+        d->held = 1;
+        h->held_dev++;
+        *b = &d->batch;
+        return STK_OK;
     }
-    if (fail) {
-        h->failed = fail;
-        pthread_mutex_unlock(&h->mu);
-        return fail;
+    stk__slot *s = &h->slots[k % h->K];
+    if (s->fail_status) {
+        snprintf(h->err, sizeof h->err, "%s", s->fail_msg);
+        return h->failed = s->fail_status;
     }
-    h->c_k++;
-    set_pos(h, b->epoch, b->first_sample + b->size);
-    atomic_fetch_add(&h->tel.batches_out, 1);
-    atomic_fetch_add(&h->tel.samples_out, b->size);
-    pthread_mutex_unlock(&h->mu);
-    *out = b;
+    fill_batch(h, &s->batch, s, s->epoch, s->number, s->first, s->size, atomic_load(&s->bad), s->images, -1,
+               s->labels, s->indices, s->substituted, s->payload);
+    s->held = 1;
+    h->held_host++;
+    *b = &s->batch;
     return STK_OK;
+}
+
+int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out)
+{
+    if (out)
+        *out = NULL;
+    if (!h || !out)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_next: the loader is not started");
+    const stk_batch *b = NULL;
+    pthread_mutex_lock(&h->mu);
+    int rc = next_gate(h);
+    if (rc == STK_OK)
+        rc = next_room(h);
+    if (rc == STK_OK)
+        rc = next_wait(h, timeout_ms);
+    if (rc == STK_OK)
+        rc = next_hand_out(h, cuda_stream, &b);
+    if (rc == STK_OK) {
+        h->c_k++;
+        set_pos(h, b->epoch, b->first_sample + b->size);
+        atomic_fetch_add(&h->tel.batches_out, 1);
+        atomic_fetch_add(&h->tel.samples_out, b->size);
+        *out = b;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
 }
 
 /* The consumer gives host slot S back: it becomes free for the batch K later. (h->mu held) */

@@ -374,28 +374,14 @@ static void sample_bytes(stk_loader *h, int out_h, int out_w, size_t *out_b, siz
         *host_b = *out_b;
 }
 
-static int alloc_ring(stk_loader *h)
+/* The K host slots of SLOT_BYTES images each, with their metadata: page-locked when the stager
+ * copies from the ring, or when STK_P_PIN_HOST asks and CUDA can do it (else pageable, and
+ * pin_reason says why). */
+static int alloc_host_ring(stk_loader *h, size_t slot_bytes)
 {
-    /* slots and scratch hold the largest size the loader may be set to (a fixed loader: its size) */
-    size_t px = (size_t)h->max_h * (size_t)h->max_w * 3, max_out, max_host;
-    sample_bytes(h, h->aug.out_h, h->aug.out_w, &h->out_sample_bytes, &h->host_sample_bytes);
-    sample_bytes(h, h->max_h, h->max_w, &max_out, &max_host);
-    h->direct_out = h->stage != STK_STAGE_READ &&
-                    (h->device_path || (h->out_dtype == STK_DTYPE_UINT8 && h->out_layout == STK_NHWC));
-    size_t page = stk__page_size();
-    size_t slot_bytes = stk__round_up(max_host * h->bs, page);
-    h->ring_bytes = slot_bytes * h->K;
-    int64_t cap = pget_i(h, STK_P_MAX_PINNED_BYTES);
-    if (cap > 0 && h->ring_bytes > (uint64_t)cap)
-        return stk__err(h->err, STK_E_INVALID,
-                        "the host ring needs %u slots x %zu bytes = %zu bytes, above "
-                        "STK_P_MAX_PINNED_BYTES = %lld (lower STK_P_PREFETCH or STK_P_BATCH_SIZE)",
-                        h->K, slot_bytes, h->ring_bytes, (long long)cap);
     h->slots = calloc(h->K, sizeof(*h->slots));
     if (!h->slots)
         return stk__err(h->err, STK_E_NOMEM, "out of memory for %u ring slots", h->K);
-    /* page-locked when the stager copies from the ring, or when STK_P_PIN_HOST asks and CUDA
-     * can do it (else pageable, and pin_reason says why) */
     int pin_dev = h->device_path ? h->dev_id : -1;
     h->pin_reason = 0;
     if (!h->device_path && pget_i(h, STK_P_PIN_HOST) && h->ring_bytes) {
@@ -429,16 +415,28 @@ static int alloc_ring(stk_loader *h)
     }
     h->ring_pinned = pinned_all;
     h->slot_bytes = slot_bytes;
-    if (h->device_path) {
-        h->devs = calloc((size_t)h->nbuf, sizeof(*h->devs));
-        if (!h->devs)
-            return stk__err(h->err, STK_E_NOMEM, "out of memory for device batch records");
-        for (int i = 0; i < h->nbuf; i++)
-            if (alloc_meta(h->bs, &h->devs[i].labels, &h->devs[i].indices, &h->devs[i].substituted,
-                           &h->devs[i].payload) != STK_OK ||
-                (h->tout_row && !(h->devs[i].targets = calloc(h->bs, h->tout_row))))
-                return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
+    return STK_OK;
+}
+
+/* The metadata of the device buffers (their memory is the stager's). */
+static int alloc_dev_records(stk_loader *h)
+{
+    h->devs = calloc((size_t)h->nbuf, sizeof(*h->devs));
+    if (!h->devs)
+        return stk__err(h->err, STK_E_NOMEM, "out of memory for device batch records");
+    for (int i = 0; i < h->nbuf; i++) {
+        stk__devbuf *d = &h->devs[i];
+        if (alloc_meta(h->bs, &d->labels, &d->indices, &d->substituted, &d->payload) != STK_OK ||
+            (h->tout_row && !(d->targets = calloc(h->bs, h->tout_row))))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for batch metadata");
     }
+    return STK_OK;
+}
+
+/* The decode workers: a decoder each, and a sample of PX bytes of scratch unless they write
+ * straight into the slots. */
+static int alloc_workers(stk_loader *h, size_t px)
+{
     h->workers = calloc((size_t)h->workers_n, sizeof(*h->workers));
     if (!h->workers)
         return stk__err(h->err, STK_E_NOMEM, "out of memory for %d workers", h->workers_n);
@@ -452,12 +450,35 @@ static int alloc_ring(stk_loader *h)
             w->ctx = NULL;
             return stk__err(h->err, rc, "cannot create the decoder of worker %d", i);
         }
-        if (!h->direct_out) {
-            w->scratch = stk__alloc_aligned(64, px);
-            if (!w->scratch)
-                return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
-        }
+        if (!h->direct_out && !(w->scratch = stk__alloc_aligned(64, px)))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
     }
+    return STK_OK;
+}
+
+static int alloc_ring(stk_loader *h)
+{
+    /* slots and scratch hold the largest size the loader may be set to (a fixed loader: its size) */
+    size_t px = (size_t)h->max_h * (size_t)h->max_w * 3, max_out, max_host;
+    sample_bytes(h, h->aug.out_h, h->aug.out_w, &h->out_sample_bytes, &h->host_sample_bytes);
+    sample_bytes(h, h->max_h, h->max_w, &max_out, &max_host);
+    h->direct_out = h->stage != STK_STAGE_READ &&
+                    (h->device_path || (h->out_dtype == STK_DTYPE_UINT8 && h->out_layout == STK_NHWC));
+    size_t slot_bytes = stk__round_up(max_host * h->bs, stk__page_size());
+    h->ring_bytes = slot_bytes * h->K;
+    int64_t cap = pget_i(h, STK_P_MAX_PINNED_BYTES);
+    if (cap > 0 && h->ring_bytes > (uint64_t)cap)
+        return stk__err(h->err, STK_E_INVALID,
+                        "the host ring needs %u slots x %zu bytes = %zu bytes, above "
+                        "STK_P_MAX_PINNED_BYTES = %lld (lower STK_P_PREFETCH or STK_P_BATCH_SIZE)",
+                        h->K, slot_bytes, h->ring_bytes, (long long)cap);
+    int rc = alloc_host_ring(h, slot_bytes);
+    if (rc == STK_OK && h->device_path)
+        rc = alloc_dev_records(h);
+    if (rc == STK_OK)
+        rc = alloc_workers(h, px);
+    if (rc != STK_OK)
+        return rc;
     /* Reader buffers the decode side may hold beyond the reads in flight: one per worker plus a
      * few queued per worker. Reading runs far ahead of decoding, so more would only cost memory
      * (each buffer fits 99% of the records). The queue holds every buffer of the reader's pool

@@ -186,7 +186,7 @@ def test_storage_bound(tmp_path):
         assert devs and devs[0]["job_files"], d["disk"]
         # the device delivered reads at no more than the throttle's rate (+30% for the window edges)
         assert 0 < devs[0]["read_iops"] <= iops * 1.3, devs
-        assert "pack into shards and use stoker.Loader" in v
+        assert "pack into shards and use stoker.DataLoader (large sequential reads)" in v
     finally:
         subprocess.run(["umount", mnt], stderr=subprocess.DEVNULL)
         subprocess.run(["losetup", "-d", loop], stderr=subprocess.DEVNULL)

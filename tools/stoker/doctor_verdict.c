@@ -413,7 +413,7 @@ static void decide(const dr_run *r, dr_result *a)
                 snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);
         } else if (a->ld_disk >= TH_STORAGE) {
             sub = "storage";
-            snprintf(nx, nc, torch ? "pack into shards and use stoker.Loader (large sequential reads)"
+            snprintf(nx, nc, torch ? "pack into shards and use stoker.DataLoader (large sequential reads)"
                                    : "put the shards on faster storage or in the page cache");
         } else if (a->ld_busy + a->ld_rq >= TH_DECODE) {
             sub = "decode";

@@ -563,36 +563,42 @@ static int put_target_meta(stk_writer *w, MDB_dbi meta)
     return rc;
 }
 
-static int shard_close(stk_writer *w, uint64_t src_end, int last)
+/* The class names as meta `classes` (one per line, no trailing newline: line i = class i). */
+static int put_classes(stk_writer *w, MDB_dbi meta)
 {
-    int rc = ensure_room(w, 65536 + w->skips_len + w->nclasses * 256);
-    if (rc)
-        return rc;
-    MDB_dbi meta;
-    if ((rc = mdb_dbi_open(w->txn, STK__DB_META, MDB_CREATE, &meta)) != 0)
-        return lmdb_err(w, rc, "cannot create the `meta` database");
-    size_t clen = 0;
+    size_t clen = 0, o = 0;
     for (size_t i = 0; i < w->nclasses; i++)
         clen += strlen(w->classes[i]) + 1;
     char *cls = malloc(clen + 1);
     if (!cls)
         return fail(w, stk__err(w->err, STK_E_NOMEM, "out of memory"));
-    size_t o = 0;
     for (size_t i = 0; i < w->nclasses; i++) {
         size_t l = strlen(w->classes[i]);
         memcpy(cls + o, w->classes[i], l);
         o += l;
         cls[o++] = '\n';
     }
-    if (o)
-        o--; /* no trailing newline: line i = class i */
+    int rc = put_meta(w, meta, STK__META_CLASSES, cls, o ? o - 1 : 0);
+    free(cls);
+    return rc;
+}
+
+/* The open shard's `meta` (docs/FORMAT.md): LAST marks the dataset's last shard, SRC_END ends the
+ * source range of a pack's shard. */
+static int put_shard_meta(stk_writer *w, uint64_t src_end, int last)
+{
+    MDB_dbi meta;
+    int rc = ensure_room(w, 65536 + w->skips_len + w->nclasses * 256);
+    if (rc)
+        return rc;
+    if ((rc = mdb_dbi_open(w->txn, STK__DB_META, MDB_CREATE, &meta)) != 0)
+        return lmdb_err(w, rc, "cannot create the `meta` database");
     const char *by = "stoker " STK_VERSION_STRING;
     rc = put_meta(w, meta, STK__META_FORMAT, STK__FORMAT_NAME, strlen(STK__FORMAT_NAME));
     if (!rc)
         rc = put_meta_u64(w, meta, STK__META_COUNT, w->shard_count);
     if (!rc)
-        rc = put_meta(w, meta, STK__META_CLASSES, cls, o);
-    free(cls);
+        rc = put_classes(w, meta);
     if (!rc)
         rc = put_meta(w, meta, STK__META_CREATED_BY, by, strlen(by));
     if (!rc)
@@ -614,11 +620,15 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
         if (!rc)
             rc = put_meta(w, meta, STK__META_SKIPPED, w->skips ? w->skips : "", w->skips_len);
     }
-    if (rc)
-        return rc;
-    if ((rc = txn_commit(w)) != STK_OK)
-        return rc;
-    if ((rc = mdb_env_sync(w->env, 1)) != 0)
+    return rc;
+}
+
+/* Make the shard durable under its final name: sync, close, cut the file to the pages in use
+ * (and the reserved tail), fsync, rename from .tmp, fsync the directory. */
+static int shard_publish(stk_writer *w)
+{
+    int rc = mdb_env_sync(w->env, 1);
+    if (rc != 0)
         return lmdb_err(w, rc, "mdb_env_sync");
     uint64_t used = w->committed_pages * w->psize;
     mdb_env_close(w->env);
@@ -637,6 +647,18 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
     if (rename(w->tmp_path, final) != 0)
         return fail(w, stk__err(w->err, -errno, "%s: cannot rename to %s", w->tmp_path, final));
     fsync_dir(w->dst);
+    return STK_OK;
+}
+
+static int shard_close(stk_writer *w, uint64_t src_end, int last)
+{
+    int rc = put_shard_meta(w, src_end, last);
+    if (rc == STK_OK)
+        rc = txn_commit(w);
+    if (rc == STK_OK)
+        rc = shard_publish(w);
+    if (rc != STK_OK)
+        return rc;
     w->shard_open = 0;
     w->last_written = last;
     w->shard_no++;

@@ -397,110 +397,107 @@ static int gif_fail(GifFileType *g, int code, char *err)
                     s ? s : "decode error");
 }
 
+/* An extension record: the transparent index of a graphics control block into *TRANSPARENT. */
+static int gif_extension(GifFileType *g, int *transparent, char *err)
+{
+    int code;
+    GifByteType *ext;
+    if (DGifGetExtension(g, &code, &ext) == GIF_ERROR)
+        return gif_fail(g, 0, err);
+    if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
+        GraphicsControlBlock gcb;
+        if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK)
+            *transparent = gcb.TransparentColor;
+    }
+    while (ext)
+        if (DGifGetExtensionNext(g, &ext) == GIF_ERROR)
+            return gif_fail(g, 0, err);
+    return STK_OK;
+}
+
+/* The frame just described (g->Image) as palette indices on a W x H canvas, as Pillow 9 does: a
+ * canvas of the screen size filled with the transparent index (else 0), interlaced rows in
+ * their four passes. *IDX is malloc'd. */
+static int gif_frame(GifFileType *g, int W, int H, int64_t max_pixels, int transparent, uint8_t **idx, char *err)
+{
+    static const int start[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
+    GifImageDesc *d = &g->Image;
+    if (d->Width <= 0 || d->Height <= 0 || (int64_t)d->Width * d->Height > max_pixels)
+        return stk__err(err, STK_E_DECODE, "GIF: bad frame size %dx%d", d->Width, d->Height);
+    uint8_t *line = malloc((size_t)d->Width);
+    if (!(*idx = malloc((size_t)W * (size_t)H)) || !line) {
+        free(line);
+        return stk__err(err, STK_E_NOMEM, "GIF: out of memory");
+    }
+    memset(*idx, transparent >= 0 ? transparent : 0, (size_t)W * (size_t)H);
+    int passes = d->Interlace ? 4 : 1;
+    for (int pass = 0; pass < passes; pass++) {
+        for (int y = d->Interlace ? start[pass] : 0; y < d->Height; y += d->Interlace ? step[pass] : 1) {
+            if (DGifGetLine(g, line, d->Width) == GIF_ERROR) {
+                free(line);
+                return gif_fail(g, 0, err);
+            }
+            int yy = d->Top + y;
+            if (yy < 0 || yy >= H || d->Left >= W)
+                continue;
+            int n = STK__MIN(d->Width, W - d->Left);
+            memcpy(*idx + (size_t)yy * (size_t)W + (size_t)d->Left, line, (size_t)n);
+        }
+    }
+    free(line);
+    return STK_OK;
+}
+
+/* Palette indices IDX (N of them) to RGB through colour table CM; without one Pillow reads the
+ * indices as gray (mode L); an index past the table is black. */
+static void gif_rgb(const uint8_t *idx, size_t n, const ColorMapObject *cm, uint8_t *rgb)
+{
+    for (size_t i = 0; i < n; i++) {
+        int k = idx[i];
+        if (!cm) {
+            rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = (uint8_t)k;
+        } else if (k < cm->ColorCount) {
+            rgb[3 * i] = cm->Colors[k].Red;
+            rgb[3 * i + 1] = cm->Colors[k].Green;
+            rgb[3 * i + 2] = cm->Colors[k].Blue;
+        } else {
+            rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = 0;
+        }
+    }
+}
+
 static int decode_gif(const uint8_t *p, size_t len, int64_t max_pixels, uint8_t **px, int *pw, int *ph, char *err)
 {
     gif_src src = {p, len, 0};
-    int e = 0, rc = STK_OK;
+    int e = 0, rc = STK_OK, transparent = -1;
     GifFileType *g = DGifOpen(&src, gif_read_mem, &e);
     if (!g)
         return gif_fail(NULL, e, err);
     uint8_t *idx = NULL, *rgb = NULL;
-    int transparent = -1;
     int W = g->SWidth, H = g->SHeight;
-    if ((rc = check_size(STK__IMG_GIF, W, H, max_pixels, err)) != STK_OK)
-        goto out;
-    for (;;) {
-        GifRecordType t;
-        if (DGifGetRecordType(g, &t) == GIF_ERROR) {
+    GifRecordType t = UNDEFINED_RECORD_TYPE;
+    rc = check_size(STK__IMG_GIF, W, H, max_pixels, err);
+    while (rc == STK_OK && t != IMAGE_DESC_RECORD_TYPE) { /* the records up to the first frame */
+        if (DGifGetRecordType(g, &t) == GIF_ERROR)
             rc = gif_fail(g, 0, err);
-            goto out;
-        }
-        if (t == TERMINATE_RECORD_TYPE) {
+        else if (t == TERMINATE_RECORD_TYPE)
             rc = stk__err(err, STK_E_DECODE, "GIF: no image in the file");
-            goto out;
-        }
-        if (t == EXTENSION_RECORD_TYPE) {
-            int code;
-            GifByteType *ext;
-            if (DGifGetExtension(g, &code, &ext) == GIF_ERROR) {
-                rc = gif_fail(g, 0, err);
-                goto out;
-            }
-            if (code == GRAPHICS_EXT_FUNC_CODE && ext && ext[0] >= 4) {
-                GraphicsControlBlock gcb;
-                if (DGifExtensionToGCB(ext[0], ext + 1, &gcb) == GIF_OK)
-                    transparent = gcb.TransparentColor;
-            }
-            while (ext) {
-                if (DGifGetExtensionNext(g, &ext) == GIF_ERROR) {
-                    rc = gif_fail(g, 0, err);
-                    goto out;
-                }
-            }
-            continue;
-        }
-        if (t != IMAGE_DESC_RECORD_TYPE)
-            continue;
-        if (DGifGetImageDesc(g) == GIF_ERROR) {
+        else if (t == EXTENSION_RECORD_TYPE)
+            rc = gif_extension(g, &transparent, err);
+        else if (t == IMAGE_DESC_RECORD_TYPE && DGifGetImageDesc(g) == GIF_ERROR)
             rc = gif_fail(g, 0, err);
-            goto out;
-        }
-        GifImageDesc *d = &g->Image;
-        if (d->Width <= 0 || d->Height <= 0 || (int64_t)d->Width * d->Height > max_pixels) {
-            rc = stk__err(err, STK_E_DECODE, "GIF: bad frame size %dx%d", d->Width, d->Height);
-            goto out;
-        }
-        /* Pillow 9: a canvas of the screen size filled with the transparent index (else 0) */
-        idx = malloc((size_t)W * (size_t)H);
-        uint8_t *line = malloc((size_t)d->Width);
-        if (!idx || !line) {
-            free(line);
-            rc = stk__err(err, STK_E_NOMEM, "GIF: out of memory");
-            goto out;
-        }
-        memset(idx, transparent >= 0 ? transparent : 0, (size_t)W * (size_t)H);
-        static const int start[4] = {0, 4, 2, 1}, step[4] = {8, 8, 4, 2};
-        int passes = d->Interlace ? 4 : 1;
-        for (int pass = 0; pass < passes; pass++) {
-            for (int y = d->Interlace ? start[pass] : 0; y < d->Height; y += d->Interlace ? step[pass] : 1) {
-                if (DGifGetLine(g, line, d->Width) == GIF_ERROR) {
-                    free(line);
-                    rc = gif_fail(g, 0, err);
-                    goto out;
-                }
-                int yy = d->Top + y;
-                if (yy < 0 || yy >= H || d->Left >= W)
-                    continue;
-                int n = STK__MIN(d->Width, W - d->Left);
-                memcpy(idx + (size_t)yy * (size_t)W + (size_t)d->Left, line, (size_t)n);
-            }
-        }
-        free(line);
-        const ColorMapObject *cm = d->ColorMap ? d->ColorMap : g->SColorMap;
-        if (!(rgb = alloc_rgb(W, H))) {
-            rc = stk__err(err, STK_E_NOMEM, "GIF: out of memory");
-            goto out;
-        }
-        size_t n = (size_t)W * (size_t)H;
-        for (size_t i = 0; i < n; i++) {
-            int k = idx[i];
-            if (!cm) { /* no colour table: Pillow reads the indices as gray (mode L) */
-                rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = (uint8_t)k;
-            } else if (k < cm->ColorCount) {
-                rgb[3 * i] = cm->Colors[k].Red;
-                rgb[3 * i + 1] = cm->Colors[k].Green;
-                rgb[3 * i + 2] = cm->Colors[k].Blue;
-            } else {
-                rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = 0;
-            }
-        }
+    }
+    if (rc == STK_OK)
+        rc = gif_frame(g, W, H, max_pixels, transparent, &idx, err);
+    if (rc == STK_OK && !(rgb = alloc_rgb(W, H)))
+        rc = stk__err(err, STK_E_NOMEM, "GIF: out of memory");
+    if (rc == STK_OK) {
+        gif_rgb(idx, (size_t)W * (size_t)H, g->Image.ColorMap ? g->Image.ColorMap : g->SColorMap, rgb);
         *px = rgb;
         rgb = NULL;
         *pw = W;
         *ph = H;
-        break;
     }
-out:
     DGifCloseFile(g, &e);
     free(idx);
     free(rgb);

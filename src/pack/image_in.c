@@ -9,13 +9,15 @@
  * of an animation), giflib (first frame on a canvas filled with the transparent index, else 0, as
  * Pillow 9 does), libtiff (8/16-bit RGB and gray strips by scanline, so alpha is dropped and not
  * premultiplied; everything else — palette, CMYK, YCbCr, tiles, bilevel — through its RGBA
- * interface), stb_image for BMP and binary PPM/PGM (Debian's libstb; only those two formats are
- * handed to it). Pillow's conversions, checked with Pillow 9.4 (tests/test_pack_formats.sh):
+ * interface), stb_image for BMP (Debian's libstb; only BMP is handed to it). Binary PPM/PGM is a
+ * header and raw samples, read here with Pillow's maxval scaling (docs/FORMAT.md says why not
+ * stb). Pillow's conversions, checked with Pillow 9.4 (tests/python/test_pack_formats.py):
  * alpha dropped, palette expanded (transparency ignored), gray replicated, 16-bit RGB(A)/LA
  * reduced to the high byte, 16-bit gray (mode I) clamped to 255.
  */
 #include "image_in.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,8 +95,8 @@ int stk__img_can_decode(int kind)
 #endif
 #ifdef STK_HAVE_STB
     case STK__IMG_BMP: return 1;
-    case STK__IMG_PNM: return 1;
 #endif
+    case STK__IMG_PNM: return 1; /* read here (decode_pnm) */
     default: return 0;
     }
 }
@@ -107,8 +109,7 @@ static const char *kind_package(int kind)
     case STK__IMG_WEBP: return "libwebp-dev";
     case STK__IMG_GIF: return "libgif-dev";
     case STK__IMG_TIFF: return "libtiff-dev";
-    case STK__IMG_BMP:
-    case STK__IMG_PNM: return "libstb-dev";
+    case STK__IMG_BMP: return "libstb-dev";
     default: return "?";
     }
 }
@@ -668,36 +669,82 @@ out:
 static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 /* stb_image reads zeros past the end of its input instead of failing: the bytes an uncompressed
- * BMP or a binary PNM must hold are checked here first (Pillow refuses such files as truncated). */
-static int stb_expected(int kind, const uint8_t *p, size_t len, uint64_t *need)
+ * BMP must hold are checked here first (Pillow refuses such files as truncated). Returns -1 for
+ * a header too short to read. */
+static int bmp_expected(const uint8_t *p, size_t len, uint64_t *need)
 {
     *need = 0;
-    if (kind == STK__IMG_BMP) {
-        if (len < 30)
+    if (len < 30)
+        return -1;
+    uint32_t off = le32(p + 10), hdr = le32(p + 14);
+    int64_t w, h;
+    unsigned bpp, comp = 0;
+    if (hdr == 12) { /* OS/2 */
+        w = p[18] | p[19] << 8;
+        h = p[20] | p[21] << 8;
+        bpp = p[24] | (unsigned)p[25] << 8;
+    } else {
+        if (len < 34)
             return -1;
-        uint32_t off = le32(p + 10), hdr = le32(p + 14);
-        int64_t w, h;
-        unsigned bpp, comp = 0;
-        if (hdr == 12) { /* OS/2 */
-            w = p[18] | p[19] << 8;
-            h = p[20] | p[21] << 8;
-            bpp = p[24] | (unsigned)p[25] << 8;
-        } else {
-            if (len < 34)
-                return -1;
-            w = (int32_t)le32(p + 18);
-            h = (int32_t)le32(p + 22);
-            bpp = p[28] | (unsigned)p[29] << 8;
-            comp = le32(p + 30);
-        }
-        if (comp != 0 && comp != 3 && comp != 6)
-            return 0; /* RLE and others: stb refuses them itself */
-        if (h < 0)
-            h = -h;
-        *need = (uint64_t)off + (((uint64_t)w * bpp + 31) / 32) * 4 * (uint64_t)h;
-        return 0;
+        w = (int32_t)le32(p + 18);
+        h = (int32_t)le32(p + 22);
+        bpp = p[28] | (unsigned)p[29] << 8;
+        comp = le32(p + 30);
     }
-    /* PNM: "P5"/"P6", width, height, maxval (comments from '#' to the line end), one white space */
+    if (comp != 0 && comp != 3 && comp != 6)
+        return 0; /* RLE and others: stb refuses them itself */
+    if (h < 0)
+        h = -h;
+    *need = (uint64_t)off + (((uint64_t)w * bpp + 31) / 32) * 4 * (uint64_t)h;
+    return 0;
+}
+
+static int decode_bmp(const uint8_t *p, size_t len, int64_t max_pixels, uint8_t **px, int *pw, int *ph, char *err)
+{
+    uint64_t need;
+    if (bmp_expected(p, len, &need) != 0)
+        return stk__err(err, STK_E_DECODE, "BMP: bad header");
+    if (len < need)
+        return stk__err(err, STK_E_TRUNCATED, "BMP: truncated: %zu bytes, the pixels need %llu", len,
+                        (unsigned long long)need);
+    int w, h, comp;
+    if (!stbi_info_from_memory(p, (int)len, &w, &h, &comp))
+        return stk__err(err, STK_E_DECODE, "BMP: %s", stbi_failure_reason());
+    int rc = check_size(STK__IMG_BMP, w, h, max_pixels, err);
+    if (rc)
+        return rc;
+    uint8_t *d = stbi_load_from_memory(p, (int)len, &w, &h, &comp, 3);
+    if (!d) {
+        const char *why = stbi_failure_reason();
+        return stk__err(err, STK_E_DECODE, "BMP: %s", why ? why : "decode error");
+    }
+    uint8_t *rgb = alloc_rgb(w, h);
+    if (!rgb) {
+        stbi_image_free(d);
+        return stk__err(err, STK_E_NOMEM, "BMP: out of memory");
+    }
+    memcpy(rgb, d, (size_t)w * (size_t)h * 3);
+    stbi_image_free(d);
+    *px = rgb;
+    *pw = w;
+    *ph = h;
+    return STK_OK;
+}
+#endif
+
+/* ---- PPM/PGM --------------------------------------------------------------------------------- */
+
+/* A binary PNM header: "P5"/"P6", width, height, maxval (white space and '#' comments to the line
+ * end between them), one white-space byte, then the samples at OFF. */
+typedef struct pnm_hdr {
+    uint64_t w, h;
+    unsigned maxval;
+    size_t off;
+    int gray;
+} pnm_hdr;
+
+static int pnm_header(const uint8_t *p, size_t len, pnm_hdr *hd)
+{
     size_t i = 2;
     uint64_t v[3];
     for (int k = 0; k < 3; k++) {
@@ -717,46 +764,65 @@ static int stb_expected(int kind, const uint8_t *p, size_t len, uint64_t *need)
         while (i < len && p[i] >= '0' && p[i] <= '9' && v[k] < (1u << 30))
             v[k] = v[k] * 10 + (uint64_t)(p[i++] - '0');
     }
-    i++;
-    *need = i + v[0] * v[1] * (p[1] == '6' ? 3u : 1u) * (v[2] > 255 ? 2u : 1u);
+    if (v[0] < 1 || v[1] < 1 || v[2] < 1 || v[2] > 65535)
+        return -1; /* Pillow: "maxval must be greater than 0 and less than 65536" */
+    *hd = (pnm_hdr){v[0], v[1], (unsigned)v[2], i + 1, p[1] == '5'};
     return 0;
 }
 
-static int decode_stb(int kind, const uint8_t *p, size_t len, int64_t max_pixels, uint8_t **px, int *pw, int *ph,
-                      char *err)
+/* Pillow 9.4's PpmDecoder: a sample of a file whose maxval is not 255 becomes
+ * min(out_max, round(value / maxval * out_max)) in Python floats, round() taking ties to even
+ * (nearbyint in the default rounding mode does the same on the same double). */
+static unsigned pnm_scale(unsigned v, unsigned maxval, unsigned out_max)
 {
-    if (len > INT32_MAX)
-        return stk__err(err, STK_E_TOO_LARGE, "%s: file over 2 GiB", stk__img_kind_name(kind));
-    uint64_t need;
-    if (stb_expected(kind, p, len, &need) != 0)
-        return stk__err(err, STK_E_DECODE, "%s: bad header", stk__img_kind_name(kind));
-    if (len < need)
-        return stk__err(err, STK_E_TRUNCATED, "%s: truncated: %zu bytes, the pixels need %llu",
-                        stk__img_kind_name(kind), len, (unsigned long long)need);
-    int w, h, comp;
-    if (!stbi_info_from_memory(p, (int)len, &w, &h, &comp))
-        return stk__err(err, STK_E_DECODE, "%s: %s", stk__img_kind_name(kind), stbi_failure_reason());
-    int rc = check_size(kind, w, h, max_pixels, err);
+    double x = nearbyint((double)v / (double)maxval * (double)out_max);
+    return x > (double)out_max ? out_max : (unsigned)x;
+}
+
+/*
+ * A binary PGM/PPM as Pillow opens and converts it to RGB: maxval 255 as stored; other 8-bit
+ * maxvals scaled to 0..255; 16-bit (big-endian) PPM scaled to 0..255; 16-bit PGM opens as mode
+ * I, scaled to 0..65535 (65535: as stored), and I -> RGB clamps at 255. The samples are read
+ * here, not by stb_image: its PNM reader (Debian's 2022 version) returns them unscaled, 16-bit
+ * ones byte-swapped on a little-endian machine, and with a channel conversion asked for reads
+ * past its buffer — fuzz_image found the last, the comparison with Pillow the others.
+ */
+static int decode_pnm(const uint8_t *p, size_t len, int64_t max_pixels, uint8_t **px, int *pw, int *ph, char *err)
+{
+    pnm_hdr hd;
+    if (pnm_header(p, len, &hd) != 0)
+        return stk__err(err, STK_E_DECODE, "PPM/PGM: bad header");
+    int wide = hd.maxval > 255, chans = hd.gray ? 1 : 3;
+    if (hd.w > INT32_MAX || hd.h > INT32_MAX)
+        return stk__err(err, STK_E_TOO_LARGE, "PPM/PGM: %llux%llu pixels", (unsigned long long)hd.w,
+                        (unsigned long long)hd.h);
+    int rc = check_size(STK__IMG_PNM, (int)hd.w, (int)hd.h, max_pixels, err);
     if (rc)
         return rc;
-    uint8_t *d = stbi_load_from_memory(p, (int)len, &w, &h, &comp, 3);
-    if (!d) {
-        const char *why = stbi_failure_reason();
-        return stk__err(err, STK_E_DECODE, "%s: %s", stk__img_kind_name(kind), why ? why : "decode error");
+    size_t n = (size_t)(hd.w * hd.h) * (size_t)chans;
+    if (len - hd.off < n * (wide ? 2u : 1u) || hd.off > len)
+        return stk__err(err, STK_E_TRUNCATED, "PPM/PGM: truncated: %zu bytes, the pixels need %llu", len,
+                        (unsigned long long)(hd.off + n * (wide ? 2u : 1u)));
+    uint8_t *rgb = alloc_rgb((int)hd.w, (int)hd.h);
+    if (!rgb)
+        return stk__err(err, STK_E_NOMEM, "PPM/PGM: out of memory");
+    unsigned out_max = wide && hd.gray ? 65535 : 255;
+    const uint8_t *q = p + hd.off;
+    for (size_t i = 0; i < n; i++) {
+        unsigned v = wide ? (unsigned)q[2 * i] << 8 | q[2 * i + 1] : q[i];
+        if (hd.maxval != 255)
+            v = pnm_scale(v, hd.maxval, out_max);
+        uint8_t b = (uint8_t)(v > 255 ? 255 : v);
+        if (hd.gray)
+            rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = b;
+        else
+            rgb[i] = b;
     }
-    uint8_t *rgb = alloc_rgb(w, h);
-    if (!rgb) {
-        stbi_image_free(d);
-        return stk__err(err, STK_E_NOMEM, "%s: out of memory", stk__img_kind_name(kind));
-    }
-    memcpy(rgb, d, (size_t)w * (size_t)h * 3);
-    stbi_image_free(d);
     *px = rgb;
-    *pw = w;
-    *ph = h;
+    *pw = (int)hd.w;
+    *ph = (int)hd.h;
     return STK_OK;
 }
-#endif
 
 int stk__img_decode_rgb(int kind, const uint8_t *p, size_t len, int64_t max_pixels, uint8_t **px, int *w, int *h,
                         char *err)
@@ -781,9 +847,9 @@ int stk__img_decode_rgb(int kind, const uint8_t *p, size_t len, int64_t max_pixe
     case STK__IMG_TIFF: return decode_tiff(p, len, max_pixels, px, w, h, err);
 #endif
 #ifdef STK_HAVE_STB
-    case STK__IMG_BMP:
-    case STK__IMG_PNM: return decode_stb(kind, p, len, max_pixels, px, w, h, err);
+    case STK__IMG_BMP: return decode_bmp(p, len, max_pixels, px, w, h, err);
 #endif
+    case STK__IMG_PNM: return decode_pnm(p, len, max_pixels, px, w, h, err);
     default:
         break;
     }

@@ -2,8 +2,9 @@
 /*
  * image_in.h — source images of any common format, known by their first bytes (never by the
  * file name), decoded to 8-bit RGB the way Pillow's Image.open(f).convert("RGB") sees them, with
- * well-kept libraries: libpng, libwebp (+ demux), giflib, libtiff, stb_image (BMP, binary
- * PPM/PGM). Each decoder is optional at build time. Internal to the pack layer.
+ * well-kept libraries: libpng, libwebp (+ demux), giflib, libtiff, stb_image (BMP); binary
+ * PPM/PGM (a header and raw samples) is read in image_in.c. Each library is optional at build
+ * time. Internal to the pack layer.
  */
 #ifndef STK_IMAGE_IN_H
 #define STK_IMAGE_IN_H

@@ -117,6 +117,16 @@ def make_sources(rng):
     out.append(("tiff_cmyk.tif", save(im.convert("CMYK"), "TIFF"), "jpeg"))
     out.append(("ppm_rgb.ppm", save(im, "PPM"), "jpeg"))
     out.append(("pgm_gray.pgm", save(gray, "PPM"), "jpeg"))
+    # maxval other than 255 (Pillow scales every sample to its mode's range, ties to even), and
+    # 16-bit samples (a PGM opens as mode I, whose RGB clamps at 255); with a "# comment"
+    for kind, maxval in (("P5", 100), ("P6", 100), ("P5", 1000), ("P6", 1000), ("P5", 65535), ("P6", 65535),
+                         ("P5", 256)):
+        chans = 1 if kind == "P5" else 3
+        src = np.asarray(gray, dtype=np.float64) if chans == 1 else rgb.astype(np.float64)
+        v = np.round(src / 255.0 * maxval).astype(np.int64)   # the picture at that maxval
+        body = v.astype(">u2" if maxval > 255 else "u1").tobytes()
+        head = ("%s\n# made by test_pack_formats\n%d %d\n%d\n" % (kind, W, H, maxval)).encode()
+        out.append(("pnm_%s_max%d.%s" % (kind, maxval, "pgm" if chans == 1 else "ppm"), head + body, "jpeg"))
     out.append(("png_disguised.JPEG", save(im, "PNG"), "jpeg"))
     out.append(("jpeg_gray.jpg", save(gray, "JPEG", quality=90), "copy"))
     out.append(("jpeg_cmyk.jpg", save(im.convert("CMYK"), "JPEG", quality=90), "copy"))

@@ -191,9 +191,18 @@ static void test_default_policy(const tl_data *d)
         T_CHECK(seen[BAD[k]] == 2, "record %d reported once per epoch", BAD[k]);
     stk_record_error re;
     T_CHECK(stk_loader_error_get(h, nerr, &re) == STK_E_RANGE, "past the end");
+    /* the report names the first three entries of the error list (in the order the pipeline met
+     * them, which two workers and the reader make vary from run to run) and counts the rest (the
+     * loader prefetches on, so their number may have grown since nerr was read) */
     char rep[4096];
     stk_loader_report(h, rep, sizeof rep);
-    T_CHECK(strstr(rep, "bad records: ") && strstr(rep, "shard-00000.lmdb key 3"), "report lists them: %s", rep);
+    T_CHECK(strstr(rep, "bad records: ") != NULL, "report: %s", rep);
+    for (uint64_t i = 0; i < 3 && i < nerr; i++) {
+        T_OK(stk_loader_error_get(h, i, &re));
+        T_CHECK(strstr(rep, re.where) != NULL, "report lists error %llu (%s): %s", (unsigned long long)i, re.where,
+                rep);
+    }
+    T_CHECK(nerr <= 3 || strstr(rep, " more (stk_loader_error_get)") != NULL, "report counts the rest: %s", rep);
     stk_loader_destroy(h);
 }
 

@@ -766,6 +766,24 @@ static void slot_give_back(stk_loader *h, stk__slot *s)
     pthread_cond_broadcast(&h->space_cv);
 }
 
+/* The host slot or device buffer BATCH was handed out from, or NULL when BATCH is not one of H's
+ * (compared by address: a foreign pointer is never subtracted from the ring's). */
+static stk__slot *slot_of(const stk_loader *h, const stk_batch *batch)
+{
+    for (uint32_t i = 0; h->slots && i < h->K; i++)
+        if (batch == &h->slots[i].batch)
+            return &h->slots[i];
+    return NULL;
+}
+
+static stk__devbuf *devbuf_of(const stk_loader *h, const stk_batch *batch)
+{
+    for (int i = 0; h->devs && i < h->nbuf; i++)
+        if (batch == &h->devs[i].batch)
+            return &h->devs[i];
+    return NULL;
+}
+
 int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
 {
     if (!h || !batch)
@@ -775,14 +793,13 @@ int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
     pthread_mutex_lock(&h->mu);
     int rc = STK_OK;
     if (h->device_path) {
-        stk__devbuf *d = (stk__devbuf *)batch->internal;
-        ptrdiff_t i = d - h->devs;
-        if (i < 0 || i >= h->nbuf || batch != &d->batch || !d->held) {
+        stk__devbuf *d = devbuf_of(h, batch);
+        if (!d || !d->held) {
             pthread_mutex_unlock(&h->mu);
             return stk__err(h->err, STK_E_INVALID, "stk_loader_release: not a batch held from this loader");
         }
         char cerr[STK__ERRLEN] = "";
-        rc = stk__stager_release(h->stager, (int)i, cuda_stream, cerr);
+        rc = stk__stager_release(h->stager, (int)(d - h->devs), cuda_stream, cerr);
         if (rc != STK_OK)
             stk__err(h->err, rc, "releasing batch %llu: %s", (unsigned long long)d->number, cerr);
         d->held = 0;
@@ -791,9 +808,8 @@ int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
         h->held_dev--;
         pthread_cond_broadcast(&h->stage_cv);
     } else {
-        stk__slot *s = (stk__slot *)batch->internal;
-        ptrdiff_t i = s - h->slots;
-        if (i < 0 || i >= (ptrdiff_t)h->K || batch != &s->batch || !s->held) {
+        stk__slot *s = slot_of(h, batch);
+        if (!s || !s->held) {
             pthread_mutex_unlock(&h->mu);
             return stk__err(h->err, STK_E_INVALID, "stk_loader_release: not a batch held from this loader");
         }
@@ -815,9 +831,8 @@ int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
         return stk__err(h->err, STK_E_UNSUPPORTED,
                         "stk_loader_detach: device batches cannot be detached (release them)");
     pthread_mutex_lock(&h->mu);
-    stk__slot *s = (stk__slot *)batch->internal;
-    ptrdiff_t i = s - h->slots;
-    int ok = i >= 0 && i < (ptrdiff_t)h->K && batch == &s->batch && s->held;
+    stk__slot *s = slot_of(h, batch);
+    int ok = s && s->held;
     pthread_mutex_unlock(&h->mu);
     if (!ok)
         return stk__err(h->err, STK_E_INVALID, "stk_loader_detach: not a batch held from this loader");
@@ -848,18 +863,9 @@ const void *stk_loader_batch_targets(const stk_loader *h, const stk_batch *batch
         memset(info, 0, sizeof *info);
     if (!h || !batch || h->state != STK__LS_STARTED || !h->tout_row)
         return NULL;
-    const uint8_t *t = NULL;
-    if (h->device_path) {
-        const stk__devbuf *d = (const stk__devbuf *)batch->internal;
-        ptrdiff_t i = d - h->devs;
-        if (i >= 0 && i < (ptrdiff_t)h->nbuf && batch == &d->batch)
-            t = d->targets;
-    } else {
-        const stk__slot *s = (const stk__slot *)batch->internal;
-        ptrdiff_t i = s - h->slots;
-        if (i >= 0 && i < (ptrdiff_t)h->K && batch == &s->batch)
-            t = s->targets;
-    }
+    const stk__devbuf *d = h->device_path ? devbuf_of(h, batch) : NULL;
+    const stk__slot *s = h->device_path ? NULL : slot_of(h, batch);
+    const uint8_t *t = d ? d->targets : s ? s->targets : NULL;
     if (t && info)
         *info = h->tout;
     return t;
@@ -897,13 +903,7 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
         return stk__err(h->err, STK_E_RANGE,
                         "%s: %llu samples consumed, but the epoch has %llu", fn,
                         (unsigned long long)base, (unsigned long long)h->n);
-    uint64_t end = h->epoch_end;
-    if (base) {
-        stk__plan p;
-        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
-        stk__plan_resume(&p, base);
-        end = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
-    }
+    uint64_t end = stk__loader_rest_end(h, epoch, base);
     if (next_sample > end)
         return stk__err(h->err, STK_E_RANGE,
                         "%s: sample %llu is past the end of the epoch (%llu samples)", fn,

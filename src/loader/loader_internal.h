@@ -201,6 +201,9 @@ int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample);
 int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64_t base);
 /* samples of this rank in epoch EPOCH of the run (the run's first epoch may be a resumed rest) */
 uint64_t stk__loader_epoch_end(const stk_loader *h, uint64_t epoch);
+/* samples of this rank in epoch EPOCH when its global positions [0, BASE) were delivered before
+ * (the share of the rest, STK_P_DROP_LAST applied); BASE 0: a whole epoch */
+uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base);
 void stk__loader_halt(stk_loader *h);
 /* run batch K -> epoch, first sample, size (h->bpe > 0 or K < r_nb0) */
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size);

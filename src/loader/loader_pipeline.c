@@ -34,6 +34,16 @@ uint64_t stk__loader_epoch_end(const stk_loader *h, uint64_t epoch)
     return epoch == h->r_e0 ? h->r_end0 : h->epoch_end;
 }
 
+uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base)
+{
+    if (!base)
+        return h->epoch_end;
+    stk__plan p;
+    stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
+    stk__plan_resume(&p, base);
+    return h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
+}
+
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size)
 {
     uint64_t e, f, end;
@@ -435,13 +445,7 @@ int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample)
 
 int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64_t base)
 {
-    uint64_t end0 = h->epoch_end;
-    if (base) {
-        stk__plan p;
-        stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
-        stk__plan_resume(&p, base);
-        end0 = h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
-    }
+    uint64_t end0 = stk__loader_rest_end(h, epoch, base);
     pthread_mutex_lock(&h->mu);
     h->halting = 0;
     atomic_store(&h->halt_flag, 0);

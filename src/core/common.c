@@ -340,6 +340,23 @@ int stk__pread_full(int fd, void *buf, size_t len, uint64_t off)
     return STK_OK;
 }
 
+int stk__read_upto(int fd, void *buf, size_t len, size_t *got)
+{
+    uint8_t *p = buf;
+    *got = 0;
+    while (*got < len) {
+        ssize_t r = read(fd, p + *got, len - *got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        *got += (size_t)r;
+    }
+    return STK_OK;
+}
+
 char *stk__strdup(const char *s)
 {
     if (!s)

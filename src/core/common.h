@@ -58,6 +58,9 @@ double stk__cgroup_cpu_quota(const char *root, char *where, size_t cap);
  * the file ends first (it is shorter than expected, e.g. it shrank), -errno on a read error.
  * Thread-safe (pread). */
 int stk__pread_full(int fd, void *buf, size_t len, uint64_t off);
+/* Read from FD's current offset until LEN bytes or the end of the file (retrying short reads and
+ * EINTR); *GOT = the bytes read. STK_OK, or -errno on a read error (*GOT: what was read before). */
+int stk__read_upto(int fd, void *buf, size_t len, size_t *got);
 
 /* Duplicate a string (NULL on failure). */
 char *stk__strdup(const char *s);

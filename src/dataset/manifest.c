@@ -46,21 +46,12 @@ static int text_read(const char *path, char **text, size_t *len, char *err)
         close(fd);
         return stk__err(err, STK_E_NOMEM, "out of memory");
     }
-    while (got < size) {
-        ssize_t r = read(fd, t + got, size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(t);
-            close(fd);
-            return stk__err(err, -e, "%s: read failed", path);
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
+    int rc = stk__read_upto(fd, t, size, &got);
     close(fd);
+    if (rc) {
+        free(t);
+        return stk__err(err, rc, "%s: read failed", path);
+    }
     t[got] = 0;
     *text = t;
     *len = got;

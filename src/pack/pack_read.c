@@ -73,17 +73,9 @@ static int read_source(stk__pack_slot *s, int fd, size_t want, size_t *got)
         s->buf = nb;
         s->cap = nc;
     }
-    *got = 0;
-    while (*got < want) {
-        ssize_t r = read(fd, s->buf + *got, want - *got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return skip(s, -errno, "unreadable: read failed: %s", strerror(errno));
-        if (r == 0)
-            break;
-        *got += (size_t)r;
-    }
+    int rc = stk__read_upto(fd, s->buf, want, got);
+    if (rc)
+        return skip(s, rc, "unreadable: read failed: %s", strerror(-rc));
     if (*got == want)
         return skip(s, STK_E_IO, "unreadable: file grew while read");
     return STK_OK;

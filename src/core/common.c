@@ -340,6 +340,21 @@ int stk__pread_full(int fd, void *buf, size_t len, uint64_t off)
     return STK_OK;
 }
 
+int stk__grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return STK_OK;
+    size_t nc = *cap ? *cap * 2 : 16;
+    while (nc < need)
+        nc *= 2;
+    void *nv = realloc(*v, nc * elem);
+    if (!nv)
+        return STK_E_NOMEM;
+    *v = nv;
+    *cap = nc;
+    return STK_OK;
+}
+
 int stk__read_upto(int fd, void *buf, size_t len, size_t *got)
 {
     uint8_t *p = buf;

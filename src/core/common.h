@@ -62,6 +62,10 @@ int stk__pread_full(int fd, void *buf, size_t len, uint64_t off);
  * EINTR); *GOT = the bytes read. STK_OK, or -errno on a read error (*GOT: what was read before). */
 int stk__read_upto(int fd, void *buf, size_t len, size_t *got);
 
+/* Room for NEED elements of ELEM bytes in the array *V of *CAP: grown by doubling (from 16), *V
+ * and *CAP updated. STK_OK, or STK_E_NOMEM with *V and *CAP as they were. */
+int stk__grow(void **v, size_t *cap, size_t need, size_t elem);
+
 /* Duplicate a string (NULL on failure). */
 char *stk__strdup(const char *s);
 

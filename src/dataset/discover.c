@@ -39,15 +39,10 @@ static int list_shards(stk_dataset *ds, const char *dir, unsigned **out, size_t 
     while ((e = readdir(d)) != NULL) {
         if (!stk__shard_name_parse(e->d_name, &no))
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            unsigned *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                closedir(d);
-                return stk__err(ds->err, STK_E_NOMEM, "out of memory");
-            }
-            v = nv;
+        if (stk__grow((void **)&v, &cap, *n + 1, sizeof *v)) {
+            free(v);
+            closedir(d);
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory");
         }
         v[(*n)++] = no;
     }

@@ -74,15 +74,9 @@ static int sv_push(strvec *s, char *str)
 {
     if (!str)
         return STK_E_NOMEM;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 64;
-        char **nv = realloc(s->v, nc * sizeof *nv);
-        if (!nv) {
-            free(str);
-            return STK_E_NOMEM;
-        }
-        s->v = nv;
-        s->cap = nc;
+    if (stk__grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+        free(str);
+        return STK_E_NOMEM;
     }
     s->v[s->n++] = str;
     return STK_OK;
@@ -146,16 +140,8 @@ static int walk_dir(walk *w, const char *dir, int depth)
     int rc = sv_push(&w->dirs, copy);
     if (rc)
         goto out;
-    if (w->nseen == w->capseen) {
-        size_t nc = w->capseen ? w->capseen * 2 : 16;
-        devino *ns = realloc(w->seen, nc * sizeof *ns);
-        if (!ns) {
-            rc = STK_E_NOMEM;
-            goto out;
-        }
-        w->seen = ns;
-        w->capseen = nc;
-    }
+    if ((rc = stk__grow((void **)&w->seen, &w->capseen, w->nseen + 1, sizeof *w->seen)) != STK_OK)
+        goto out;
     w->seen[w->nseen++] = (devino){st.st_dev, st.st_ino};
     struct dirent *e;
     strvec sub = {0};

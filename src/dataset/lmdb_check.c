@@ -95,14 +95,8 @@ static int add_db(ck *c, const uint8_t *db, uint64_t from)
     uint64_t root = u64(db + 40);
     if (root == P_INVALID)
         return STK_OK;
-    if (c->nroots == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 8;
-        uint64_t *nr = realloc(c->roots, nc * sizeof *nr);
-        if (!nr)
-            return stk__err(c->err, STK_E_NOMEM, "out of memory");
-        c->roots = nr;
-        c->cap = nc;
-    }
+    if (stk__grow((void **)&c->roots, &c->cap, c->nroots + 1, sizeof *c->roots))
+        return stk__err(c->err, STK_E_NOMEM, "out of memory");
     c->roots[c->nroots++] = root;
     return STK_OK;
 }
@@ -114,14 +108,8 @@ typedef struct pgvec {
 
 static int pg_push(ck *c, pgvec *q, uint64_t pgno)
 {
-    if (q->n == q->cap) {
-        size_t nc = q->cap ? q->cap * 2 : 64;
-        uint64_t *nv = realloc(q->v, nc * sizeof *nv);
-        if (!nv)
-            return stk__err(c->err, STK_E_NOMEM, "out of memory");
-        q->v = nv;
-        q->cap = nc;
-    }
+    if (stk__grow((void **)&q->v, &q->cap, q->n + 1, sizeof *q->v))
+        return stk__err(c->err, STK_E_NOMEM, "out of memory");
     q->v[q->n++] = pgno;
     return STK_OK;
 }

@@ -83,7 +83,7 @@ static int read_classes(mf *m, char ***cl, size_t *n)
             l--;
         if (!nl && l == 0)
             break;
-        if (stk__mf_grow((void **)&v, &cap, k + 1, sizeof *v) || !(v[k] = stk__mf_dupn(line, l))) {
+        if (stk__grow((void **)&v, &cap, k + 1, sizeof *v) || !(v[k] = stk__mf_dupn(line, l))) {
             rc = stk__err(m->err, STK_E_NOMEM, "out of memory");
             break;
         }
@@ -488,7 +488,7 @@ static int options(mf *m, const stk__manifest_opts *o)
     size_t cap = 0;
     while (tf && *tf) {
         size_t n = strcspn(tf, ",");
-        if (n && (stk__mf_grow((void **)&m->tf, &cap, m->ntf + 1, sizeof *m->tf) || !(m->tf[m->ntf++] = stk__mf_dupn(tf, n))))
+        if (n && (stk__grow((void **)&m->tf, &cap, m->ntf + 1, sizeof *m->tf) || !(m->tf[m->ntf++] = stk__mf_dupn(tf, n))))
             return stk__err(m->err, STK_E_NOMEM, "out of memory");
         tf += n + (tf[n] == ',');
     }

@@ -62,8 +62,6 @@ typedef struct mf {
 } mf;
 
 char *stk__mf_dupn(const char *s, size_t n);
-/* Room in *V (*CAP elements of ELEM bytes) for NEED elements (doubling); STK_E_NOMEM. */
-int stk__mf_grow(void **v, size_t *cap, size_t need, size_t elem);
 void stk__mf_row_free(row *r);
 /* Set line LINE aside with its reason (under strict the first in line order fails the read at
  * the end: manifest.c). Returns STK_OK to go on, STK_E_NOMEM (err set). */

@@ -31,21 +31,6 @@ char *stk__mf_dupn(const char *s, size_t n)
     return d;
 }
 
-int stk__mf_grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return STK_OK;
-    size_t nc = *cap ? *cap * 2 : 64;
-    while (nc < need)
-        nc *= 2;
-    void *nv = realloc(*v, nc * elem);
-    if (!nv)
-        return STK_E_NOMEM;
-    *v = nv;
-    *cap = nc;
-    return STK_OK;
-}
-
 void stk__mf_row_free(row *r)
 {
     free(r->path);
@@ -77,7 +62,7 @@ int stk__mf_bad(mf *m, size_t line, const char *fmt, ...)
             o += (size_t)snprintf(why + o, sizeof why - o, "\\x%02x", *p);
     }
     why[o] = 0;
-    if (stk__mf_grow((void **)&m->bad, &m->badcap, m->nbad + 1, sizeof *m->bad) || !(m->bad[m->nbad].why = stk__strdup(why)))
+    if (stk__grow((void **)&m->bad, &m->badcap, m->nbad + 1, sizeof *m->bad) || !(m->bad[m->nbad].why = stk__strdup(why)))
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
     m->bad[m->nbad++].line = line;
     return STK_OK;
@@ -162,7 +147,7 @@ static int push_row(mf *m, row *r)
     int rc = STK_OK;
     if (!row_sizes_ok(m, r, &rc))
         return rc;
-    if (stk__mf_grow((void **)&m->rows, &m->cap, m->n + 1, sizeof *m->rows)) {
+    if (stk__grow((void **)&m->rows, &m->cap, m->n + 1, sizeof *m->rows)) {
         stk__mf_row_free(r);
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
     }
@@ -350,7 +335,7 @@ static void csv_field(void *s, size_t n, void *u)
         m->rec_line = m->line;
     if (m->fatal)
         return;
-    if (stk__mf_grow((void **)&m->fld, &m->fcap, m->nfld + 1, sizeof(char *)) || !(m->fld[m->nfld] = stk__mf_dupn(s ? s : "", s ? n : 0))) {
+    if (stk__grow((void **)&m->fld, &m->fcap, m->nfld + 1, sizeof(char *)) || !(m->fld[m->nfld] = stk__mf_dupn(s ? s : "", s ? n : 0))) {
         m->fatal = stk__err(m->err, STK_E_NOMEM, "out of memory");
         return;
     }

@@ -483,6 +483,8 @@ typedef struct stk_pack_ext_options {
     int target_dtype;         /**< STK_TDT_* of the value vector; 0 = STK_TDT_FLOAT32 */
     uint64_t bad_lines;       /**< out: manifest lines not used (each in pack-report.tsv with
                                    its file, line and reason; under opts->strict the first fails) */
+    stk_target_info targets;  /**< out: the shape and type of the records' targets (dtype
+                                   STK_TDT_NONE: they have none) */
 } stk_pack_ext_options;
 
 /** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an

@@ -255,6 +255,7 @@ static void from_manifest(const char *dir)
     stk_pack_result r;
     T_OK(stk_pack_ext(m, dst, &o, &x, &r));
     T_CHECK(r.records == N && r.classes == CLASSES && x.bad_lines == 0, "packed %llu", (unsigned long long)r.records);
+    T_CHECK(!memcmp(&x.targets, &t, sizeof t), "pack reports the targets' shape");
     check_dataset(dst, &t);
     check_loader(dst, &t, 1, 0);
     /* the manifest read in place (files layout): paths and labels, every record once; targets

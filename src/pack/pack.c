@@ -284,6 +284,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
     }
     if (ext && ext->size >= offsetof(stk_pack_ext_options, bad_lines) + sizeof ext->bad_lines)
         ext->bad_lines = j.pl.files.nbad;
+    if (ext && ext->size >= offsetof(stk_pack_ext_options, targets) + sizeof ext->targets)
+        ext->targets = j.pl.files.tinfo;
     stk_writer_destroy(j.w);
     free(j.rep.p);
     free(j.rs.report);

@@ -295,31 +295,25 @@ static void print_skipped(const char *dst)
         fprintf(stderr, "%s: ... and %u more skipped files: see %s\n", g_prog, n - shown, path);
 }
 
-/* "targets: float32 x 4 values" / "labels (int32 x 3, multi-hot over 20 classes)"; nothing
- * without targets. */
-static void target_line(const stk_dataset *ds, char *buf, size_t cap)
-{
-    static const char *const names[] = {"", "uint8", "int32", "int64", "float32", "float64"};
-    stk_target_info t;
-    buf[0] = 0;
-    if (!ds || stk_dataset_target_info(ds, &t) != STK_OK || t.dtype <= 0 || t.dtype > 5)
-        return;
-    if (t.kind == STK_TARGET_LABELS)
-        snprintf(buf, cap, "label lists of up to %u (int32, -1 padded) over %u classes", t.size, t.classes);
-    else
-        snprintf(buf, cap, "%s x %u values per record", names[t.dtype], t.size);
-}
+/* The target types by their names (--target-type, and what info/pack print). */
+static const struct {
+    const char *name;
+    int dtype;
+} k_tdtypes[] = {{"uint8", STK_TDT_UINT8},     {"int32", STK_TDT_INT32},     {"int64", STK_TDT_INT64},
+                 {"float32", STK_TDT_FLOAT32}, {"float64", STK_TDT_FLOAT64}};
 
-static void print_targets(const char *dst)
+/* "float32 x 4 values per record" / "label lists of up to 3 ..." for T; "" without targets. */
+static void target_text(const stk_target_info *t, char *buf, size_t cap)
 {
-    stk_dataset *ds = NULL;
-    char line[160];
-    if (stk_dataset_create(&ds) == STK_OK && stk_dataset_open(ds, dst) == STK_OK) {
-        target_line(ds, line, sizeof line);
-        if (line[0])
-            printf("targets: %s\n", line);
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof k_tdtypes / sizeof *k_tdtypes; i++) {
+        if (k_tdtypes[i].dtype != t->dtype)
+            continue;
+        if (t->kind == STK_TARGET_LABELS)
+            snprintf(buf, cap, "label lists of up to %u (int32, -1 padded) over %u classes", t->size, t->classes);
+        else
+            snprintf(buf, cap, "%s x %u values per record", k_tdtypes[i].name, t->size);
     }
-    stk_dataset_destroy(ds);
 }
 
 /* A manifest option at argv[*i] into X (consuming its value); 0 when argv[*i] is not one. */
@@ -350,12 +344,10 @@ static int pack_manifest_opt(int argc, char **argv, int *i, stk_pack_ext_options
         snprintf(tf + l, tfcap - l, "%s%s", l ? "," : "", v);
         x->target_fields = tf;
     } else {
-        static const char *const types[] = {"uint8", "int32", "int64", "float32", "float64"};
-        static const int codes[] = {STK_TDT_UINT8, STK_TDT_INT32, STK_TDT_INT64, STK_TDT_FLOAT32, STK_TDT_FLOAT64};
         x->target_dtype = -1;
-        for (size_t t = 0; t < 5; t++)
-            if (!strcmp(v, types[t]))
-                x->target_dtype = codes[t];
+        for (size_t t = 0; t < sizeof k_tdtypes / sizeof *k_tdtypes; t++)
+            if (!strcmp(v, k_tdtypes[t].name))
+                x->target_dtype = k_tdtypes[t].dtype;
         if (x->target_dtype < 0)
             die_usage(usage_pack, "--target-type must be float32, float64, int32, int64 or uint8 (got %s)", v);
     }
@@ -453,7 +445,10 @@ static int cmd_pack(int argc, char **argv)
         if (x.bad_lines)
             printf("set aside %" PRIu64 " manifest line%s that cannot be used: see %s/pack-report.tsv\n",
                    x.bad_lines, x.bad_lines == 1 ? "" : "s", pos[1]);
-        print_targets(pos[1]);
+        char tl[160];
+        target_text(&x.targets, tl, sizeof tl);
+        if (tl[0])
+            printf("targets: %s\n", tl);
     }
     return 0;
 }
@@ -508,7 +503,10 @@ static int cmd_info(int argc, char **argv)
         printf("%s)", in.classes > 8 ? ", ..." : "");
     printf("\n");
     char tl[160];
-    target_line(ds, tl, sizeof tl);
+    stk_target_info ti;
+    if (stk_dataset_target_info(ds, &ti) != STK_OK)
+        ti.dtype = STK_TDT_NONE;
+    target_text(&ti, tl, sizeof tl);
     if (tl[0])
         printf("targets:       %s\n", tl);
     printf("payload bytes: %" PRIu64 " (%s)\n", in.payload_bytes, pb);

@@ -220,6 +220,15 @@ class PackResult(ctypes.Structure):
     ]
 
 
+class TargetInfo(ctypes.Structure):
+    _fields_ = [
+        ("dtype", c_int),
+        ("kind", c_int),
+        ("size", c_uint32),
+        ("classes", c_uint32),
+    ]
+
+
 class PackExtOptions(ctypes.Structure):
     """stk_pack_ext_options: set size = ctypes.sizeof(PackExtOptions) before the call."""
     _fields_ = [
@@ -237,15 +246,7 @@ class PackExtOptions(ctypes.Structure):
         ("multi_label", c_int),
         ("target_dtype", c_int),
         ("bad_lines", c_uint64),
-    ]
-
-
-class TargetInfo(ctypes.Structure):
-    _fields_ = [
-        ("dtype", c_int),
-        ("kind", c_int),
-        ("size", c_uint32),
-        ("classes", c_uint32),
+        ("targets", TargetInfo),
     ]
 
 

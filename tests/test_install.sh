@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `cmake --install` into a temporary prefix, then a tiny C consumer that writes a dataset with
-# stk_writer and reads it back with stk_dataset, built twice: with pkg-config and with
-# find_package(stoker) in a CMake project. The installed `stoker` CLI runs too.
+# `cmake --install` into a temporary prefix, then a C consumer (tests/install_consumer.c: a
+# dataset written with stk_writer and read back with stk_dataset, a loader opened on it) built
+# twice: with pkg-config and with find_package(stoker) in a CMake project. The installed `stoker`
+# CLI runs too.
 set -u
 . "$(dirname "$0")/install_prefix.sh" install
 [ -f "$T/prefix/include/stoker.h" ] || fail "header installed"
@@ -16,41 +17,7 @@ libdir=$(dirname "$(find "$T/prefix" -name 'libstoker.so*' | head -1)")
 "$T/prefix/bin/stoker" --version >/dev/null || fail "installed CLI runs"
 
 mkdir -p "$T/consumer"
-cat >"$T/consumer/main.c" <<'C'
-#include <stoker.h>
-#include <stdio.h>
-#include <string.h>
-int main(int argc, char **argv)
-{
-    if (argc != 2 || stk_version() != STK_VERSION_NUMBER) {
-        fprintf(stderr, "version mismatch or usage\n");
-        return 1;
-    }
-    const char *payload = "\xff\xd8\xff\xe0 consumer payload";
-    stk_writer *w;
-    const char *cls[] = {"only"};
-    if (stk_writer_create(&w) || stk_writer_set_classes(w, cls, 1) || stk_writer_open(w, argv[1]) ||
-        stk_writer_add(w, payload, strlen(payload), 0, "a.jpg") || stk_writer_finish(w)) {
-        fprintf(stderr, "writer: %s\n", stk_writer_last_error(w));
-        return 1;
-    }
-    stk_writer_destroy(w);
-    stk_dataset *ds;
-    char buf[64];
-    size_t len;
-    stk_record_info ri;
-    if (stk_dataset_create(&ds) || stk_dataset_open(ds, argv[1]) ||
-        stk_dataset_read(ds, 0, buf, sizeof buf, &len, &ri)) {
-        fprintf(stderr, "dataset: %s\n", stk_dataset_last_error(ds));
-        return 1;
-    }
-    int ok = len == strlen(payload) && !memcmp(buf, payload, len) && ri.label == 0 &&
-             !strcmp(stk_dataset_class_name(ds, 0), "only");
-    stk_dataset_destroy(ds);
-    printf("%s %s\n", ok ? "consumer-ok" : "consumer-bad", stk_strerror(STK_E_CRC));
-    return ok ? 0 : 1;
-}
-C
+cp "$(dirname "$0")/install_consumer.c" "$T/consumer/main.c"
 
 # 1. pkg-config
 export PKG_CONFIG_PATH="$(dirname "$pc")"

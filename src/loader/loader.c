@@ -570,7 +570,7 @@ static void set_pos(stk_loader *h, uint64_t epoch, uint64_t next)
 }
 
 /* Fill the public view of a host slot or device buffer. */
-static void fill_batch(stk_loader *h, stk_batch *b, void *owner, uint64_t epoch, uint64_t number,
+static void fill_batch(stk_loader *h, stk_batch *b, uint64_t epoch, uint64_t number,
                        uint64_t first, uint32_t size, uint32_t bad, void *images, int device,
                        const int32_t *labels, const uint64_t *indices, const uint8_t *subst,
                        const uint32_t *payload)
@@ -595,7 +595,6 @@ static void fill_batch(stk_loader *h, stk_batch *b, void *owner, uint64_t epoch,
     b->substituted = subst;
     b->payload_bytes = payload;
     b->bad = bad;
-    b->internal = owner;
 }
 
 /* Is run batch K ready to hand out? (h->mu held) */
@@ -707,7 +706,7 @@ static int next_hand_out(stk_loader *h, void *cuda_stream, const stk_batch **b)
         }
         if ((rc = stk__stager_hand_out(h->stager, buf, cuda_stream, cerr)) != STK_OK)
             return h->failed = stk__err(h->err, rc, "handing out batch %llu: %s", (unsigned long long)d->number, cerr);
-        fill_batch(h, &d->batch, d, d->epoch, d->number, d->first, d->size, d->bad, stk__stager_buffer(h->stager, buf),
+        fill_batch(h, &d->batch, d->epoch, d->number, d->first, d->size, d->bad, stk__stager_buffer(h->stager, buf),
                    h->dev_id, d->labels, d->indices, d->substituted, d->payload);
         d->held = 1;
         h->held_dev++;
@@ -719,7 +718,7 @@ static int next_hand_out(stk_loader *h, void *cuda_stream, const stk_batch **b)
         snprintf(h->err, sizeof h->err, "%s", s->fail_msg);
         return h->failed = s->fail_status;
     }
-    fill_batch(h, &s->batch, s, s->epoch, s->number, s->first, s->size, atomic_load(&s->bad), s->images, -1,
+    fill_batch(h, &s->batch, s->epoch, s->number, s->first, s->size, atomic_load(&s->bad), s->images, -1,
                s->labels, s->indices, s->substituted, s->payload);
     s->held = 1;
     h->held_host++;

@@ -621,9 +621,18 @@ def text(b):
     return b.decode("utf-8", "replace")
 
 
-def fspath(p):
-    """A path argument (str, bytes, os.PathLike) -> bytes for C."""
+def path_arg(p):
+    """os.fspath(P) of a path argument (str, bytes, os.PathLike); ValueError when it holds a NUL
+    byte, as os.open does (C would read the path only up to it: another file)."""
     p = os.fspath(p)
+    if ("\0" if isinstance(p, str) else b"\0") in p:
+        raise ValueError("embedded null byte in path %r" % (p,))
+    return p
+
+
+def fspath(p):
+    """A path argument (str, bytes, os.PathLike) -> bytes for C (path_arg's checks)."""
+    p = path_arg(p)
     if isinstance(p, str):
         return os.fsencode(p)
     return p

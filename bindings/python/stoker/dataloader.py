@@ -173,7 +173,7 @@ class ImageFolder:
     Pass it to stoker.DataLoader to read the packed copy."""
 
     def __init__(self, root, transform=None, target_transform=None):
-        self.root = os.fspath(root)
+        self.root = _lib.path_arg(root)
         self.transform = transform
         self.target_transform = target_transform
         self._ds = Dataset(self.root)

@@ -62,7 +62,7 @@ class Dataset:
         self._lib = lib = _lib.get()
         self._h = None
         self._pid = os.getpid()
-        self.path = os.fspath(path)
+        self.path = _lib.path_arg(path)
         if layout not in _LAYOUTS:
             raise ValueError("layout must be one of %s" % ", ".join(_LAYOUTS))
         h = ctypes.c_void_p()
@@ -257,8 +257,8 @@ _FORMATS = ("csv", "tsv", "jsonl", "list")
 def _opt_text(value, name):
     if value is None:
         return None
-    if not isinstance(value, str) or not value:
-        raise ValueError("%s must be a non-empty string, not %r" % (name, value))
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ValueError("%s must be a non-empty string without NUL bytes, not %r" % (name, value))
     return value.encode()
 
 

@@ -392,7 +392,7 @@ class Loader:
         self._pid = os.getpid()
         self._closed = False
         lib = self._lib = _lib.get()
-        self.path = os.fspath(path)
+        self.path = _lib.path_arg(path)
         self.batch_size = int(batch_size)
         if self.batch_size < 1:
             raise ValueError("batch_size must be >= 1, got %r" % (batch_size,))

@@ -10,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Common checks of the setters: a loader key of TYPE, settable now. Returns the table index. */
+/* Common checks of the setters: a loader key of TYPE, settable now. The table index into *IDX
+ * (-1 when the key fails a check). */
 static int param_check(stk_loader *h, int key, char type, int *idx)
 {
+    *idx = -1;
     if (!h)
         return STK_E_INVALID;
     const stk__param_def *p = stk__param_for(key, STK__PH_LOADER);

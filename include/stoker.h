@@ -476,7 +476,7 @@ typedef struct stk_pack_ext_options {
                                     CSV cell of numbers separated by label_sep) [none] */
     const char *classes_file; /**< class names, one per line (label = line): names are looked up
                                    in it, unknown ones are bad lines. NULL: the sorted names the
-                                   manifest uses (labels that are all integers are indices) */
+                                   manifest uses (see `labels` for when labels are names) */
     const char *label_sep;    /**< separator of the values inside one CSV/TSV cell [" "] */
     int multi_label;          /**< 1: the label field holds a list of labels per record, stored
                                    as an STK_TARGET_LABELS target (int32, -1 padded) */
@@ -485,7 +485,30 @@ typedef struct stk_pack_ext_options {
                                    its file, line and reason; under opts->strict the first fails) */
     stk_target_info targets;  /**< out: the shape and type of the records' targets (dtype
                                    STK_TDT_NONE: they have none) */
+    /* since 0.3 */
+    int labels;               /**< STK_LABELS_*: what a manifest's labels are [STK_LABELS_AUTO] */
+    uint64_t max_line;        /**< longest manifest line in bytes (the line break not counted);
+                                   a longer line is a bad line, skipped without being held in
+                                   memory. 0 = 1 MiB (1048576) */
 } stk_pack_ext_options;
+
+/** stk_pack_ext_options.labels (since 0.3; docs/FORMAT.md "Manifests"). A label is an *index*
+ *  when it is a decimal integer 0..2147483647 (a JSON integer, or text of digits only: `007`
+ *  is 7), *numeric* when it is an index or reads as a number that is not one (`-1`, `+3`,
+ *  `1.0`, `1e3`, `99999999999`), else a *name*. */
+enum {
+    STK_LABELS_AUTO = 0,  /**< no numeric label in the manifest: names, as STK_LABELS_NAMES;
+                               every label numeric: indices, as STK_LABELS_INDEX (so a numeric
+                               label that is no index is a bad line, never a renumbering);
+                               numeric labels and names mixed: the pack fails, naming a line
+                               of each (choose one of the two below) */
+    STK_LABELS_INDEX = 1, /**< every label is a class index (below classes_file's count when
+                               one is given); any other label makes its line bad */
+    STK_LABELS_NAMES = 2, /**< every label is a class name (its text; a JSON integer's decimal
+                               text), looked up in classes_file or else one of the sorted set of
+                               names the manifest uses. Not for list files (their labels are
+                               indices) */
+};
 
 /** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an
  *  interrupted pack resumes only with the same values. STK_E_INVALID for a size smaller than

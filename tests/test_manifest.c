@@ -77,10 +77,16 @@ static void csv_names(void)
     T_OK(parse("m.csv", "path,label\na.jpg,3\nb.jpg,0\n", &o, &l, err));
     T_CHECK(l.n == 2 && l.nclasses == 0 && l.labels[0] == 3 && l.labels[1] == 0, "indices");
     stk__filelist_free(&l);
-    /* ... unless one is a word: then every label is a name ("3" too) */
+    /* a number among words is refused (naming a line of each), not renumbered as a name ... */
+    T_CHECK(parse("m.csv", "path,label\na.jpg,3\nb.jpg,zebra\n", &o, &l, err) == STK_E_FORMAT &&
+                strstr(err, "line 2: `3`") && strstr(err, "line 3: `zebra`") && strstr(err, "--labels"),
+            "mixed: %s", err);
+    /* ... unless the labels are said to be names: then every label is one ("3" too) */
+    o.labels = STK_LABELS_NAMES;
     T_OK(parse("m.csv", "path,label\na.jpg,3\nb.jpg,zebra\n", &o, &l, err));
     T_CHECK(l.nclasses == 2 && !strcmp(l.classes[0], "3") && l.labels[0] == 0 && l.labels[1] == 1, "names");
     stk__filelist_free(&l);
+    o.labels = STK_LABELS_AUTO;
     /* another path / label column */
     o.path_field = "file";
     o.label_field = "y";
@@ -108,8 +114,11 @@ static void classes_file(const char *dir)
     stk__manifest_opts o = defaults();
     o.classes_file = cf;
     const char *text = "path,label\na.jpg,bee\nb.jpg,wasp\nc.jpg,2\nd.jpg,zebra\n";
+    /* names and a number mixed: refused as without a classes file ... */
+    T_CHECK(parse("m.csv", text, &o, &l, err) == STK_E_FORMAT && strstr(err, "line 4: `2`"), "mixed: %s", err);
+    o.labels = STK_LABELS_NAMES;
     T_OK(parse("m.csv", text, &o, &l, err));
-    /* the file's order is the label order; `2` is a name here, and not one of them */
+    /* ... or, as names, the file's order is the label order; `2` is a name, and not one of them */
     T_CHECK(l.n == 2 && l.nclasses == 3 && !strcmp(l.classes[0], "zebra"), "classes from the file");
     T_CHECK(l.labels[0] == 2 && l.labels[1] == 0, "labels %d %d", l.labels[0], l.labels[1]);
     const char *w = bad_line(&l, "m.csv", 3);
@@ -118,11 +127,13 @@ static void classes_file(const char *dir)
     T_CHECK(l.nbad == 2 && !strcmp(l.bad_where[0], "m.csv line 3"), "bad lines in line order");
     stk__filelist_free(&l);
     /* JSON integers stay indices, checked against the class count */
+    o.labels = STK_LABELS_AUTO;
     T_OK(parse("m.jsonl", "{\"path\":\"a.jpg\",\"label\":1}\n{\"path\":\"b.jpg\",\"label\":3}\n", &o, &l, err));
     T_CHECK(l.n == 1 && l.labels[0] == 1, "json index");
     T_CHECK(bad_line(&l, "m.jsonl", 2) && strstr(bad_line(&l, "m.jsonl", 2), "out of range (3 classes"), "range");
     stk__filelist_free(&l);
     /* strict: the first bad line fails, naming file and line */
+    o.labels = STK_LABELS_NAMES;
     o.strict = 1;
     T_CHECK(parse("m.csv", text, &o, &l, err) == STK_E_FORMAT && strstr(err, "m.csv line 3: unknown class `wasp`") &&
                 strstr(err, "--strict"),

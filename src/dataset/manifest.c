@@ -4,9 +4,11 @@
  *
  * Two passes. The first (manifest_rows.c) turns each line (a CSV/TSV record, a JSON object, a
  * list line) into a row: the path, the label tokens as written, the numbers of the value fields;
- * a line that cannot be read is set aside with its reason. The second (here) decides what the tokens mean — class
- * names or indices — from the whole manifest (names are only known to be names once every line
- * has been seen: `3` is an index unless some other label is a word), resolves them, fixes the
+ * a line that cannot be read is set aside with its reason; lines come from manifest_lines.c,
+ * which never holds one longer than max_line. The second (here) decides what the tokens mean —
+ * class names or indices — from the whole manifest (as asked, or by STK_LABELS_AUTO's rule: a
+ * label is numeric or a name, and a manifest mixing both is refused rather than renumbered;
+ * `-1` among indices is a bad line, not a class), resolves them, fixes the
  * target's shape (the longest label list, or the first row's value count) and converts the
  * values to the target type; rows that do not fit are set aside too. CSV is parsed by libcsv
  * (RFC 4180 quoting; lenient, as Python's csv module), JSON by jansson. Rules and examples:
@@ -97,31 +99,84 @@ static int read_classes(mf *m, char ***cl, size_t *n)
     return rc;
 }
 
-/* Class names from the manifest: every name token's text (each CSV token when any is not an
- * index), sorted, once each. *NAMES = 0 when every label is an index. */
-static int collect_names(mf *m, char ***cl, size_t *n, int *names)
+/* ---- labels: indices or names (docs/FORMAT.md "Manifests", stoker.h STK_LABELS_*) ---------- */
+
+enum { LK_INDEX, LK_NUMERIC, LK_NAME };
+
+/* 1 when S reads as a decimal number: [+-] digits [. digits] [e [+-] digits] (or .digits). */
+static int looks_numeric(const char *s)
 {
-    int words = 0;
-    for (size_t i = 0; i < m->n && !words; i++)
-        for (uint32_t j = 0; j < m->rows[i].nlab; j++)
-            words |= m->rows[i].lab[j].kind == TOK_NAME ||
-                     (m->rows[i].lab[j].kind == TOK_TEXT && !stk__mf_is_index(m->rows[i].lab[j].s, NULL));
-    *names = words;
-    *cl = NULL;
-    *n = 0;
-    if (!words)
+    static const char digits[] = "0123456789";
+    s += *s == '+' || *s == '-';
+    size_t d = strspn(s, digits);
+    s += d;
+    if (*s == '.') {
+        size_t f = strspn(s + 1, digits);
+        d += f;
+        s += 1 + f;
+    }
+    if (d == 0)
+        return 0;
+    if (*s == 'e' || *s == 'E') {
+        s += 1 + (s[1] == '+' || s[1] == '-');
+        size_t e = strspn(s, digits);
+        if (e == 0)
+            return 0;
+        s += e;
+    }
+    return *s == 0;
+}
+
+/* An index (0..INT32_MAX), another number (a JSON integer or numeric text), or a name. */
+static int label_kind(const tok *t)
+{
+    if (stk__mf_is_index(t->s, NULL))
+        return LK_INDEX;
+    return t->kind == TOK_INT || looks_numeric(t->s) ? LK_NUMERIC : LK_NAME;
+}
+
+/* What the labels are: as asked, or (STK_LABELS_AUTO) names when none is numeric, indices when
+ * every one is; a mix is an error naming a line of each (never a silent renumbering). */
+static int labels_mode(mf *m, int *mode)
+{
+    *mode = m->o.labels;
+    if (*mode != STK_LABELS_AUTO)
         return STK_OK;
+    const tok *numeric = NULL, *word = NULL;
+    size_t numeric_line = 0, word_line = 0;
+    for (size_t i = 0; i < m->n && !(numeric && word); i++)
+        for (uint32_t j = 0; j < m->rows[i].nlab; j++) {
+            const tok *t = &m->rows[i].lab[j];
+            int k = label_kind(t);
+            if (k == LK_NAME && !word)
+                word = t, word_line = m->rows[i].line;
+            else if (k != LK_NAME && !numeric)
+                numeric = t, numeric_line = m->rows[i].line;
+        }
+    *mode = word ? STK_LABELS_NAMES : STK_LABELS_INDEX;
+    if (!numeric || !word)
+        return STK_OK;
+    return stk__err(m->err, STK_E_FORMAT, "%s: the labels mix numbers (line %zu: `%.40s`) and class names (line "
+                    "%zu: `%.40s`); say which they are: --labels index (labels=\"index\": names become bad "
+                    "lines) or --labels names (labels=\"names\": numbers are class names too)",
+                    m->name, numeric_line, numeric->s, word_line, word->s);
+}
+
+/* Class names from the manifest: every label's text, sorted, once each. */
+static int collect_names(mf *m, char ***cl, size_t *n)
+{
     size_t k = 0;
     for (size_t i = 0; i < m->n; i++)
         k += m->rows[i].nlab;
     char **v = malloc((k ? k : 1) * sizeof *v);
+    *cl = NULL;
+    *n = 0;
     if (!v)
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
     k = 0;
     for (size_t i = 0; i < m->n; i++)
         for (uint32_t j = 0; j < m->rows[i].nlab; j++)
-            if (m->rows[i].lab[j].kind != TOK_INT)
-                v[k++] = m->rows[i].lab[j].s;
+            v[k++] = m->rows[i].lab[j].s;
     qsort(v, k, sizeof *v, cmp_str);
     size_t u = 0;
     for (size_t i = 0; i < k; i++)
@@ -148,7 +203,8 @@ typedef struct classes {
     char **names;  /* label = position */
     size_t n;
     cpair *sorted; /* the same, sorted by name, for lookups */
-    int names_mode;
+    int names_mode;   /* there are class names (a classes file, or STK_LABELS_NAMES) */
+    int lookup;       /* labels are names to look up (STK_LABELS_NAMES) */
     const char *from; /* where the names came from, for messages */
 } classes;
 
@@ -185,18 +241,21 @@ static void classes_free(classes *c)
     free(c->sorted);
 }
 
-/* The classes: the classes file's, or the names the manifest uses (none when every label is an
- * index). */
+/* The classes: the classes file's, or the names the manifest uses (none when its labels are
+ * indices). */
 static int classes_make(mf *m, classes *c)
 {
-    int rc;
+    int mode, rc = labels_mode(m, &mode);
+    if (rc)
+        return rc;
+    c->lookup = mode == STK_LABELS_NAMES;
+    c->names_mode = c->lookup || m->o.classes_file;
     if (m->o.classes_file) {
-        c->names_mode = 1;
         c->from = m->o.classes_file;
         rc = read_classes(m, &c->names, &c->n);
-    } else {
+    } else if (c->lookup) {
         c->from = m->name;
-        rc = collect_names(m, &c->names, &c->n, &c->names_mode);
+        rc = collect_names(m, &c->names, &c->n);
     }
     return rc ? rc : classes_index(m, c);
 }
@@ -211,9 +270,11 @@ static int resolve_row(mf *m, const classes *c, row *r, int *rc)
     for (uint32_t j = 0; j < r->nlab; j++) {
         const tok *t = &r->lab[j];
         int32_t v = -1;
-        if (t->kind == TOK_INT || (t->kind == TOK_TEXT && !c->names_mode)) {
+        if (!c->lookup) {
             if (!stk__mf_is_index(t->s, &v)) {
-                *rc = stk__mf_bad(m, r->line, "label `%.64s` is not an index 0..%d", t->s, INT32_MAX);
+                *rc = c->n ? stk__mf_bad(m, r->line, "label `%.64s` is not a class index 0..%zu (%zu classes in %s)",
+                                         t->s, c->n - 1, c->n, c->from)
+                           : stk__mf_bad(m, r->line, "label `%.64s` is not a class index 0..%d", t->s, INT32_MAX);
                 return 0;
             }
             if (c->n && (size_t)v >= c->n) {
@@ -444,9 +505,10 @@ static int ends_with(const char *s, const char *suffix)
 
 /* The format: asked for, or by the name (.csv, .jsonl, .ndjson), else a TSV manifest when the
  * first line's first field is the path field, else the list format. */
-static int detect(mf *m, const char *text, size_t len)
+static int detect(mf *m, mf_src *src)
 {
-    const char *f = m->o.format;
+    const char *f = m->o.format, *text;
+    size_t len;
     if (f) {
         static const char *const names[] = {"list", "csv", "tsv", "jsonl"};
         for (int i = 0; i < 4; i++)
@@ -458,6 +520,9 @@ static int detect(mf *m, const char *text, size_t len)
         return m->fmt = MF_CSV, STK_OK;
     if (ends_with(m->name, ".jsonl") || ends_with(m->name, ".ndjson"))
         return m->fmt = MF_JSONL, STK_OK;
+    int rc = stk__mf_src_peek(src, &text, &len, m->err); /* (the first 64 KiB) */
+    if (rc)
+        return rc;
     size_t pos = 0;
     while (pos < len && (text[pos] == '\n' || text[pos] == '\r' || text[pos] == '#')) {
         if (text[pos] == '#')
@@ -481,6 +546,10 @@ static int options(mf *m, const stk__manifest_opts *o)
     m->o.label_field = m->o.label_field && *m->o.label_field ? m->o.label_field : "label";
     m->o.label_sep = m->o.label_sep && *m->o.label_sep ? m->o.label_sep : " ";
     m->o.target_dtype = m->o.target_dtype ? m->o.target_dtype : STK_TDT_FLOAT32;
+    m->o.max_line = m->o.max_line ? m->o.max_line : STK__MANIFEST_MAX_LINE;
+    if (m->o.labels < STK_LABELS_AUTO || m->o.labels > STK_LABELS_NAMES)
+        return stk__err(m->err, STK_E_INVALID, "labels %d: expected STK_LABELS_AUTO, STK_LABELS_INDEX or "
+                        "STK_LABELS_NAMES (auto, index, names)", m->o.labels);
     if (!stk_target_dtype_size(m->o.target_dtype))
         return stk__err(m->err, STK_E_INVALID, "target type %d: expected uint8, int32, int64, float32 or float64",
                         m->o.target_dtype);
@@ -515,21 +584,27 @@ static void mf_free(mf *m)
     free(m->tcol);
 }
 
-int stk__manifest_parse(const char *text, size_t len, const char *name, const char *base_dir,
-                        const stk__manifest_opts *o, stk__filelist *out, char *err)
+/* The manifest NAME whose lines SRC gives. */
+static int parse(mf_src *src, const char *name, const char *base_dir, const stk__manifest_opts *o,
+                 stk__filelist *out, char *err)
 {
     memset(out, 0, sizeof *out);
     mf m = {0};
     m.name = name ? name : "manifest";
     m.err = err;
     int rc = options(&m, o);
+    src->max = m.o.max_line;
+    src->name = m.name;
     if (!rc)
-        rc = detect(&m, text, len);
+        rc = detect(&m, src);
     if (!rc && m.fmt == MF_LIST && (m.o.multi_label || m.ntf))
         rc = stk__err(err, STK_E_INVALID, "%s: a list file (path<TAB>label) has one label per line; multiple "
                       "labels and values need a CSV, TSV or JSON Lines manifest", m.name);
+    if (!rc && m.fmt == MF_LIST && m.o.labels == STK_LABELS_NAMES)
+        rc = stk__err(err, STK_E_INVALID, "%s: a list file's (path<TAB>label) labels are class indices; class "
+                      "names need a CSV, TSV or JSON Lines manifest", m.name);
     if (!rc)
-        rc = stk__mf_rows(&m, text, len);
+        rc = stk__mf_rows(&m, src);
     if (!rc && m.fmt != MF_LIST && !m.label_seen && o && o->label_field && *o->label_field)
         rc = stk__err(err, STK_E_FORMAT, "%s: no record has the label field `%s`", m.name, o->label_field);
     if (!rc)
@@ -542,14 +617,27 @@ int stk__manifest_parse(const char *text, size_t len, const char *name, const ch
     return rc;
 }
 
+int stk__manifest_parse(const char *text, size_t len, const char *name, const char *base_dir,
+                        const stk__manifest_opts *o, stk__filelist *out, char *err)
+{
+    mf_src src;
+    stk__mf_src_text(&src, text, len, 0);
+    return parse(&src, name, base_dir, o, out, err);
+}
+
 int stk__manifest_read(const char *path, const stk__manifest_opts *o, stk__filelist *out, char *err)
 {
     memset(out, 0, sizeof *out);
-    char *text = NULL;
-    size_t len = 0;
-    int rc = text_read(path, &text, &len, err);
-    if (rc)
-        return rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return stk__err(err, -errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 32)) {
+        close(fd);
+        return stk__err(err, STK_E_INVALID, "%s: not a usable manifest (a regular file of 4 GiB at most)", path);
+    }
+    mf_src src;
+    int rc = stk__mf_src_file(&src, fd, path, 0, err);
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *sl = strrchr(dir, '/');
@@ -559,8 +647,9 @@ int stk__manifest_read(const char *path, const stk__manifest_opts *o, stk__filel
         snprintf(dir, sizeof dir, ".");
     if (sl == dir)
         snprintf(dir, sizeof dir, "/");
-    rc = stk__manifest_parse(text, len, path, dir, o, out, err);
-    free(text);
+    if (!rc)
+        rc = parse(&src, path, dir, o, out, err);
+    stk__mf_src_free(&src);
     return rc;
 }
 

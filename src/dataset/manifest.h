@@ -22,17 +22,23 @@ typedef struct stk__manifest_opts {
     int multi_label;           /* the label field holds a list */
     int target_dtype;          /* STK_TDT_* of the values; 0: float32 */
     int strict;                /* the first bad line fails the read */
+    int labels;                /* STK_LABELS_AUTO, _INDEX or _NAMES: what the label texts are */
+    size_t max_line;           /* a longer line is a bad line, skipped unread; 0: 1 MiB */
 } stk__manifest_opts;
 
+#define STK__MANIFEST_MAX_LINE ((size_t)1 << 20) /* max_line's default */
+
 /*
- * Read the manifest PATH (a regular file of 4 GiB at most) into OUT: the good lines' files
+ * Read the manifest PATH (a regular file of 4 GiB at most; read line by line, so memory stays
+ * near O->max_line whatever the file holds) into OUT: the good lines' files
  * (paths joined to PATH's folder unless absolute, `rel` as written, the line of each in
  * OUT->lines), labels, class names and targets (OUT->tinfo, OUT->targets). A line that cannot be
- * used (bad syntax, no path, an unknown class name, values of another count or out of the
- * target type's range, ...) goes to OUT->bad ("FILE:LINE", reason), or fails the read under
+ * used (bad syntax, no path, an unknown class name, a label that is not a class index, a line
+ * longer than O->max_line, values of another count or out of the target type's range, ...) goes
+ * to OUT->bad ("FILE:LINE", reason), or fails the read under
  * O->strict (STK_E_FORMAT naming the file and line). Errors about the whole file (unreadable, an
- * unknown format, a header without the path field, an unreadable classes file, contradictory
- * options) are returned with ERR (STK__ERRLEN bytes) naming the file. O may be NULL (defaults,
+ * unknown format, a header without the path field, an unreadable classes file, labels mixing
+ * indices and names under STK_LABELS_AUTO, contradictory options) are returned with ERR (STK__ERRLEN bytes) naming the file. O may be NULL (defaults,
  * not strict).
  */
 int stk__manifest_read(const char *path, const stk__manifest_opts *o, stk__filelist *out, char *err);

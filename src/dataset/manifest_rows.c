@@ -200,44 +200,50 @@ static int list_line(mf *m, const char *line, size_t l, size_t lineno)
     return push_row(m, &r);
 }
 
-/* Each physical line of TEXT (CR stripped) to FN, with its number; blank lines and (list
- * format) '#' lines skipped. */
-static int each_line(mf *m, const char *text, size_t len, int skip_hash,
-                     int (*fn)(mf *, const char *, size_t, size_t))
+/* Line L, longer than the limit, set aside. */
+static int too_long(mf *m, size_t line)
 {
-    size_t pos = 0, lineno = 0;
-    while (pos < len) {
-        const char *line = text + pos, *nl = memchr(line, '\n', len - pos);
-        size_t l = nl ? (size_t)(nl - line) : len - pos;
-        pos += l + 1;
-        lineno++;
-        if (l && line[l - 1] == '\r')
+    char lim[32];
+    stk__mf_size_text(m->o.max_line, lim, sizeof lim);
+    return stk__mf_bad(m, line, "the line is longer than %s (the limit: max_line, --max-line)", lim);
+}
+
+/* Each physical line of SRC (CR stripped) to FN, with its number; blank lines and (list
+ * format) '#' lines skipped, lines over the limit set aside. */
+static int each_line(mf *m, mf_src *src, int skip_hash, int (*fn)(mf *, const char *, size_t, size_t))
+{
+    mf_line ln;
+    int got;
+    while ((got = stk__mf_src_next(src, &ln, m->err)) > 0) {
+        int rc;
+        size_t l = ln.len;
+        if (!ln.too_long && l && ln.s[l - 1] == '\n')
             l--;
-        if (l == 0 || (skip_hash && line[0] == '#'))
+        if (!ln.too_long && l && ln.s[l - 1] == '\r')
+            l--;
+        if (ln.too_long)
+            rc = too_long(m, ln.no);
+        else if (l == 0 || (skip_hash && ln.s[0] == '#'))
             continue;
-        int rc = fn(m, line, l, lineno);
+        else
+            rc = fn(m, ln.s, l, ln.no);
         if (rc)
             return rc;
     }
-    return STK_OK;
+    return got;
 }
 
 /* ---- JSON Lines ----------------------------------------------------------------------------- */
 
-/* One label value V into R: an integer (index) or a string (name). */
+/* One label value V into R: an integer or a string (what they mean: manifest.c). */
 static int json_label(mf *m, row *r, json_t *v, size_t line, int *rc)
 {
     char buf[32];
     if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (x < 0 || x > INT32_MAX) {
-            *rc = stk__mf_bad(m, line, "label %lld is not an index 0..%d", (long long)x, INT32_MAX);
-            return 0;
-        }
-        snprintf(buf, sizeof buf, "%lld", (long long)x);
+        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         *rc = add_tok(r, buf, strlen(buf), TOK_INT);
     } else if (json_is_string(v)) {
-        *rc = add_tok(r, json_string_value(v), json_string_length(v), TOK_NAME);
+        *rc = add_tok(r, json_string_value(v), json_string_length(v), TOK_TEXT);
     } else {
         *rc = stk__mf_bad(m, line, "label `%s` is not an index or a class name",
                   json_is_array(v) ? "[...]" : json_is_object(v) ? "{...}" : json_is_real(v) ? "a fraction" :
@@ -433,6 +439,13 @@ static int csv_record_row(mf *m, size_t line)
     return push_row(m, &r);
 }
 
+static void csv_drop_fields(mf *m)
+{
+    for (size_t i = 0; i < m->nfld; i++)
+        free(m->fld[i]);
+    m->nfld = 0;
+}
+
 static void csv_record(int c, void *u)
 {
     (void)c;
@@ -446,34 +459,71 @@ static void csv_record(int c, void *u)
         rc = stk__mf_bad(m, m->rec_line, "%zu fields, but the header has %zu", m->nfld, m->nhdr);
     else if (path_ok(m, m->rec_line, m->fld[m->path_col], strlen(m->fld[m->path_col]), &rc))
         rc = csv_record_row(m, m->rec_line);
-    for (size_t i = 0; i < m->nfld; i++)
-        free(m->fld[i]);
-    m->nfld = 0;
+    csv_drop_fields(m);
     if (rc && !m->fatal)
         m->fatal = rc;
 }
 
-static int csv_text(mf *m, const char *text, size_t len)
+static int csv_start(mf *m, struct csv_parser *p)
+{
+    if (csv_init(p, CSV_APPEND_NULL) != 0)
+        return stk__err(m->err, STK_E_NOMEM, "out of memory");
+    csv_set_delim(p, m->fmt == MF_TSV ? CSV_TAB : CSV_COMMA);
+    return STK_OK;
+}
+
+/* The record begun on line m->rec_start has passed the line limit (in all, or with line LINE
+ * that is longer): set aside, and the parser restarted at the next line. */
+static int csv_record_too_long(mf *m, struct csv_parser *p, size_t line)
+{
+    char lim[32];
+    stk__mf_size_text(m->o.max_line, lim, sizeof lim);
+    if (!m->hdr)
+        return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header is longer than %s (max_line, --max-line)",
+                        m->name, m->rec_start, lim);
+    csv_free(p);
+    csv_drop_fields(m);
+    m->rec_bytes = 0;
+    int rc = stk__mf_bad(m, m->rec_start, "the record (quoted over lines %zu..%zu) is longer than %s (the limit: "
+                         "max_line, --max-line); reading on at line %zu", m->rec_start, line, lim, line + 1);
+    return rc ? rc : csv_start(m, p);
+}
+
+/* One physical line L into the parser P. Between records (libcsv's pstate 0, ROW_NOT_BEGUN) a
+ * line over the limit is a bad line; inside one it ends the record, as does a record over the
+ * limit in all. */
+static int csv_line(mf *m, struct csv_parser *p, const mf_line *l)
+{
+    m->line = l->no;
+    if (p->pstate == 0) {
+        m->rec_start = l->no;
+        m->rec_bytes = 0;
+        if (l->too_long)
+            return m->hdr ? too_long(m, l->no) : csv_record_too_long(m, p, l->no);
+    }
+    if (l->too_long || (m->rec_bytes += l->len) > m->o.max_line + 2)
+        return csv_record_too_long(m, p, l->no);
+    csv_parse(p, l->s, l->len, csv_field, csv_record, m);
+    return STK_OK;
+}
+
+static int csv_text(mf *m, mf_src *src)
 {
     struct csv_parser p;
-    if (csv_init(&p, CSV_APPEND_NULL) != 0)
-        return stk__err(m->err, STK_E_NOMEM, "out of memory");
-    csv_set_delim(&p, m->fmt == MF_TSV ? CSV_TAB : CSV_COMMA);
-    size_t pos = 0;
-    while (pos < len && !m->fatal) {
-        const char *nl = memchr(text + pos, '\n', len - pos);
-        size_t l = nl ? (size_t)(nl - (text + pos)) + 1 : len - pos;
-        m->line++;
-        csv_parse(&p, text + pos, l, csv_field, csv_record, m);
-        pos += l;
-    }
-    if (!m->fatal)
+    int rc = csv_start(m, &p), got = 0;
+    mf_line l;
+    while (!rc && !m->fatal && (got = stk__mf_src_next(src, &l, m->err)) > 0)
+        rc = csv_line(m, &p, &l);
+    if (!rc && got < 0)
+        rc = got;
+    if (!rc && !m->fatal)
         csv_fini(&p, csv_field, csv_record, m);
     csv_free(&p);
-    for (size_t i = 0; i < m->nfld; i++)
-        free(m->fld[i]);
+    csv_drop_fields(m);
     free(m->fld);
     m->fld = NULL;
+    if (rc)
+        return rc;
     if (m->fatal)
         return m->fatal;
     if (!m->hdr)
@@ -482,11 +532,11 @@ static int csv_text(mf *m, const char *text, size_t len)
     return STK_OK;
 }
 
-int stk__mf_rows(mf *m, const char *text, size_t len)
+int stk__mf_rows(mf *m, mf_src *src)
 {
     if (m->fmt == MF_LIST)
-        return each_line(m, text, len, 1, list_line);
+        return each_line(m, src, 1, list_line);
     if (m->fmt == MF_JSONL)
-        return each_line(m, text, len, 0, json_line);
-    return csv_text(m, text, len);
+        return each_line(m, src, 0, json_line);
+    return csv_text(m, src);
 }

@@ -261,6 +261,12 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
                      j.x.max_side, j.x.quality);
         return STK_E_INVALID;
     }
+    if (j.x.labels < STK_LABELS_AUTO || j.x.labels > STK_LABELS_NAMES) {
+        if (j.o.error && j.o.error_cap)
+            snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: labels must be STK_LABELS_AUTO, _INDEX or _NAMES (got %d)",
+                     j.x.labels);
+        return STK_E_INVALID;
+    }
     j.pk.xf.max_side = j.x.max_side;
     j.pk.xf.quality = j.x.quality;
     j.src = src;
@@ -269,7 +275,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
     if (threads > 256)
         threads = 256;
     stk__manifest_opts mo = {j.x.manifest_format, j.x.path_field, j.x.label_field, j.x.target_fields,
-                             j.x.classes_file, j.x.label_sep, j.x.multi_label, j.x.target_dtype, j.o.strict};
+                             j.x.classes_file, j.x.label_sep, j.x.multi_label, j.x.target_dtype, j.o.strict,
+                             j.x.labels, (size_t)j.x.max_line};
     int rc;
     if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, &mo, &j.pl, j.err)) == STK_OK &&
         (rc = check_dst(&j)) == STK_OK &&

@@ -83,14 +83,24 @@ static const char usage_pack[] =
     "                     first line starts with the path field and a tab is TSV; else list]\n"
     "  --path-field NAME  the column/key of the image path [path]\n"
     "  --label-field NAME the column/key of the label: an index or a class name [label]\n"
+    "  --labels MODE      what the labels are [auto]:\n"
+    "                       index  class indices, decimal integers 0..2147483647 (below the\n"
+    "                              --classes count); any other label is a bad line\n"
+    "                       names  class names (a JSON integer's digits too), from --classes or\n"
+    "                              the sorted set the manifest uses\n"
+    "                       auto   index when every label is numeric (so `-1`, `+3`, `1.0` or\n"
+    "                              `99999999999` among indices are bad lines), names when none is;\n"
+    "                              numbers and names mixed: the pack fails, naming one of each\n"
     "  --classes FILE     class names, one per line (label = line); names not in it are bad\n"
-    "                     lines [the sorted names the manifest uses; integers are indices]\n"
+    "                     lines [the sorted names the manifest uses]\n"
     "  --multi-label      the label field holds several labels (a JSON list, or a cell split at\n"
     "                     --label-sep); stored as a label-list target the loader can multi-hot\n"
     "  --target-field NAME  a column/key of numbers that form each record's value vector\n"
     "                     (repeat or comma-separate for several, in order)\n"
     "  --target-type T    float32, float64, int32, int64 or uint8 [float32]\n"
     "  --label-sep S      separator of several values in one CSV/TSV cell [a space]\n"
+    "  --max-line BYTES   longest manifest line, e.g. 4M; a longer line (or CSV record) is a bad\n"
+    "                     line, skipped without being read into memory [1M]\n"
     "\n"
     "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error\n";
 
@@ -324,6 +334,20 @@ static int pack_manifest_opt(int argc, char **argv, int *i, stk_pack_ext_options
     const char *a = argv[*i];
     if (!strcmp(a, "--multi-label")) {
         x->multi_label = 1;
+        return 1;
+    }
+    if (!strcmp(a, "--labels")) {
+        static const char *const modes[] = {"auto", "index", "names"}; /* = STK_LABELS_* */
+        const char *v = ++*i < argc ? argv[*i] : "";
+        for (x->labels = 0; x->labels < 3 && strcmp(v, modes[x->labels]); x->labels++)
+            ;
+        if (x->labels == 3)
+            die_usage(usage_pack, "--labels must be auto, index or names (got %s)", v);
+        return 1;
+    }
+    if (!strcmp(a, "--max-line")) {
+        if (++*i >= argc || parse_size(argv[*i], &x->max_line) != 0 || x->max_line < 1)
+            die_usage(usage_pack, "--max-line needs a size in bytes such as 1M or 65536");
         return 1;
     }
     size_t k = 0;

@@ -247,7 +247,13 @@ class PackExtOptions(ctypes.Structure):
         ("target_dtype", c_int),
         ("bad_lines", c_uint64),
         ("targets", TargetInfo),
+        ("labels", c_int),          # since 0.3: STK_LABELS_*
+        ("max_line", c_uint64),
     ]
+
+
+# stk_pack_ext_options.labels (STK_LABELS_AUTO, _INDEX, _NAMES)
+LABELS_MODES = {"auto": 0, "index": 1, "names": 2}
 
 
 class DecodeArgs(ctypes.Structure):

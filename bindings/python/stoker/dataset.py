@@ -264,7 +264,8 @@ def _opt_text(value, name):
 
 def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False, progress=None,
          max_side=None, quality=None, format=None, path_field=None, label_field=None,
-         target_fields=None, classes=None, multi_label=False, target_type=None, label_sep=None):
+         target_fields=None, classes=None, multi_label=False, target_type=None, label_sep=None,
+         labels="auto", max_line=None):
     """Pack SRC into a dataset of shards in DST. SRC is an ImageFolder root, a
     ``path<TAB>label`` list file, or a manifest: a CSV, TSV or JSON Lines file naming an image
     path and its label, labels or values per line (docs/FORMAT.md "Manifests").
@@ -289,9 +290,14 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
         the manifest's folder.
       label_field: the column/key of the label: an index or a class name ["label"]; a manifest
         without it has no labels (-1).
+      labels: what the labels are. "index": class indices, decimal integers 0..2147483647
+        (below the classes file's count); any other label makes its line bad. "names": class
+        names (a JSON integer's digits too), from CLASSES or the sorted set the manifest uses.
+        "auto" (default): indices when every label is numeric (so -1, +3, 1.0 or 99999999999
+        among them are bad lines, never a renumbering), names when none is; numbers mixed with
+        names raise, naming a line of each.
       classes: a file of class names, one per line (label = line number from 0); names not in
-        it are bad lines. Default: the sorted names the manifest uses (integer labels are
-        indices).
+        it are bad lines. Default: the sorted names the manifest uses.
       multi_label: the label field holds several labels (a JSON list, or a CSV/TSV cell split
         at LABEL_SEP); they become each record's target, a label list (int32 class indices
         padded with -1 to the longest list) that stoker.Loader can hand out as multi-hot rows.
@@ -301,6 +307,8 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
       target_type: the element type of that vector: "float32" (default), "float64", "int32",
         "int64", "uint8" or the NumPy dtype; a value it cannot hold makes a bad line.
       label_sep: the separator inside one CSV/TSV cell [" "].
+      max_line: the longest line in bytes [1 MiB]; a longer line (or CSV record) is a bad
+        line, skipped without being read into memory.
 
     The packing runs in a background thread so that Ctrl-C raises KeyboardInterrupt at once;
     the unfinished pack then goes on until the process exits (shards are renamed into place
@@ -341,6 +349,13 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     ext.classes_file = None if classes is None else _lib.fspath(classes)
     ext.label_sep = _opt_text(label_sep, "label_sep")
     ext.multi_label = int(bool(multi_label))
+    if labels not in _lib.LABELS_MODES:
+        raise ValueError("labels must be one of %s, not %r" % (", ".join(_lib.LABELS_MODES), labels))
+    ext.labels = _lib.LABELS_MODES[labels]
+    if max_line is not None:
+        if isinstance(max_line, bool) or not isinstance(max_line, int) or max_line < 1:
+            raise ValueError("max_line must be a number of bytes >= 1, not %r" % (max_line,))
+        ext.max_line = max_line
     if target_type is not None:
         if target_fields is None:
             raise ValueError("target_type=%r needs target_fields (the fields holding the "

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Set up, build and run every test: the normal build (CUDA when a toolkit is present; GPU tests
-# skip without a device), then the suite under ASan+UBSan, then the concurrency tests under TSan.
+# skip without a device), a Release (-O3) build with gcc and every test, a Release build with
+# clang and the C and shell tests (-LE python: the Python tests load the same C through ctypes and
+# ran twice already; this keeps CI near 20 minutes), then the suite under ASan+UBSan, then the
+# concurrency tests under TSan. Every build here has warnings as errors (-DSTOKER_WERROR=ON): the
+# whole tree (library, tools, bench tools, tests) must build clean at -O2 and -O3 with both
+# compilers. Users' builds (scripts/run.sh, pip, a plain cmake) keep STOKER_WERROR's default, OFF.
 # STK_TEST_QUICK=1 runs only the normal build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh test
 J=$(nproc)
+WERROR=-DSTOKER_WERROR=ON
 echo "== normal build"
 # (tests ON: a build/ that scripts/run.sh configured first has them off)
-BUILD_DIR=build bash scripts/build.sh -DSTOKER_BUILD_TESTS=ON
+BUILD_DIR=build bash scripts/build.sh -DSTOKER_BUILD_TESTS=ON "$WERROR"
 ctest --test-dir build --output-on-failure -j"$J"
 if [ "${STK_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
+echo "== Release (-O3), gcc"
+CC=gcc BUILD_DIR=build-release bash scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=ON "$WERROR"
+ctest --test-dir build-release --output-on-failure -j"$J"
+echo "== Release (-O3), clang (C and shell tests)"
+CC=clang BUILD_DIR=build-release-clang bash scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=ON \
+  -DSTOKER_WITH_CUDA=OFF "$WERROR"
+ctest --test-dir build-release-clang --output-on-failure -j"$J" -LE python
 echo "== ASan + UBSan"
-BUILD_DIR=build-asan bash scripts/build.sh -DSTOKER_SANITIZE=address -DSTOKER_WITH_CUDA=OFF
+BUILD_DIR=build-asan bash scripts/build.sh -DSTOKER_SANITIZE=address -DSTOKER_WITH_CUDA=OFF "$WERROR"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$J" -LE "python|normal-only"
 echo "== TSan (concurrency tests)"
-BUILD_DIR=build-tsan bash scripts/build.sh -DSTOKER_SANITIZE=thread -DSTOKER_WITH_CUDA=OFF
+BUILD_DIR=build-tsan bash scripts/build.sh -DSTOKER_SANITIZE=thread -DSTOKER_WITH_CUDA=OFF "$WERROR"
 # suppressions: tests/tsan.supp (each entry with its reason)
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp \
   ctest --test-dir build-tsan --output-on-failure -j"$J" -L concurrency

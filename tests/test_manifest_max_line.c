@@ -10,6 +10,7 @@
 #include "folder.h"
 #include "manifest.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -93,6 +94,12 @@ static void each_format(const char *dir)
         T_OK(stk__manifest_read(path, &o, &l, err));
         check(&l, fmts[i], line, "1 MiB");
         stk__filelist_free(&l);
+        /* any limit is usable: SIZE_MAX keeps the line (no overflow of the window's size) */
+        o.max_line = SIZE_MAX;
+        T_OK(stk__manifest_read(path, &o, &l, err));
+        T_CHECK(l.n == 4 && l.nbad == 0, "%s: max_line SIZE_MAX: %zu rows", fmts[i], l.n);
+        stk__filelist_free(&l);
+        o.max_line = MIB;
         /* strict: that line fails the read, named */
         o.strict = 1;
         T_CHECK(stk__manifest_read(path, &o, &l, err) == STK_E_FORMAT && strstr(err, "longer than 1 MiB"), "%s", err);
@@ -148,6 +155,7 @@ static void csv_quoted_record(void)
 
 int main(void)
 {
+    alarm(120); /* a reader that loops fails instead of hanging */
     char *dir = t_tmpdir("mfline");
     bounded_memory(dir);
     each_format(dir);

@@ -547,6 +547,8 @@ static int options(mf *m, const stk__manifest_opts *o)
     m->o.label_sep = m->o.label_sep && *m->o.label_sep ? m->o.label_sep : " ";
     m->o.target_dtype = m->o.target_dtype ? m->o.target_dtype : STK_TDT_FLOAT32;
     m->o.max_line = m->o.max_line ? m->o.max_line : STK__MANIFEST_MAX_LINE;
+    if (m->o.max_line > ((size_t)1 << 32)) /* no file is larger (and the window's sizes stay far from overflow) */
+        m->o.max_line = (size_t)1 << 32;
     if (m->o.labels < STK_LABELS_AUTO || m->o.labels > STK_LABELS_NAMES)
         return stk__err(m->err, STK_E_INVALID, "labels %d: expected STK_LABELS_AUTO, STK_LABELS_INDEX or "
                         "STK_LABELS_NAMES (auto, index, names)", m->o.labels);

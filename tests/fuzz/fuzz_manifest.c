@@ -4,7 +4,8 @@
  * Lines through jansson, list files; class names, label lists and value targets of every type.
  *
  * Input: one byte of options (format, multi-label or value fields, target type, strict), then
- * the manifest's text. Invariants: success gives N entries with non-empty NUL-free paths, labels
+ * the manifest's text; the input's size picks the labels mode and, for one in five, a 32-byte
+ * line limit. Invariants: success gives N entries with non-empty NUL-free paths, labels
  * that are -1 or a class index (below the class count when there are names), N target rows of
  * a usable shape, label lists of indices below the class count then -1 padding, and each line
  * set aside named "m line L" with a reason; failure leaves a message naming the manifest.
@@ -58,6 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.target_dtype = dtypes[opt >> 4 & 3];
     o.strict = opt >> 6 & 1;
     o.label_sep = opt >> 7 ? ";" : NULL;
+    o.labels = (int)(size % 3);                /* (the first byte is spent) STK_LABELS_AUTO, _INDEX, _NAMES */
+    o.max_line = size % 5 == 0 ? 32 : 0;       /* and now and then a short line limit */
     stk__filelist l;
     char err[STK__ERRLEN];
     err[0] = 0;

@@ -3,7 +3,8 @@
 # Warnings are errors only in the project's own test builds: a plain configure of the tree
 # (as a user runs it) has STOKER_WERROR OFF and no -Werror in any compile command, while
 # scripts/test.sh passes -DSTOKER_WERROR=ON to every build it makes (gcc and clang Release
-# builds among them), scripts/run.sh and pip never do, and deps.sh's test profile installs clang.
+# builds among them), pip never does, scripts/run.sh turns it off (build/ may be test.sh's), and
+# deps.sh's test profile installs clang.
 # (Before, STOKER_WERROR defaulted to ON and gcc 12's -O3 maybe-uninitialized in
 # loader_params.c failed a plain Release build.)
 # stk-test: normal-only
@@ -27,7 +28,10 @@ builds=$(sed -e ':a' -e '/\\$/N; s/\\\n//; ta' "$t" | grep 'scripts/build.sh')
 ! grep -v '"$WERROR"' <<<"$builds" | grep -q . || fail "a test.sh build without \$WERROR: $(grep -v '"$WERROR"' <<<"$builds")"
 grep -q 'CC=gcc .*CMAKE_BUILD_TYPE=Release' <<<"$builds" || fail "test.sh: no gcc Release build"
 grep -q 'CC=clang .*CMAKE_BUILD_TYPE=Release' <<<"$builds" || fail "test.sh: no clang Release build"
-! grep -q 'STOKER_WERROR=ON' "$S/scripts/run.sh" "$S/scripts/build.sh" || fail "a user build turns -Werror on"
+! cat "$S/scripts/run.sh" "$S/scripts/build.sh" | grep -v '^ *#' | grep -q 'STOKER_WERROR=ON' ||
+  fail "a user build turns -Werror on"
+# run.sh turns it off, also in a build/ that test.sh configured with it on
+grep -q '^args=(-DSTOKER_WERROR=OFF)$' "$S/scripts/run.sh" || fail "run.sh does not pass -DSTOKER_WERROR=OFF"
 grep -qx 'STOKER_WERROR = "OFF"' "$S/pyproject.toml" || fail "pyproject.toml: STOKER_WERROR not OFF"
 grep -q '^TEST_PKGS=' "$S/scripts/deps.sh" && sed -n '/^TEST_PKGS=/,/^)/p' "$S/scripts/deps.sh" | grep -qw clang ||
   fail "deps.sh test does not install clang"

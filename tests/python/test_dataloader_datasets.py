@@ -171,3 +171,17 @@ def test_in_order_and_torch_keywords(folder):
             stoker.DataLoader(ds, **{name: value}).close()
         except ValueError:
             pass
+
+
+def test_subset_of_a_packed_copy(folder, tmp_path):
+    import stoker
+    packed = str(tmp_path / "packed")
+    stoker.pack(folder, packed, threads=1)
+    pds = stoker.ImageFolder(packed, EVAL)
+    images, labels = _cat(stoker.DataLoader(pds, batch_size=5))
+    idx = [3, -2, 10, 0]
+    x, y = _cat(stoker.DataLoader(Subset(pds, idx), batch_size=3))
+    want = [i % len(pds) for i in idx]
+    assert torch.equal(x, images[want]) and torch.equal(y, labels[want])
+    with pytest.raises(ValueError, match="outside its dataset's 16 samples"):
+        stoker.DataLoader(Subset(pds, [0, 16]), batch_size=3)

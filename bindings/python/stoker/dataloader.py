@@ -575,7 +575,7 @@ def _resolve_dataset(dataset):
     if isinstance(dataset, ImageFolder):
         if type(dataset) is not ImageFolder:
             _refuse("a subclass of stoker.ImageFolder (%s)" % type(dataset).__qualname__)
-        return dataset, indices
+        return dataset, _subset_indices(indices, len(dataset))
     if not isinstance(dataset, D.ImageFolder):
         _refuse("dataset %s (an ImageFolder, a Subset of one or stoker.ImageFolder)"
                 % type(dataset).__name__)
@@ -600,12 +600,17 @@ def _resolve_dataset(dataset):
                     "rather than PIL's (and a grayscale JPEG stays one channel)",
                     "the default loader (PIL), whose pixels stoker reproduces")
         _refuse("ImageFolder(loader=%r) (instead: the default loader)" % (dataset.loader,))
-    if indices is not None:
-        n = len(dataset)
-        if not all(-n <= i < n for i in indices):
-            _refuse("a Subset with an index outside its dataset's %d samples" % n)
-        indices = [i + n if i < 0 else i for i in indices]   # dataset[-1], as Subset does
-    return dataset, indices
+    return dataset, _subset_indices(indices, len(dataset))
+
+
+def _subset_indices(indices, n):
+    """A Subset's indices into a dataset of N samples, negative ones counted from the end as
+    dataset[-1] does; ValueError for one outside it."""
+    if indices is None:
+        return None
+    if not all(-n <= i < n for i in indices):
+        _refuse("a Subset with an index outside its dataset's %d samples" % n)
+    return [i + n if i < 0 else i for i in indices]
 
 
 def _sampler_args(sampler, shuffle, generator, dataset):

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """stoker.DataLoader: torch.utils.data.DataLoader's signature over stoker.Loader.
 
-The dataset is a torchvision ImageFolder (or a stoker.ImageFolder, which also reads a packed
-copy) whose transform is one of the ImageNet recipes; the loader reads the same files, in the
-same sample order and with the same labels, and hands out what torchvision's DataLoader would
-(float32 NCHW from ToTensor [+ Normalize], uint8 from PILToTensor; int64 labels). Whatever it
-cannot reproduce exactly is refused with ValueError naming it: nothing is approximated behind
-the caller's back.
+The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one, or
+a stoker.ImageFolder, which also reads a packed copy) whose transform is one of the ImageNet
+recipes, written with torchvision.transforms, .v2 or timm; the loader reads the same files, in
+the same sample order and with the same labels, and hands out what torchvision's DataLoader
+would (float32 / float16 NCHW from the conversion [+ Normalize], uint8 from PILToTensor; int64
+labels). parse_transform reads the flattened Compose step by step: geometry, per-sample
+augmentations (_augment_step), conversion and values, then RandomErasing (_erasing_step).
+Whatever it cannot reproduce exactly is refused with ValueError naming the step, its position
+and what to use instead: nothing is approximated behind the caller's back.
 """
 
 import io
@@ -329,6 +332,10 @@ def _conversion_kind(step):
     return None
 
 
+def _is_erasing(step):
+    return _is(step, ("RandomErasing",), ("v1", "v2", "timm"))
+
+
 def _is_dtype_step(step):
     return _is(step, ("ConvertImageDtype",)) or _is(step, ("ToDtype",), ("v2",))
 
@@ -375,8 +382,7 @@ def _values(ctx, kw):
             chain.append(s)
         elif _is(s, ("ToPureTensor",), ("v2",)):
             pass              # stoker's batches are plain tensors already
-        elif not floats and _conversion_kind(s) is None and not _is(s, ("RandomErasing",)) \
-                and not _is(s, ("RandomErasing",), ("timm",)):
+        elif not floats and _conversion_kind(s) is None and not _is_erasing(s):
             kw.setdefault("augment", []).append(_augment_step(s, ctx.i, ctx.whole))
         else:
             break
@@ -428,8 +434,8 @@ def parse_transform(transform):
     ctx = _Ctx(steps, whole)
     kw = {}
     _geometry(ctx, kw)                          # crop / resize [+ flip]
-    while ctx.peek() is not None and _conversion_kind(ctx.peek()) is None and not (
-            _is(ctx.peek(), ("RandomErasing",)) or _is(ctx.peek(), ("RandomErasing",), ("timm",))):
+    while ctx.peek() is not None and _conversion_kind(ctx.peek()) is None and not _is_erasing(
+            ctx.peek()):
         kw.setdefault("augment", []).append(_augment_step(ctx.peek(), ctx.i, whole))
         ctx.i += 1
     chain = _values(ctx, kw)                    # ToTensor / PILToTensor ... [+ Normalize]
@@ -440,7 +446,7 @@ def parse_transform(transform):
             "[+ v2.ToDtype(torch.float32, scale=True)], or timm's MaybeToTensor()")
     while ctx.peek() is not None:              # after the values: RandomErasing, ToPureTensor
         s = ctx.peek()
-        if _is(s, ("RandomErasing",)) or _is(s, ("RandomErasing",), ("timm",)):
+        if _is_erasing(s):
             kw.setdefault("augment", []).append(_erasing_step(s, ctx.i, whole))
         elif not _is(s, ("ToPureTensor",), ("v2",)):
             if _conversion_kind(s) is not None or _is_dtype_step(s) or _is(s, ("Normalize",)):

@@ -670,6 +670,13 @@ STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
 /** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */
 STK_API int stk_loader_open(stk_loader *h, const char *path);
+/** Restrict every epoch to the records IDX[0..N) (a subset, as torch.utils.data.Subset): the
+ *  epoch's order is then a permutation of positions in this list (identity without shuffle:
+ *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.
+ *  The list is copied. (NULL, 0) removes it. After open, before start (or after stop): STK_E_STATE
+ *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. Consumer thread.
+ *  (since 0.3) */
+STK_API int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n);
 /** Samples and batches this rank gets per epoch (after open; 0 before, or when RANK >= WORLD_SIZE),
  *  with the current parameters. With STK_P_DROP_LAST the samples are those delivered
  *  (batches x batch size). */

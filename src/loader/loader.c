@@ -96,7 +96,7 @@ static uint64_t per_rank_now(const stk_loader *h)
     int64_t rank = pget_i(h, STK_P_RANK), world = pget_i(h, STK_P_WORLD_SIZE);
     if (rank >= world)
         return 0;
-    if (stk__plan_init(&plan, stk_dataset_count(h->ds), (uint64_t)pget_i(h, STK_P_SEED), 0,
+    if (stk__plan_init(&plan, stk__loader_records(h), (uint64_t)pget_i(h, STK_P_SEED), 0,
                        (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
                        (int)pget_i(h, STK_P_DIST_MODE)) != STK_OK)
         return 0;
@@ -241,7 +241,7 @@ static int targets_config(stk_loader *h)
 
 static int configure(stk_loader *h)
 {
-    h->n = stk_dataset_count(h->ds);
+    h->n = stk__loader_records(h);
     h->bs = (uint32_t)pget_i(h, STK_P_BATCH_SIZE);
     h->K = (uint32_t)pget_i(h, STK_P_PREFETCH);
     h->stage = (int)pget_i(h, STK_P_STAGE);
@@ -553,6 +553,7 @@ void stk_loader_destroy(stk_loader *h)
     pthread_cond_destroy(&h->ready_cv);
     pthread_cond_destroy(&h->stage_cv);
     free(h->lut);
+    free(h->subset);
     free(h->pv);
     free(h);
 }

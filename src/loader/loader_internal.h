@@ -123,6 +123,8 @@ struct stk_loader {
     float mean[3], std[3];
     int have_mean, have_std;
     float *lut;                  /* STK_P_LUT: 3 x 256 float outputs, or NULL */
+    uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
+    uint64_t nsubset;
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */
     stk_cpu_budget budget;       /* measured at create: STK_P_WORKERS' default and its note */
@@ -195,6 +197,8 @@ struct stk_loader {
     stk__errlist errs;           /* bad records (loader_errors.c) */
 };
 
+/* loader_params.c: records an epoch covers (the stk_loader_set_indices list, else the dataset) */
+uint64_t stk__loader_records(const stk_loader *h);
 /* loader_pipeline.c */
 int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample);
 /* launch with epoch EPOCH's global positions [0, BASE) counted as delivered (elastic resume) */

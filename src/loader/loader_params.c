@@ -111,3 +111,40 @@ int stk_loader_get(const stk_loader *h, int key, double *value)
     *value = p->type == STK__PT_INT ? (double)h->pv[i].i : h->pv[i].d;
     return STK_OK;
 }
+
+uint64_t stk__loader_records(const stk_loader *h)
+{
+    return h->subset ? h->nsubset : stk_dataset_count(h->ds);
+}
+
+int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_OPENED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_set_indices: only after stk_loader_open and "
+                        "before stk_loader_start (or after stop)");
+    if (!idx && n == 0) {
+        free(h->subset);
+        h->subset = NULL;
+        h->nsubset = 0;
+        return STK_OK;
+    }
+    if (!idx || n == 0)
+        return stk__err(h->err, STK_E_INVALID, "stk_loader_set_indices: %s",
+                        idx ? "an empty list (NULL, 0 removes it)" : "NULL list of nonzero length");
+    uint64_t count = stk_dataset_count(h->ds);
+    for (size_t j = 0; j < n; j++)
+        if (idx[j] >= count)
+            return stk__err(h->err, STK_E_RANGE, "stk_loader_set_indices: entry %zu is record %llu, "
+                            "but the dataset has %llu", j, (unsigned long long)idx[j],
+                            (unsigned long long)count);
+    uint64_t *copy = malloc(n * sizeof *copy);
+    if (!copy)
+        return stk__err(h->err, STK_E_NOMEM, "stk_loader_set_indices: out of memory for %zu indices", n);
+    memcpy(copy, idx, n * sizeof *copy);
+    free(h->subset);
+    h->subset = copy;
+    h->nsubset = n;
+    return STK_OK;
+}

@@ -128,6 +128,8 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
     *pos = h->w_pos;
     *epoch = h->w_epoch;
     *index = stk__plan_index(&h->w_plan, h->w_pos);
+    if (h->subset)
+        *index = h->subset[*index];
     if (++h->w_pos == h->w_bend)
         work_cursor(h, h->w_k + 1);
     pthread_mutex_unlock(&h->mu);

@@ -238,8 +238,8 @@ def test_refusals(folder):
         "Resize without a CenterCrop": [T.Resize(20), T.ToTensor()],
         "interpolation=InterpolationMode.BICUBIC": [
             T.RandomResizedCrop(16, interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()],
-        "ConvertImageDtype(torch.float16)": [T.Resize(20), T.CenterCrop(16), T.PILToTensor(),
-                                             T.ConvertImageDtype(torch.float16)],
+        "ConvertImageDtype at position 3": [T.Resize(20), T.CenterCrop(16), T.PILToTensor(),
+                                            T.ConvertImageDtype(torch.float64)],
         "Normalize on uint8": [T.Resize(20), T.CenterCrop(16), T.PILToTensor(),
                                T.Normalize(MEAN, STD)],
         "CenterCrop at position 3": [T.Resize(20), T.CenterCrop(16), T.ToTensor(),
@@ -251,7 +251,7 @@ def test_refusals(folder):
         key = {"RandomHorizontalFlip first": "RandomHorizontalFlip first",
                "transform None": "without a transform"}.get(what, what)
         if what == "RandomHorizontalFlip first":
-            key = "the transform RandomHorizontalFlip first"
+            key = "RandomHorizontalFlip at position 0 of transforms.Compose("
         _refused(key, lambda: stoker.DataLoader(ImageFolder(folder, tf)))
 
 

@@ -478,6 +478,7 @@ _PROTOTYPES = [
     ("stk_loader_tell_global", c_int,
      [c_void_p, POINTER(c_uint64), POINTER(c_uint64), POINTER(c_uint64)]),
     ("stk_loader_set_output_size", c_int, [c_void_p, c_uint32, c_uint32]),
+    ("stk_loader_set_indices", c_int, [c_void_p, POINTER(c_uint64), c_size_t]),   # 0.3
     ("stk_loader_cancel", c_int, [c_void_p]),
     ("stk_loader_stop", c_int, [c_void_p]),
     ("stk_loader_destroy", None, [c_void_p]),

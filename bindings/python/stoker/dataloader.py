@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: MIT
 """stoker.DataLoader: torch.utils.data.DataLoader's signature over stoker.Loader.
 
-The dataset is a torchvision ImageFolder (or a stoker.ImageFolder, which also reads a packed
-copy) whose transform is one of the ImageNet recipes; the loader reads the same files, in the
-same sample order and with the same labels, and hands out what torchvision's DataLoader would
-(float32 NCHW from ToTensor [+ Normalize], uint8 from PILToTensor; int64 labels). Whatever it
-cannot reproduce exactly is refused with ValueError naming it: nothing is approximated behind
-the caller's back.
+The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one, or
+a stoker.ImageFolder, which also reads a packed copy) whose transform is one of the ImageNet
+recipes, written with torchvision.transforms, .v2 or timm; the loader reads the same files, in
+the same sample order and with the same labels, and hands out what torchvision's DataLoader
+would (float32 / float16 NCHW from the conversion [+ Normalize], uint8 from PILToTensor; int64
+labels). parse_transform reads the flattened Compose step by step: geometry, per-sample
+augmentations (_augment_step), conversion and values, then RandomErasing (_erasing_step).
+Whatever it cannot reproduce exactly is refused with ValueError naming the step, its position
+and what to use instead: nothing is approximated behind the caller's back.
 """
 
 import io
@@ -21,24 +24,36 @@ from .dataset import Dataset
 from .loader import Loader
 
 SUPPORTED = """stoker.DataLoader supports:
-  dataset: torchvision.datasets.ImageFolder (default loader, no target_transform) or
-           stoker.ImageFolder (an ImageFolder root or a packed copy from `stoker pack`)
-  transform: Compose of
-      train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR[, antialias])
-             [, RandomHorizontalFlip(p)]
-      eval:  Resize(int, interpolation=BILINEAR, max_size=None), CenterCrop(size)
-    then:  ToTensor() [, Normalize(mean, std)]              -> float32
-        |  PILToTensor() [, ConvertImageDtype(torch.float32) [, Normalize(mean, std)]]
-                                                             -> uint8 / float32
+  dataset: torchvision.datasets.ImageFolder (default loader, no target_transform), a subclass
+           of it that overrides no loading (__getitem__, loader, find_classes, make_dataset),
+           torch.utils.data.Subset of one, or stoker.ImageFolder (an ImageFolder root or a
+           packed copy from `stoker pack`)
+  transform: a Compose (torchvision.transforms or .v2, nested ones flattened, timm's
+           create_transform output) of, in this order:
+      geometry, train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR) or timm's
+                       RandomResizedCropAndInterpolation (one interpolation, not 'random')
+                       [, RandomHorizontalFlip(p)]
+                eval:  Resize(int, interpolation=BILINEAR, max_size=None), CenterCrop(size)
+    then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
+        |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
+                                          | v2.ToDtype(float32 | float16, scale=...)]
+    then [Normalize(mean, std)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
+  in_order: True or False (the order is deterministic either way)
   not supported: batch_sampler, collate_fn, worker_init_fn, multiprocessing_context,
-           batch_size=None, a custom ImageFolder loader or is_valid_file"""
+           batch_size=None, a custom ImageFolder loader or is_valid_file; per-sample
+           augmentations (TrivialAugmentWide, RandAugment, AutoAugment, ColorJitter, ...) and
+           RandomErasing are refused by name"""
 
 
-def _refuse(what):
-    raise ValueError("stoker.DataLoader cannot reproduce %s exactly, so it refuses it.\n%s"
-                     % (what, SUPPORTED))
+def _refuse(what, why=None, instead=None):
+    """ValueError: WHAT cannot be reproduced exactly [, WHY] [, what to use INSTEAD]."""
+    text = "stoker.DataLoader cannot reproduce %s exactly, so it refuses it" % what
+    text += (": %s." % why) if why else "."
+    if instead:
+        text += "\nInstead: %s." % instead
+    raise ValueError("%s\n%s" % (text, SUPPORTED))
 
 
 def _tv():
@@ -50,12 +65,143 @@ def _tv():
     return T, D
 
 
-def _bilinear(interp):
-    T, _ = _tv()
-    mode = getattr(T, "InterpolationMode", None)
-    if mode is not None and interp == mode.BILINEAR:
-        return True
-    return interp == 2   # PIL.Image.BILINEAR, accepted by older torchvision
+# ---- recognising a step ----------------------------------------------------------------------
+# A step is recognised by its class: the class torchvision.transforms, torchvision.transforms.v2
+# or timm exports under that name (looked up by module, since v2 and timm need not be importable
+# here). A subclass, even of a known class, is another transform (it may override the call).
+
+_PUBLIC = {"v1": "torchvision.transforms", "v2": "torchvision.transforms.v2"}
+
+
+def _family(step):
+    """"v1", "v2" or "timm" when STEP's class is that library's own, else None."""
+    cls = type(step)
+    mod = getattr(cls, "__module__", "") or ""
+    if mod == "torchvision.transforms.v2" or mod.startswith("torchvision.transforms.v2."):
+        fam = "v2"
+    elif mod.startswith("torchvision.transforms."):
+        fam = "v1"
+    elif mod.startswith("timm.data."):
+        return "timm" if getattr(sys.modules.get(mod), cls.__name__, None) is cls else None
+    else:
+        return None
+    public = sys.modules.get(_PUBLIC[fam])
+    return fam if getattr(public, cls.__name__, None) is cls else None
+
+
+def _kind(step):
+    """(family, class name) of a recognised step, else (None, class name)."""
+    return _family(step), type(step).__name__
+
+
+def _full_name(step):
+    """The class as users import it: torchvision.transforms.v2.TrivialAugmentWide."""
+    fam, name = _kind(step)
+    if fam in _PUBLIC:
+        return "%s.%s" % (_PUBLIC[fam], name)
+    cls = type(step)
+    return "%s.%s" % (cls.__module__, cls.__qualname__)
+
+
+def _is(step, names, families=("v1", "v2")):
+    fam, name = _kind(step)
+    return fam in families and name in names
+
+
+def _is_compose(step):
+    return _is(step, ("Compose",))
+
+
+def _compose_label(step):
+    fam = _family(step)
+    return {"v1": "transforms.Compose", "v2": "transforms.v2.Compose"}.get(fam, "Compose")
+
+
+def _flatten(transform):
+    """The steps of TRANSFORM, nested Compose flattened in order; and the text that names the
+    whole list in messages ("transforms.v2.Compose([RandomResizedCrop, ...])")."""
+    steps, nested = [], False
+
+    def walk(t, depth):
+        nonlocal nested
+        if _is_compose(t):
+            nested = nested or depth > 0
+            for s in t.transforms:
+                walk(s, depth + 1)
+        else:
+            steps.append(t)
+    walk(transform, 0)
+    names = ", ".join(type(s).__name__ for s in steps)
+    if _is_compose(transform):
+        whole = "%s([%s])%s" % (_compose_label(transform), names,
+                                " (nested Compose flattened)" if nested else "")
+    else:
+        whole = "the transform %s" % names
+    return steps, whole
+
+
+class _Ctx:
+    """Where the parser is: the steps, the list's name, the position."""
+
+    def __init__(self, steps, whole):
+        self.steps, self.whole, self.i = steps, whole, 0
+
+    def peek(self):
+        return self.steps[self.i] if self.i < len(self.steps) else None
+
+    def at(self, names, families=("v1", "v2")):
+        s = self.peek()
+        return s is not None and _is(s, names, families)
+
+    def where(self, i=None):
+        i = self.i if i is None else i
+        return "position %d of %s" % (i, self.whole)
+
+    def refuse(self, what, instead, i=None):
+        """ValueError: WHAT (about the step at I) at its position, and what to use INSTEAD."""
+        i = self.i if i is None else i
+        step = self.steps[i] if i < len(self.steps) else None
+        head = "%s at %s" % (_full_name(step), self.where(i)) if step is not None else \
+            "the end of %s" % self.whole
+        _refuse(head, what, instead)
+
+
+# ---- geometry --------------------------------------------------------------------------------
+
+def _interp_name(interp):
+    """'bilinear', 'bicubic', 'nearest', ... for an InterpolationMode, its string value or a PIL
+    constant; a tuple or list (timm's 'random') stays a tuple of names."""
+    if isinstance(interp, (tuple, list)):
+        return tuple(_interp_name(x) for x in interp)
+    value = getattr(interp, "value", interp)
+    if isinstance(value, str):
+        return value.lower()
+    pil = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
+    return pil.get(value, str(interp))
+
+
+def _loader_knows(kwarg):
+    import inspect
+    return kwarg in inspect.signature(Loader.__init__).parameters
+
+
+def _interp_kw(mode, where):
+    """Loader keyword arguments for a resampling MODE other than bilinear, or ValueError."""
+    if mode in ("bicubic", "nearest") and _loader_knows("interpolation"):
+        return {"interpolation": mode}
+    _refuse(where, "stoker resizes with BILINEAR only",
+            "interpolation=InterpolationMode.BILINEAR, or torch's DataLoader")
+
+
+def _interp(ctx, interp):
+    mode = _interp_name(interp)
+    if isinstance(mode, tuple):
+        ctx.refuse("interpolation='random' (a random choice among %s per image)" % (list(mode),),
+                   "one interpolation, e.g. create_transform(..., interpolation='bilinear')")
+    if mode == "bilinear":
+        return {}
+    return _interp_kw(mode, "%s(interpolation=%s) at %s" % (_full_name(ctx.peek()), interp,
+                                                             ctx.where()))
 
 
 def _hw(size, what):
@@ -69,119 +215,289 @@ def _hw(size, what):
     _refuse("%s with size %r" % (what, size))
 
 
-def parse_transform(transform):
-    """The library's settings for a torchvision transform, or ValueError naming what is not
-    supported. Returns a dict of stoker.Loader keyword arguments."""
-    T, _ = _tv()
-    torch = sys.modules.get("torch")
-    steps = list(transform.transforms) if isinstance(transform, T.Compose) else [transform]
-    if transform is None or not steps:
-        _refuse("a dataset without a transform (PIL images of varying size cannot be batched)")
-    names = [type(t).__name__ for t in steps]
-    kw = {}
-    i = 0
+def _geometry(ctx, kw):
+    step = ctx.peek()
+    if ctx.at(("RandomResizedCrop",)) or ctx.at(("RandomResizedCropAndInterpolation",), ("timm",)):
+        kw.update(_interp(ctx, step.interpolation))
+        kw.update(train=True, size=_hw(step.size, type(step).__name__),
+                  scale=tuple(float(x) for x in step.scale),
+                  ratio=tuple(float(x) for x in step.ratio), flip_prob=0.0)
+        ctx.i += 1
+        if ctx.at(("RandomHorizontalFlip",)):
+            kw["flip_prob"] = float(ctx.peek().p)
+            ctx.i += 1
+        return
+    if ctx.at(("Resize",)):
+        _resize(ctx, step, kw)
+        return
+    if step is None:
+        _refuse("an empty transform (PIL images of varying size cannot be batched)")
+    if _conversion_kind(step) is not None:
+        ctx.refuse("the conversion comes before the crop: the crop and resize then run on "
+                   "tensors (torch's resampling), not on PIL images as stoker reproduces them",
+                   "RandomResizedCrop or Resize + CenterCrop first, then %s" % type(step).__name__)
+    ctx.refuse("stoker needs the crop first", "RandomResizedCrop(...) [+ RandomHorizontalFlip] "
+               "for training or Resize(int) + CenterCrop(size) for evaluation as the first steps")
 
-    def at(cls):
-        return i < len(steps) and type(steps[i]) is cls
 
-    # geometry
-    if at(T.RandomResizedCrop):
-        rrc = steps[i]
-        if not _bilinear(rrc.interpolation):
-            _refuse("RandomResizedCrop(interpolation=%s)" % (rrc.interpolation,))
-        kw.update(train=True, size=_hw(rrc.size, "RandomResizedCrop"),
-                  scale=tuple(float(x) for x in rrc.scale),
-                  ratio=tuple(float(x) for x in rrc.ratio), flip_prob=0.0)
-        i += 1
-        if at(T.RandomHorizontalFlip):
-            kw["flip_prob"] = float(steps[i].p)
-            i += 1
-    elif at(T.Resize):
-        rs = steps[i]
-        size = rs.size
-        if isinstance(size, (list, tuple)):
-            if len(size) != 1:
-                _refuse("Resize(%r) (a fixed height and width; only Resize(int), the shorter "
-                        "side, is supported)" % (list(size),))
-            size = size[0]
-        if getattr(rs, "max_size", None) is not None:
-            _refuse("Resize(max_size=%r)" % rs.max_size)
-        if not _bilinear(rs.interpolation):
-            _refuse("Resize(interpolation=%s)" % (rs.interpolation,))
-        i += 1
-        if not at(T.CenterCrop):
-            _refuse("Resize without a CenterCrop right after it (transforms: %s)" % names)
-        kw.update(train=False, resize=int(size), size=_hw(steps[i].size, "CenterCrop"),
-                  dct_scaling=False)
-        i += 1
+def _resize(ctx, rs, kw):
+    if getattr(rs, "max_size", None) is not None:
+        ctx.refuse("max_size=%r" % (rs.max_size,), "Resize(int) without max_size")
+    size = rs.size
+    if isinstance(size, (list, tuple)) and len(size) == 1:
+        size = size[0]
+    interp = _interp(ctx, rs.interpolation)
+    resize_i = ctx.i
+    ctx.i += 1
+    if isinstance(size, (list, tuple)):
+        hw = _hw(size, "Resize")
+        if not _loader_knows("interpolation"):   # the resize=(h, w) engine ships with it
+            ctx.refuse("Resize(%r) resizes to a fixed height and width; stoker resizes the "
+                       "shorter side only" % (list(size),),
+                       "Resize(int) + CenterCrop(size)", i=resize_i)
+        resize = hw
     else:
-        _refuse("the transform %s first (transforms: %s)" % (names[0] if names else None, names))
-
-    # conversion
-    dtype, normalize = None, None
-    if at(T.ToTensor):
-        dtype = "float32"
-        i += 1
-    elif at(T.PILToTensor):
-        dtype = "uint8"
-        i += 1
-        if at(T.ConvertImageDtype):
-            want = steps[i].dtype
-            if torch is not None and want == torch.float32:
-                dtype = "float32"
-            elif torch is not None and want == torch.uint8:
-                pass
-            else:
-                _refuse("ConvertImageDtype(%s) (float32 or uint8 only)" % (want,))
-            i += 1
+        resize = int(size)
+    kw.update(interp)
+    kw.update(train=False, resize=resize, dct_scaling=False)
+    if ctx.at(("CenterCrop",)):
+        kw["size"] = _hw(ctx.peek().size, "CenterCrop")
+        ctx.i += 1
+    elif isinstance(resize, tuple):
+        kw["size"] = resize                      # Resize((h, w)) alone: the whole image
     else:
-        _refuse("the transform %s after the crop (transforms: %s)"
-                % (names[i] if i < len(names) else "(none)", names))
-    if at(T.Normalize):
-        if dtype != "float32":
-            _refuse("Normalize on uint8 images")
-        normalize = steps[i]
-        i += 1
-    if i != len(steps):
-        _refuse("the transform %s at position %d (transforms: %s)" % (names[i], i, names))
-    kw["dtype"] = dtype
-    if normalize is not None:
-        kw["value_table"] = _normalize_table(normalize)
-    elif dtype == "float32":
-        kw["mean"], kw["std"] = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)   # x / 255, as ToTensor
-    return kw
+        ctx.refuse("Resize without a CenterCrop leaves images of varying size, which cannot be "
+                   "batched", "Resize(%d) followed by CenterCrop(size)" % resize, i=resize_i)
 
 
-def _normalize_table(norm):
-    """Normalize(ToTensor(x)) for every 8-bit value x and channel, computed by torchvision
-    itself: the loader looks values up, so its floats equal torchvision's bit for bit."""
+# ---- per-sample augmentations ---------------------------------------------------------------
+
+_AUGMENT_NAMES = {
+    "TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix", "ColorJitter",
+    "RandomGrayscale", "GaussianBlur", "RandomVerticalFlip", "RandomRotation", "RandomAffine",
+    "RandomPerspective", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness",
+    "RandomAutocontrast", "RandomEqualize", "RandomInvert", "RandomChannelPermutation",
+    "RandomPhotometricDistort", "ElasticTransform", "RandomApply", "RandomChoice",
+    "RandomOrder", "Grayscale", "GaussianNoise", "RandomErasing"}
+
+
+def _augment_step(step, position, names):
+    """The Loader's spec for the per-sample augmentation STEP (at POSITION of the list NAMES),
+    or ValueError naming it and what to use instead."""
+    try:
+        from . import augment as _augment
+    except ImportError:
+        _augment = None
+    spec = _augment.spec_for(step, position) if _augment is not None else None
+    if spec is not None:
+        return spec
+    fam, name = _kind(step)
+    at = "%s at position %d of %s" % (_full_name(step), position, names)
+    if fam is not None and (name in _AUGMENT_NAMES or fam == "timm"):
+        _refuse(at, "a per-sample augmentation stoker does not run yet",
+                "remove it, or keep torch's DataLoader for this recipe")
+    _refuse(at, "a transform stoker does not know",
+            "the steps listed below, or torch's DataLoader for this pipeline")
+
+
+def _erasing_step(step, position, names):
+    """The Loader's spec for RandomErasing STEP after the conversion and Normalize, or
+    ValueError naming it."""
+    try:
+        from . import augment as _augment
+    except ImportError:
+        _augment = None
+    spec = _augment.spec_for(step, position) if _augment is not None else None
+    if spec is not None:
+        return spec
+    _refuse("%s at position %d of %s" % (_full_name(step), position, names),
+            "stoker does not erase yet", "remove it, or keep torch's DataLoader for this recipe")
+
+
+# ---- conversion and values -------------------------------------------------------------------
+
+def _conversion_kind(step):
+    """How STEP turns a PIL image into a tensor: "float" (ToTensor: x / 255), "uint8"
+    (PILToTensor, v2.ToImage), "raw" (timm's ToTensor: x as float, unscaled), "numpy" (timm's
+    ToNumpy), or None when it is no conversion."""
+    if _is(step, ("ToTensor",)) or _is(step, ("MaybeToTensor",), ("timm",)):
+        return "float"
+    if _is(step, ("PILToTensor",)) or _is(step, ("ToImage",), ("v2",)) or \
+            _is(step, ("MaybePILToTensor",), ("timm",)):
+        return "uint8"
+    if _is(step, ("ToTensor",), ("timm",)):
+        return "raw"
+    if _is(step, ("ToNumpy",), ("timm",)):
+        return "numpy"
+    return None
+
+
+def _is_erasing(step):
+    return _is(step, ("RandomErasing",), ("v1", "v2", "timm"))
+
+
+def _is_dtype_step(step):
+    return _is(step, ("ConvertImageDtype",)) or _is(step, ("ToDtype",), ("v2",))
+
+
+def _dtype_of(ctx, step):
+    """The torch dtype a ConvertImageDtype / ToDtype step converts images to."""
+    want = step.dtype
+    if isinstance(want, dict):   # v2.ToDtype({tv_tensors.Image: dtype, "others": ...})
+        img = [v for k, v in want.items() if getattr(k, "__name__", k) in ("Image", "others")]
+        if len(set(img)) != 1:
+            ctx.refuse("dtype=%r (no single dtype for images)" % (want,),
+                       "ToDtype(torch.float32, scale=True)")
+        want = img[0]
+    return want
+
+
+def _values(ctx, kw):
+    """Conversion, dtype and Normalize (and augmentations on uint8 tensors between them):
+    return the steps that map each 8-bit value to the output value, in order."""
+    step = ctx.peek()
+    kind = _conversion_kind(step) if step is not None else None
+    if kind is None:
+        return None
+    if kind == "numpy":
+        ctx.refuse("it yields NumPy arrays for timm's prefetcher collate",
+                   "create_transform(..., use_prefetcher=False) (MaybeToTensor)")
+    chain = [step]
+    ctx.i += 1
+    floats = kind != "uint8"
     import torch
-    x = torch.arange(256, dtype=torch.float32).div(255)        # ToTensor / ConvertImageDtype
-    mean = list(norm.mean) if np.ndim(norm.mean) else [float(norm.mean)]
-    if len(mean) not in (1, 3) or np.ndim(norm.std) and len(list(norm.std)) not in (1, 3):
-        _refuse("Normalize with %d channels (RGB images have 3)" % len(mean))
-    img = x.view(1, 1, 256).repeat(3, 1, 1)
-    out = norm(img.clone())
-    return out.reshape(3, 256).contiguous().numpy().astype(np.float32)
+    while ctx.peek() is not None:
+        s = ctx.peek()
+        if _is_dtype_step(s):
+            want = _dtype_of(ctx, s)
+            if want not in (torch.float32, torch.float16, torch.uint8):
+                ctx.refuse("dtype %s" % (want,), "torch.float32 or torch.float16")
+            floats = floats or want != torch.uint8
+            chain.append(s)
+        elif _is(s, ("Normalize",)):
+            if not floats:
+                ctx.refuse("Normalize on uint8 images (torchvision refuses it too)",
+                           "ConvertImageDtype(torch.float32) / v2.ToDtype(torch.float32, "
+                           "scale=True) before Normalize")
+            chain.append(s)
+        elif _is(s, ("ToPureTensor",), ("v2",)):
+            pass              # stoker's batches are plain tensors already
+        elif not floats and _conversion_kind(s) is None and not _is_erasing(s):
+            kw.setdefault("augment", []).append(_augment_step(s, ctx.i, ctx.whole))
+        else:
+            break
+        ctx.i += 1
+    return chain
+
+
+def _value_table(ctx, chain):
+    """Run CHAIN (a conversion, then dtype and Normalize steps) on an image holding every 8-bit
+    value in each channel: the loader then looks the values up, so its output equals
+    torchvision's bit for bit. Returns (dtype name, 3x256 float32 table or None)."""
+    import torch
+    from PIL import Image
+    ramp = np.repeat(np.arange(256, dtype=np.uint8).reshape(1, 256, 1), 3, axis=2)
+    x = Image.fromarray(ramp, "RGB")
+    try:
+        for s in chain:
+            x = s(x)
+    except Exception as e:   # noqa: BLE001 — torchvision's own complaint, passed on
+        ctx.refuse("torchvision fails on it (%s: %s)" % (type(e).__name__, e),
+                   "Normalize(mean, std) with 1 or 3 channels", i=ctx.steps.index(s))
+    if not isinstance(x, torch.Tensor) or tuple(x.shape) != (3, 1, 256):
+        ctx.refuse("the conversion gives %r, not a 3-channel image tensor" % (type(x),),
+                   "ToTensor() or PILToTensor()", i=ctx.steps.index(chain[0]))
+    x = x.as_subclass(torch.Tensor) if type(x) is not torch.Tensor else x
+    names = {torch.uint8: "uint8", torch.float32: "float32", torch.float16: "float16"}
+    if x.dtype not in names:
+        ctx.refuse("output dtype %s" % (x.dtype,), "float32, float16 or uint8",
+                   i=ctx.steps.index(chain[-1]))
+    if x.dtype == torch.uint8:
+        if not torch.equal(x.reshape(3, 256), torch.arange(256, dtype=torch.uint8).repeat(3, 1)):
+            ctx.refuse("it changes 8-bit values", "PILToTensor()", i=ctx.steps.index(chain[-1]))
+        return "uint8", None
+    table = x.reshape(3, 256).float().contiguous().numpy().astype(np.float32)
+    if not np.isfinite(table).all():
+        ctx.refuse("it gives non-finite values (a zero std?)", "Normalize with std > 0",
+                   i=ctx.steps.index(chain[-1]))
+    return names[x.dtype], table
+
+
+def parse_transform(transform):
+    """The library's settings for a torchvision (v1 or v2) or timm transform, or ValueError
+    naming the step that is not supported, its position and what to use instead. Returns a dict
+    of stoker.Loader keyword arguments (with "train")."""
+    _tv()
+    if transform is None:
+        _refuse("a dataset without a transform (PIL images of varying size cannot be batched)")
+    steps, whole = _flatten(transform)
+    ctx = _Ctx(steps, whole)
+    kw = {}
+    _geometry(ctx, kw)                          # crop / resize [+ flip]
+    while ctx.peek() is not None and _conversion_kind(ctx.peek()) is None and not _is_erasing(
+            ctx.peek()):
+        kw.setdefault("augment", []).append(_augment_step(ctx.peek(), ctx.i, whole))
+        ctx.i += 1
+    chain = _values(ctx, kw)                    # ToTensor / PILToTensor ... [+ Normalize]
+    if chain is None:
+        ctx.refuse("stoker needs a conversion to a tensor after the crop%s" % (
+            " and augmentations" if kw.get("augment") else ""),
+            "ToTensor() [+ Normalize], PILToTensor() [+ ConvertImageDtype], v2.ToImage() "
+            "[+ v2.ToDtype(torch.float32, scale=True)], or timm's MaybeToTensor()")
+    while ctx.peek() is not None:              # after the values: RandomErasing, ToPureTensor
+        s = ctx.peek()
+        if _is_erasing(s):
+            kw.setdefault("augment", []).append(_erasing_step(s, ctx.i, whole))
+        elif not _is(s, ("ToPureTensor",), ("v2",)):
+            if _conversion_kind(s) is not None or _is_dtype_step(s) or _is(s, ("Normalize",)):
+                ctx.refuse("a second conversion or a Normalize after RandomErasing",
+                           "one conversion, then Normalize, then RandomErasing")
+            if _is(s, _AUGMENT_NAMES) or _family(s) == "timm":
+                ctx.refuse("an augmentation on float images after the conversion",
+                           "put it before ToTensor / ConvertImageDtype (on PIL or uint8)")
+            _augment_step(s, ctx.i, whole)    # names it (unknown transform)
+        ctx.i += 1
+    kw["dtype"], table = _value_table(ctx, chain)
+    if table is not None:
+        kw["value_table"] = table
+    return kw
 
 
 class ImageFolder:
     """An image dataset stoker reads: an ImageFolder root or a packed copy of one
     (``stoker pack ROOT DST``), with torchvision ImageFolder's ``root``, ``classes``,
     ``class_to_idx``, ``transform``, ``target_transform`` and ``len``. ``ds[i]`` decodes record
-    i with PIL and applies the transforms, so the same object also feeds torch's DataLoader.
+    i with PIL and applies the transforms, so the same object also feeds torch's DataLoader —
+    with worker processes too: it pickles without its library handle (spawn, forkserver) and
+    each process, a fork() child included, opens the dataset again on first use.
     Pass it to stoker.DataLoader to read the packed copy."""
 
     def __init__(self, root, transform=None, target_transform=None):
         self.root = _lib.path_arg(root)
         self.transform = transform
         self.target_transform = target_transform
-        self._ds = Dataset(self.root)
-        self.classes = self._ds.classes
+        self._handle, self._pid = Dataset(self.root), os.getpid()
+        self.classes = self._handle.classes
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        self._len = len(self._handle)
+
+    @property
+    def _ds(self):
+        """This process's handle: the one opened here, else a new one (after fork or unpickling)."""
+        if self._handle is None or self._pid != os.getpid():
+            self._handle, self._pid = Dataset(self.root), os.getpid()
+        return self._handle
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_handle"], state["_pid"] = None, None
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
     def __len__(self):
-        return len(self._ds)
+        return self._len
 
     def __getitem__(self, i):
         from PIL import Image
@@ -243,6 +559,64 @@ def __getattr__(name):   # stoker.ExactDistributedSampler needs torch: built on 
             _EXACT["cls"] = _exact_sampler_class()
         return _EXACT["cls"]
     raise AttributeError(name)
+
+
+# DatasetFolder / ImageFolder methods that decide which files, which labels and which pixels a
+# sample has: a subclass that overrides one is no longer what stoker reads.
+_LOADING = ("__getitem__", "__getitems__", "__len__", "find_classes", "make_dataset", "loader")
+
+
+def _resolve_dataset(dataset):
+    """(the ImageFolder stoker reads, the Subset's dataset indices or None) for DATASET, or
+    ValueError naming what stoker cannot read exactly."""
+    import torch.utils.data as tud
+    _, D = _tv()
+    indices = None
+    while type(dataset) is tud.Subset:          # a Subset of a Subset composes the lists
+        idx = [int(i) for i in dataset.indices]
+        indices = idx if indices is None else [idx[i] for i in indices]
+        dataset = dataset.dataset
+        if not idx:
+            _refuse("an empty Subset (no sample to batch)")
+    if isinstance(dataset, ImageFolder):
+        if type(dataset) is not ImageFolder:
+            _refuse("a subclass of stoker.ImageFolder (%s)" % type(dataset).__qualname__)
+        return dataset, _subset_indices(indices, len(dataset))
+    if not isinstance(dataset, D.ImageFolder):
+        _refuse("dataset %s (an ImageFolder, a Subset of one or stoker.ImageFolder)"
+                % type(dataset).__name__)
+    cls = type(dataset)
+    if cls is not D.ImageFolder:
+        for klass in cls.__mro__:
+            if klass is D.ImageFolder:
+                break
+            over = [m for m in _LOADING if m in vars(klass)]
+            if over:
+                _refuse("%s.%s" % (klass.__module__, klass.__qualname__),
+                        "a subclass of ImageFolder that overrides %s, while stoker reads the "
+                        "files, labels and pixels as ImageFolder does" % ", ".join(over),
+                        "a subclass that overrides none of %s, or torch's DataLoader"
+                        % ", ".join(_LOADING))
+    if dataset.loader is not D.folder.default_loader:
+        name = getattr(dataset.loader, "__qualname__", None) or repr(dataset.loader)
+        mod = getattr(dataset.loader, "__module__", "") or ""
+        if mod.startswith("torchvision.io") or name in ("decode_image", "read_image"):
+            _refuse("ImageFolder(loader=%s.%s)" % (mod, name),
+                    "the transforms then run on uint8 tensors, resized by torch's interpolation "
+                    "rather than PIL's (and a grayscale JPEG stays one channel)",
+                    "the default loader (PIL), whose pixels stoker reproduces")
+        _refuse("ImageFolder(loader=%r) (instead: the default loader)" % (dataset.loader,))
+    return dataset, _subset_indices(indices, len(dataset))
+
+
+def _subset_indices(indices, n):
+    """A Subset's indices into a dataset of N samples, negative ones counted from the end as
+    dataset[-1] does; ValueError for one outside it."""
+    if indices is None:
+        return None
+    if not all(-n <= i < n for i in indices):
+        _refuse("a Subset with an index outside its dataset's %d samples" % n)
+    return [i + n if i < 0 else i for i in indices]
 
 
 def _sampler_args(sampler, shuffle, generator, dataset):
@@ -311,6 +685,10 @@ class DataLoader(Loader):
       prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
       persistent_workers: the library's threads always persist between epochs.
       timeout: seconds to wait for a batch (0 = no limit).
+      in_order (torch >= 2.6): True or False, same batches: stoker's order never depends on
+        which decode thread finishes first, so there is nothing out of order to allow.
+      dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a permutation
+        of them with shuffle, their order without), with the labels of the dataset below it.
     Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
     stoker.Loader on batch lifetime.
     """
@@ -319,7 +697,7 @@ class DataLoader(Loader):
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 max_size=None):
+                 in_order=True, max_size=None):
         import torch
         _, D = _tv()
         if batch_sampler is not None:
@@ -343,17 +721,13 @@ class DataLoader(Loader):
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
 
-        if isinstance(dataset, ImageFolder):
-            root = dataset.root
-        elif type(dataset) is D.ImageFolder:
-            root = dataset.root
-            if dataset.loader is not D.folder.default_loader:
-                _refuse("ImageFolder(loader=%r)" % (dataset.loader,))
-        else:
-            _refuse("dataset %s" % type(dataset).__name__)
-        if dataset.target_transform is not None:
-            _refuse("target_transform=%r" % (dataset.target_transform,))
-        kw = parse_transform(dataset.transform)
+        if in_order not in (True, False):
+            raise ValueError("in_order must be True or False, not %r" % (in_order,))
+        base, indices = _resolve_dataset(dataset)
+        root = base.root
+        if base.target_transform is not None:
+            _refuse("target_transform=%r" % (base.target_transform,))
+        kw = parse_transform(base.transform)
         self._tf_size = (kw["size"], kw.get("resize"))
         shuffle_, seed, rank, world, mode = _sampler_args(sampler, shuffle, generator, dataset)
         train = kw.pop("train")
@@ -361,14 +735,15 @@ class DataLoader(Loader):
                          shuffle=shuffle_, seed=seed, drop_last=drop_last, rank=rank,
                          world_size=world, dist_mode=mode, strict=True,
                          timeout=timeout or None, prefetch=prefetch_factor,
-                         pin_memory=pin_memory, max_size=max_size, target="label", **kw)
-        if len(self.dataset) != len(dataset) or list(self.dataset.classes) != list(
-                dataset.classes):
-            n_lib, n_tv = len(self.dataset), len(dataset)
+                         pin_memory=pin_memory, max_size=max_size, target="label",
+                         indices=indices, **kw)
+        if len(self.dataset) != len(base) or list(self.dataset.classes) != list(base.classes):
+            n_lib, n_tv = len(self.dataset), len(base)
             self.close()
             _refuse("this dataset: libstoker lists %d samples in %d classes at %s, the dataset "
                     "object %d in %d classes (a custom is_valid_file or extensions?)"
-                    % (n_lib, len(self.dataset.classes), root, n_tv, len(dataset.classes)))
+                    % (n_lib, len(self.dataset.classes), root, n_tv, len(base.classes)))
+        self._base = base
         self._threads = self.num_workers
         self.dataset = dataset
         if sampler is not None:
@@ -380,6 +755,7 @@ class DataLoader(Loader):
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
         self.pin_memory_device = pin_memory_device
+        self.in_order = in_order
         self.multiprocessing_context = None
         self.worker_init_fn = None
         self._user_sampler = sampler
@@ -394,7 +770,7 @@ class DataLoader(Loader):
         """Progressive resizing as with torchvision: a crop size changed in the dataset's
         transform since the last pass (``dataset.transform.transforms[0].size = 192``) reaches
         the library as Loader.set_size, re-read at every ``for``."""
-        kw = parse_transform(self.dataset.transform)
+        kw = parse_transform(self._base.transform)
         size, resize = kw["size"], kw.get("resize")
         if (size, resize) == self._tf_size:
             return

@@ -340,6 +340,9 @@ class Loader:
     Attributes as DataLoader's: ``dataset`` (len, root, classes, class_to_idx), ``sampler``
     (len = this rank's samples per epoch), ``batch_size``, ``num_workers`` (decode threads),
     ``pin_memory``, ``drop_last``, ``len(loader)`` (batches per epoch).
+      indices: read only these records (dataset indices; entries may repeat): every epoch is
+        then over the list as torch.utils.data.Subset is, in the list's order without shuffle,
+        a permutation of it with (stk_loader_set_indices).
       options: more raw parameters, {STK_P_* number: value}.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
@@ -387,7 +390,7 @@ class Loader:
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
-                 multi_hot=False, options=None):
+                 multi_hot=False, indices=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -553,6 +556,15 @@ class Loader:
             self._set(int(key), value, "options[%d]" % int(key))
 
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
+        self.indices = None
+        if indices is not None:
+            idx = np.asarray(indices)
+            if idx.ndim != 1 or idx.size == 0 or idx.dtype.kind not in "iu" or (idx < 0).any():
+                raise ValueError("indices must be a non-empty list of record numbers >= 0")
+            idx = np.ascontiguousarray(idx, dtype=np.uint64)
+            self._check(lib.stk_loader_set_indices(self._h, idx.ctypes.data_as(
+                ctypes.POINTER(ctypes.c_uint64)), idx.size), "indices")
+            self.indices = idx.astype(np.int64)
         self._setup_targets(target)
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
@@ -562,7 +574,8 @@ class Loader:
         self.num_workers = int(v.value)   # decode threads
         self.dataset = LoaderDataset(self.path, self.classes,
                                      int(lib.stk_dataset_count(lib.stk_loader_dataset(self._h))))
-        self.sampler = RankSampler(self, self._rank_samples(self.dataset.__len__()))
+        self.sampler = RankSampler(self, self._rank_samples(
+            len(self.indices) if self.indices is not None else self.dataset.__len__()))
 
     def _setup_targets(self, target):
         """What the batches carry besides the images, from TARGET and the dataset's targets."""
@@ -1064,7 +1077,7 @@ class Loader:
     def _dataset_id(self):
         """{"count", "fingerprint"}: the record count and a hash of the dataset's identity —
         record count, payload bytes, class names and shard file names (not their directory, so
-        a copy elsewhere matches)."""
+        a copy elsewhere matches); with ``indices`` their count and the list."""
         if self._fingerprint is None:
             lib = self._lib
             ds = lib.stk_loader_dataset(self._h)
@@ -1077,7 +1090,11 @@ class Loader:
             if info.layout == _lib.LAYOUT_SHARDS:
                 for i in range(info.shards):
                     h.update(b"\0s" + os.path.basename(lib.stk_dataset_shard_path(ds, i) or b""))
-            self._fingerprint = {"count": int(info.records), "fingerprint": h.hexdigest()[:32]}
+            count = int(info.records)
+            if self.indices is not None:     # a subset: its records are the epoch's
+                h.update(b"\0i" + self.indices.tobytes())
+                count = int(self.indices.size)
+            self._fingerprint = {"count": count, "fingerprint": h.hexdigest()[:32]}
         return dict(self._fingerprint)
 
     def _consumed(self, epoch_base, sample):

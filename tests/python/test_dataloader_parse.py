@@ -1,0 +1,255 @@
+# SPDX-License-Identifier: MIT
+"""stoker.DataLoader's transform parser: what it accepts gives torch's DataLoader's tensors,
+what it refuses is named with its class, its position in the (flattened) list and what to use
+instead. torchvision v1 always; torchvision.transforms.v2 and timm with their real classes where
+they can be imported (Debian's torchvision 0.14 has no v2, Debian has no timm: those tests skip).
+"""
+import pytest
+
+from conftest import make_imagefolder
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+import torchvision.transforms as T  # noqa: E402
+from torchvision.datasets import ImageFolder  # noqa: E402
+from torch.utils.data import DataLoader as TorchDataLoader  # noqa: E402
+
+MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("parse_folder"))
+    make_imagefolder(root, per_class=(5, 4, 4), seed=11)
+    return root
+
+
+def _v2():
+    return pytest.importorskip("torchvision.transforms.v2")
+
+
+def _debian_pil():
+    """stoker's resampling reproduces the Pillow Debian ships (9.x) bit for bit; a pip Pillow
+    (13.x in a venv with torch 2) resamples some images one level apart."""
+    import PIL
+    return PIL.__file__.startswith("/usr/lib/python3/")
+
+
+def _batches(loader):
+    return [(x.clone(), y.clone()) for x, y in loader]
+
+
+def _equal_to_torch(ds, batch_size=4, same_as=None):
+    """stoker.DataLoader(ds) gives torch's DataLoader(ds)'s batches: bit for bit under Debian's
+    Pillow, within one 8-bit level under another. SAME_AS: a dataset whose transform is the v1
+    equivalent: then stoker's and torch's batches must each equal their v1 ones exactly."""
+    import stoker
+    ours = _batches(stoker.DataLoader(ds, batch_size=batch_size))
+    ref = _batches(TorchDataLoader(ds, batch_size=batch_size))
+    assert len(ours) == len(ref)
+    for (x, y), (u, v) in zip(ours, ref):
+        assert x.dtype == u.dtype and x.shape == u.shape, (x.dtype, u.dtype, x.shape, u.shape)
+        diff = float((x.double() - u.double()).abs().max())
+        if _debian_pil():
+            assert torch.equal(x, u), diff
+        else:
+            level = 1.0 if x.dtype == torch.uint8 else 1 / 255 / min(STD) + 1e-2
+            assert diff <= level, diff
+        assert torch.equal(y, v)
+    if same_as is not None:
+        for a, b in ((ours, _batches(stoker.DataLoader(same_as, batch_size=batch_size))),
+                     (ref, _batches(TorchDataLoader(same_as, batch_size=batch_size)))):
+            assert len(a) == len(b)
+            for (x, y), (u, v) in zip(a, b):
+                assert x.dtype == u.dtype and torch.equal(x, u) and torch.equal(y, v)
+    return ours
+
+
+def _refusal(ds, *needles):
+    import stoker
+    with pytest.raises(ValueError) as e:
+        stoker.DataLoader(ds, batch_size=4)
+    text = str(e.value)
+    for n in needles:
+        assert n in text, text
+    assert "Compose first" not in text and "Instead:" in text, text
+    return text
+
+
+def _values_are(folder, tf, value_steps):
+    """stoker's float batches for TF are VALUE_STEPS (torchvision's own, run here) applied to
+    stoker's uint8 batches of the same geometry: bit for bit, whatever Pillow resamples like.
+    (v2.ToDtype(scale=True) multiplies by 1/255 where ToTensor divides by 255: 126 of the 256
+    values differ in the last bit, so a parser that maps it to ToTensor fails here.)"""
+    import stoker
+    geometry = T.Compose([T.Resize(20), T.CenterCrop(16), T.PILToTensor()])
+    u8 = _batches(stoker.DataLoader(ImageFolder(folder, geometry), batch_size=4))
+    got = _batches(stoker.DataLoader(ImageFolder(folder, tf), batch_size=4))
+    for (x, y), (u, v) in zip(got, u8):
+        want = u
+        for step in value_steps:
+            want = step(want)
+        want = want.as_subclass(torch.Tensor)
+        assert x.dtype == want.dtype and torch.equal(x, want), float((x - want).abs().max())
+
+
+# ---- v1 -------------------------------------------------------------------------------------
+
+def test_nested_compose_equals_torch(folder):
+    tf = T.Compose([T.Compose([T.Resize(20), T.CenterCrop(16)]),
+                    T.Compose([T.ToTensor(), T.Compose([T.Normalize(MEAN, STD)])])])
+    _equal_to_torch(ImageFolder(folder, tf))
+
+
+def test_float16_conversion_equals_torch(folder):
+    tf = T.Compose([T.Resize(20), T.CenterCrop(16), T.PILToTensor(),
+                    T.ConvertImageDtype(torch.float16), T.Normalize(MEAN, STD)])
+    out = _equal_to_torch(ImageFolder(folder, tf))
+    assert out[0][0].dtype == torch.float16
+
+
+def test_reference_recipe_refused_at_trivialaugment(folder):
+    """torchvision's classification reference (v1 backend): the first unsupported step is named
+    with its module, its position and the whole list."""
+    tf = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(0.5),
+                    T.TrivialAugmentWide(), T.PILToTensor(),
+                    T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD),
+                    T.RandomErasing(0.1)])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.TrivialAugmentWide at position 2 "
+             "of transforms.Compose([RandomResizedCrop, RandomHorizontalFlip, "
+             "TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize, RandomErasing])")
+
+
+def test_random_erasing_refused_after_normalize(folder):
+    tf = T.Compose([T.RandomResizedCrop(16), T.ToTensor(), T.Normalize(MEAN, STD),
+                    T.RandomErasing(0.1)])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.RandomErasing at position 3")
+
+
+def test_unknown_step_and_nested_position(folder):
+    tf = T.Compose([T.Compose([T.Resize(20), T.CenterCrop(16)]), T.Lambda(lambda x: x),
+                    T.ToTensor()])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.Lambda at position 2 of "
+             "transforms.Compose([Resize, CenterCrop, Lambda, ToTensor]) (nested Compose "
+             "flattened)", "does not know")
+
+
+def test_subclass_of_a_known_transform_is_unknown(folder):
+    class MyFlip(T.RandomHorizontalFlip):
+        def forward(self, img):
+            return super().forward(img)
+    tf = T.Compose([T.RandomResizedCrop(16), MyFlip(), T.ToTensor()])
+    _refusal(ImageFolder(folder, tf), "MyFlip at position 1", "does not know")
+
+
+def test_conversion_before_crop_refused(folder):
+    tf = T.Compose([T.PILToTensor(), T.Resize(20), T.CenterCrop(16)])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.PILToTensor at position 0",
+             "tensors")
+
+
+def test_bicubic_refused_by_name(folder):
+    tf = T.Compose([T.Resize(20, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(16),
+                    T.ToTensor()])
+    _refusal(ImageFolder(folder, tf), "interpolation=InterpolationMode.BICUBIC",
+             "at position 0")
+
+
+def test_no_conversion_refused(folder):
+    tf = T.Compose([T.Resize(20), T.CenterCrop(16)])
+    _refusal(ImageFolder(folder, tf), "conversion to a tensor")
+
+
+# ---- torchvision.transforms.v2 --------------------------------------------------------------
+
+def test_v2_eval_recipe_equals_torch(folder):
+    v2 = _v2()
+    tf = v2.Compose([v2.Resize(20), v2.CenterCrop(16), v2.ToImage(),
+                     v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD),
+                     v2.ToPureTensor()])
+    _equal_to_torch(ImageFolder(folder, tf))
+    _values_are(folder, tf, [v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+
+
+def test_v2_uint8_and_float16(folder):
+    v2 = _v2()
+    _equal_to_torch(ImageFolder(folder, v2.Compose([v2.Resize(20), v2.CenterCrop(16),
+                                                    v2.PILToTensor()])),
+                    same_as=ImageFolder(folder, T.Compose([T.Resize(20), T.CenterCrop(16),
+                                                           T.PILToTensor()])))
+    out = _equal_to_torch(ImageFolder(folder, v2.Compose([
+        v2.Resize(20), v2.CenterCrop(16), v2.ToImage(), v2.ToDtype(torch.float16, scale=True),
+        v2.Normalize(MEAN, STD)])))
+    assert out[0][0].dtype == torch.float16
+    _values_are(folder, v2.Compose([v2.Resize(20), v2.CenterCrop(16), v2.ToImage(),
+                                    v2.ToDtype(torch.float16, scale=True),
+                                    v2.Normalize(MEAN, STD)]),
+                [v2.ToDtype(torch.float16, scale=True), v2.Normalize(MEAN, STD)])
+
+
+def test_v2_train_recipe_accepted(folder):
+    import stoker
+    v2 = _v2()
+    tf = v2.Compose([v2.RandomResizedCrop(16, antialias=True), v2.RandomHorizontalFlip(0.5),
+                     v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
+                     v2.Normalize(MEAN, STD), v2.ToPureTensor()])
+    ds = ImageFolder(folder, tf)
+    batches = list(stoker.DataLoader(ds, batch_size=4, shuffle=True))
+    assert sum(len(y) for _, y in batches) == len(ds)
+    assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
+
+
+def test_v2_unknown_op_named_with_position(folder):
+    v2 = _v2()
+    tf = v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), v2.TrivialAugmentWide(),
+                     v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
+                     v2.Normalize(MEAN, STD), v2.RandomErasing(0.1), v2.ToPureTensor()])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.v2.TrivialAugmentWide at position 2 "
+             "of transforms.v2.Compose([RandomResizedCrop, RandomHorizontalFlip, "
+             "TrivialAugmentWide, PILToTensor, ToDtype, Normalize, RandomErasing, ToPureTensor])")
+
+
+def test_v2_tensor_backend_refused(folder):
+    v2 = _v2()
+    tf = v2.Compose([v2.ToImage(), v2.RandomResizedCrop(16), v2.ToDtype(torch.float32, True)])
+    _refusal(ImageFolder(folder, tf), "torchvision.transforms.v2.ToImage at position 0 of "
+             "transforms.v2.Compose(", "tensors")
+
+
+# ---- timm -----------------------------------------------------------------------------------
+
+def test_timm_eval_equals_torch(folder):
+    timm_data = pytest.importorskip("timm.data")
+    tf = timm_data.create_transform(16, is_training=False)
+    assert [type(t).__name__ for t in tf.transforms] == ["Resize", "CenterCrop",
+                                                         "MaybeToTensor", "Normalize"]
+    resize, crop, norm = tf.transforms[0].size, tf.transforms[1].size, tf.transforms[3]
+    v1 = T.Compose([T.Resize(resize), T.CenterCrop(crop), T.ToTensor(),
+                    T.Normalize(norm.mean, norm.std)])
+    _equal_to_torch(ImageFolder(folder, tf), same_as=ImageFolder(folder, v1))
+
+
+def test_timm_train_without_augment_accepted(folder):
+    import stoker
+    timm_data = pytest.importorskip("timm.data")
+    tf = timm_data.create_transform(16, is_training=True, color_jitter=None)
+    kinds = [type(t).__name__ for t in tf.transforms]
+    assert kinds[0] == "RandomResizedCropAndInterpolation", kinds
+    ds = ImageFolder(folder, tf)
+    batches = list(stoker.DataLoader(ds, batch_size=4))
+    assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
+
+
+def test_timm_rand_augment_named(folder):
+    timm_data = pytest.importorskip("timm.data")
+    tf = timm_data.create_transform(16, is_training=True, auto_augment="rand-m9-mstd0.5")
+    _refusal(ImageFolder(folder, tf), "timm.data.auto_augment.RandAugment at position 2 of "
+             "transforms.Compose([RandomResizedCropAndInterpolation, ")
+
+
+def test_timm_random_interpolation_named(folder):
+    timm_data = pytest.importorskip("timm.data")
+    tf = timm_data.create_transform(16, is_training=True, interpolation="random",
+                                    color_jitter=None)
+    _refusal(ImageFolder(folder, tf), "timm.data.transforms.RandomResizedCropAndInterpolation "
+             "at position 0", "interpolation='random'")

@@ -566,8 +566,9 @@ STK_API int stk_decode(stk_decoder *d, const void *data, size_t len, const stk_d
  * stop is under way get STK_E_STATE (next: STK_E_CANCELLED). What stays the caller's: a call that
  * begins after destroy has begun uses freed memory, as after free(); so a binding serialises its
  * own close against entry (Python's stoker.Loader does). stop returns once the pipeline threads
- * are joined: a read that never returns (a FIFO, a hung network file) holds stop and destroy
- * until it does; the consumer blocked in next is woken all the same.
+ * are joined: a read the kernel never completes (a hung network mount) holds stop and destroy
+ * until it does, though the consumer blocked in next is woken at once. (The files layout opens
+ * without blocking: a FIFO in place of a file is a bad record, not a wait.)
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct stk_loader stk_loader;

@@ -3,7 +3,8 @@
 - close() from another thread while a `for` is blocked in the library ends that `for` cleanly
   (StopIteration) and frees nothing under it (the old binding crashed: use-after-free);
 - a second thread stepping the same iterator while the first is inside gets RuntimeError naming
-  the first thread, and the first still delivers every record exactly once;
+  the first thread, and the first still delivers every record exactly once; two threads sharing
+  an iterator and retrying get each batch of the epoch once between them;
 - a second iter() while a pass is live raises RuntimeError naming the live pass (zip(L, L) used to
   yield nothing), while break-then-iterate-again, exhausted, closed or dropped passes still work.
 The thread cases run in a child process under a timeout, so a crash or a hang fails the test.
@@ -96,6 +97,33 @@ SHARED_CHILD = PRELUDE + textwrap.dedent(r'''
         print("indices", idx == list(range(len(L.dataset))), flush=True)
     else:
         print("samples", sum(len(b[1]) for b in got), len(L.dataset), flush=True)
+    L.close()
+''')
+
+# two threads share one iterator and retry when the other is inside: together they get each
+# batch of the epoch once (the old binding gave an extra batch of the next epoch, or crashed)
+HAMMER_CHILD = PRELUDE + textwrap.dedent(r'''
+    L = stoker.Loader(path, 1, size=16, workers=2, train=False, return_index=True,
+                      array="numpy")
+    for epoch in range(3):
+        it = iter(L)
+        got, busy = [], [0]
+        def loop():
+            while True:
+                try:
+                    b = next(it)
+                except RuntimeError:
+                    busy[0] += 1
+                    continue
+                except StopIteration:
+                    return
+                got.append(int(b[-1][0]))
+        ts = [threading.Thread(target=loop) for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(120)
+        print("epoch%d" % epoch, len(got), len(L), sorted(got) == list(range(len(L))), flush=True)
     L.close()
 ''')
 
@@ -200,3 +228,10 @@ def test_break_close_or_drop_then_iterate_again(kind, stoker_mod, shards, imagef
         with pytest.raises(StopIteration):
             next(it)
         assert _count(list(L)) == N
+
+
+def test_two_threads_sharing_an_iterator_get_each_batch_once(shards):
+    res = _run(HAMMER_CHILD, shards[0], "loader", 0)
+    for epoch in range(3):
+        got, n, exact = res["epoch%d" % epoch].split()
+        assert int(got) == int(n) == N and exact == "True", (epoch, res)

@@ -938,8 +938,8 @@ class Loader:
 
     def _next(self, it):
         with self._consuming(closed_ok=True) as ok:
-            if not ok:                    # closed (from another thread): the pass ends
-                it.done = True
+            if not ok or it.done or it._gen != self._gen:
+                it.done = True            # closed, or ended while this thread waited to enter
                 raise StopIteration
             self._usable()
             return self._next_inside(it)

@@ -578,8 +578,20 @@ STK_API int stk_decode(stk_decoder *d, const void *data, size_t len, const stk_d
  * stk_loader_next returns STK_END once at the end of each epoch; the loader then moves to the
  * next epoch (it already prefetches it) unless stk_loader_set_epoch/seek says otherwise.
  *
- * Thread safety: one consumer thread calls next/release/set_epoch/seek/stop; stk_loader_stats,
- * stk_loader_report and stk_loader_cancel may be called from any thread at any time after start.
+ * Thread safety: one consumer thread calls next/release/detach/set_epoch/seek/resume and the
+ * setters; stk_loader_stats, stk_loader_report and stk_loader_cancel may be called from any
+ * thread at any time after start. stk_loader_stop and stk_loader_destroy may be called from any
+ * thread, also while the consumer is blocked in stk_loader_next: that call wakes and returns
+ * STK_E_CANCELLED ("being stopped"), and stop/destroy free the ring only after it has left, so it
+ * never touches freed memory (a consumer in detach or seek is waited for the same way). A second
+ * consumer is refused, not undefined: a thread calling stk_loader_next while one is inside gets
+ * STK_E_STATE ("another thread is in stk_loader_next") and no batch; consumer calls made while a
+ * stop is under way get STK_E_STATE (next: STK_E_CANCELLED). What stays the caller's: a call that
+ * begins after destroy has begun uses freed memory, as after free(); so a binding serialises its
+ * own close against entry (Python's stoker.Loader does). stop returns once the pipeline threads
+ * are joined: a read the kernel never completes (a hung network mount) holds stop and destroy
+ * until it does, though the consumer blocked in next is woken at once. (The files layout opens
+ * without blocking: a FIFO in place of a file is a bad record, not a wait.)
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct stk_loader stk_loader;
@@ -745,10 +757,15 @@ STK_API int stk_loader_start(stk_loader *h);
  * deterministic substitute, batch->bad counts them, stk_loader_error_get names them.
  * When the dataset gives no batch per epoch (STK_P_DROP_LAST with fewer samples than a batch),
  * every call returns STK_END and moves on one epoch.
+ * Threads: the consumer thread. Another thread calling it while one is inside gets STK_E_STATE
+ * at once ("another thread is in stk_loader_next"; the first goes on undisturbed). A call
+ * blocked when stk_loader_stop / stk_loader_destroy begins in another thread returns
+ * STK_E_CANCELLED (last_error: "the loader is being stopped"); after the stop, STK_E_STATE.
  */
 STK_API int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_batch **out);
 /** Give a batch back. Device batches: an event recorded on CUDA_STREAM orders the reuse of the
- *  buffer after the caller's work. Batches may be released in any order. */
+ *  buffer after the caller's work. Batches may be released in any order. Consumer thread;
+ *  STK_E_STATE once a stop has begun (the batch is then invalid anyway). */
 STK_API int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream);
 /*
  * Holding host batches longer than the ring (since 0.2). Batch k reuses the slot of batch
@@ -854,9 +871,12 @@ STK_API int stk_loader_set_output_size(stk_loader *h, uint32_t height, uint32_t 
 STK_API int stk_loader_cancel(stk_loader *h);
 /** Stop the threads (prefetched batches are dropped; batches still held become invalid) and
  *  free the ring. start() may be called again; it begins at (STK_P_EPOCH, 0) and the stats
- *  restart. No-op when not started. */
+ *  restart. No-op when not started. Any thread: a thread blocked in stk_loader_next wakes with
+ *  STK_E_CANCELLED and the ring is freed after it (and any detach or seek under way) has left;
+ *  a second stop meanwhile waits for the first. Returns once every pipeline thread is joined. */
 STK_API int stk_loader_stop(stk_loader *h);
-/** Stop and free everything, device memory too. NULL is a no-op. */
+/** Stop (as stk_loader_stop, from any thread, waking a blocked stk_loader_next) and free
+ *  everything, device memory too. No call on H may begin once destroy has. NULL is a no-op. */
 STK_API void stk_loader_destroy(stk_loader *h);
 STK_API const char *stk_loader_last_error(const stk_loader *h);
 /** Snapshot of the counters since start: the stages count the work done, prefetched samples

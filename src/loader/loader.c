@@ -52,6 +52,7 @@ int stk_loader_create(stk_loader **out)
     stk__cond_init_monotonic(&h->space_cv);
     stk__cond_init_monotonic(&h->ready_cv);
     stk__cond_init_monotonic(&h->stage_cv);
+    stk__cond_init_monotonic(&h->idle_cv);
     h->state = STK__LS_CREATED;
     *out = h;
     return STK_OK;
@@ -522,21 +523,40 @@ int stk_loader_start(stk_loader *h)
         free_ring(h);
         return rc;
     }
+    pthread_mutex_lock(&h->mu);
     h->state = STK__LS_STARTED;
+    pthread_mutex_unlock(&h->mu);
     return STK_OK;
 }
 
+/* Any thread: no consumer call enters from here on, a next() waiting for a batch wakes with
+ * STK_E_CANCELLED, and the ring is freed only once every consumer call has left (see "Consumer
+ * entry" below). A second stop meanwhile waits for the first. */
 int stk_loader_stop(stk_loader *h)
 {
     if (!h)
         return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
+    pthread_mutex_lock(&h->mu);
+    while (h->closing)
+        pthread_cond_wait(&h->idle_cv, &h->mu);
+    if (h->state != STK__LS_STARTED) {
+        pthread_mutex_unlock(&h->mu);
         return STK_OK;
+    }
+    h->closing = 1;
+    pthread_cond_broadcast(&h->ready_cv);
+    while (h->inside)
+        pthread_cond_wait(&h->idle_cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
     stk__loader_halt(h);
     pthread_mutex_lock(&h->stats_mu);
     free_ring(h);
     pthread_mutex_unlock(&h->stats_mu);
+    pthread_mutex_lock(&h->mu);
     h->state = STK__LS_OPENED;
+    h->closing = 0;
+    pthread_cond_broadcast(&h->idle_cv);
+    pthread_mutex_unlock(&h->mu);
     return STK_OK;
 }
 
@@ -552,6 +572,7 @@ void stk_loader_destroy(stk_loader *h)
     pthread_cond_destroy(&h->space_cv);
     pthread_cond_destroy(&h->ready_cv);
     pthread_cond_destroy(&h->stage_cv);
+    pthread_cond_destroy(&h->idle_cv);
     free(h->lut);
     free(h->subset);
     free(h->pv);
@@ -559,6 +580,47 @@ void stk_loader_destroy(stk_loader *h)
 }
 
 const char *stk_loader_last_error(const stk_loader *h) { return h ? h->err : "invalid handle"; }
+
+/* ---- consumer entry ------------------------------------------------------------------------ */
+
+/*
+ * stk_loader_stop and stk_loader_destroy may come from any thread while the consumer is blocked
+ * in next (a Python close() from another thread, a shutdown handler). A consumer call that drops
+ * h->mu while it works (next waits on ready_cv, detach allocates, seek halts and relaunches)
+ * counts itself in `inside`; stop sets `closing` (nothing enters any more, a waiting next wakes
+ * with STK_E_CANCELLED), waits until `inside` is 0, and only then halts and frees. release holds
+ * h->mu from its check to its end, so checking under it is enough. Two threads in next at once
+ * would wait for, and hand out, the same batch: the second gets STK_E_STATE instead.
+ * What stays the caller's: a call that *starts* after destroy began uses freed memory, as after
+ * free(); and stop waits for a seek in another thread, which joins the reader.
+ */
+
+/* Enter consumer call FN (NEXT: stk_loader_next). (h->mu held) */
+static int consumer_enter(stk_loader *h, const char *fn, int next)
+{
+    if (h->state != STK__LS_STARTED)
+        return stk__err(h->err, STK_E_STATE, "%s: the loader is not started", fn);
+    if (h->closing)
+        return stk__err(h->err, next ? STK_E_CANCELLED : STK_E_STATE,
+                        "%s: the loader is being stopped (stk_loader_stop or stk_loader_destroy "
+                        "in another thread)", fn);
+    if (next && h->in_next)
+        return stk__err(h->err, STK_E_STATE,
+                        "stk_loader_next: another thread is in stk_loader_next (one consumer "
+                        "thread per loader)");
+    h->in_next |= next;
+    h->inside++;
+    return STK_OK;
+}
+
+/* (h->mu held) */
+static void consumer_leave(stk_loader *h, int next)
+{
+    if (next)
+        h->in_next = 0;
+    if (--h->inside == 0)
+        pthread_cond_broadcast(&h->idle_cv);
+}
 
 /* ---- consumer ------------------------------------------------------------------------------ */
 
@@ -668,7 +730,7 @@ static int next_wait(stk_loader *h, int timeout_ms)
         if (timeout_ms >= 0)
             stk__deadline(&dl, timeout_ms);
         int timed_out = 0;
-        while (!batch_ready(h, k) && !h->pipe_status && !h->cancel_pending) {
+        while (!batch_ready(h, k) && !h->pipe_status && !h->cancel_pending && !h->closing) {
             if (timeout_ms < 0) {
                 pthread_cond_wait(&h->ready_cv, &h->mu);
             } else if (pthread_cond_timedwait(&h->ready_cv, &h->mu, &dl) == ETIMEDOUT) {
@@ -677,6 +739,10 @@ static int next_wait(stk_loader *h, int timeout_ms)
             }
         }
         atomic_fetch_add(&h->tel.wait_ns, stk__now_ns() - t0);
+        if (h->closing)
+            return stk__err(h->err, STK_E_CANCELLED,
+                            "stk_loader_next: the loader is being stopped (stk_loader_stop or "
+                            "stk_loader_destroy in another thread)");
         if (h->cancel_pending && !batch_ready(h, k)) {
             h->cancel_pending = 0;
             return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
@@ -733,11 +799,14 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
         *out = NULL;
     if (!h || !out)
         return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "stk_loader_next: the loader is not started");
     const stk_batch *b = NULL;
     pthread_mutex_lock(&h->mu);
-    int rc = next_gate(h);
+    int rc = consumer_enter(h, "stk_loader_next", 1);
+    if (rc != STK_OK) {
+        pthread_mutex_unlock(&h->mu);
+        return rc;
+    }
+    rc = next_gate(h);
     if (rc == STK_OK)
         rc = next_room(h);
     if (rc == STK_OK)
@@ -751,6 +820,7 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
         atomic_fetch_add(&h->tel.samples_out, b->size);
         *out = b;
     }
+    consumer_leave(h, 1);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
@@ -788,9 +858,13 @@ int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
 {
     if (!h || !batch)
         return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "stk_loader_release: the loader is not started");
     pthread_mutex_lock(&h->mu);
+    if (h->state != STK__LS_STARTED || h->closing) {
+        int closing = h->closing;
+        pthread_mutex_unlock(&h->mu);
+        return stk__err(h->err, STK_E_STATE, "stk_loader_release: the loader is %s",
+                        closing ? "being stopped (held batches are invalid)" : "not started");
+    }
     int rc = STK_OK;
     if (h->device_path) {
         stk__devbuf *d = devbuf_of(h, batch);
@@ -819,14 +893,8 @@ int stk_loader_release(stk_loader *h, const stk_batch *batch, void *cuda_stream)
     return rc;
 }
 
-int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
+static int detach_inside(stk_loader *h, const stk_batch *batch, void **images)
 {
-    if (images)
-        *images = NULL;
-    if (!h || !batch || !images)
-        return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "stk_loader_detach: the loader is not started");
     if (h->device_path)
         return stk__err(h->err, STK_E_UNSUPPORTED,
                         "stk_loader_detach: device batches cannot be detached (release them)");
@@ -855,6 +923,24 @@ int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
     slot_give_back(h, s);
     pthread_mutex_unlock(&h->mu);
     return STK_OK;
+}
+
+int stk_loader_detach(stk_loader *h, const stk_batch *batch, void **images)
+{
+    if (images)
+        *images = NULL;
+    if (!h || !batch || !images)
+        return STK_E_INVALID;
+    pthread_mutex_lock(&h->mu);
+    int rc = consumer_enter(h, "stk_loader_detach", 0);
+    pthread_mutex_unlock(&h->mu);
+    if (rc != STK_OK)
+        return rc;
+    rc = detach_inside(h, batch, images);
+    pthread_mutex_lock(&h->mu);
+    consumer_leave(h, 0);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
 }
 
 const void *stk_loader_batch_targets(const stk_loader *h, const stk_batch *batch, stk_target_info *info)
@@ -945,18 +1031,33 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
     return rc;
 }
 
+/* seek_at as a consumer call: a stop in another thread waits for it */
+static int seek_entered(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base, uint64_t next_sample)
+{
+    pthread_mutex_lock(&h->mu);
+    int rc = consumer_enter(h, fn, 0);
+    pthread_mutex_unlock(&h->mu);
+    if (rc != STK_OK)
+        return rc;
+    rc = seek_at(h, fn, epoch, base, next_sample);
+    pthread_mutex_lock(&h->mu);
+    consumer_leave(h, 0);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
 int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
 {
     if (!h)
         return STK_E_INVALID;
-    return seek_at(h, "stk_loader_seek", epoch, 0, next_sample);
+    return seek_entered(h, "stk_loader_seek", epoch, 0, next_sample);
 }
 
 int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, uint64_t next_sample)
 {
     if (!h)
         return STK_E_INVALID;
-    return seek_at(h, "stk_loader_resume", epoch, consumed, next_sample);
+    return seek_entered(h, "stk_loader_resume", epoch, consumed, next_sample);
 }
 
 int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed, uint64_t *base)

@@ -183,6 +183,12 @@ struct stk_loader {
     int pipe_status;             /* fatal pipeline error (stager), 0 = none */
     char pipe_msg[STK__ERRLEN];
     int cancel_pending;
+    /* consumer entry, any thread (loader.c, "Consumer entry") */
+    int closing;                 /* stop/destroy under way: next wakes with STK_E_CANCELLED and
+                                    no consumer call enters */
+    int in_next;                 /* a thread is inside stk_loader_next */
+    uint32_t inside;             /* threads inside next / detach / seek (stop waits for 0) */
+    pthread_cond_t idle_cv;      /* `inside` fell to 0, or a stop finished */
     /* threads */
     stk__reader *reader;
     pthread_t stager_th;

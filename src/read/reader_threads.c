@@ -62,7 +62,9 @@ static void read_file(stk__reader *r, rslot *s)
     s->vlen = 0;
     if (s->fault_delay)
         stk__rd_sleep_us(r->cfg.fault_delay_us);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put where a file was must not block this thread in open() forever
+     * (and stop / destroy with it, which join it); regular files ignore the flag */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
         stk__rd_fail(s, -e, e, "open: %s", strerror(e));
@@ -72,6 +74,11 @@ static void read_file(stk__reader *r, rslot *s)
     if (fstat(fd, &st) != 0) {
         int e = errno;
         stk__rd_fail(s, -e, e, "fstat: %s", strerror(e));
+        close(fd);
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        stk__rd_fail(s, STK_E_IO, 0, "not a regular file (a FIFO, device or socket): not read");
         close(fd);
         return;
     }

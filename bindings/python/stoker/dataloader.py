@@ -787,17 +787,20 @@ class DataLoader(Loader):
         self._tf_size = (size, resize)
 
     def __iter__(self):
-        self._follow_transform()
-        s = self._user_sampler
-        if s is not None and hasattr(s, "set_epoch"):
-            e = int(getattr(s, "epoch", 0))
-            if e == self._last_sampler_epoch and self.train:
-                warnings.warn("stoker.DataLoader: sampler.epoch is still %d: this pass repeats "
-                              "the order and the augmentation of the last one (call "
-                              "sampler.set_epoch(epoch) every epoch)" % e, stacklevel=2)
-            self._last_sampler_epoch = e
-            self.set_epoch(e)
-        return super().__iter__()
+        self._usable()
+        with self._consuming():         # one consumer thread; reentrant for this one
+            self._check_no_live_iter()   # before set_epoch / a new size would end it
+            self._follow_transform()
+            s = self._user_sampler
+            if s is not None and hasattr(s, "set_epoch"):
+                e = int(getattr(s, "epoch", 0))
+                if e == self._last_sampler_epoch and self.train:
+                    warnings.warn("stoker.DataLoader: sampler.epoch is still %d: this pass repeats "
+                                  "the order and the augmentation of the last one (call "
+                                  "sampler.set_epoch(epoch) every epoch)" % e, stacklevel=2)
+                self._last_sampler_epoch = e
+                self.set_epoch(e)
+            return super().__iter__()
 
     def __repr__(self):
         return "stoker.DataLoader(%r, batch_size=%d, num_workers=%d, %s)" % (

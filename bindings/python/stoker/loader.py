@@ -3,6 +3,7 @@
 
 import atexit
 import collections
+import contextlib
 import ctypes
 import hashlib
 import os
@@ -248,15 +249,17 @@ def _on_free(mu, freed, rec, images_free):
 
 
 class _Iter:
-    """One pass over the loader (one epoch, or the rest of it after load_state_dict)."""
+    """One pass over the loader (one epoch, or the rest of it after load_state_dict). While it
+    is live (not exhausted, not closed, still referenced) the loader refuses another iter()."""
 
-    __slots__ = ("_loader", "_gen", "epoch", "done", "__weakref__")
+    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "__weakref__")
 
     def __init__(self, loader, gen, epoch):
         self._loader = loader
         self._gen = gen
         self.epoch = epoch
         self.done = False
+        self.batches = 0     # handed out by this pass
 
     def __iter__(self):
         return self
@@ -265,10 +268,20 @@ class _Iter:
         if self.done or self._loader._gen != self._gen:
             self.done = True
             raise StopIteration
-        return self._loader._next(self)
+        out = self._loader._next(self)
+        self.batches += 1
+        return out
 
     def __len__(self):
         return len(self._loader)
+
+    def close(self):
+        """End this pass now (as leaving the ``for`` does): the loader may be iterated again."""
+        self.done = True
+
+    def __repr__(self):
+        return "<stoker.Loader iterator: epoch %d, batch %d of %d%s>" % (
+            self.epoch, self.batches, len(self._loader), ", done" if self.done else "")
 
 
 class Loader:
@@ -372,9 +385,12 @@ class Loader:
     detached, so keeping a device batch while ``device_buffers`` newer ones are read raises
     StateError (clone() what you keep), as does closing or seeking with device batches held.
 
-    Threads: one thread iterates; ``stats()``, ``report()`` and ``cancel()`` may be called from
-    any thread. Ctrl-C interrupts a blocked iteration within ~0.1 s (KeyboardInterrupt); the
-    loader stays usable.
+    Threads: one thread iterates at a time (another thread stepping it meanwhile gets
+    RuntimeError naming the first); ``stats()``, ``report()``, ``cancel()`` and ``close()`` may
+    be called from any thread (``close()`` wakes a blocked ``for``, which ends with
+    StopIteration). One pass at a time: ``iter()`` while an earlier iterator is live (not
+    exhausted, closed or dropped) raises RuntimeError naming it. Ctrl-C interrupts a blocked
+    iteration within ~0.1 s (KeyboardInterrupt); the loader stays usable.
 
     fork(): the loader's threads do not exist in a fork() child. In the child every method
     raises StokerError (create a new Loader there); the parent's loader is unaffected.
@@ -475,6 +491,10 @@ class Loader:
         self._warned_copy = False
         self._warned_fallback = False
         self._lock = threading.Lock()     # guards close() against stats() from other threads
+        # one consumer thread at a time; close() from any thread waits for it (see _consuming)
+        self._entry = threading.Condition(threading.Lock())
+        self._consumer = None             # [thread, depth] inside a consumer call, or None
+        self._closing = False             # close() began: no consumer call enters any more
 
         h = ctypes.c_void_p()
         self._check(lib.stk_loader_create(ctypes.byref(h)), "stk_loader_create")
@@ -639,6 +659,54 @@ class Loader:
                 % (self._pid, os.getpid()))
         if self._closed or self._h is None:
             raise _errors.StateError("the loader is closed", _lib.STK_E_STATE, "STK_E_STATE")
+
+    @contextlib.contextmanager
+    def _consuming(self, closed_ok=False):
+        """The body runs as the loader's one consumer thread: the library's consumer calls
+        (next, release, detach, seek, start) come from one thread at a time, and close() from
+        another thread waits until the body has left before it destroys the handle. Another
+        thread inside meanwhile: RuntimeError naming it. Closed or closing: StateError, or
+        (CLOSED_OK) the body gets False and ends the pass."""
+        if os.getpid() != self._pid:
+            self._usable()                # the fork() child's error, before "closed"
+        me = threading.current_thread()
+        with self._entry:
+            if self._closing or self._h is None:
+                if not closed_ok:
+                    self._usable()
+                    raise _errors.StateError("the loader is closed", _lib.STK_E_STATE,
+                                             "STK_E_STATE")
+                ok = False
+            else:
+                owner = self._consumer
+                if owner is not None and owner[0] is not me:
+                    raise RuntimeError(
+                        "stoker.Loader is being iterated by thread %r (ident %d); one consumer "
+                        "thread per loader: iterate it from one thread, or give each thread its "
+                        "own Loader" % (owner[0].name, owner[0].ident))
+                if owner is None:
+                    self._consumer = owner = [me, 0]
+                owner[1] += 1
+                ok = True
+        try:
+            yield ok
+        finally:
+            if ok:
+                with self._entry:
+                    self._consumer[1] -= 1
+                    if not self._consumer[1]:
+                        self._consumer = None
+                        self._entry.notify_all()
+
+    def _check_no_live_iter(self):
+        """A second iter() while a pass is live would end it silently (one pipeline per
+        loader): refuse, naming the live one."""
+        it = self._active() if self._active is not None else None
+        if it is not None and not it.done and it._gen == self._gen:
+            raise RuntimeError(
+                "an iterator of this stoker.Loader is live (epoch %d, batch %d of %d); finish it, "
+                "or call it.close() / del it first (a Loader runs one pass at a time; set_epoch() "
+                "or load_state_dict() also end it)" % (it.epoch, it.batches, len(self)))
 
     def _stream(self):
         if self.device >= 0 and self._torch is not None:
@@ -844,6 +912,11 @@ class Loader:
     # ---- iteration -----------------------------------------------------------------------
     def __iter__(self):
         self._usable()
+        with self._consuming():
+            self._check_no_live_iter()
+            return self._iter_inside()
+
+    def _iter_inside(self):
         self._drain()
         self._end_iteration()
         if self._resume is not None:
@@ -877,7 +950,14 @@ class Loader:
         return self._samples
 
     def _next(self, it):
-        self._usable()
+        with self._consuming(closed_ok=True) as ok:
+            if not ok or it.done or it._gen != self._gen:
+                it.done = True            # closed, or ended while this thread waited to enter
+                raise StopIteration
+            self._usable()
+            return self._next_inside(it)
+
+    def _next_inside(self, it):
         lib = self._lib
         self._make_room()
         stream = self._stream()
@@ -894,8 +974,11 @@ class Loader:
             # the batch pointer lands in self._slot: if Ctrl-C strikes right after the call, the
             # next step still finds and releases it
             rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
-            if rc != _lib.STK_TIMEOUT:
+            if rc != _lib.STK_TIMEOUT or self._closing:
                 break
+        if self._closing and rc != _lib.STK_OK:   # close() in another thread woke us
+            it.done = True
+            raise StopIteration
         if rc == _lib.STK_END:
             it.done = True
             raise StopIteration
@@ -1005,10 +1088,11 @@ class Loader:
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._usable()
-        self._drain()
-        self._end_iteration()
-        self._resume = None
-        self._epoch = epoch
+        with self._consuming():
+            self._drain()
+            self._end_iteration()
+            self._resume = None
+            self._epoch = epoch
 
     @property
     def epoch(self):
@@ -1222,10 +1306,11 @@ class Loader:
         else:
             raise ValueError("state_dict: field 'version' = %d is not supported (this stoker "
                              "reads versions 1 and %d)" % (version, self.STATE_VERSION))
-        self._drain()
-        self._end_iteration()
-        self._resume = (epoch, sample, base)
-        self._epoch = epoch
+        with self._consuming():
+            self._drain()
+            self._end_iteration()
+            self._resume = (epoch, sample, base)
+            self._epoch = epoch
 
     def _merge_states(self, states):
         if not states:
@@ -1308,16 +1393,19 @@ class Loader:
         """Start the threads now (the first ``for`` otherwise does it), prefetching the epoch
         the next ``for`` runs."""
         self._usable()
-        if not self._started:
-            epoch, sample, base = self._resume if self._resume is not None else (self._epoch, 0, 0)
-            self._ensure_position(epoch, sample, base)
+        with self._consuming():
+            if not self._started:
+                epoch, sample, base = (self._resume if self._resume is not None
+                                       else (self._epoch, 0, 0))
+                self._ensure_position(epoch, sample, base)
         return self
 
     def cancel(self):
         """Wake the thread blocked in the iteration (it raises Cancelled). Any thread."""
         self._usable()
-        if self._started:
-            self._check(self._lib.stk_loader_cancel(self._h), "cancel")
+        with self._lock:
+            if self._started and self._h is not None:
+                self._check(self._lib.stk_loader_cancel(self._h), "cancel")
 
     def report(self):
         """The library's one-screen report: stages, waits, the bottleneck and what would help."""
@@ -1399,11 +1487,30 @@ class Loader:
         except _errors.StokerError as e:   # close() must go on: the batches then die with it
             warnings.warn("stoker: close(): could not keep the batches still referenced: %s" % e)
 
+    def _quiesce(self):
+        """close(): no consumer call enters from now on; wake the one blocked in the library
+        (stk_loader_cancel) and wait until it has left. Its pass then ends (StopIteration)."""
+        me = threading.current_thread()
+        with self._entry:
+            self._closing = True
+            owner, h = self._consumer, self._h
+        if owner is None or owner[0] is me:
+            return
+        if h is not None and self._started and os.getpid() == self._pid:
+            self._lib.stk_loader_cancel(h)
+        with self._entry:
+            while self._consumer is not None and self._consumer[0] is not me:
+                self._entry.wait()
+
     def close(self):
         """Stop and join the threads and free all memory. Host batches still referenced keep
         their memory (it is detached from the ring first); device batches still referenced
-        become invalid (a warning says so). Idempotent. In a fork() child it only forgets the
+        become invalid (a warning says so). Idempotent. Any thread: a pass blocked in another
+        thread is woken and ends (its ``next`` raises StopIteration), and the handle is freed
+        only after that thread has left the library. In a fork() child it only forgets the
         parent's handle."""
+        if getattr(self, "_entry", None) is not None and os.getpid() == self._pid:
+            self._quiesce()
         with self._lock:
             if self._h is not None and os.getpid() == self._pid and self._started:
                 self._keep_held()
@@ -1497,6 +1604,8 @@ def _after_fork_in_child():
     for loader in list(_live):
         loader._closed = True
         loader._h = None
+        loader._entry = threading.Condition(threading.Lock())  # a parent thread may hold it
+        loader._consumer = None
     _live.clear()
 
 

@@ -8,7 +8,8 @@
  * as it is, other formats stored as JPEG, --max-side resizes) that this thread takes strictly in
  * order and
  * appends to the writer (writer.c), so the dataset index of every record is deterministic
- * whatever the thread count; the report lists the skipped files.
+ * whatever the thread count; the report lists the skipped files. The writer locks DST first:
+ * one pack per DST.
  */
 #include "common.h"
 #include "pack_plan.h"
@@ -100,7 +101,8 @@ static int check_dst(pack_job *j)
     return STK_OK;
 }
 
-/* The writer, with the shard size, --force and the class names. */
+/* The writer, with the shard size, --force and the class names, holding DST's lock (taken
+ * before anything in DST is read: a resume reads the shards another pack may be writing). */
 static int writer_setup(pack_job *j)
 {
     uint64_t shard_bytes = j->o.shard_bytes ? j->o.shard_bytes : (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
@@ -109,7 +111,7 @@ static int writer_setup(pack_job *j)
     if ((rc = stk_writer_create(&j->w)) != STK_OK)
         return stk__err(j->err, rc, "out of memory");
     if ((rc = stk_writer_set(j->w, STK_W_SHARD_BYTES, (int64_t)STK__MAX(shard_bytes, shard_min))) ||
-        (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)))
+        (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)) || (rc = stk__writer_lock(j->w, j->dst)))
         return writer_err(j, rc);
     const stk__filelist *f = &j->pl.files;
     if (f->nclasses && (rc = stk_writer_set_classes(j->w, (const char *const *)f->classes, f->nclasses)) != STK_OK)

@@ -27,6 +27,7 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 #define EXIT_BAD 3
+#define EXIT_BUSY 4 /* pack: another pack holds DST */
 
 static const char *g_prog = "stoker";
 
@@ -47,7 +48,7 @@ static const char usage_main[] =
     "`stoker COMMAND --help` describes a command.\n"
     "\n"
     "exit codes: 0 success, 1 failure (the message names the path and reason),\n"
-    "            2 usage error, 3 verify found bad records\n";
+    "            2 usage error, 3 verify found bad records, 4 pack: DST is being packed\n";
 
 static const char usage_pack[] =
     "usage: stoker pack SRC DST [--shard-size SIZE] [--threads N] [--strict] [--force] [--quiet]\n"
@@ -66,7 +67,9 @@ static const char usage_pack[] =
     "Files that cannot be packed (corrupt, truncated, empty, unreadable, another format) are\n"
     "skipped, listed on stderr and in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
     "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to\n"
-    "finish it (completed shards are kept).\n"
+    "finish it (completed shards are kept). One pack at a time per DST: a pack holds\n"
+    "DST/.stoker-pack.lock; another pack into that DST (resuming, or with --force, too) exits 4\n"
+    "at once naming its pid.\n"
     "\n"
     "options:\n"
     "  --shard-size SIZE  payload bytes per shard, e.g. 512M, 1G, 1.5G [1G]\n"
@@ -92,7 +95,8 @@ static const char usage_pack[] =
     "  --target-type T    float32, float64, int32, int64 or uint8 [float32]\n"
     "  --label-sep S      separator of several values in one CSV/TSV cell [a space]\n"
     "\n"
-    "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error\n";
+    "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error,\n"
+    "            4 another pack is writing DST (the message names its pid)\n";
 
 static const char usage_info[] =
     "usage: stoker info DST\n"
@@ -423,7 +427,7 @@ static int cmd_pack(int argc, char **argv)
         print_skipped(pos[1]);
     if (rc) {
         fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
-        return EXIT_FAIL;
+        return rc == -EBUSY ? EXIT_BUSY : EXIT_FAIL;
     }
     if (!quiet) {
         char pb[32];

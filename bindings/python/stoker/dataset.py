@@ -276,7 +276,9 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     outside TARGET_TYPE's range) are set aside, counted in ``bad_lines`` and listed there as
     ``<manifest> line N<TAB>reason``. With ``strict`` the first bad file or line raises instead,
     naming it. An existing dataset in DST raises DatasetExists unless ``force``; a DST that an
-    interrupted pack left is finished. PROGRESS: True prints a bar to stderr, or a callable
+    interrupted pack left is finished. One pack at a time per DST: while another pack writes
+    DST (it holds DST/.stoker-pack.lock) this raises StokerIOError (an OSError, errno EBUSY)
+    naming its pid. PROGRESS: True prints a bar to stderr, or a callable
     receiving a dict (files_total, files_done, records_written, skipped, bytes_total,
     bytes_done, elapsed_s) about 4 times a second.
 

@@ -429,9 +429,13 @@ typedef struct stk_pack_result {
  * Pack SRC into DST. SRC is never modified. JPEG files are stored byte for byte; PNG, WebP, GIF
  * (first frame), BMP, TIFF and binary PPM/PGM files (known by their content, whatever their name)
  * are decoded as Pillow's Image.open(f).convert("RGB") does and stored as JPEGs (quality 95,
- * 4:4:4; docs/FORMAT.md). Files that still cannot be packed (corrupt, truncated, another format,
- * a format this build has no decoder for) are skipped and listed in
- * DST/pack-report.tsv (path, reason) unless OPTS->strict, which fails naming the file. A DST that
+ * 4:4:4; docs/FORMAT.md). Every JPEG is decoded completely first (libjpeg-turbo at DCT scale
+ * 1/8, which still entropy-decodes every scan): one that does not decode fully — truncated,
+ * corrupt entropy data, any libjpeg warning — is not stored (stk_pack_ext_options.keep_damaged
+ * stores it). Files that cannot be packed (corrupt, truncated, another format, a format this
+ * build has no decoder for) are skipped and listed in DST/pack-report.tsv (path, reason) unless
+ * OPTS->strict, which fails naming the file; so are the files of an ImageFolder's class folders
+ * whose extension torchvision's ImageFolder does not load (".gif": left out, listed). A DST that
  * an interrupted pack left is finished (completed shards are kept). One pack at a time per DST:
  * the pack holds an flock on DST/.stoker-pack.lock (holding its pid) from before it reads DST
  * until it returns; another pack, resume or force on the same DST fails at once with -EBUSY
@@ -492,6 +496,15 @@ typedef struct stk_pack_ext_options {
                                    its file, line and reason; under opts->strict the first fails) */
     stk_target_info targets;  /**< out: the shape and type of the records' targets (dtype
                                    STK_TDT_NONE: they have none) */
+    /* Damaged JPEGs (since 0.3): every JPEG source is decoded completely before it is stored;
+     * one that does not decode fully (data ending early, corrupt entropy data, bytes before EOI:
+     * any libjpeg warning) is skipped and listed in pack-report.tsv with libjpeg's message. */
+    int keep_damaged;         /**< 1: store such JPEGs as they are instead, each listed in the
+                                   report as `kept-damaged: <reason>` (part of the pack plan) */
+    uint64_t kept_damaged;    /**< out: damaged JPEGs stored because of keep_damaged */
+    uint64_t ignored;         /**< out: files under an ImageFolder's class folders left out, as
+                                   torchvision's ImageFolder leaves them, for an extension not in
+                                   its IMG_EXTENSIONS (each in the report, with the extension) */
 } stk_pack_ext_options;
 
 /** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an

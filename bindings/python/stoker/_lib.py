@@ -247,6 +247,9 @@ class PackExtOptions(ctypes.Structure):
         ("target_dtype", c_int),
         ("bad_lines", c_uint64),
         ("targets", TargetInfo),
+        ("keep_damaged", c_int),
+        ("kept_damaged", c_uint64),
+        ("ignored", c_uint64),
     ]
 
 

@@ -49,10 +49,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -382,9 +382,9 @@ static int lock_try(stk_writer *w, const char *dst, const char *path)
     }
     char txt[32];
     int n = snprintf(txt, sizeof txt, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, txt, (size_t)n, 0) != n) {
-        /* the lock holds without the pid (a full disk): others then say "another process" */
-    }
+    ssize_t wrote = ftruncate(fd, 0) == 0 ? pwrite(fd, txt, (size_t)n, 0) : -1;
+    STK__UNUSED(wrote); /* without the pid (a full disk) the lock holds all the same; others then
+                           say "another process" */
     w->lock_fd = fd;
     return STK_OK;
 }

@@ -362,7 +362,9 @@ STK_API int stk_writer_create(stk_writer **out);
 STK_API int stk_writer_set(stk_writer *w, int key, int64_t value);
 /** Class names, label = position. Copied. Before finish. */
 STK_API int stk_writer_set_classes(stk_writer *w, const char *const *names, size_t n);
-/** Create directory DST (and its parents) or use an existing one; refuses a DST that holds a
+/** Create directory DST (and its parents) or use an existing one and lock it against other
+ *  writers and packs (an flock on DST/.stoker-pack.lock, held until finish or destroy; -EBUSY
+ *  naming the holder's pid when another has it); refuses a DST that holds a
  *  finished dataset (shard files and no incomplete-marker) unless STK_W_FORCE (STK_E_EXISTS).
  *  Writes DST/.stoker-pack-incomplete first, then removes stoker's own files left in DST
  *  (shard-*.lmdb*, pack-report.tsv; other files are left alone). Until stk_writer_finish the
@@ -427,11 +429,19 @@ typedef struct stk_pack_result {
  * Pack SRC into DST. SRC is never modified. JPEG files are stored byte for byte; PNG, WebP, GIF
  * (first frame), BMP, TIFF and binary PPM/PGM files (known by their content, whatever their name)
  * are decoded as Pillow's Image.open(f).convert("RGB") does and stored as JPEGs (quality 95,
- * 4:4:4; docs/FORMAT.md). Files that still cannot be packed (corrupt, truncated, another format,
- * a format this build has no decoder for) are skipped and listed in
- * DST/pack-report.tsv (path, reason) unless OPTS->strict, which fails naming the file. A DST that
- * an interrupted pack left is finished (completed shards are kept). OPTS may be NULL. RESULT may
- * be NULL. Thread-safe (no shared state).
+ * 4:4:4; docs/FORMAT.md). Every JPEG is decoded completely first (libjpeg-turbo at DCT scale
+ * 1/8, which still entropy-decodes every scan): one that does not decode fully — truncated,
+ * corrupt entropy data, any libjpeg warning — is not stored (stk_pack_ext_options.keep_damaged
+ * stores it). Files that cannot be packed (corrupt, truncated, another format, a format this
+ * build has no decoder for) are skipped and listed in DST/pack-report.tsv (path, reason) unless
+ * OPTS->strict, which fails naming the file; so are the files of an ImageFolder's class folders
+ * whose extension torchvision's ImageFolder does not load (".gif": left out, listed). A DST that
+ * an interrupted pack left is finished (completed shards are kept). One pack at a time per DST:
+ * the pack holds an flock on DST/.stoker-pack.lock (holding its pid) from before it reads DST
+ * until it returns; another pack, resume or force on the same DST fails at once with -EBUSY
+ * ("DST is being packed by pid N"). The lock goes with the process, so a killed pack leaves
+ * nothing that blocks the next one. OPTS may be NULL. RESULT may be NULL. Thread-safe (no
+ * shared state).
  *
  * Details: records are appended in SRC's order (torchvision's for an ImageFolder; the lines'
  * order for a manifest or list file), whatever the thread count. A manifest's lines that cannot
@@ -440,7 +450,8 @@ typedef struct stk_pack_result {
  * files with the same sizes and mtimes and labels (their digest is kept in the marker and in each
  * shard's meta); a marker of another plan, or OPTS->force, starts over. A pack that fails (e.g.
  * --strict) leaves DST interrupted. DST must not lie inside an ImageFolder SRC (STK_E_INVALID).
- * Errors: STK_E_EXISTS (finished dataset in DST, no force), STK_E_EMPTYSET (no image files),
+ * Errors: STK_E_EXISTS (finished dataset in DST, no force), -EBUSY (another pack holds DST),
+ * STK_E_EMPTYSET (no image files),
  * STK_E_FORMAT (bad list file line), the bad file's status under strict (STK_E_NOT_JPEG,
  * STK_E_EMPTY, -errno, ...), -errno / STK_E_LMDB for DST I/O; the text (naming the path) goes to
  * OPTS->error. RESULT: records and shards of the whole dataset, resumed_records = records kept
@@ -490,6 +501,15 @@ typedef struct stk_pack_ext_options {
     uint64_t max_line;        /**< longest manifest line in bytes (the line break not counted);
                                    a longer line is a bad line, skipped without being held in
                                    memory. 0 = 1 MiB (1048576) */
+    /* Damaged JPEGs (since 0.3): every JPEG source is decoded completely before it is stored;
+     * one that does not decode fully (data ending early, corrupt entropy data, bytes before EOI:
+     * any libjpeg warning) is skipped and listed in pack-report.tsv with libjpeg's message. */
+    int keep_damaged;         /**< 1: store such JPEGs as they are instead, each listed in the
+                                   report as `kept-damaged: <reason>` (part of the pack plan) */
+    uint64_t kept_damaged;    /**< out: damaged JPEGs stored because of keep_damaged */
+    uint64_t ignored;         /**< out: files under an ImageFolder's class folders left out, as
+                                   torchvision's ImageFolder leaves them, for an extension not in
+                                   its IMG_EXTENSIONS (each in the report, with the extension) */
 } stk_pack_ext_options;
 
 /** stk_pack_ext_options.labels (since 0.3; docs/FORMAT.md "Manifests"). A label is an *index*

@@ -132,9 +132,10 @@ grep -q "100 records, 1 bad" "$T/out" || fail "verify count"
 expect_rc 1 "$STOKER" get "$T/ds" 7
 grep -q "CRC32C mismatch" "$T/err" || fail "get reports the CRC error"
 
-# --decode also catches a record whose header says JPEG but whose data is garbage
+# --decode also catches a record whose header says JPEG but whose data is garbage (a pack keeps
+# it only when asked: --keep-damaged)
 printf '\xff\xd8\xff\xe0garbage-garbage-garbage' >"$T/src/class_000/zz_trunc.jpg"
-expect_rc 0 "$STOKER" pack "$T/src" "$T/ds2" --quiet
+expect_rc 0 "$STOKER" pack "$T/src" "$T/ds2" --quiet --keep-damaged
 expect_rc 0 "$STOKER" verify "$T/ds2"
 expect_rc 3 "$STOKER" verify "$T/ds2" --decode
 grep -q "zz_trunc.jpg" "$T/out" || { cat "$T/out"; fail "verify --decode names the bad JPEG"; }

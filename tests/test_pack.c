@@ -129,7 +129,7 @@ int main(void)
     t_write_file(p, "hello", 5);
     snprintf(p, sizeof p, "%s/class_005/dangling.jpg", src);
     T_CHECK(symlink("/nonexistent/stoker-test", p) == 0, "symlink");
-    snprintf(p, sizeof p, "%s/class_000/readme.txt", src); /* not an image extension: not listed */
+    snprintf(p, sizeof p, "%s/class_000/readme.txt", src); /* not an image extension: no record, listed */
     t_write_file(p, "x", 1);
     free(j);
     static const char *const bad[] = {"renamed_png.jpg", "empty.jpg", "notes.jpeg", "dangling.jpg"};
@@ -170,7 +170,10 @@ int main(void)
     int lines = 0;
     for (char *c = rep; *c; c++)
         lines += *c == '\n';
-    T_CHECK(lines == 4, "report has 4 lines:\n%s", rep);
+    T_CHECK(lines == 5, "report has 5 lines:\n%s", rep);
+    T_CHECK(strstr(rep, "class_000/readme.txt\textension .txt is not one of torchvision ImageFolder's image "
+                        "extensions (.jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp)\n"),
+            "report names the file left out for its extension:\n%s", rep);
     T_CHECK(strstr(rep, have_png ? "renamed_png.jpg\tPNG: truncated: file ends early\n"
                                  : "renamed_png.jpg\tPNG: this build has no PNG decoder (build with libpng-dev)\n") &&
                 strstr(rep, "empty.jpg\tempty file\n") &&

@@ -4,7 +4,9 @@
 # loop image): exit 1 with a message naming the shard and the bytes it needs (no SIGBUS from a
 # store through the shard's map), the incomplete-marker left; the same command after the
 # filesystem has grown resumes and finishes, and every record equals its source file, each
-# source exactly once. Needs root (mount); skips (77) saying why when a mount is refused.
+# source exactly once. With under 4 MiB free when the first shard starts (its first reservation
+# fails), no temp shard is left behind either. Needs root (mount); skips (77) saying why when a
+# mount is refused.
 set -u
 [ -n "${STOKER:-}" ] && [ -x "$STOKER" ] || { echo "skip: STOKER not set"; exit 77; }
 MK="$TEST_TOOLS_DIR/stk-mkfolder"
@@ -67,6 +69,26 @@ if ! mount -t tmpfs -o size=20m stk-enospc "$M" 2>"$T/err"; then
     exit 77
 fi
 full_then_resume "tmpfs 20 MiB" 'mount -o remount,size=256m "$M"'
+umount "$M"
+
+# under 4 MiB free before the first shard: the pack fails at its first reservation and leaves
+# no shard-00000.lmdb.tmp (it used to stay, sparse); with room again the same pack finishes
+mount -t tmpfs -o size=20m stk-enospc "$M" || fail "cannot mount the tmpfs again"
+head -c $((17 << 20)) /dev/zero >"$M/filler" || fail "filler"
+free_kb=$(df -Pk "$M" | awk 'NR==2 {print $4}')
+[ "$free_kb" -lt 4096 ] || fail "$free_kb KiB free: the filler should leave under 4 MiB"
+timeout 120 "$STOKER" pack "$T/src" "$M/ds" --shard-size 4M --quiet >"$T/out" 2>"$T/err"
+rc=$?
+[ "$rc" = 1 ] || { cat "$T/err"; fail "under 4 MiB: pack exited $rc, not 1"; }
+grep -q "shard-00000\.lmdb\.tmp: cannot reserve disk space" "$T/err" || { cat "$T/err"; fail "under 4 MiB: message"; }
+left=$(ls -A "$M/ds" | grep '\.tmp$')
+[ -z "$left" ] || fail "under 4 MiB: temp file left behind: $left"
+echo "under 4 MiB free: $(cat "$T/err")"
+rm -f "$M/filler"
+mount -o remount,size=256m "$M" || fail "cannot grow the tmpfs"
+timeout 120 "$STOKER" pack "$T/src" "$M/ds" --shard-size 4M --quiet >"$T/out" 2>"$T/err" ||
+    { cat "$T/err"; fail "under 4 MiB: the pack with room again"; }
+timeout 120 "$STOKER" verify "$M/ds" >"$T/out" || { cat "$T/out"; fail "under 4 MiB: verify"; }
 umount "$M"
 
 # ext4 on a loop device, when mkfs.ext4 and loop devices work here

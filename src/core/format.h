@@ -23,6 +23,7 @@
 #define STK__SHARD_PREFIX "shard-"  /* every shard-* file in a dataset directory is stoker's */
 #define STK__INCOMPLETE_MARK ".stoker-pack-incomplete" /* in DST while a pack is unfinished */
 #define STK__PACK_REPORT "pack-report.tsv"
+#define STK__PACK_LOCK ".stoker-pack.lock" /* in DST while a writer holds it (flock, its pid) */
 
 /* Meta keys of every shard (see docs/FORMAT.md). */
 #define STK__META_FORMAT "format"   /* STK__FORMAT_NAME */

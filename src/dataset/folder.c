@@ -63,6 +63,21 @@ static int has_image_ext(const char *name)
     return 0;
 }
 
+void stk__folder_ignored_why(const char *path, char *why, size_t cap)
+{
+    char exts[128] = "";
+    size_t o = 0;
+    for (size_t e = 0; e < STK__ARRAY_LEN(k_exts); e++)
+        o += (size_t)snprintf(exts + o, sizeof exts - o, "%s%s", e ? " " : "", k_exts[e]);
+    const char *base = strrchr(path, '/');
+    const char *dot = strrchr(base ? base + 1 : path, '.');
+    if (dot && dot[1] && dot != (base ? base + 1 : path))
+        snprintf(why, cap, "extension %s is not one of torchvision ImageFolder's image extensions (%s)",
+                 dot, exts);
+    else
+        snprintf(why, cap, "no extension; torchvision's ImageFolder loads only %s", exts);
+}
+
 /* ---- growable arrays ------------------------------------------------------------------------ */
 
 typedef struct strvec {
@@ -168,8 +183,9 @@ out:
     return rc;
 }
 
-/* Files (non-directories after following symlinks) of DIR with an image extension, sorted. */
-static int list_files(const char *dir, strvec *out)
+/* Files (non-directories after following symlinks) of DIR with an image extension, sorted;
+ * the other files' names, sorted, into IGNORED. */
+static int list_files(const char *dir, strvec *out, strvec *ignored)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -186,14 +202,15 @@ static int list_files(const char *dir, strvec *out)
             if (fstatat(dirfd(d), e->d_name, &s2, 0) == 0 && S_ISDIR(s2.st_mode))
                 continue;
         }
-        if (!has_image_ext(e->d_name))
-            continue;
-        if ((rc = sv_push(out, stk__strdup(e->d_name))) != STK_OK)
+        strvec *to = has_image_ext(e->d_name) ? out : ignored;
+        if ((rc = sv_push(to, stk__strdup(e->d_name))) != STK_OK)
             break;
     }
     closedir(d);
     if (out->n > 1)
         qsort(out->v, out->n, sizeof *out->v, cmp_str);
+    if (ignored->n > 1)
+        qsort(ignored->v, ignored->n, sizeof *ignored->v, cmp_str);
     return rc;
 }
 
@@ -201,6 +218,7 @@ typedef struct entries {
     char **paths, **rel;
     int32_t *labels;
     size_t n, cap;
+    strvec ignored; /* full paths of the files left out for their name */
 } entries;
 
 static int ent_push(entries *en, char *path, char *rel, int32_t label)
@@ -241,6 +259,8 @@ static void ent_move(entries *en, stk__filelist *out)
     out->paths = en->paths;
     out->rel = en->rel;
     out->labels = en->labels;
+    out->ignored = en->ignored.v;
+    out->nignored = en->ignored.n;
     memset(en, 0, sizeof *en);
 }
 
@@ -253,6 +273,7 @@ static void ent_free(entries *en)
     free(en->paths);
     free(en->rel);
     free(en->labels);
+    sv_free(&en->ignored);
     memset(en, 0, sizeof *en);
 }
 
@@ -296,14 +317,17 @@ static int scan_class(const char *cdir, int32_t c, size_t skip, entries *en)
     if (rc == STK_OK && w.dirs.n > 1)
         qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, cmp_str);
     for (size_t i = 0; rc == STK_OK && i < w.dirs.n; i++) {
-        strvec files = {0};
-        rc = list_files(w.dirs.v[i], &files);
+        strvec files = {0}, ign = {0};
+        rc = list_files(w.dirs.v[i], &files, &ign);
         for (size_t f = 0; rc == STK_OK && f < files.n; f++) {
             char *p = join(w.dirs.v[i], files.v[f]);
             char *r = p ? stk__strdup(p + skip) : NULL;
             rc = ent_push(en, p, r, c);
         }
+        for (size_t f = 0; rc == STK_OK && f < ign.n; f++)
+            rc = sv_push(&en->ignored, join(w.dirs.v[i], ign.v[f]));
         sv_free(&files);
+        sv_free(&ign);
     }
     sv_free(&w.dirs);
     free(w.seen);
@@ -378,5 +402,8 @@ void stk__filelist_free(stk__filelist *l)
     }
     free(l->bad_where);
     free(l->bad_why);
+    for (size_t i = 0; i < l->nignored; i++)
+        free(l->ignored[i]);
+    free(l->ignored);
     memset(l, 0, sizeof *l);
 }

@@ -27,6 +27,8 @@ typedef struct stk__filelist {
     uint8_t *targets;   /* n rows of tinfo.size elements of tinfo.dtype */
     size_t nbad;        /* lines not used: where ("FILE:LINE") and why */
     char **bad_where, **bad_why;
+    size_t nignored;    /* ImageFolder: files under the class folders left out for their name */
+    char **ignored;     /* (full paths, in scan order; stk__folder_ignored_why says why) */
 } stk__filelist;
 
 /*
@@ -34,10 +36,14 @@ typedef struct stk__filelist {
  * names of the subdirectories of ROOT (byte order = Python's str order for UTF-8), label =
  * position; files = every file under each class directory (recursively, following symlinks)
  * whose lowercased name ends with one of torchvision's IMG_EXTENSIONS (.jpg .jpeg .png .ppm
- * .bmp .pgm .tif .tiff .webp), ordered as `sorted(os.walk(...))` then sorted file names.
- * ERR: STK__ERRLEN bytes.
+ * .bmp .pgm .tif .tiff .webp), ordered as `sorted(os.walk(...))` then sorted file names. The
+ * other files under the class folders, which ImageFolder does not load either, are listed in
+ * out->ignored. ERR: STK__ERRLEN bytes.
  */
 int stk__folder_scan(const char *root, stk__filelist *out, char *err);
+/* Why ImageFolder leaves out the file PATH (one of a filelist's `ignored`), into WHY (CAP bytes):
+ * "extension .gif is not one of torchvision ImageFolder's image extensions (.jpg ...)". */
+void stk__folder_ignored_why(const char *path, char *why, size_t cap);
 
 void stk__filelist_free(stk__filelist *l);
 

@@ -528,6 +528,64 @@ int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, 
 
 const char *stk__dec_first_warning(const stk_decoder *d) { return d->jerr.first_warning; }
 
+/*
+ * Verification (stoker pack stores only what decodes): every scan entropy-decoded to its end,
+ * then the markers read up to EOI (jpeg_finish_decompress), so that data ending early, corrupt
+ * entropy data and bytes between the last scan and EOI ("N extraneous bytes before marker 0xd9")
+ * all show as libjpeg warnings, each one fatal here. The Huffman decode, where damage shows, is
+ * the full one whatever the scale; at 1/8 each block costs its DC term instead of an IDCT, and
+ * without fancy upsampling the colour work is a few pixels per MCU.
+ */
+static int verify_body(stk_decoder *d, void *arg)
+{
+    STK__UNUSED(arg);
+    struct jpeg_decompress_struct *ci = &d->cinfo;
+    ci->scale_num = 1;
+    ci->scale_denom = 8;
+    ci->dct_method = JDCT_IFAST;
+    ci->do_fancy_upsampling = FALSE;
+    ci->do_block_smoothing = FALSE;
+    ci->quantize_colors = FALSE;
+    jpeg_start_decompress(ci);
+    size_t row = (size_t)ci->output_width * (size_t)ci->output_components;
+    int nrows = STK__MIN(STK__MAX(ci->rec_outbuf_height, 1), 16);
+    if (grow(&d->row, &d->row_cap, row * (size_t)nrows + 64) != STK_OK) {
+        snprintf(d->jerr.msg, sizeof d->jerr.msg, "out of memory for %d rows of %zu bytes", nrows, row);
+        jpeg_abort_decompress(ci);
+        return STK_E_NOMEM;
+    }
+    JSAMPROW rows[16];
+    for (int i = 0; i < nrows; i++)
+        rows[i] = d->row + (size_t)i * row;
+    while (ci->output_scanline < ci->output_height) {
+        if (jpeg_read_scanlines(ci, rows, (JDIMENSION)nrows) == 0) {
+            snprintf(d->jerr.msg, sizeof d->jerr.msg, "no rows returned at row %u", ci->output_scanline);
+            jpeg_abort_decompress(ci);
+            return STK_E_DECODE;
+        }
+    }
+    jpeg_finish_decompress(ci);
+    return STK_OK;
+}
+
+int stk__dec_verify(stk_decoder *d, const uint8_t *data, size_t len, int64_t max_pixels, char *err)
+{
+    int rc = stk__dec_header(d, data, len, max_pixels, NULL, NULL, NULL, err);
+    if (rc != STK_OK)
+        return rc;
+    d->have_header = 0;
+    if (d->jerr.warnings > 0) { /* a warning while reading the headers */
+        jpeg_abort_decompress(&d->cinfo);
+        return stk__err(err, STK_E_DECODE, "cannot decode: %s", d->jerr.first_warning);
+    }
+    d->jerr.strict = 1;
+    rc = run(d, verify_body, NULL);
+    d->jerr.strict = 0;
+    if (rc == STK_E_NOMEM)
+        return stk__err(err, rc, "%s", d->jerr.msg);
+    return rc != STK_OK ? fail_text(d, rc, err) : STK_OK;
+}
+
 /* ---- public ----------------------------------------------------------------------------------- */
 
 static int decode_with(stk_decoder *d, const void *data, size_t len, const stk_decode_args *args,

@@ -28,6 +28,12 @@ int stk__dec_window(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int s
 typedef void (*stk__rows_fn)(void *user, const uint8_t *px, size_t stride, int y0, int n);
 int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, int strict, stk__rows_fn fn,
                          void *user, int *warnings, char *err);
+/* Check that DATA[LEN] decodes completely, as cheaply as libjpeg-turbo allows while still
+ * entropy-decoding every scan to the end (DCT scale 1/8, no fancy upsampling, the fast IDCT):
+ * STK_OK, or the reason in ERR — any libjpeg warning ("Corrupt JPEG data: ...", "Premature end
+ * of JPEG file") counts. MAX_PIXELS as for stk__dec_header (STK_E_TOO_LARGE above it, nothing
+ * decoded). Resets D like a window decode. */
+int stk__dec_verify(stk_decoder *d, const uint8_t *data, size_t len, int64_t max_pixels, char *err);
 /* Text of the first libjpeg warning of the last decode ("" if none). */
 const char *stk__dec_first_warning(const stk_decoder *d);
 

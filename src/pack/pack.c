@@ -8,7 +8,8 @@
  * as it is, other formats stored as JPEG, --max-side resizes) that this thread takes strictly in
  * order and
  * appends to the writer (writer.c), so the dataset index of every record is deterministic
- * whatever the thread count; the report lists the skipped files.
+ * whatever the thread count; the report lists the skipped files, the files an ImageFolder leaves
+ * out for their name and the damaged JPEGs kept. The writer locks DST first: one pack per DST.
  */
 #include "common.h"
 #include "pack_plan.h"
@@ -51,7 +52,7 @@ static int sb_add(sbuf *b, const char *a, const char *c)
 typedef struct pack_job {
     stk_pack_options o;
     stk_pack_ext_options x; /* zeroed past the caller's size */
-    uint64_t converted, resized;
+    uint64_t converted, resized, kept_damaged;
     const char *src, *dst;
     char err[STK__ERRLEN];
     double t0;
@@ -59,7 +60,8 @@ typedef struct pack_job {
     stk_writer *w;
     stk__packer pk;
     stk__pack_resume rs;
-    sbuf rep;               /* the pack report: `path<TAB>reason` per skipped file */
+    sbuf rep;               /* the pack report: `path<TAB>reason` per skipped file, ignored file
+                               and damaged JPEG kept */
     stk_pack_progress pr;
 } pack_job;
 
@@ -100,7 +102,8 @@ static int check_dst(pack_job *j)
     return STK_OK;
 }
 
-/* The writer, with the shard size, --force and the class names. */
+/* The writer, with the shard size, --force and the class names, holding DST's lock (taken
+ * before anything in DST is read: a resume reads the shards another pack may be writing). */
 static int writer_setup(pack_job *j)
 {
     uint64_t shard_bytes = j->o.shard_bytes ? j->o.shard_bytes : (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
@@ -109,7 +112,7 @@ static int writer_setup(pack_job *j)
     if ((rc = stk_writer_create(&j->w)) != STK_OK)
         return stk__err(j->err, rc, "out of memory");
     if ((rc = stk_writer_set(j->w, STK_W_SHARD_BYTES, (int64_t)STK__MAX(shard_bytes, shard_min))) ||
-        (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)))
+        (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)) || (rc = stk__writer_lock(j->w, j->dst)))
         return writer_err(j, rc);
     const stk__filelist *f = &j->pl.files;
     if (f->nclasses && (rc = stk_writer_set_classes(j->w, (const char *const *)f->classes, f->nclasses)) != STK_OK)
@@ -120,7 +123,8 @@ static int writer_setup(pack_job *j)
 }
 
 /* Open DST, resuming an interrupted pack of the same plan; its report so far goes to j->rep,
- * then the manifest lines set aside (read anew by every run). */
+ * then the manifest lines set aside and the files an ImageFolder leaves out for their name (read
+ * anew by every run). */
 static int begin(pack_job *j)
 {
     int rc = stk__pack_begin(j->w, j->dst, &j->pl, j->o.force, &j->rs);
@@ -133,10 +137,26 @@ static int begin(pack_job *j)
     for (size_t i = 0; i < f->nbad; i++)
         if (sb_add(&j->rep, f->bad_where[i], f->bad_why[i]) != STK_OK)
             return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    char why[256];
+    for (size_t i = 0; i < f->nignored; i++) {
+        stk__folder_ignored_why(f->ignored[i], why, sizeof why);
+        if (sb_add(&j->rep, f->ignored[i], why) != STK_OK)
+            return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    }
     return STK_OK;
 }
 
-/* File I, read into S: a record, or a skipped file (fatal under --strict). */
+/* List file I in the report and in its shard's meta (a resumed pack rebuilds the report). */
+static int note(pack_job *j, uint64_t i, const char *reason)
+{
+    const stk__filelist *f = &j->pl.files;
+    if (stk__writer_note_skip(j->w, i, f->paths[i], reason) != STK_OK || sb_add(&j->rep, f->paths[i], reason) != STK_OK)
+        return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    return STK_OK;
+}
+
+/* File I, read into S: a record, or a skipped file (fatal under --strict). A damaged JPEG kept
+ * (keep_damaged) is a record listed in the report as STK__KEPT_DAMAGED. */
 static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
 {
     const stk__filelist *f = &j->pl.files;
@@ -150,7 +170,11 @@ static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
         j->pr.records_written++;
         j->converted += (uint64_t)s->converted;
         j->resized += (uint64_t)s->resized;
-        return STK_OK;
+        if (!s->damaged)
+            return STK_OK;
+        j->kept_damaged++;
+        stk__err(reason, STK_OK, STK__KEPT_DAMAGED "%s", s->reason);
+        return note(j, i, reason);
     }
     if (f->lines) /* name the manifest line too */
         stk__err(reason, STK_OK, "%s (%s line %zu)", s->reason, f->origin, f->lines[i]);
@@ -160,11 +184,8 @@ static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
         stk__err(j->err, s->status, "%s: %s (--strict: stopping at the first bad source file)", f->paths[i], reason);
         return s->status;
     }
-    if ((rc = stk__writer_note_skip(j->w, i, f->paths[i], reason)) != STK_OK ||
-        (rc = sb_add(&j->rep, f->paths[i], reason)) != STK_OK) {
-        stk__err(j->err, STK_E_NOMEM, "out of memory");
+    if ((rc = note(j, i, reason)) != STK_OK)
         return rc;
-    }
     j->pr.skipped++;
     return STK_OK;
 }
@@ -269,6 +290,7 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
     }
     j.pk.xf.max_side = j.x.max_side;
     j.pk.xf.quality = j.x.quality;
+    j.pk.xf.keep_damaged = j.x.keep_damaged != 0;
     j.src = src;
     j.dst = dst;
     int threads = j.o.threads > 0 ? j.o.threads : stk__online_cpus();
@@ -278,7 +300,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
                              j.x.classes_file, j.x.label_sep, j.x.multi_label, j.x.target_dtype, j.o.strict,
                              j.x.labels, (size_t)j.x.max_line};
     int rc;
-    if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, &mo, &j.pl, j.err)) == STK_OK &&
+    if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, j.pk.xf.keep_damaged, &mo, &j.pl, j.err)) ==
+            STK_OK &&
         (rc = check_dst(&j)) == STK_OK &&
         (rc = writer_setup(&j)) == STK_OK && (rc = begin(&j)) == STK_OK &&
         (rc = stk__packer_start(&j.pk, &j.pl.files, j.rs.src_end, threads, j.err)) == STK_OK &&
@@ -293,6 +316,10 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
         ext->bad_lines = j.pl.files.nbad;
     if (ext && ext->size >= offsetof(stk_pack_ext_options, targets) + sizeof ext->targets)
         ext->targets = j.pl.files.tinfo;
+    if (ext && ext->size >= offsetof(stk_pack_ext_options, ignored) + sizeof ext->ignored) {
+        ext->kept_damaged = j.kept_damaged + j.rs.kept_damaged;
+        ext->ignored = j.pl.files.nignored;
+    }
     stk_writer_destroy(j.w);
     free(j.rep.p);
     free(j.rs.report);

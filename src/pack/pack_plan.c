@@ -38,7 +38,7 @@ static int plan_list(const char *src, const struct stat *st, const stk__manifest
 }
 
 /* Sizes of the files (and their total) and the plan's digest. */
-static void plan_digest(stk__pack_plan *pl, int max_side, int quality)
+static void plan_digest(stk__pack_plan *pl, int max_side, int quality, int keep_damaged)
 {
     uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
     char tag[] = "stoker-pack-plan 1";
@@ -66,6 +66,11 @@ static void plan_digest(stk__pack_plan *pl, int max_side, int quality)
         h1 = fnv(h1, t, sizeof t);
         h2 = fnv(h2, t, sizeof t);
     }
+    if (keep_damaged) { /* damaged JPEGs are records: another dataset */
+        char kd[] = "keep-damaged";
+        h1 = fnv(h1, kd, sizeof kd);
+        h2 = fnv(h2, kd, sizeof kd);
+    }
     const stk_target_info *ti = &pl->files.tinfo;
     if (ti->dtype != STK_TDT_NONE) { /* the targets, as stored */
         uint32_t t[4] = {(uint32_t)ti->dtype, (uint32_t)ti->kind, ti->size, ti->classes};
@@ -76,7 +81,7 @@ static void plan_digest(stk__pack_plan *pl, int max_side, int quality)
     snprintf(pl->digest, sizeof pl->digest, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
 }
 
-int stk__pack_plan_make(const char *src, int max_side, int quality, const stk__manifest_opts *mo,
+int stk__pack_plan_make(const char *src, int max_side, int quality, int keep_damaged, const stk__manifest_opts *mo,
                         stk__pack_plan *pl, char *err)
 {
     struct stat st;
@@ -92,13 +97,17 @@ int stk__pack_plan_make(const char *src, int max_side, int quality, const stk__m
                         pl->files.nbad, pl->files.bad_where[0], pl->files.bad_why[0]);
     if (pl->files.n == 0 && pl->files.origin)
         return stk__err(err, STK_E_EMPTYSET, "%s: names no image file", src);
+    if (pl->files.n == 0 && pl->files.nignored)
+        return stk__err(err, STK_E_EMPTYSET, "%s: no image files (extensions .jpg .jpeg .png .ppm .bmp "
+                        ".pgm .tif .tiff .webp; %zu other file%s left out, the first: %s)", src,
+                        pl->files.nignored, pl->files.nignored == 1 ? "" : "s", pl->files.ignored[0]);
     if (pl->files.n == 0)
         return stk__err(err, STK_E_EMPTYSET, "%s: no image files (extensions .jpg .jpeg .png .ppm .bmp "
                         ".pgm .tif .tiff .webp)", src);
     pl->sizes = calloc(pl->files.n, sizeof *pl->sizes);
     if (!pl->sizes)
         return stk__err(err, STK_E_NOMEM, "out of memory");
-    plan_digest(pl, max_side, quality);
+    plan_digest(pl, max_side, quality, keep_damaged);
     return STK_OK;
 }
 

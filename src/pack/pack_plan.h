@@ -22,10 +22,11 @@ typedef struct stk__pack_plan {
 } stk__pack_plan;
 
 /* The plan of SRC, an ImageFolder root or a manifest read with MO (manifest.h; its lines set
- * aside are in pl->files.bad_*). MAX_SIDE and QUALITY (what the sources become; 0 = the
- * defaults) are part of the digest when not 0, the targets when there are some. Returns STK_OK,
- * or an error with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image file. */
-int stk__pack_plan_make(const char *src, int max_side, int quality, const stk__manifest_opts *mo,
+ * aside are in pl->files.bad_*). MAX_SIDE, QUALITY (what the sources become; 0 = the defaults)
+ * and KEEP_DAMAGED are part of the digest when not 0, the targets when there are some. Returns
+ * STK_OK, or an error with ERR (STK__ERRLEN bytes) set: STK_E_EMPTYSET when SRC names no image
+ * file. */
+int stk__pack_plan_make(const char *src, int max_side, int quality, int keep_damaged, const stk__manifest_opts *mo,
                         stk__pack_plan *pl, char *err);
 void stk__pack_plan_free(stk__pack_plan *pl);
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pack_read.c — reader threads read whole files into the slots of a window (slot = file index
- * mod W), turn each into its payload (transcode.c: a JPEG as it is; PNG, WebP, GIF, BMP, TIFF,
- * PPM decoded and stored as a JPEG; anything over --max-side resized; one transcoder per thread)
+ * mod W), turn each into its payload (transcode.c: a JPEG as it is once it decodes completely;
+ * PNG, WebP, GIF, BMP, TIFF, PPM decoded and stored as a JPEG; anything over --max-side resized;
+ * one transcoder per thread)
  * and compute the CRC32C; the packing thread takes the
  * slots strictly in order, so the dataset index of every record is deterministic whatever the
  * thread count, and memory is bounded by the window. SRC is only ever opened O_RDONLY.
@@ -91,7 +92,8 @@ static void to_payload(stk__packer *pk, stk__transcoder *tc, stk__pack_slot *s)
         skip(s, STK_E_NOMEM, "out of memory for a decoder");
         return;
     }
-    int rc = stk__transcode(tc, &pk->xf, s->buf, s->len, &out, &out_len, &s->kind, &s->resized, s->reason);
+    int rc = stk__transcode(tc, &pk->xf, s->buf, s->len, &out, &out_len, &s->kind, &s->resized, &s->damaged,
+                            s->reason);
     if (rc != STK_OK) {
         s->status = rc;
         return;
@@ -118,7 +120,7 @@ static void read_one(stk__packer *pk, stk__transcoder *tc, stk__pack_slot *s, ui
     s->status = STK_OK;
     s->reason[0] = 0;
     s->len = 0;
-    s->converted = s->resized = 0;
+    s->converted = s->resized = s->damaged = 0;
     int fd = -1;
     size_t size = 0, got = 0;
     if (open_source(s, pk->files->paths[i], &fd, &size) != STK_OK)

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* One source file read: its payload (the file, or the JPEG it became) and CRC32C, or why it is
- * skipped. */
+ * skipped (or, for a damaged JPEG kept, why it is listed). */
 typedef struct stk__pack_slot {
     uint64_t idx;
     int state; /* FREE, READING, READY */
@@ -24,6 +24,7 @@ typedef struct stk__pack_slot {
     int status; /* STK_OK or why the file is skipped */
     int kind;   /* the source's format (stk__img_kind) */
     int converted, resized; /* stored as JPEG (not a JPEG source); made smaller for max_side */
+    int damaged;            /* a JPEG that does not decode fully, kept (keep_damaged): why in reason */
     uint32_t crc;
     char reason[STK__ERRLEN];
 } stk__pack_slot;

@@ -76,8 +76,15 @@ static int take_shard(stk__pack_resume *rs, const shard_meta *m)
     memcpy(rs->report + rs->report_len, v->mv_data, v->mv_size);
     rs->report_len += v->mv_size;
     rs->report[rs->report_len] = 0;
-    for (size_t i = 0; i < v->mv_size; i++)
-        rs->skipped += ((const char *)v->mv_data)[i] == '\n';
+    for (char *line = rs->report + rs->report_len - v->mv_size; *line; line = strchr(line, '\n') + 1) {
+        const char *tab = strchr(line, '\t'), *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        if (tab && tab < nl && !strncmp(tab + 1, STK__KEPT_DAMAGED, strlen(STK__KEPT_DAMAGED)))
+            rs->kept_damaged++;
+        else
+            rs->skipped++;
+    }
     rs->records += m->count;
     rs->payload += m->payload;
     rs->src_end = m->end;

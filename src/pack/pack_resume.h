@@ -12,10 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The reason of a report line that lists a damaged JPEG packed anyway (keep_damaged): the
+ * file is a record, not a skipped file. */
+#define STK__KEPT_DAMAGED "kept-damaged: "
+
 /* What the kept shards of an interrupted pack hold. */
 typedef struct stk__pack_resume {
     uint32_t shards;
-    uint64_t records, src_end, skipped, payload;
+    uint64_t records, src_end, skipped, kept_damaged, payload;
     int last_done;
     char *report;      /* their skipped files, `path<TAB>reason` lines (malloc'd; NULL: none) */
     size_t report_len;

@@ -187,37 +187,52 @@ static int finish(stk__transcoder *t, const stk__xform *x, const uint8_t *px, in
     return STK_OK;
 }
 
+/* A JPEG source: decoded completely first (a damaged one is refused, or kept as it is), then
+ * packed as it is unless it is larger than max_side. */
+static int transcode_jpeg(stk__transcoder *t, const stk__xform *x, const uint8_t *p, size_t len,
+                          const uint8_t **out, size_t *out_len, int *resized, int *damaged, char *reason)
+{
+    char e[STK__ERRLEN];
+    int rc = stk__dec_verify(t->dec, p, len, STK__PACK_MAX_PIXELS, e);
+    if (rc != STK_OK && rc != STK_E_TOO_LARGE) {
+        if (rc == STK_E_NOMEM || !x->keep_damaged)
+            return stk__err(reason, rc, "damaged JPEG: %s", e);
+        /* kept: as it is (a re-encode would hide the damage); the loader names it as a bad record */
+        *damaged = 1;
+        stk__err(reason, STK_OK, "damaged JPEG: %s", e);
+        return STK_OK;
+    }
+    if (x->max_side <= 0)
+        return STK_OK;
+    int w, h;
+    if (stk__dec_header(t->dec, p, len, STK__PACK_MAX_PIXELS, &w, &h, NULL, e) != STK_OK)
+        return STK_OK;
+    if (w <= x->max_side && h <= x->max_side) {
+        stk__dec_header(t->dec, NULL, 0, 1, NULL, NULL, NULL, e); /* reset the decoder */
+        return STK_OK;
+    }
+    const uint8_t *px;
+    size_t stride;
+    int warnings = 0;
+    if (stk__dec_window(t->dec, 8, 0, 0, w, h, 0, &px, &stride, &warnings, e) != STK_OK || warnings)
+        return STK_OK;
+    return finish(t, x, px, w, h, stride, out, out_len, resized, "JPEG", reason);
+}
+
 int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, size_t len, const uint8_t **out,
-                   size_t *out_len, int *kind, int *resized, char *reason)
+                   size_t *out_len, int *kind, int *resized, int *damaged, char *reason)
 {
     *out = NULL;
     *out_len = 0;
     *resized = 0;
+    *damaged = 0;
     int k = stk__img_sniff(p, len);
     if (kind)
         *kind = k;
     char e[STK__ERRLEN];
     int rc;
-    if (k == STK__IMG_JPEG) {
-        /* A JPEG is packed as it is unless it is larger than max_side. One that does not decode
-         * cleanly is packed as it is too, as without max_side: the loader names it as a bad
-         * record; a re-encode would hide the damage. */
-        if (x->max_side <= 0)
-            return STK_OK;
-        int w, h;
-        if (stk__dec_header(t->dec, p, len, STK__PACK_MAX_PIXELS, &w, &h, NULL, e) != STK_OK)
-            return STK_OK;
-        if (w <= x->max_side && h <= x->max_side) {
-            stk__dec_header(t->dec, NULL, 0, 1, NULL, NULL, NULL, e); /* reset the decoder */
-            return STK_OK;
-        }
-        const uint8_t *px;
-        size_t stride;
-        int warnings = 0;
-        if (stk__dec_window(t->dec, 8, 0, 0, w, h, 0, &px, &stride, &warnings, e) != STK_OK || warnings)
-            return STK_OK;
-        return finish(t, x, px, w, h, stride, out, out_len, resized, "JPEG", reason);
-    }
+    if (k == STK__IMG_JPEG)
+        return transcode_jpeg(t, x, p, len, out, out_len, resized, damaged, reason);
     if (k == STK__IMG_UNKNOWN) {
         stk__img_describe_unknown(p, len, e, sizeof e);
         return stk__err(reason, STK_E_NOT_JPEG, "not an image stoker reads (%s)", e);

@@ -23,9 +23,21 @@
  * there fails the add naming the shard and the bytes it needs. The reserved tail is cut off when
  * the shard is closed (the truncate to the pages in use).
  *
+ * A failed writer keeps no temp file: the open shard's `.tmp` is removed the moment anything
+ * fails (a full disk included), as the writer then only accepts destroy.
+ *
  * While a dataset is being written, DST holds the marker `.stoker-pack-incomplete`; it goes last,
  * after every shard (and the pack report) is durable. stk_dataset_open refuses a directory with
  * the marker unless asked to open an incomplete dataset.
+ *
+ * One writer per DST: two packs into one directory would delete each other's temp shards and
+ * both report what the other overwrote. A writer holds an flock on DST/.stoker-pack.lock from
+ * open (or stk__writer_lock, before a pack reads DST to resume) until finish or destroy. DST is
+ * created first (mkdir is atomic, so two packs racing to create it meet at the same lock file).
+ * The file holds the holder's pid for the refusal's message. The lock is the kernel's: it goes
+ * with the process, so a killed pack leaves only a file that the next one locks again. The
+ * holder unlinks the file before it lets go; a writer that opened the old file before that
+ * then finds the path naming another inode (or none) once it has the lock, and starts over.
  */
 #include "writer.h"
 
@@ -37,11 +49,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TXN_RECORDS 4096
@@ -57,6 +72,8 @@ struct stk_writer {
     size_t trow;           /* bytes of one record's target */
     char *dst;
     int opened, finished, failed;
+    int lock_fd;       /* DST/.stoker-pack.lock, flock held; -1: none */
+    char lock_path[4200];
 
     /* current shard */
     int shard_open;
@@ -66,6 +83,7 @@ struct stk_writer {
     MDB_dbi dbi_rec, dbi_src, dbi_tgt;
     int have_src_dbi, have_tgt_dbi;
     char tmp_path[4096];
+    int tmp_live;      /* tmp_path exists and is this writer's */
     uint64_t shard_count, shard_payload, shard_first;
     size_t mapsize, psize;
     int fd;            /* the temp file (LMDB's descriptor) */
@@ -86,9 +104,25 @@ struct stk_writer {
     char err[STK__ERRLEN];
 };
 
+/* The open shard is dropped: its transaction, environment and temp file. */
+static void shard_discard(stk_writer *w)
+{
+    if (w->txn)
+        mdb_txn_abort(w->txn);
+    w->txn = NULL;
+    if (w->env)
+        mdb_env_close(w->env);
+    w->env = NULL;
+    if (w->tmp_live)
+        unlink(w->tmp_path);
+    w->tmp_live = 0;
+    w->shard_open = 0;
+}
+
 static int fail(stk_writer *w, int rc)
 {
     w->failed = 1;
+    shard_discard(w);
     return rc;
 }
 
@@ -106,6 +140,7 @@ int stk_writer_create(stk_writer **out)
         return STK_E_NOMEM;
     w->shard_bytes = (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
     w->force = (int)stk__param_idef(STK_W_FORCE);
+    w->lock_fd = -1;
     *out = w;
     return STK_OK;
 }
@@ -301,13 +336,93 @@ static int mkdirs(const char *path, char *err)
     return STK_OK;
 }
 
+/* ---- the DST lock (see the top of the file) ---------------------------------------------------- */
+
+/* The pid written in the lock file FD; 0 if none. A holder that has just taken the lock may not
+ * have written its pid yet (the file may still hold a dead one's): a pid that is not alive is
+ * read again for up to half a second. */
+static long lock_holder(int fd)
+{
+    long pid = 0;
+    for (int tries = 0; tries < 50; tries++) {
+        char b[32] = "";
+        ssize_t n = pread(fd, b, sizeof b - 1, 0);
+        pid = n > 0 ? strtol(b, NULL, 10) : 0;
+        if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM))
+            return pid;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return pid > 0 ? pid : 0;
+}
+
+/* Lock PATH (open, created if need be) for this writer; -EBUSY naming the holder. 1: the file
+ * was replaced meanwhile (try again). */
+static int lock_try(stk_writer *w, const char *dst, const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0644);
+    if (fd < 0)
+        return stk__err(w->err, -errno, "%s: cannot create the lock file", path);
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        long pid = e == EWOULDBLOCK ? lock_holder(fd) : 0;
+        close(fd);
+        if (e != EWOULDBLOCK)
+            return stk__err(w->err, -e, "%s: cannot lock", path);
+        if (pid > 0)
+            return stk__err(w->err, -EBUSY, "%s is being packed by pid %ld (it holds %s): one pack at a time "
+                            "per DST; wait for it or stop it", dst, pid, path);
+        return stk__err(w->err, -EBUSY, "%s is being packed by another process (it holds %s): one pack at a "
+                        "time per DST", dst, path);
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) != 0 || stat(path, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+        close(fd); /* its holder removed it as it finished */
+        return 1;
+    }
+    char txt[32];
+    int n = snprintf(txt, sizeof txt, "%ld\n", (long)getpid());
+    ssize_t wrote = ftruncate(fd, 0) == 0 ? pwrite(fd, txt, (size_t)n, 0) : -1;
+    STK__UNUSED(wrote); /* without the pid (a full disk) the lock holds all the same; others then
+                           say "another process" */
+    w->lock_fd = fd;
+    return STK_OK;
+}
+
+int stk__writer_lock(stk_writer *w, const char *dst)
+{
+    if (!w || !dst || !*dst)
+        return STK_E_INVALID;
+    if (w->lock_fd >= 0)
+        return STK_OK;
+    int rc = mkdirs(dst, w->err);
+    if (rc)
+        return rc;
+    if ((size_t)snprintf(w->lock_path, sizeof w->lock_path, "%s/%s", dst, STK__PACK_LOCK) >= sizeof w->lock_path)
+        return stk__err(w->err, STK_E_INVALID, "%s: path too long", dst);
+    for (int tries = 0; tries < 1000; tries++)
+        if ((rc = lock_try(w, dst, w->lock_path)) <= 0)
+            return rc;
+    return stk__err(w->err, -EBUSY, "%s: the lock file keeps being replaced", w->lock_path);
+}
+
+/* Remove the lock file, then let go of the lock (see the top of the file). */
+static void lock_release(stk_writer *w)
+{
+    if (w->lock_fd < 0)
+        return;
+    unlink(w->lock_path);
+    close(w->lock_fd);
+    w->lock_fd = -1;
+}
+
 static int open_common(stk_writer *w, const char *dst)
 {
     if (!w || !dst || !*dst)
         return STK_E_INVALID;
     if (w->opened)
         return stk__err(w->err, STK_E_STATE, "writer already opened");
-    int rc = mkdirs(dst, w->err);
+    int rc = stk__writer_lock(w, dst);
     if (rc)
         return rc;
     if (!(w->dst = stk__strdup(dst)))
@@ -408,6 +523,7 @@ static int shard_start(stk_writer *w)
     int rc = mdb_env_create(&w->env);
     if (rc)
         return lmdb_err(w, rc, "mdb_env_create");
+    w->tmp_live = 1; /* from here on a failure removes it (fail) */
     mdb_env_set_maxdbs(w->env, 4);
     w->psize = stk__page_size();
     uint64_t want = w->shard_bytes + w->shard_bytes / 4 + (64u << 20);
@@ -416,13 +532,8 @@ static int shard_start(stk_writer *w)
         return lmdb_err(w, rc, "mdb_env_set_mapsize");
     rc = mdb_env_open(w->env, w->tmp_path,
                       MDB_NOSUBDIR | MDB_WRITEMAP | MDB_NOSYNC | MDB_NOMETASYNC | MDB_NOLOCK, 0644);
-    if (rc) {
-        int r = lmdb_err(w, rc, "cannot create shard");
-        mdb_env_close(w->env);
-        w->env = NULL;
-        unlink(w->tmp_path);
-        return r;
-    }
+    if (rc)
+        return lmdb_err(w, rc, "cannot create shard");
     MDB_stat ms;
     if (mdb_env_stat(w->env, &ms) == 0)
         w->psize = ms.ms_psize;
@@ -646,6 +757,7 @@ static int shard_publish(stk_writer *w)
     snprintf(final, sizeof final, "%s/" STK__SHARD_FMT, w->dst, w->shard_no);
     if (rename(w->tmp_path, final) != 0)
         return fail(w, stk__err(w->err, -errno, "%s: cannot rename to %s", w->tmp_path, final));
+    w->tmp_live = 0;
     fsync_dir(w->dst);
     return STK_OK;
 }
@@ -818,6 +930,7 @@ int stk__writer_finish_pack(stk_writer *w, uint64_t src_end, const char *report,
         return fail(w, stk__err(w->err, -errno, "%s: cannot remove", path));
     fsync_dir(w->dst);
     w->finished = 1;
+    lock_release(w);
     return STK_OK;
 }
 
@@ -840,12 +953,8 @@ void stk_writer_destroy(stk_writer *w)
 {
     if (!w)
         return;
-    if (w->txn)
-        mdb_txn_abort(w->txn);
-    if (w->env)
-        mdb_env_close(w->env);
-    if (w->shard_open)
-        unlink(w->tmp_path);
+    shard_discard(w);
+    lock_release(w);
     free_classes(w);
     free(w->dst);
     free(w->digest);

@@ -10,6 +10,10 @@
 
 #include "common.h"
 
+/* Create DST if need be and take its lock (DST/.stoker-pack.lock, see writer.c) for W until
+ * finish or destroy: -EBUSY naming the holder's pid when another writer has it. The open calls
+ * take it too; a pack takes it first, before it reads DST to resume. */
+int stk__writer_lock(stk_writer *w, const char *dst);
 /* Open DST like stk_writer_open, writing MARKER (the text of the incomplete-marker file) and
  * tagging every shard with DIGEST (meta `source_digest`, plus source_begin/source_end/skipped).
  * DIGEST may be NULL (then no source keys are written). */

@@ -4,7 +4,8 @@
  * the PNG/WebP/GIF/BMP/TIFF/PPM decoders of image_in.c, the JPEG encode, the --max-side resize),
  * as `stoker pack` runs it on every source file.
  *
- * Input: the first byte picks max_side (0 = off, else 8..263), the rest is the file. Invariants:
+ * Input: the first byte picks max_side (0 = off, else 8..263) and, when odd, keep_damaged; the
+ * rest is the file. Invariants:
  * only documented statuses; a failure leaves a terminated reason naming the format; success
  * gives either "store the file as it is" (JPEG sources) or a JPEG that stoker's own decoder
  * reads, whose longer side is at most max_side. One transcoder is reused across inputs, as a
@@ -26,13 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (!tc && stk__transcoder_create(&tc) != STK_OK)
         abort();
-    stk__xform x = {data[0] ? 8 + data[0] : 0, 90};
+    stk__xform x = {data[0] ? 8 + data[0] : 0, 90, data[0] & 1};
     const uint8_t *out = NULL;
     size_t out_len = 0;
-    int kind = -1, resized = -1;
+    int kind = -1, resized = -1, damaged = -1;
     char reason[STK__ERRLEN];
     reason[0] = 0;
-    int rc = stk__transcode(tc, &x, data + 1, size - 1, &out, &out_len, &kind, &resized, reason);
+    int rc = stk__transcode(tc, &x, data + 1, size - 1, &out, &out_len, &kind, &resized, &damaged, reason);
     FUZZ_CHECK(kind == stk__img_sniff(data + 1, size - 1), "kind %d", kind);
     if (rc != STK_OK) {
         FUZZ_CHECK(rc == STK_E_DECODE || rc == STK_E_TRUNCATED || rc == STK_E_TOO_LARGE || rc == STK_E_EMPTY ||
@@ -43,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!out) {
         FUZZ_CHECK(kind == STK__IMG_JPEG && !resized, "kept a %s", stk__img_kind_name(kind));
+        FUZZ_CHECK(!damaged || (x.keep_damaged && reason[0]), "kept a damaged JPEG unasked or unnamed");
         return 0;
     }
     int w = 0, h = 0;

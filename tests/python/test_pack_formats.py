@@ -239,7 +239,8 @@ def test_every_format_packed_and_loaded(tmp_path):
 def test_max_side_resize_matches_pillow(tmp_path):
     """--max-side: a larger image becomes Pillow's resize((w', h'), BILINEAR) of it (before the
     JPEG encode: checked exactly as above), a smaller JPEG stays byte for byte, and so does a
-    large JPEG that does not decode cleanly (the loader names it; a re-encode would hide it)."""
+    large JPEG that does not decode cleanly when --keep-damaged keeps it (the loader names it; a
+    re-encode would hide it)."""
     exe = stoker_cli()
     rng = np.random.default_rng(16)
     src = tmp_path / "src" / "c"
@@ -254,9 +255,10 @@ def test_max_side_resize_matches_pillow(tmp_path):
         (src / n).write_bytes(d)
     dst = tmp_path / "ds"
     r = subprocess.run([exe, "pack", str(tmp_path / "src"), str(dst), "--max-side", "128", "--quality",
-                        str(QUALITY)], capture_output=True, text=True)
+                        str(QUALITY), "--keep-damaged"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "3 images resized" in r.stdout, r.stdout
+    assert "e_cut.jpg\tkept-damaged: " in (dst / "pack-report.tsv").read_text()
     recs = {os.path.basename(n): p for n, _, p in read_records(dst)}
     assert recs["c_small.jpg"] == small
     assert recs["e_cut.jpg"] == cut

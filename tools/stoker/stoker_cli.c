@@ -27,6 +27,7 @@
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
 #define EXIT_BAD 3
+#define EXIT_BUSY 4 /* pack: another pack holds DST */
 
 static const char *g_prog = "stoker";
 
@@ -47,15 +48,16 @@ static const char usage_main[] =
     "`stoker COMMAND --help` describes a command.\n"
     "\n"
     "exit codes: 0 success, 1 failure (the message names the path and reason),\n"
-    "            2 usage error, 3 verify found bad records\n";
+    "            2 usage error, 3 verify found bad records, 4 pack: DST is being packed\n";
 
 static const char usage_pack[] =
     "usage: stoker pack SRC DST [--shard-size SIZE] [--threads N] [--strict] [--force] [--quiet]\n"
-    "                  [--max-side N] [--quality Q] [manifest options]\n"
+    "                  [--max-side N] [--quality Q] [--keep-damaged] [manifest options]\n"
     "\n"
     "Pack SRC into a dataset of shards in directory DST (shard-00000.lmdb, ...).\n"
     "SRC is an ImageFolder root (one folder per class; labels 0..C-1 in torchvision's sorted\n"
-    "order; files with torchvision's image extensions, in torchvision's order), a manifest (a\n"
+    "order; files with torchvision's image extensions, in torchvision's order; the other files,\n"
+    "a .gif too, are left out as ImageFolder leaves them and listed in the report), a manifest (a\n"
     "CSV, TSV or JSON Lines file with a header/keys: a path and its label, labels or values per\n"
     "line) or a text file of `path<TAB>label` lines (relative paths are relative to the file's\n"
     "folder). Manifest lines that cannot be used are listed with their line number in the report\n"
@@ -63,10 +65,14 @@ static const char usage_pack[] =
     "A JPEG's record is the source file's bytes, unchanged, with its label and CRC32C. PNG, WebP,\n"
     "GIF (first frame), BMP, TIFF and binary PPM/PGM files, known by their content whatever their\n"
     "name, are decoded as Pillow's convert(\"RGB\") does and stored as JPEGs (quality 95, 4:4:4).\n"
-    "Files that cannot be packed (corrupt, truncated, empty, unreadable, another format) are\n"
-    "skipped, listed on stderr and in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
-    "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to\n"
-    "finish it (completed shards are kept).\n"
+    "Every JPEG is decoded completely before it is stored (a fast 1/8-scale decode that still reads\n"
+    "every scan): one that does not decode fully (truncated, corrupt data: any libjpeg warning) is\n"
+    "skipped unless --keep-damaged. Files that cannot be packed (damaged, empty, unreadable,\n"
+    "another format) are skipped, listed on stderr and in DST/pack-report.tsv (path<TAB>reason).\n"
+    "SRC is never modified. An interrupted pack leaves DST/.stoker-pack-incomplete; run the same\n"
+    "command again to finish it (completed shards are kept). One pack at a time per DST: a pack\n"
+    "holds DST/.stoker-pack.lock; another pack into that DST (resuming, or with --force, too)\n"
+    "exits 4 at once naming its pid.\n"
     "\n"
     "options:\n"
     "  --shard-size SIZE  payload bytes per shard, e.g. 512M, 1G, 1.5G [1G]\n"
@@ -76,6 +82,8 @@ static const char usage_pack[] =
     "                     kept byte for byte [off]\n"
     "  --quality Q        JPEG quality 1..100 of re-encoded images [95]\n"
     "  --strict           stop at the first bad source file or manifest line, naming it\n"
+    "  --keep-damaged     store JPEGs that do not decode fully as they are (listed in the report\n"
+    "                     as kept-damaged: reason; the loader then counts them as bad records)\n"
     "  --force            replace a dataset already in DST (only stoker's own files are removed)\n"
     "  --quiet            no progress, no summary\n"
     "manifest options:\n"
@@ -102,7 +110,8 @@ static const char usage_pack[] =
     "  --max-line BYTES   longest manifest line, e.g. 4M; a longer line (or CSV record) is a bad\n"
     "                     line, skipped without being read into memory [1M]\n"
     "\n"
-    "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error\n";
+    "exit codes: 0 packed (skipped files are listed in the report), 1 failed, 2 usage error,\n"
+    "            4 another pack is writing DST (the message names its pid)\n";
 
 static const char usage_info[] =
     "usage: stoker info DST\n"
@@ -276,7 +285,7 @@ static void on_progress(const stk_pack_progress *p, void *user)
 }
 
 /* The skipped files of a finished pack, from DST/pack-report.tsv, on stderr: nothing is skipped
- * silently (the first 100; the report has them all). */
+ * silently (the first 100; the report has them all). Damaged JPEGs kept are named as such. */
 static void print_skipped(const char *dst)
 {
     char path[4200];
@@ -295,14 +304,15 @@ static void print_skipped(const char *dst)
             continue;
         *tab = 0;
         if (shown < 100) {
-            fprintf(stderr, "%s: skipped %s: %s\n", g_prog, line, tab + 1);
+            int kept = !strncmp(tab + 1, "kept-damaged: ", 14);
+            fprintf(stderr, "%s: %s %s: %s\n", g_prog, kept ? "kept damaged" : "skipped", line, tab + 14 * kept + 1);
             shown++;
         }
         n++;
     }
     fclose(f);
     if (n > shown)
-        fprintf(stderr, "%s: ... and %u more skipped files: see %s\n", g_prog, n - shown, path);
+        fprintf(stderr, "%s: ... and %u more listed files: see %s\n", g_prog, n - shown, path);
 }
 
 /* The target types by their names (--target-type, and what info/pack print). */
@@ -419,6 +429,8 @@ static int cmd_pack(int argc, char **argv)
             o.strict = 1;
         } else if (!strcmp(a, "--force")) {
             o.force = 1;
+        } else if (!strcmp(a, "--keep-damaged")) {
+            x.keep_damaged = 1;
         } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
             quiet = 1;
         } else if (a[0] == '-' && a[1]) {
@@ -443,11 +455,11 @@ static int cmd_pack(int argc, char **argv)
     int rc = stk_pack_ext(pos[0], pos[1], &o, &x, &r);
     if (ps.drew)
         fputc('\n', stderr);
-    if (rc == 0 && (r.skipped || x.bad_lines))
+    if (rc == 0 && (r.skipped || x.bad_lines || x.kept_damaged || x.ignored))
         print_skipped(pos[1]);
     if (rc) {
         fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
-        return EXIT_FAIL;
+        return rc == -EBUSY ? EXIT_BUSY : EXIT_FAIL;
     }
     if (!quiet) {
         char pb[32];
@@ -469,6 +481,12 @@ static int cmd_pack(int argc, char **argv)
         if (x.bad_lines)
             printf("set aside %" PRIu64 " manifest line%s that cannot be used: see %s/pack-report.tsv\n",
                    x.bad_lines, x.bad_lines == 1 ? "" : "s", pos[1]);
+        if (x.ignored)
+            printf("left out %" PRIu64 " file%s whose extension torchvision's ImageFolder does not load: see "
+                   "%s/pack-report.tsv\n", x.ignored, x.ignored == 1 ? "" : "s", pos[1]);
+        if (x.kept_damaged)
+            printf("kept %" PRIu64 " damaged JPEG%s as they are (--keep-damaged): see %s/pack-report.tsv\n",
+                   x.kept_damaged, x.kept_damaged == 1 ? "" : "s", pos[1]);
         char tl[160];
         target_text(&x.targets, tl, sizeof tl);
         if (tl[0])

@@ -249,6 +249,9 @@ class PackExtOptions(ctypes.Structure):
         ("targets", TargetInfo),
         ("labels", c_int),          # since 0.3: STK_LABELS_*
         ("max_line", c_uint64),
+        ("keep_damaged", c_int),
+        ("kept_damaged", c_uint64),
+        ("ignored", c_uint64),
     ]
 
 

@@ -265,21 +265,28 @@ def _opt_text(value, name):
 def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False, progress=None,
          max_side=None, quality=None, format=None, path_field=None, label_field=None,
          target_fields=None, classes=None, multi_label=False, target_type=None, label_sep=None,
-         labels="auto", max_line=None):
+         labels="auto", max_line=None, keep_damaged=False):
     """Pack SRC into a dataset of shards in DST. SRC is an ImageFolder root, a
     ``path<TAB>label`` list file, or a manifest: a CSV, TSV or JSON Lines file naming an image
     path and its label, labels or values per line (docs/FORMAT.md "Manifests").
 
     Returns {records, skipped, shards, classes, payload_bytes, resumed_records, elapsed_s,
-    converted, resized, bad_lines}. Files that cannot be packed are skipped and listed in
-    DST/pack-report.tsv (``path<TAB>reason``); manifest lines that cannot be used (bad syntax,
-    no path, an unknown class name, another value count than the first record's, a value
-    outside TARGET_TYPE's range) are set aside, counted in ``bad_lines`` and listed there as
-    ``<manifest> line N<TAB>reason``. With ``strict`` the first bad file or line raises instead,
-    naming it. An existing dataset in DST raises DatasetExists unless ``force``; a DST that an
-    interrupted pack left is finished. PROGRESS: True prints a bar to stderr, or a callable
-    receiving a dict (files_total, files_done, records_written, skipped, bytes_total,
-    bytes_done, elapsed_s) about 4 times a second.
+    converted, resized, bad_lines, kept_damaged, ignored}. Files that cannot be packed are
+    skipped and listed in DST/pack-report.tsv (``path<TAB>reason``): every JPEG is decoded
+    completely first, and one that does not decode fully (truncated, corrupt data: any libjpeg
+    warning) is skipped with libjpeg's message, unless ``keep_damaged``, which stores it as it
+    is (counted in ``kept_damaged``, listed as ``kept-damaged: <reason>``). Files of an
+    ImageFolder's class folders whose extension torchvision's ImageFolder does not load (a
+    .gif) are left out as ImageFolder leaves them, counted in ``ignored`` and listed; manifest
+    lines that cannot be used (bad syntax, no path, an unknown class name, another value count
+    than the first record's, a value outside TARGET_TYPE's range) are set aside, counted in
+    ``bad_lines`` and listed there as ``<manifest> line N<TAB>reason``. With ``strict`` the
+    first bad file or line raises instead, naming it. An existing dataset in DST raises
+    DatasetExists unless ``force``; a DST that an interrupted pack left is finished. One pack
+    at a time per DST: while another pack writes DST (it holds DST/.stoker-pack.lock) this
+    raises StokerIOError (an OSError, errno EBUSY) naming its pid. PROGRESS: True prints a bar
+    to stderr, or a callable receiving a dict (files_total, files_done, records_written,
+    skipped, bytes_total, bytes_done, elapsed_s) about 4 times a second.
 
     Images: MAX_SIDE > 0 resizes images whose longer side is larger to that side (stored as
     JPEG at QUALITY, 1..100, default 95); non-JPEG sources are always stored as JPEG.
@@ -356,6 +363,7 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
         if isinstance(max_line, bool) or not isinstance(max_line, int) or max_line < 1:
             raise ValueError("max_line must be a number of bytes >= 1, not %r" % (max_line,))
         ext.max_line = max_line
+    ext.keep_damaged = int(bool(keep_damaged))
     if target_type is not None:
         if target_fields is None:
             raise ValueError("target_type=%r needs target_fields (the fields holding the "
@@ -393,7 +401,8 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     if rc < 0:
         raise _errors.make(rc, _lib.text(errbuf.value), "pack %s -> %s" % (src, dst))
     res = {k: getattr(result, k) for k, _t in _lib.PackResult._fields_}
-    res.update(converted=ext.converted, resized=ext.resized, bad_lines=ext.bad_lines)
+    res.update(converted=ext.converted, resized=ext.resized, bad_lines=ext.bad_lines,
+               kept_damaged=ext.kept_damaged, ignored=ext.ignored)
     return res
 
 

@@ -16,6 +16,8 @@ typedef struct stk__aug_config {
     int64_t max_pixels;
     int strict;
     int dct_scaling;
+    int interp;            /* STK_INTERP_*: the resize filter */
+    int resize_h, resize_w; /* eval: both > 0: Resize((resize_h, resize_w)) instead of `resize` */
 } stk__aug_config;
 
 void stk__aug_config_default(stk__aug_config *c);

@@ -129,6 +129,35 @@ def parse_layout(layout):
     raise ValueError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
 
 
+INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
+                "nearest": _lib.INTERP_NEAREST}
+
+
+def parse_interpolation(interpolation):
+    """'bilinear' | 'bicubic' | 'nearest' (any case), or torchvision's InterpolationMode (its
+    .value is that name) -> STK_INTERP_*."""
+    name = getattr(interpolation, "value", interpolation)
+    if isinstance(name, str) and name.lower() in INTERP_NAMES:
+        return INTERP_NAMES[name.lower()]
+    raise ValueError("interpolation must be 'bilinear', 'bicubic' or 'nearest' (Pillow's filters, "
+                     "byte for byte), not %r" % (interpolation,))
+
+
+def parse_resize(resize):
+    """eval's Resize: an int (the shorter side, torchvision Resize(int)) -> (int, None), or
+    (height, width) (Resize((h, w)), no aspect kept) -> (None, (h, w))."""
+    if isinstance(resize, (tuple, list)):
+        if len(resize) == 1:
+            return int(resize[0]), None
+        if len(resize) != 2:
+            raise ValueError("resize must be an int or (height, width), got %r" % (resize,))
+        h, w = int(resize[0]), int(resize[1])
+        if h < 1 or w < 1:
+            raise ValueError("resize=(height, width) must be positive, got %r" % (resize,))
+        return None, (h, w)
+    return int(resize), None
+
+
 def _triple(value, name):
     if np.ndim(value) == 0:
         v = [float(value)] * 3
@@ -298,7 +327,12 @@ class Loader:
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
         ImageFolder root.
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
-      size: output side, or (height, width). resize: eval's shorter side before the crop.
+      size: output side, or (height, width). resize: eval's shorter side before the crop
+        (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
+        STK_P_RESIZE_HEIGHT/WIDTH), then the centre crop to ``size`` (none when equal).
+      interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
+        InterpolationMode), the filter of train's RandomResizedCrop and eval's Resize: Pillow's,
+        byte for byte at DCT scale 8/8 (STK_P_INTERP). "nearest" always decodes at 8/8.
       workers: decode threads (default: the usable cores — affinity mask, cgroup CPU quota —
         divided among $LOCAL_WORLD_SIZE local ranks; stats()["workers_note"] says how).
         prefetch: host batch slots (default 5 for host batches: the library's 4 plus the one
@@ -387,7 +421,7 @@ class Loader:
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
-                 multi_hot=False, options=None):
+                 multi_hot=False, interpolation="bilinear", options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -434,6 +468,10 @@ class Loader:
         else:
             self.height = self.width = int(size)
         self._max_size = None if max_size is None else self._hw(max_size, "max_size")
+        self.interpolation = [k for k, v in INTERP_NAMES.items()
+                              if v == parse_interpolation(interpolation)][0]
+        resize_short, resize_hw = parse_resize(resize)
+        self.resize = resize_hw if resize_hw is not None else resize_short
         self._pending_size = None         # from set_size(), applied by the next `for`
         if array not in ("auto", "torch", "numpy"):
             raise ValueError("array must be 'auto', 'torch' or 'numpy', not %r" % (array,))
@@ -483,7 +521,7 @@ class Loader:
             (_lib.P_MODE, _lib.MODE_TRAIN if self.train else _lib.MODE_EVAL, "train"),
             (_lib.P_OUT_HEIGHT, self.height, "size"),
             (_lib.P_OUT_WIDTH, self.width, "size"),
-            (_lib.P_RESIZE, int(resize), "resize"),
+            (_lib.P_INTERP, INTERP_NAMES[self.interpolation], "interpolation"),
             (_lib.P_SHUFFLE, int(self.shuffle), "shuffle"),
             (_lib.P_SEED, self.seed, "seed"),
             (_lib.P_DROP_LAST, int(self.drop_last), "drop_last"),
@@ -516,6 +554,11 @@ class Loader:
                (_lib.P_MAX_PINNED_BYTES, max_pinned_bytes, "max_pinned_bytes"),
                (_lib.P_DEVICE_BUFFERS, device_buffers, "device_buffers")]
         sets.extend(o for o in opt if o[1] is not None)
+        if resize_hw is not None:
+            sets += [(_lib.P_RESIZE_HEIGHT, resize_hw[0], "resize"),
+                     (_lib.P_RESIZE_WIDTH, resize_hw[1], "resize")]
+        else:
+            sets.append((_lib.P_RESIZE, resize_short, "resize"))
         if self.pin_memory and self.device < 0:
             sets.append((_lib.P_PIN_HOST, 1, "pin_memory"))
         if io_backend is not None:

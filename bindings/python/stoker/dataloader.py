@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _lib
 from .dataset import Dataset
+from . import mix as _mix
 from .loader import Loader
 
 SUPPORTED = """stoker.DataLoader supports:
@@ -32,7 +33,9 @@ SUPPORTED = """stoker.DataLoader supports:
                                                              -> uint8 / float32
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
-  not supported: batch_sampler, collate_fn, worker_init_fn, multiprocessing_context,
+  collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
+           v2's, timm's Mixup), applied to each batch in place: labels become soft targets
+  not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file"""
 
 
@@ -282,6 +285,24 @@ def _sampler_args(sampler, shuffle, generator, dataset):
     _refuse("sampler=%s" % type(sampler).__name__)
 
 
+def _batch_mix(collate_fn, batch_transform, torch):
+    """The batch-level mix of collate_fn / batch_transform (stoker.mix.as_mix), or None.
+    collate_fn may be default_collate, or a MixUp / CutMix / RandomChoice object itself;
+    a function wrapping one (``lambda b: mix(*default_collate(b))``) cannot be looked into."""
+    default = collate_fn is None or collate_fn is getattr(torch.utils.data, "default_collate", None)
+    if batch_transform is not None and not default:
+        _refuse("collate_fn=%r together with batch_transform=%r" % (collate_fn, batch_transform))
+    if default:
+        return None if batch_transform is None else _mix.as_mix(batch_transform)
+    try:
+        return _mix.as_mix(collate_fn)
+    except ValueError:
+        pass
+    _refuse("collate_fn=%r (for MixUp / CutMix pass the object itself as collate_fn= or "
+            "batch_transform=: stoker.MixUp, stoker.CutMix, stoker.RandomChoice, torchvision "
+            "v2's MixUp / CutMix / RandomChoice or timm's Mixup)" % (collate_fn,))
+
+
 class DataLoader(Loader):
     """``torch.utils.data.DataLoader`` for an ImageFolder, decoded and augmented by libstoker:
     ``from stoker import DataLoader`` is the one changed line of a training script.
@@ -311,6 +332,10 @@ class DataLoader(Loader):
       prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
       persistent_workers: the library's threads always persist between epochs.
       timeout: seconds to wait for a batch (0 = no limit).
+      collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
+        stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
+        timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
+        classes float32), as ``mix(*default_collate(batch))`` would (stoker.Loader's mix=).
     Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
     stoker.Loader on batch lifetime.
     """
@@ -319,7 +344,7 @@ class DataLoader(Loader):
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 max_size=None):
+                 max_size=None, batch_transform=None):
         import torch
         _, D = _tv()
         if batch_sampler is not None:
@@ -327,9 +352,7 @@ class DataLoader(Loader):
                     % type(batch_sampler).__name__)
         if batch_size is None:
             _refuse("batch_size=None (unbatched samples)")
-        if collate_fn is not None and collate_fn is not getattr(
-                torch.utils.data, "default_collate", None):
-            _refuse("collate_fn=%r" % (collate_fn,))
+        mix = _batch_mix(collate_fn, batch_transform, torch)
         if worker_init_fn is not None:
             _refuse("worker_init_fn=%r (stoker has no worker processes)" % (worker_init_fn,))
         if multiprocessing_context is not None:
@@ -361,7 +384,8 @@ class DataLoader(Loader):
                          shuffle=shuffle_, seed=seed, drop_last=drop_last, rank=rank,
                          world_size=world, dist_mode=mode, strict=True,
                          timeout=timeout or None, prefetch=prefetch_factor,
-                         pin_memory=pin_memory, max_size=max_size, target="label", **kw)
+                         pin_memory=pin_memory, max_size=max_size, target="label", mix=mix,
+                         **kw)
         if len(self.dataset) != len(dataset) or list(self.dataset.classes) != list(
                 dataset.classes):
             n_lib, n_tv = len(self.dataset), len(dataset)

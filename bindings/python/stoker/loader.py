@@ -17,6 +17,7 @@ import numpy as np
 from . import _lib
 from . import dataset as _dataset
 from . import errors as _errors
+from . import mix as _mix
 
 _NP_DTYPE = {
     _lib.DTYPE_UINT8: np.dtype(np.uint8),
@@ -333,6 +334,10 @@ class Loader:
       interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
         InterpolationMode), the filter of train's RandomResizedCrop and eval's Resize: Pillow's,
         byte for byte at DCT scale 8/8 (STK_P_INTERP). "nearest" always decodes at 8/8.
+      mix: batch-level MixUp / CutMix applied to each batch in place (stoker.MixUp,
+        stoker.CutMix, stoker.RandomChoice([...]), torchvision v2's MixUp / CutMix /
+        RandomChoice or timm's Mixup): the labels (or float targets) become soft N x classes
+        float32 targets; the draws are keyed (seed, epoch, rank, batch position) (stoker.mix).
       workers: decode threads (default: the usable cores — affinity mask, cgroup CPU quota —
         divided among $LOCAL_WORLD_SIZE local ranks; stats()["workers_note"] says how).
         prefetch: host batch slots (default 5 for host batches: the library's 4 plus the one
@@ -421,7 +426,7 @@ class Loader:
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
-                 multi_hot=False, interpolation="bilinear", options=None):
+                 multi_hot=False, interpolation="bilinear", mix=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -443,12 +448,15 @@ class Loader:
             raise ValueError("multi_hot=True expands the targets, which target='label' does not "
                              "yield: use target='auto' or 'both'")
         self.return_index = bool(return_index)
+        self._mix = None if mix is None else _mix.as_mix(mix)
         self.copy = bool(copy)
         self.strict = bool(strict)
         if timeout is not None and not timeout > 0:
             raise ValueError("timeout must be > 0 seconds or None")
         self.timeout = timeout
         self._dtype = parse_dtype(dtype)
+        if self._mix is not None:
+            _mix.check_dtype(self._mix, self._dtype != _lib.DTYPE_UINT8)
         self.dtype = DTYPE_NAMES[self._dtype]
         self._layout = parse_layout(layout)
         self.layout = "NCHW" if self._layout == _lib.NCHW else "NHWC"
@@ -476,6 +484,8 @@ class Loader:
         if array not in ("auto", "torch", "numpy"):
             raise ValueError("array must be 'auto', 'torch' or 'numpy', not %r" % (array,))
         self._torch = None
+        if self._mix is not None and array == "numpy":
+            raise ValueError("mix= works on torch tensors: not with array='numpy'")
         if array in ("auto", "torch"):
             self._torch = _torch()
             if self._torch is None and (array == "torch" or self.device >= 0):
@@ -597,6 +607,7 @@ class Loader:
 
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self._setup_targets(target)
+        self._mix_classes = self._mix_class_count() if self._mix is not None else None
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
         self._fingerprint = None
@@ -1003,7 +1014,30 @@ class Loader:
         for a in (labels, targets, idx):
             if a is not None:
                 out.append(torch.from_numpy(a) if torch is not None else a)
+        if self._mix is not None:
+            self._apply_mix(out, b)
         return tuple(out)
+
+    def _mix_class_count(self):
+        """mix's class count: its num_classes, else the targets' columns (per batch), else the
+        dataset's classes."""
+        if self._torch is None:
+            raise ImportError("stoker.Loader(mix=...) needs torch, which cannot be imported")
+        if self._mix.num_classes is not None:
+            return self._mix.num_classes
+        if self._want_targets:
+            return None
+        if not self.classes:
+            raise ValueError("mix=%r: the dataset has no classes; give num_classes" % (self._mix,))
+        return len(self.classes)
+
+    def _apply_mix(self, out, b):
+        """Mix the batch in OUT in place: images, and the labels (or targets, when yielded)
+        replaced by the soft targets."""
+        i = 2 if self._want_labels and self._want_targets else 1
+        n = self._mix_classes or int(out[i].shape[1])
+        rng = _mix.generator(self.seed, b.epoch, self.rank, b.first_sample)
+        out[0], out[i] = _mix.apply(self._mix, out[0], out[i], n, self.layout, rng)
 
     def _targets(self, addr, n):
         """A copy of batch ADDR's N x K targets (the batch may be released right after)."""

@@ -261,8 +261,9 @@ static double bicubic(double x)
     return 0.0;
 }
 
-/* Room for OUT outputs of KSIZE taps each; resets the window. */
-static int axis_reserve(axis *a, int out, int ksize, int in_size)
+/* Room for OUT outputs of KSIZE taps each; resets the window to empty at END (the input's end
+in scaled-image pixels: its size plus its shift). */
+static int axis_reserve(axis *a, int out, int ksize, int end)
 {
     if (reserve((void **)&a->start, &a->cap_start, (size_t)out, sizeof(int)) != 0 ||
         reserve((void **)&a->count, &a->cap_count, (size_t)out, sizeof(int)) != 0)
@@ -272,7 +273,7 @@ static int axis_reserve(axis *a, int out, int ksize, int in_size)
         return STK_E_NOMEM;
     a->out = out;
     a->ksize = ksize;
-    a->lo = in_size;
+    a->lo = end;
     a->hi = 0;
     a->maxcount = 1;
     return STK_OK;
@@ -296,7 +297,7 @@ static void axis_point_padding(axis *a)
  */
 static int axis_nearest(axis *a, int out, double scale, int out_off, int in_size, int shift, int virt_size)
 {
-    if (axis_reserve(a, out, 1, in_size) != STK_OK)
+    if (axis_reserve(a, out, 1, in_size + shift) != STK_OK)
         return STK_E_NOMEM;
     memset(a->count, 0, (size_t)out * sizeof(int));
     memset(a->k, 0, (size_t)out * sizeof(int32_t));
@@ -328,7 +329,7 @@ static int axis_build(axis *a, int filter, int out, double in0, double scale, in
     double filterscale = scale < 1.0 ? 1.0 : scale;
     double support = (filter == STK_INTERP_BICUBIC ? 2.0 : 1.0) * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
-    if (axis_reserve(a, out, ksize, in_size) != STK_OK)
+    if (axis_reserve(a, out, ksize, in_size + shift) != STK_OK)
         return STK_E_NOMEM;
     double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out; xx++) {

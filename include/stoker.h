@@ -226,6 +226,7 @@ enum stk_io_backend {
  */
 enum stk_dist_mode { STK_DIST_PAD = 0, STK_DIST_DROP = 1, STK_DIST_EXACT = 2 };
 enum stk_mode { STK_MODE_TRAIN = 0, STK_MODE_EVAL = 1 };
+/** STK_P_INTERP: Pillow's BILINEAR / BICUBIC (a = -0.5) antialiased filters, NEAREST (since 0.3) */
 enum stk_interp { STK_INTERP_BILINEAR = 0, STK_INTERP_BICUBIC = 1, STK_INTERP_NEAREST = 2 };
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };

@@ -14,6 +14,7 @@ several sizes, from 61 x 47 (upscaled) to 1500 x 1100 (downscaled several times)
 """
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -54,11 +55,11 @@ def _images(tmp_path):
     return paths
 
 
-def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=None, seed=3):
+def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=None, seed=3, dct=0):
     lst = tmp_path / "list.txt"
     lst.write_text("\n".join(paths) + "\n")
     raw = tmp_path / "out.raw"
-    args = [str(TOOLS / "stk-aug"), "process", mode, str(out[0]), str(out[1]), str(resize), "0",
+    args = [str(TOOLS / "stk-aug"), "process", mode, str(out[0]), str(out[1]), str(resize), str(dct),
             str(seed), "0", str(lst), str(raw), str(MODES[interp][0])]
     if resize_hw:
         args += [str(resize_hw[0]), str(resize_hw[1])]
@@ -124,6 +125,32 @@ def test_eval_resize_hw(interp, hw, out, tmp_path):
         _assert_same(f"eval {interp} Resize({hw})+CenterCrop{out}", p, got, np.asarray(tf(_rgb(p))))
 
 
+def test_bicubic_dct_scaled_close(tmp_path):
+    """Large images with dct_scaling on: BICUBIC from a 1/8..4/8 decode is close to torchvision's
+    (PSNR >= 30 dB over all), exact where the scale is 8/8; NEAREST never takes a smaller scale."""
+    paths = []
+    for i, (w, h) in enumerate([(1800, 1400), (1200, 900), (2000, 600), (700, 2100), (950, 1300)]):
+        p = tmp_path / f"big{i}.jpg"
+        subprocess.run([str(TOOLS / "stk-mkjpeg"), str(w), str(h), ["420", "444", "422", "gray", "420"][i],
+                        str(i % 2), "90", str(100 + i), str(p)], check=True)
+        paths.append(str(p))
+    tf = T.Compose([T.Resize(256, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(224)])
+    meta, imgs = _stk("eval", paths, tmp_path, "bicubic", dct=1)
+    assert {m[2] for m in meta} & {"1", "2", "4"}, meta
+    sq = n = 0
+    for p, m, got in zip(paths, meta, imgs):
+        ref = np.asarray(tf(_rgb(p)))
+        if m[2] == "8":
+            _assert_same("eval bicubic at 8/8", p, got, ref)
+        d = got.astype(np.int64) - ref
+        sq, n = sq + float((d * d).sum()), n + d.size
+    psnr = 10 * np.log10(255.0 ** 2 / (sq / n))
+    print(f"bicubic, DCT-scaled decode: PSNR {psnr:.2f} dB", file=sys.stderr)
+    assert psnr >= 30.0, psnr
+    meta, _ = _stk("eval", paths, tmp_path, "nearest", dct=1)
+    assert {m[2] for m in meta} == {"8"}, meta
+
+
 def _folder(tmp_path):
     root = tmp_path / "folder"
     (root / "a").mkdir(parents=True)
@@ -173,3 +200,10 @@ def test_bad_arguments():
         stoker.Loader("/nonexistent", 4, interpolation="lanczos")
     with pytest.raises(ValueError, match="resize"):
         stoker.Loader("/nonexistent", 4, train=False, resize=(1, 2, 3))
+
+
+def test_resize_hw_both_or_neither(imagefolder):
+    from stoker import _lib
+    with pytest.raises(stoker.InvalidArgument, match="STK_P_RESIZE_HEIGHT = 100 and STK_P_RESIZE_WIDTH = 0"):
+        with stoker.Loader(imagefolder[0], 4, train=False, options={_lib.P_RESIZE_HEIGHT: 100}) as ld:
+            next(iter(ld))

@@ -163,14 +163,19 @@ def test_dataloader_end_to_end(root):
     mixup = _stand_in("torchvision.transforms.v2._augment", "MixUp", alpha=0.2, num_classes=3)
     choice = _stand_in("torchvision.transforms.v2._container", "RandomChoice",
                        transforms=[mixup, cutmix], p=None)
+    timm = _stand_in("timm.data.mixup", "Mixup", mixup_alpha=0.8, cutmix_alpha=1.0,
+                     cutmix_minmax=None, mix_prob=1.0, switch_prob=0.5, mode="batch",
+                     correct_lam=True, label_smoothing=0.1, num_classes=3, mixup_enabled=True)
     for kw in ({"collate_fn": stoker.CutMix(1.0)}, {"batch_transform": stoker.MixUp(1.0)},
-               {"collate_fn": choice}):
+               {"collate_fn": choice}, {"batch_transform": timm, "drop_last": True}):
         dl = stoker.DataLoader(ds, batch_size=BS, shuffle=True, generator=g, num_workers=2, **kw)
         n = 0
         for x, t in dl:
             assert x.dtype == torch.float32 and x.shape[1:] == (3, SIZE, SIZE)
             assert t.shape == (len(x), 3) and t.dtype == torch.float32
             assert torch.allclose(t.sum(1), torch.ones(len(x)), atol=1e-6)
+            if kw.get("batch_transform") is timm:   # label smoothing: every class has mass
+                assert (t >= 0.1 / 3 - 1e-6).all(), t
             n += len(x)
         assert n == len(ds)
         dl.close()

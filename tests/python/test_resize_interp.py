@@ -40,7 +40,8 @@ SIZES = [(61, 47), (150, 230), (224, 224), (333, 250), (500, 375), (640, 480), (
 def _images(tmp_path):
     if MANIFEST.exists() and DATA.is_dir():
         rows = [l.rstrip("\n").split("\t") for l in MANIFEST.read_text().splitlines()[1:]]
-        paths = [str(DATA / r[1]) for i, r in enumerate(rows) if i % 50 == 0 and (DATA / r[1]).exists()]
+        paths = [str(DATA / r[1]) for i, r in enumerate(rows)
+                 if i % 50 == 0 and (DATA / r[1]).exists()]
         if len(paths) >= 60:
             return paths[:120]
     kinds = ["420", "444", "422", "gray", "cmyk", "440"]
@@ -59,8 +60,8 @@ def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=No
     lst = tmp_path / "list.txt"
     lst.write_text("\n".join(paths) + "\n")
     raw = tmp_path / "out.raw"
-    args = [str(TOOLS / "stk-aug"), "process", mode, str(out[0]), str(out[1]), str(resize), str(dct),
-            str(seed), "0", str(lst), str(raw), str(MODES[interp][0])]
+    args = [str(TOOLS / "stk-aug"), "process", mode, str(out[0]), str(out[1]), str(resize),
+            str(dct), str(seed), "0", str(lst), str(raw), str(MODES[interp][0])]
     if resize_hw:
         args += [str(resize_hw[0]), str(resize_hw[1])]
     r = subprocess.run(args, check=True, capture_output=True, text=True)
@@ -108,7 +109,8 @@ def test_eval_resize_center_crop(interp, resize, out, tmp_path):
     tf = T.Compose([T.Resize(resize, interpolation=MODES[interp][1]), T.CenterCrop(out)])
     for p, m, got in zip(paths, meta, imgs):
         assert m[1] == "STK_OK" and m[2] == "8", m
-        _assert_same(f"eval {interp} Resize({resize})+CenterCrop{out}", p, got, np.asarray(tf(_rgb(p))))
+        _assert_same(f"eval {interp} Resize({resize})+CenterCrop{out}", p, got,
+                     np.asarray(tf(_rgb(p))))
 
 
 @pytest.mark.parametrize("interp", ["bilinear", "bicubic", "nearest"])
@@ -131,8 +133,9 @@ def test_bicubic_dct_scaled_close(tmp_path):
     paths = []
     for i, (w, h) in enumerate([(1800, 1400), (1200, 900), (2000, 600), (700, 2100), (950, 1300)]):
         p = tmp_path / f"big{i}.jpg"
-        subprocess.run([str(TOOLS / "stk-mkjpeg"), str(w), str(h), ["420", "444", "422", "gray", "420"][i],
-                        str(i % 2), "90", str(100 + i), str(p)], check=True)
+        kind = ["420", "444", "422", "gray", "420"][i]
+        subprocess.run([str(TOOLS / "stk-mkjpeg"), str(w), str(h), kind, str(i % 2), "90",
+                        str(100 + i), str(p)], check=True)
         paths.append(str(p))
     tf = T.Compose([T.Resize(256, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(224)])
     meta, imgs = _stk("eval", paths, tmp_path, "bicubic", dct=1)
@@ -204,6 +207,8 @@ def test_bad_arguments():
 
 def test_resize_hw_both_or_neither(imagefolder):
     from stoker import _lib
-    with pytest.raises(stoker.InvalidArgument, match="STK_P_RESIZE_HEIGHT = 100 and STK_P_RESIZE_WIDTH = 0"):
-        with stoker.Loader(imagefolder[0], 4, train=False, options={_lib.P_RESIZE_HEIGHT: 100}) as ld:
+    with pytest.raises(stoker.InvalidArgument,
+                       match="STK_P_RESIZE_HEIGHT = 100 and STK_P_RESIZE_WIDTH = 0"):
+        with stoker.Loader(imagefolder[0], 4, train=False,
+                           options={_lib.P_RESIZE_HEIGHT: 100}) as ld:
             next(iter(ld))

@@ -198,6 +198,21 @@ def test_loader_train_end_to_end(interp, tmp_path):
                     flip_prob=0.0, interpolation=interp, **kw)
 
 
+def test_interpolation_names():
+    from PIL import Image as I
+    from stoker import _lib
+    from stoker.loader import parse_interpolation as parse
+    for want, names in ((_lib.INTERP_BICUBIC, ["bicubic", "BICUBIC", T.InterpolationMode.BICUBIC,
+                                                I.BICUBIC]),
+                        (_lib.INTERP_NEAREST, ["nearest", T.InterpolationMode.NEAREST, I.NEAREST]),
+                        (_lib.INTERP_BILINEAR, ["bilinear", T.InterpolationMode.BILINEAR,
+                                                I.BILINEAR])):
+        assert [parse(n) for n in names] == [want] * len(names), names
+    for bad in ("lanczos", T.InterpolationMode.LANCZOS, I.LANCZOS, True, None):
+        with pytest.raises(ValueError, match="interpolation"):
+            parse(bad)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="interpolation"):
         stoker.Loader("/nonexistent", 4, interpolation="lanczos")

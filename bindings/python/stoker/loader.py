@@ -134,10 +134,15 @@ INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC
                 "nearest": _lib.INTERP_NEAREST}
 
 
+_PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}   # PIL.Image.NEAREST, BILINEAR, BICUBIC
+
+
 def parse_interpolation(interpolation):
-    """'bilinear' | 'bicubic' | 'nearest' (any case), or torchvision's InterpolationMode (its
-    .value is that name) -> STK_INTERP_*."""
+    """'bilinear' | 'bicubic' | 'nearest' (any case), torchvision's InterpolationMode (its
+    .value is that name) or Pillow's filter number -> STK_INTERP_*."""
     name = getattr(interpolation, "value", interpolation)
+    if isinstance(name, int) and not isinstance(name, bool):
+        name = _PIL_FILTERS.get(int(name), name)
     if isinstance(name, str) and name.lower() in INTERP_NAMES:
         return INTERP_NAMES[name.lower()]
     raise ValueError("interpolation must be 'bilinear', 'bicubic' or 'nearest' (Pillow's filters, "
@@ -332,7 +337,7 @@ class Loader:
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
         STK_P_RESIZE_HEIGHT/WIDTH), then the centre crop to ``size`` (none when equal).
       interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
-        InterpolationMode), the filter of train's RandomResizedCrop and eval's Resize: Pillow's,
+        InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's RandomResizedCrop and eval's Resize: Pillow's,
         byte for byte at DCT scale 8/8 (STK_P_INTERP). "nearest" always decodes at 8/8.
       mix: batch-level MixUp / CutMix applied to each batch in place (stoker.MixUp,
         stoker.CutMix, stoker.RandomChoice([...]), torchvision v2's MixUp / CutMix /

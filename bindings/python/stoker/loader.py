@@ -337,8 +337,9 @@ class Loader:
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
         STK_P_RESIZE_HEIGHT/WIDTH), then the centre crop to ``size`` (none when equal).
       interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
-        InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's RandomResizedCrop and eval's Resize: Pillow's,
-        byte for byte at DCT scale 8/8 (STK_P_INTERP). "nearest" always decodes at 8/8.
+        InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's
+        RandomResizedCrop and eval's Resize: Pillow's, byte for byte at DCT scale 8/8
+        (STK_P_INTERP). "nearest" always decodes at 8/8.
       mix: batch-level MixUp / CutMix applied to each batch in place (stoker.MixUp,
         stoker.CutMix, stoker.RandomChoice([...]), torchvision v2's MixUp / CutMix /
         RandomChoice or timm's Mixup): the labels (or float targets) become soft N x classes

@@ -145,15 +145,16 @@ int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, 
 /* ---- worker context ---------------------------------------------------------------------------- */
 
 /*
- * The resize is Pillow's BILINEAR ("antialias") resampling, re-implemented so that the same
- * geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
- * max(scale, 1), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
- * the input, triangle weights normalised to 1, converted to 22-bit fixed point; horizontal pass
+ * The resize is Pillow's BILINEAR or BICUBIC ("antialias") resampling, re-implemented so that the
+ * same geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
+ * max(scale, 1) (times 2 for BICUBIC), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
+ * the input, triangle (or a = -0.5 cubic) weights normalised to 1, converted to 22-bit fixed point; horizontal pass
  * first into an 8-bit intermediate (only the rows the vertical pass needs), then the vertical
  * pass. At DCT scale 8/8 a train sample therefore equals torchvision's
  * resized_crop(img, i, j, h, w, size) (+ hflip) on a Pillow image byte for byte, and an eval sample
  * Resize + CenterCrop (tests/python/test_eval_torchvision.py). At a smaller DCT scale the same
- * geometry is applied to the scaled image (the box in scaled pixels is fractional).
+ * geometry is applied to the scaled image (the box in scaled pixels is fractional). NEAREST is
+ * Pillow's pixel table as one weight-1 tap (axis_nearest), always at 8/8.
  *
  * The coefficient tables are built first, per call; they say exactly which source columns and
  * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
@@ -262,7 +263,7 @@ static double bicubic(double x)
 }
 
 /* Room for OUT outputs of KSIZE taps each; resets the window to empty at END (the input's end
-in scaled-image pixels: its size plus its shift). */
+ * in scaled-image pixels: its size plus its shift). */
 static int axis_reserve(axis *a, int out, int ksize, int end)
 {
     if (reserve((void **)&a->start, &a->cap_start, (size_t)out, sizeof(int)) != 0 ||
@@ -770,7 +771,9 @@ static int plan_nearest(stk__worker_ctx *w, const stk__aug_config *c, const stk_
     int ow = c->out_w, oh = c->out_h;
     if (c->mode == STK_MODE_EVAL) {
         int rc = axis_nearest(&w->ax, ow, (double)W / cr->resized_w, cr->off_x, W, 0, cr->resized_w);
-        return rc != STK_OK ? rc : axis_nearest(&w->ay, oh, (double)H / cr->resized_h, cr->off_y, H, 0, cr->resized_h);
+        if (rc != STK_OK)
+            return rc;
+        return axis_nearest(&w->ay, oh, (double)H / cr->resized_h, cr->off_y, H, 0, cr->resized_h);
     }
     int rc = axis_nearest(&w->ax, ow, (double)cr->w / ow, 0, cr->w, cr->x, ow);
     return rc != STK_OK ? rc : axis_nearest(&w->ay, oh, (double)cr->h / oh, 0, cr->h, cr->y, oh);

@@ -9,7 +9,9 @@
  *    (worst measured 29.3 dB; printed) when the crop-window decode uses 1/8..4/8; eval outputs
  *    larger than the resized image are zero-padded as torchvision's CenterCrop does;
  *  - the SIMD resize kernels equal the portable ones, and the horizontal pass fused into the decode
- *    equals the pass over the whole window, byte for byte on 300 random geometries and JPEG kinds;
+ *    equals the pass over the whole window, byte for byte on 300 random geometries and JPEG kinds,
+ *    each with the three filters (BICUBIC's negative lobes: the SIMD packs clip as clip8 does),
+ *    a quarter of the eval ones with Resize((h, w));
  *  - flip mirrors the unflipped sample exactly; the substitute is mid-grey;
  *  - two threads with their own contexts produce identical bytes (stk-test: concurrency).
  */
@@ -193,25 +195,29 @@ static void simd_vs_portable(void)
         c.resize = 1 + (int)(RND() % 400);
         c.dct_scaling = (int)(RND() % 2);
         c.flip_prob = 0.5;
+        if (it % 4 == 0) /* eval: Resize((h, w)) */
+            c.resize_h = c.resize, c.resize_w = 1 + (c.resize * 7) % 400;
         size_t sz = (size_t)c.out_w * c.out_h * 3;
         uint8_t *a = malloc(sz), *b = malloc(sz), *u = malloc(sz);
         char err[STK__ERRLEN];
         int warn;
-        int simd = stk__aug_set_simd(1);
-        T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, a, &warn, err) == STK_OK, "%s", err);
-        stk__aug_set_fused(0);
-        T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, u, &warn, err) == STK_OK, "%s", err);
-        stk__aug_set_fused(1);
-        stk__aug_set_simd(0);
-        T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, b, &warn, err) == STK_OK, "%s", err);
-        if (memcmp(a, b, sz) != 0 || memcmp(a, u, sz) != 0) {
-            differ++;
-            printf("%s differ: %dx%d %s%s -> %dx%d, mode %d, resize %d, dct_scaling %d (simd %d)\n",
-                   memcmp(a, b, sz) ? "SIMD and portable" : "fused and whole-window", W, H, je_kind_names[kind],
-                   flags & JE_PROGRESSIVE ? " progressive" : "", c.out_w, c.out_h, c.mode, c.resize,
-                   c.dct_scaling, simd);
+        for (c.interp = STK_INTERP_BILINEAR; c.interp <= STK_INTERP_NEAREST; c.interp++) {
+            int simd = stk__aug_set_simd(1);
+            T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, a, &warn, err) == STK_OK, "%s", err);
+            stk__aug_set_fused(0);
+            T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, u, &warn, err) == STK_OK, "%s", err);
+            stk__aug_set_fused(1);
+            stk__aug_set_simd(0);
+            T_CHECK(stk__process_sample(w, &c, 4, 0, (uint64_t)it, j, len, b, &warn, err) == STK_OK, "%s", err);
+            if (memcmp(a, b, sz) != 0 || memcmp(a, u, sz) != 0) {
+                differ++;
+                printf("%s differ: %dx%d %s%s -> %dx%d, mode %d, resize %d (%dx%d), dct_scaling %d, interp %d "
+                       "(simd %d)\n", memcmp(a, b, sz) ? "SIMD and portable" : "fused and whole-window", W, H,
+                       je_kind_names[kind], flags & JE_PROGRESSIVE ? " progressive" : "", c.out_w, c.out_h, c.mode,
+                       c.resize, c.resize_h, c.resize_w, c.dct_scaling, c.interp, simd);
+            }
+            n++;
         }
-        n++;
         free(a);
         free(b);
         free(u);

@@ -55,6 +55,9 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_MAX_OUT_HEIGHT, L, STK__PW_START, 0, 65535, 0), /* 0: the output height */
     I_ROW(STK_P_MAX_OUT_WIDTH, L, STK__PW_START, 0, 65535, 0),  /* 0: the output width */
     I_ROW(STK_P_MULTI_HOT, L, STK__PW_START, 0, 1, 0),
+    I_ROW(STK_P_INTERP, L, STK__PW_START, STK_INTERP_BILINEAR, STK_INTERP_NEAREST, STK_INTERP_BILINEAR),
+    I_ROW(STK_P_RESIZE_HEIGHT, L, STK__PW_START, 0, 65535, 0), /* 0: shorter side to STK_P_RESIZE */
+    I_ROW(STK_P_RESIZE_WIDTH, L, STK__PW_START, 0, 65535, 0),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -36,6 +36,7 @@ void stk__aug_config_default(stk__aug_config *c)
     c->max_pixels = 89478485;
     c->strict = 0;
     c->dct_scaling = 1;
+    c->interp = STK_INTERP_BILINEAR;
 }
 
 /* ---- crop parameters -------------------------------------------------------------------------- */
@@ -60,6 +61,8 @@ static void eval_crop(const stk__aug_config *c, int W, int H, stk__crop *o)
     if (nl < 1)
         nl = 1;
     int nw = W <= H ? ns : nl, nh = W <= H ? nl : ns;
+    if (c->resize_h > 0 && c->resize_w > 0) /* Resize((h, w)): the size as given */
+        nw = c->resize_w, nh = c->resize_h;
     o->resized_w = nw;
     o->resized_h = nh;
     /* CenterCrop: an output larger than the image is zero-padded, (crop - size) // 2 before */
@@ -127,8 +130,8 @@ flip:
 
 int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, int height)
 {
-    if (!c->dct_scaling)
-        return 8;
+    if (!c->dct_scaling || c->interp == STK_INTERP_NEAREST)
+        return 8; /* a scaled decode low-passes; NEAREST's result would not resemble Pillow's */
     int64_t cw = crop->w, ch = crop->h, tw = c->out_w, th = c->out_h;
     if (c->mode == STK_MODE_EVAL && crop->resized_w > 0) {
         cw = width, ch = height, tw = crop->resized_w, th = crop->resized_h;
@@ -142,15 +145,16 @@ int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, 
 /* ---- worker context ---------------------------------------------------------------------------- */
 
 /*
- * The resize is Pillow's BILINEAR ("antialias") resampling, re-implemented so that the same
- * geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
- * max(scale, 1), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
- * the input, triangle weights normalised to 1, converted to 22-bit fixed point; horizontal pass
+ * The resize is Pillow's BILINEAR or BICUBIC ("antialias") resampling, re-implemented so that the
+ * same geometry gives the same bytes: per output pixel, centre = in0 + (xx + 0.5) * scale, support =
+ * max(scale, 1) (times 2 for BICUBIC), taps from int(centre - support + 0.5) to int(centre + support + 0.5) clipped to
+ * the input, triangle (or a = -0.5 cubic) weights normalised to 1, converted to 22-bit fixed point; horizontal pass
  * first into an 8-bit intermediate (only the rows the vertical pass needs), then the vertical
  * pass. At DCT scale 8/8 a train sample therefore equals torchvision's
  * resized_crop(img, i, j, h, w, size) (+ hflip) on a Pillow image byte for byte, and an eval sample
  * Resize + CenterCrop (tests/python/test_eval_torchvision.py). At a smaller DCT scale the same
- * geometry is applied to the scaled image (the box in scaled pixels is fractional).
+ * geometry is applied to the scaled image (the box in scaled pixels is fractional). NEAREST is
+ * Pillow's pixel table as one weight-1 tap (axis_nearest), always at 8/8.
  *
  * The coefficient tables are built first, per call; they say exactly which source columns and
  * rows the output needs, and only that window is decoded (train: the crop box; eval: the centre
@@ -245,17 +249,23 @@ static double triangle(double x)
 #endif
 }
 
-/*
- * Pillow's precompute_coeffs + normalize_coeffs_8bpc for OUT outputs: centre of output xx =
- * in0 + (out_off + xx + 0.5) * scale over an input of IN_SIZE pixels; SHIFT is added to every
- * start (the input's position in the scaled image).
- */
-static int axis_build(axis *a, int out, double in0, double scale, int out_off, int in_size, int shift,
-                      int virt_size)
+/* Pillow's bicubic_filter (a = -0.5, support 2), the same expression order. */
+static double bicubic(double x)
 {
-    double filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 1.0 * filterscale;
-    int ksize = (int)ceil(support) * 2 + 1;
+    const double a = -0.5;
+    if (x < 0.0)
+        x = -x;
+    if (x < 1.0)
+        return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+    if (x < 2.0)
+        return (((x - 5) * x + 8) * x - 4) * a;
+    return 0.0;
+}
+
+/* Room for OUT outputs of KSIZE taps each; resets the window to empty at END (the input's end
+ * in scaled-image pixels: its size plus its shift). */
+static int axis_reserve(axis *a, int out, int ksize, int end)
+{
     if (reserve((void **)&a->start, &a->cap_start, (size_t)out, sizeof(int)) != 0 ||
         reserve((void **)&a->count, &a->cap_count, (size_t)out, sizeof(int)) != 0)
         return STK_E_NOMEM;
@@ -264,9 +274,64 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         return STK_E_NOMEM;
     a->out = out;
     a->ksize = ksize;
-    a->lo = in_size;
+    a->lo = end;
     a->hi = 0;
     a->maxcount = 1;
+    return STK_OK;
+}
+
+/* Padding outputs read nothing, but the AVX2 pass still loads (and weighs by 0) maxcount taps:
+ * point them at the first input used. */
+static void axis_point_padding(axis *a)
+{
+    for (int xx = 0; xx < a->out; xx++)
+        if (a->count[xx] == 0)
+            a->start[xx] = a->lo;
+}
+
+/*
+ * Pillow's NEAREST resize (Image.resize goes through ImagingScaleAffine): output r of the resized
+ * image reads input COORD(xo) where xo starts at scale / 2 and grows by SCALE per output, a
+ * running double sum (not (r + 0.5) * scale: the sums round differently, and Pillow's bytes are
+ * the sum's). As one tap of weight 1 through the same passes: the same bytes, no second path.
+ * VIRT_SIZE outputs in the resized image, OUT of them from OUT_OFF; the rest is zero padding.
+ */
+static int axis_nearest(axis *a, int out, double scale, int out_off, int in_size, int shift, int virt_size)
+{
+    if (axis_reserve(a, out, 1, in_size + shift) != STK_OK)
+        return STK_E_NOMEM;
+    memset(a->count, 0, (size_t)out * sizeof(int));
+    memset(a->k, 0, (size_t)out * sizeof(int32_t));
+    double xo = scale * 0.5;
+    int end = STK__MIN(virt_size, out_off + out);
+    for (int r = 0; r < end; r++, xo += scale) {
+        int xin = xo < 0.0 ? -1 : (int)xo, xx = r - out_off;
+        if (xx < 0 || xin < 0 || xin >= in_size)
+            continue; /* Pillow leaves such outputs at the fill, 0 */
+        a->start[xx] = xin + shift;
+        a->count[xx] = 1;
+        a->k[xx] = 1 << PB;
+        a->lo = STK__MIN(a->lo, xin + shift);
+        a->hi = STK__MAX(a->hi, xin + 1 + shift);
+    }
+    axis_point_padding(a);
+    return STK_OK;
+}
+
+/*
+ * Pillow's precompute_coeffs + normalize_coeffs_8bpc for OUT outputs with FILTER (bilinear:
+ * triangle, support 1; bicubic: support 2): centre of output xx = in0 + (out_off + xx + 0.5) *
+ * scale over an input of IN_SIZE pixels; SHIFT is added to every start (the input's position in
+ * the scaled image).
+ */
+static int axis_build(axis *a, int filter, int out, double in0, double scale, int out_off, int in_size,
+                      int shift, int virt_size)
+{
+    double filterscale = scale < 1.0 ? 1.0 : scale;
+    double support = (filter == STK_INTERP_BICUBIC ? 2.0 : 1.0) * filterscale;
+    int ksize = (int)ceil(support) * 2 + 1;
+    if (axis_reserve(a, out, ksize, in_size + shift) != STK_OK)
+        return STK_E_NOMEM;
     double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out; xx++) {
         if (virt_size > 0 && (out_off + xx < 0 || out_off + xx >= virt_size)) {
@@ -289,7 +354,8 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         }
         double *k = a->pre, ww = 0.0;
         for (int x = 0; x < xmax; x++) {
-            double wt = triangle((x + xmin - center + 0.5) * ss);
+            double t = (x + xmin - center + 0.5) * ss;
+            double wt = filter == STK_INTERP_BICUBIC ? bicubic(t) : triangle(t);
             k[x] = wt;
             ww += wt;
         }
@@ -310,11 +376,7 @@ static int axis_build(axis *a, int out, double in0, double scale, int out_off, i
         a->lo = STK__MIN(a->lo, xmin + shift);
         a->hi = STK__MAX(a->hi, xmin + xmax + shift);
     }
-    /* padding outputs read nothing, but the AVX2 pass still loads (and weighs by 0) maxcount
-     * taps: point them at the first input used */
-    for (int xx = 0; xx < out; xx++)
-        if (a->count[xx] == 0)
-            a->start[xx] = a->lo;
+    axis_point_padding(a);
     return STK_OK;
 }
 
@@ -701,17 +763,35 @@ static void resize_v(const axis *a, const uint8_t *src, size_t stride, int n, ui
 
 /* ---- one sample --------------------------------------------------------------------------------- */
 
+/* NEAREST's tables (scale 8/8). Train: the crop box resized to the output, Pillow's
+ * resized_crop (crop, then resize the crop). Eval: the whole image resized to resized_w x
+ * resized_h, then the centre crop's outputs of it. */
+static int plan_nearest(stk__worker_ctx *w, const stk__aug_config *c, const stk__crop *cr, int W, int H)
+{
+    int ow = c->out_w, oh = c->out_h;
+    if (c->mode == STK_MODE_EVAL) {
+        int rc = axis_nearest(&w->ax, ow, (double)W / cr->resized_w, cr->off_x, W, 0, cr->resized_w);
+        if (rc != STK_OK)
+            return rc;
+        return axis_nearest(&w->ay, oh, (double)H / cr->resized_h, cr->off_y, H, 0, cr->resized_h);
+    }
+    int rc = axis_nearest(&w->ax, ow, (double)cr->w / ow, 0, cr->w, cr->x, ow);
+    return rc != STK_OK ? rc : axis_nearest(&w->ay, oh, (double)cr->h / oh, 0, cr->h, cr->y, oh);
+}
+
 /* The coefficient tables of both axes for crop CR of a W x H image decoded at scale M/8. */
 static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__crop *cr, int W, int H, int m)
 {
     int ws = stk__scaled(W, m), hs = stk__scaled(H, m);
     int ow = c->out_w, oh = c->out_h;
     int rc;
+    if (c->interp == STK_INTERP_NEAREST) /* always at 8/8 (stk__plan_scale) */
+        return plan_nearest(w, c, cr, W, H);
     if (c->mode == STK_MODE_EVAL) {
         double sx = ((double)W * m / 8.0) / cr->resized_w, sy = ((double)H * m / 8.0) / cr->resized_h;
-        rc = axis_build(&w->ax, ow, 0.0, sx, cr->off_x, ws, 0, cr->resized_w);
+        rc = axis_build(&w->ax, c->interp, ow, 0.0, sx, cr->off_x, ws, 0, cr->resized_w);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, 0.0, sy, cr->off_y, hs, 0, cr->resized_h);
+            rc = axis_build(&w->ay, c->interp, oh, 0.0, sy, cr->off_y, hs, 0, cr->resized_h);
     } else {
         /* the crop box in scaled pixels: [x*m/8, (x+w)*m/8), decoded as the enclosing window */
         int x0 = (int)((int64_t)cr->x * m / 8), y0 = (int)((int64_t)cr->y * m / 8);
@@ -720,9 +800,9 @@ static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__cr
         double in0x = (double)((int64_t)cr->x * m % 8) / 8.0, in0y = (double)((int64_t)cr->y * m % 8) / 8.0;
         double sx = m == 8 ? (double)cr->w / ow : ((double)cr->w * m / 8.0) / ow;
         double sy = m == 8 ? (double)cr->h / oh : ((double)cr->h * m / 8.0) / oh;
-        rc = axis_build(&w->ax, ow, in0x, sx, 0, x1 - x0, x0, 0);
+        rc = axis_build(&w->ax, c->interp, ow, in0x, sx, 0, x1 - x0, x0, 0);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, oh, in0y, sy, 0, y1 - y0, y0, 0);
+            rc = axis_build(&w->ay, c->interp, oh, in0y, sy, 0, y1 - y0, y0, 0);
     }
     return rc;
 }
@@ -799,8 +879,8 @@ int stk__resize_rgb(stk__worker_ctx *w, const uint8_t *src, int sw, int sh, size
     if (sw < 1 || sh < 1 || ow < 1 || oh < 1)
         return STK_E_INVALID;
     size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
-    if (axis_build(&w->ax, ow, 0.0, (double)sw / ow, 0, sw, 0, 0) != STK_OK ||
-        axis_build(&w->ay, oh, 0.0, (double)sh / oh, 0, sh, 0, 0) != STK_OK ||
+    if (axis_build(&w->ax, STK_INTERP_BILINEAR, ow, 0.0, (double)sw / ow, 0, sw, 0, 0) != STK_OK ||
+        axis_build(&w->ay, STK_INTERP_BILINEAR, oh, 0.0, (double)sh / oh, 0, sh, 0, 0) != STK_OK ||
         reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(w->ay.hi - w->ay.lo), 1) != 0 ||
         reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
         reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0)

@@ -16,6 +16,8 @@ typedef struct stk__aug_config {
     int64_t max_pixels;
     int strict;
     int dct_scaling;
+    int interp;            /* STK_INTERP_*: the resize filter */
+    int resize_h, resize_w; /* eval: both > 0: Resize((resize_h, resize_w)) instead of `resize` */
 } stk__aug_config;
 
 void stk__aug_config_default(stk__aug_config *c);
@@ -51,11 +53,12 @@ void stk__crop_params(const stk__aug_config *c, uint64_t seed, uint64_t epoch, u
 int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, int height);
 
 /* ---- augment.c: the resize --------------------------------------------------------------
- * Antialiased separable resize with Pillow's BILINEAR arithmetic (triangle filter whose support
- * grows with the downscale factor, coefficients in 22-bit fixed point, horizontal pass first into
- * an 8-bit intermediate, then vertical), so that at DCT scale 8/8 a train sample is bit-identical
- * to torchvision's resized_crop + hflip on Pillow and an eval sample to Resize + CenterCrop.
- * Flip is folded into the horizontal pass. */
+ * Antialiased separable resize with Pillow's BILINEAR or BICUBIC arithmetic (triangle or cubic
+ * filter whose support grows with the downscale factor, coefficients in 22-bit fixed point,
+ * horizontal pass first into an 8-bit intermediate, then vertical), or Pillow's NEAREST pixel
+ * table, so that at DCT scale 8/8 a train sample is bit-identical to torchvision's resized_crop
+ * + hflip on Pillow and an eval sample to Resize + CenterCrop. Flip is folded into the
+ * horizontal pass. */
 
 /* Tests: allow (1) or forbid (0) the SIMD resize kernels, to compare them with the portable
  * ones. Returns 1 when SIMD kernels are now in use. Process-wide. */

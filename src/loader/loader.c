@@ -284,6 +284,12 @@ static int configure(stk_loader *h)
     h->aug.max_pixels = pget_i(h, STK_P_MAX_PIXELS);
     h->aug.strict = (int)pget_i(h, STK_P_STRICT);
     h->aug.dct_scaling = (int)pget_i(h, STK_P_DCT_SCALING);
+    h->aug.interp = (int)pget_i(h, STK_P_INTERP);
+    h->aug.resize_h = (int)pget_i(h, STK_P_RESIZE_HEIGHT);
+    h->aug.resize_w = (int)pget_i(h, STK_P_RESIZE_WIDTH);
+    if ((h->aug.resize_h > 0) != (h->aug.resize_w > 0))
+        return stk__err(h->err, STK_E_INVALID, "STK_P_RESIZE_HEIGHT = %d and STK_P_RESIZE_WIDTH = %d: set both "
+                        "(Resize((h, w))) or neither", h->aug.resize_h, h->aug.resize_w);
     if (h->aug.scale_min > h->aug.scale_max)
         return stk__err(h->err, STK_E_INVALID, "STK_P_SCALE_MIN = %g is above STK_P_SCALE_MAX = %g",
                         h->aug.scale_min, h->aug.scale_max);

@@ -26,6 +26,7 @@ _lib.get()   # load and version-check libstoker now: a clear ImportError rather 
 
 from .dataset import Dataset, decode, image_info, info, pack  # noqa: E402
 from .loader import Loader, LoaderStats  # noqa: E402
+from .mix import CutMix, MixUp, RandomChoice  # noqa: E402
 from .dataloader import DataLoader, ImageFolder  # noqa: E402
 
 __version__ = "%d.%d.%d" % _lib.get().version
@@ -55,7 +56,7 @@ def strerror(status):
     return _lib.text(_lib.get().stk_strerror(int(status)))
 
 
-__all__ = ["Loader", "LoaderStats", "DataLoader", "ImageFolder", "ExactDistributedSampler", "Dataset", "pack", "info", "decode", "image_info",
+__all__ = ["Loader", "LoaderStats", "MixUp", "CutMix", "RandomChoice", "DataLoader", "ImageFolder", "ExactDistributedSampler", "Dataset", "pack", "info", "decode", "image_info",
            "StokerError", "DataError", "StokerIOError", "StateError", "InvalidArgument",
            "Cancelled", "Unsupported", "DatasetExists", "StokerTimeout", "StokerMemoryError",
            "version_string", "has_cuda", "strerror", "library_path", "__version__"]

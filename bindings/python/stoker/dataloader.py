@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _lib
 from .dataset import Dataset
+from . import mix as _mix
 from .loader import Loader
 
 SUPPORTED = """stoker.DataLoader supports:
@@ -41,7 +42,9 @@ SUPPORTED = """stoker.DataLoader supports:
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
   in_order: True or False (the order is deterministic either way)
-  not supported: batch_sampler, collate_fn, worker_init_fn, multiprocessing_context,
+  collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
+           v2's, timm's Mixup), applied to each batch in place: labels become soft targets
+  not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; per-sample
            augmentations (TrivialAugmentWide, RandAugment, AutoAugment, ColorJitter, ...) and
            RandomErasing are refused by name"""
@@ -656,6 +659,24 @@ def _sampler_args(sampler, shuffle, generator, dataset):
     _refuse("sampler=%s" % type(sampler).__name__)
 
 
+def _batch_mix(collate_fn, batch_transform, torch):
+    """The batch-level mix of collate_fn / batch_transform (stoker.mix.as_mix), or None.
+    collate_fn may be default_collate, or a MixUp / CutMix / RandomChoice object itself;
+    a function wrapping one (``lambda b: mix(*default_collate(b))``) cannot be looked into."""
+    default = collate_fn is None or collate_fn is getattr(torch.utils.data, "default_collate", None)
+    if batch_transform is not None and not default:
+        _refuse("collate_fn=%r together with batch_transform=%r" % (collate_fn, batch_transform))
+    if default:
+        return None if batch_transform is None else _mix.as_mix(batch_transform)
+    try:
+        return _mix.as_mix(collate_fn)
+    except ValueError:
+        pass
+    _refuse("collate_fn=%r (for MixUp / CutMix pass the object itself as collate_fn= or "
+            "batch_transform=: stoker.MixUp, stoker.CutMix, stoker.RandomChoice, torchvision "
+            "v2's MixUp / CutMix / RandomChoice or timm's Mixup)" % (collate_fn,))
+
+
 class DataLoader(Loader):
     """``torch.utils.data.DataLoader`` for an ImageFolder, decoded and augmented by libstoker:
     ``from stoker import DataLoader`` is the one changed line of a training script.
@@ -689,6 +710,10 @@ class DataLoader(Loader):
         which decode thread finishes first, so there is nothing out of order to allow.
       dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a permutation
         of them with shuffle, their order without), with the labels of the dataset below it.
+      collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
+        stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
+        timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
+        classes float32), as ``mix(*default_collate(batch))`` would (stoker.Loader's mix=).
     Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
     stoker.Loader on batch lifetime.
     """
@@ -697,7 +722,7 @@ class DataLoader(Loader):
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True, max_size=None):
+                 in_order=True, max_size=None, batch_transform=None):
         import torch
         _, D = _tv()
         if batch_sampler is not None:
@@ -705,9 +730,7 @@ class DataLoader(Loader):
                     % type(batch_sampler).__name__)
         if batch_size is None:
             _refuse("batch_size=None (unbatched samples)")
-        if collate_fn is not None and collate_fn is not getattr(
-                torch.utils.data, "default_collate", None):
-            _refuse("collate_fn=%r" % (collate_fn,))
+        mix = _batch_mix(collate_fn, batch_transform, torch)
         if worker_init_fn is not None:
             _refuse("worker_init_fn=%r (stoker has no worker processes)" % (worker_init_fn,))
         if multiprocessing_context is not None:
@@ -736,7 +759,7 @@ class DataLoader(Loader):
                          world_size=world, dist_mode=mode, strict=True,
                          timeout=timeout or None, prefetch=prefetch_factor,
                          pin_memory=pin_memory, max_size=max_size, target="label",
-                         indices=indices, **kw)
+                         indices=indices, mix=mix, **kw)
         if len(self.dataset) != len(base) or list(self.dataset.classes) != list(base.classes):
             n_lib, n_tv = len(self.dataset), len(base)
             self.close()

@@ -18,6 +18,7 @@ import numpy as np
 from . import _lib
 from . import dataset as _dataset
 from . import errors as _errors
+from . import mix as _mix
 
 _NP_DTYPE = {
     _lib.DTYPE_UINT8: np.dtype(np.uint8),
@@ -128,6 +129,40 @@ def parse_layout(layout):
     if text in ("NHWC", "HWC"):
         return _lib.NHWC
     raise ValueError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
+
+
+INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
+                "nearest": _lib.INTERP_NEAREST}
+
+
+_PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}   # PIL.Image.NEAREST, BILINEAR, BICUBIC
+
+
+def parse_interpolation(interpolation):
+    """'bilinear' | 'bicubic' | 'nearest' (any case), torchvision's InterpolationMode (its
+    .value is that name) or Pillow's filter number -> STK_INTERP_*."""
+    name = getattr(interpolation, "value", interpolation)
+    if isinstance(name, int) and not isinstance(name, bool):
+        name = _PIL_FILTERS.get(int(name), name)
+    if isinstance(name, str) and name.lower() in INTERP_NAMES:
+        return INTERP_NAMES[name.lower()]
+    raise ValueError("interpolation must be 'bilinear', 'bicubic' or 'nearest' (Pillow's filters, "
+                     "byte for byte), not %r" % (interpolation,))
+
+
+def parse_resize(resize):
+    """eval's Resize: an int (the shorter side, torchvision Resize(int)) -> (int, None), or
+    (height, width) (Resize((h, w)), no aspect kept) -> (None, (h, w))."""
+    if isinstance(resize, (tuple, list)):
+        if len(resize) == 1:
+            return int(resize[0]), None
+        if len(resize) != 2:
+            raise ValueError("resize must be an int or (height, width), got %r" % (resize,))
+        h, w = int(resize[0]), int(resize[1])
+        if h < 1 or w < 1:
+            raise ValueError("resize=(height, width) must be positive, got %r" % (resize,))
+        return None, (h, w)
+    return int(resize), None
 
 
 def _triple(value, name):
@@ -311,7 +346,17 @@ class Loader:
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
         ImageFolder root.
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
-      size: output side, or (height, width). resize: eval's shorter side before the crop.
+      size: output side, or (height, width). resize: eval's shorter side before the crop
+        (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
+        STK_P_RESIZE_HEIGHT/WIDTH), then the centre crop to ``size`` (none when equal).
+      interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
+        InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's
+        RandomResizedCrop and eval's Resize: Pillow's, byte for byte at DCT scale 8/8
+        (STK_P_INTERP). "nearest" always decodes at 8/8.
+      mix: batch-level MixUp / CutMix applied to each batch in place (stoker.MixUp,
+        stoker.CutMix, stoker.RandomChoice([...]), torchvision v2's MixUp / CutMix /
+        RandomChoice or timm's Mixup): the labels (or float targets) become soft N x classes
+        float32 targets; the draws are keyed (seed, epoch, rank, batch position) (stoker.mix).
       workers: decode threads (default: the usable cores — affinity mask, cgroup CPU quota —
         divided among $LOCAL_WORLD_SIZE local ranks; stats()["workers_note"] says how).
         prefetch: host batch slots (default 5 for host batches: the library's 4 plus the one
@@ -406,7 +451,8 @@ class Loader:
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
-                 multi_hot=False, indices=None, options=None):
+                 multi_hot=False, indices=None, interpolation="bilinear", mix=None,
+                 options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -428,12 +474,15 @@ class Loader:
             raise ValueError("multi_hot=True expands the targets, which target='label' does not "
                              "yield: use target='auto' or 'both'")
         self.return_index = bool(return_index)
+        self._mix = None if mix is None else _mix.as_mix(mix)
         self.copy = bool(copy)
         self.strict = bool(strict)
         if timeout is not None and not timeout > 0:
             raise ValueError("timeout must be > 0 seconds or None")
         self.timeout = timeout
         self._dtype = parse_dtype(dtype)
+        if self._mix is not None:
+            _mix.check_dtype(self._mix, self._dtype != _lib.DTYPE_UINT8)
         self.dtype = DTYPE_NAMES[self._dtype]
         self._layout = parse_layout(layout)
         self.layout = "NCHW" if self._layout == _lib.NCHW else "NHWC"
@@ -453,10 +502,16 @@ class Loader:
         else:
             self.height = self.width = int(size)
         self._max_size = None if max_size is None else self._hw(max_size, "max_size")
+        self.interpolation = [k for k, v in INTERP_NAMES.items()
+                              if v == parse_interpolation(interpolation)][0]
+        resize_short, resize_hw = parse_resize(resize)
+        self.resize = resize_hw if resize_hw is not None else resize_short
         self._pending_size = None         # from set_size(), applied by the next `for`
         if array not in ("auto", "torch", "numpy"):
             raise ValueError("array must be 'auto', 'torch' or 'numpy', not %r" % (array,))
         self._torch = None
+        if self._mix is not None and array == "numpy":
+            raise ValueError("mix= works on torch tensors: not with array='numpy'")
         if array in ("auto", "torch"):
             self._torch = _torch()
             if self._torch is None and (array == "torch" or self.device >= 0):
@@ -506,7 +561,7 @@ class Loader:
             (_lib.P_MODE, _lib.MODE_TRAIN if self.train else _lib.MODE_EVAL, "train"),
             (_lib.P_OUT_HEIGHT, self.height, "size"),
             (_lib.P_OUT_WIDTH, self.width, "size"),
-            (_lib.P_RESIZE, int(resize), "resize"),
+            (_lib.P_INTERP, INTERP_NAMES[self.interpolation], "interpolation"),
             (_lib.P_SHUFFLE, int(self.shuffle), "shuffle"),
             (_lib.P_SEED, self.seed, "seed"),
             (_lib.P_DROP_LAST, int(self.drop_last), "drop_last"),
@@ -539,6 +594,11 @@ class Loader:
                (_lib.P_MAX_PINNED_BYTES, max_pinned_bytes, "max_pinned_bytes"),
                (_lib.P_DEVICE_BUFFERS, device_buffers, "device_buffers")]
         sets.extend(o for o in opt if o[1] is not None)
+        if resize_hw is not None:
+            sets += [(_lib.P_RESIZE_HEIGHT, resize_hw[0], "resize"),
+                     (_lib.P_RESIZE_WIDTH, resize_hw[1], "resize")]
+        else:
+            sets.append((_lib.P_RESIZE, resize_short, "resize"))
         if self.pin_memory and self.device < 0:
             sets.append((_lib.P_PIN_HOST, 1, "pin_memory"))
         if io_backend is not None:
@@ -586,6 +646,7 @@ class Loader:
                 ctypes.POINTER(ctypes.c_uint64)), idx.size), "indices")
             self.indices = idx.astype(np.int64)
         self._setup_targets(target)
+        self._mix_classes = self._mix_class_count() if self._mix is not None else None
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
         self._fingerprint = None
@@ -1056,7 +1117,30 @@ class Loader:
         for a in (labels, targets, idx):
             if a is not None:
                 out.append(torch.from_numpy(a) if torch is not None else a)
+        if self._mix is not None:
+            self._apply_mix(out, b)
         return tuple(out)
+
+    def _mix_class_count(self):
+        """mix's class count: its num_classes, else the targets' columns (per batch), else the
+        dataset's classes."""
+        if self._torch is None:
+            raise ImportError("stoker.Loader(mix=...) needs torch, which cannot be imported")
+        if self._mix.num_classes is not None:
+            return self._mix.num_classes
+        if self._want_targets:
+            return None
+        if not self.classes:
+            raise ValueError("mix=%r: the dataset has no classes; give num_classes" % (self._mix,))
+        return len(self.classes)
+
+    def _apply_mix(self, out, b):
+        """Mix the batch in OUT in place: images, and the labels (or targets, when yielded)
+        replaced by the soft targets."""
+        i = 2 if self._want_labels and self._want_targets else 1
+        n = self._mix_classes or int(out[i].shape[1])
+        rng = _mix.generator(self.seed, b.epoch, self.rank, b.first_sample)
+        out[0], out[i] = _mix.apply(self._mix, out[0], out[i], n, self.layout, rng)
 
     def _targets(self, addr, n):
         """A copy of batch ADDR's N x K targets (the batch may be released right after)."""

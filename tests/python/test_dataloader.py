@@ -234,10 +234,7 @@ def test_refusals(folder):
         "ColorJitter": [T.RandomResizedCrop(16), T.ColorJitter(0.4), T.ToTensor()],
         "RandomHorizontalFlip first": [T.RandomHorizontalFlip(), T.RandomResizedCrop(16),
                                        T.ToTensor()],
-        "Resize([20, 30])": [T.Resize((20, 30)), T.CenterCrop(16), T.ToTensor()],
         "Resize without a CenterCrop": [T.Resize(20), T.ToTensor()],
-        "interpolation=InterpolationMode.BICUBIC": [
-            T.RandomResizedCrop(16, interpolation=T.InterpolationMode.BICUBIC), T.ToTensor()],
         "ConvertImageDtype at position 3": [T.Resize(20), T.CenterCrop(16), T.PILToTensor(),
                                             T.ConvertImageDtype(torch.float64)],
         "Normalize on uint8": [T.Resize(20), T.CenterCrop(16), T.PILToTensor(),

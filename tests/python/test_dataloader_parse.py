@@ -148,11 +148,27 @@ def test_conversion_before_crop_refused(folder):
              "tensors")
 
 
-def test_bicubic_refused_by_name(folder):
-    tf = T.Compose([T.Resize(20, interpolation=T.InterpolationMode.BICUBIC), T.CenterCrop(16),
+def test_bicubic_and_nearest_eval_equal_torch(folder):
+    # accepted since the resize filters landed (STK_P_INTERP): torch's batches, bit for bit
+    for mode in (T.InterpolationMode.BICUBIC, T.InterpolationMode.NEAREST):
+        _equal_to_torch(ImageFolder(folder, T.Compose([T.Resize(20, interpolation=mode),
+                                                       T.CenterCrop(16), T.ToTensor()])))
+
+
+def test_resize_hw_equals_torch(folder):
+    _equal_to_torch(ImageFolder(folder, T.Compose([T.Resize((20, 30)), T.CenterCrop(16),
+                                                   T.ToTensor()])))
+    _equal_to_torch(ImageFolder(folder, T.Compose([T.Resize((18, 22)), T.PILToTensor()])))
+
+
+def test_bicubic_train_crop_accepted(folder):
+    import stoker
+    tf = T.Compose([T.RandomResizedCrop(16, interpolation=T.InterpolationMode.BICUBIC),
                     T.ToTensor()])
-    _refusal(ImageFolder(folder, tf), "interpolation=InterpolationMode.BICUBIC",
-             "at position 0")
+    with stoker.DataLoader(ImageFolder(folder, tf), batch_size=4) as dl:
+        assert dl.interpolation == "bicubic"
+        x, y = next(iter(dl))
+        assert x.shape[1:] == (3, 16, 16)
 
 
 def test_no_conversion_refused(folder):

@@ -201,7 +201,10 @@ enum stk_io_backend {
     STK_IO_AUTO = 0,  /**< io_uring, else the pread pool */
     STK_IO_URING = 1, /**< io_uring; start fails if unavailable */
     STK_IO_PREAD = 2, /**< pread thread pool */
-    STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference */
+    STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference. A shard cut
+                           while open: its records fail (STK_E_TRUNCATED, "shrank from X to Y
+                           bytes while open"); a cut within microseconds of a read of it can
+                           still raise SIGBUS (docs/HARDENING.md) */
 };
 /*
  * Distributed split (STK_P_DIST_MODE), N samples over W ranks, rank r taking the epoch's global

@@ -248,6 +248,10 @@ STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
  * ImageFolder root, or (STK_LAYOUT_FILES) a manifest or list file naming image files (its path
  * and label fields; a bad line fails the open naming it; targets need a pack). STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
  * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
+ * Files layout: an entry that is not a regular file (a FIFO, socket or device named like an
+ * image, a symlink to one) stays a record, at its ImageFolder index, that is never opened
+ * blocking: reading it fails with STK_E_IO "not a regular file: FIFO" (a loader substitutes it
+ * and names it in its error list, every epoch).
  */
 STK_API int stk_dataset_open(stk_dataset *ds, const char *path);
 /** Close everything and free the handle. NULL is a no-op. */
@@ -439,7 +443,9 @@ typedef struct stk_pack_result {
  * Details: records are appended in SRC's order (torchvision's for an ImageFolder; the lines'
  * order for a manifest or list file), whatever the thread count. A manifest's lines that cannot
  * be used are listed in the report as `MANIFEST line N<TAB>reason` (stk_pack_ext counts them;
- * under strict the first fails with STK_E_FORMAT); docs/FORMAT.md "Manifests" has the rules. Resuming requires the same plan: the same
+ * under strict the first fails with STK_E_FORMAT); docs/FORMAT.md "Manifests" has the rules.
+ * A source that is not a regular file (FIFO, socket, device, directory) is skipped unopened:
+ * `PATH<TAB>not a regular file: FIFO`, counted in RESULT->skipped. Resuming requires the same plan: the same
  * files with the same sizes and mtimes and labels (their digest is kept in the marker and in each
  * shard's meta); a marker of another plan, or OPTS->force, starts over. A pack that fails (e.g.
  * --strict) leaves DST interrupted. DST must not lie inside an ImageFolder SRC (STK_E_INVALID).

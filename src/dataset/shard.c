@@ -137,14 +137,20 @@ static int shard_open_file(stk_dataset *ds, stk__shard *sh, const char *path, co
     const char *slash = strrchr(sh->path, '/');
     sh->name = slash && slash[1] ? slash + 1 : sh->path;
     sh->fd_direct = -1;
-    sh->fd = open(datafile, O_RDONLY | O_CLOEXEC);
+    char why[STK__ERRLEN];
+    sh->fd = stk__open_regular(datafile, 0, st, why); /* a FIFO named shard-N.lmdb: never waited on */
+    if (sh->fd == STK_E_IO)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: %s", datafile, why);
     if (sh->fd < 0)
-        return stk__err(ds->err, -errno, "%s: cannot open", datafile);
-    sh->fd_direct = open(datafile, O_RDONLY | O_CLOEXEC | O_DIRECT);
-    if (fstat(sh->fd, st) != 0)
-        return stk__err(ds->err, -errno, "%s: fstat", datafile);
-    if (!S_ISREG(st->st_mode))
-        return stk__err(ds->err, STK_E_FORMAT, "%s: not a regular file", datafile);
+        return stk__err(ds->err, sh->fd, "%s: cannot open", datafile);
+    struct stat dst;
+    sh->fd_direct = stk__open_regular(datafile, O_DIRECT, &dst, why);
+    if (sh->fd_direct >= 0 && (dst.st_dev != st->st_dev || dst.st_ino != st->st_ino)) {
+        close(sh->fd_direct); /* replaced between the two opens */
+        sh->fd_direct = -1;
+    }
+    if (sh->fd_direct < 0)
+        sh->fd_direct = -1;
     sh->file_size = (uint64_t)st->st_size;
     sh->dev = st->st_dev;
     sh->ino = st->st_ino;

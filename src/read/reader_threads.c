@@ -66,17 +66,14 @@ static void read_file(stk__reader *r, rslot *s)
     s->vlen = 0;
     if (s->fault_delay)
         stk__rd_sleep_us(r->cfg.fault_delay_us);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        stk__rd_fail(s, -e, e, "open: %s", strerror(e));
-        return;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        stk__rd_fail(s, -e, e, "fstat: %s", strerror(e));
-        close(fd);
+    char why[STK__ERRLEN];
+    int fd = stk__open_regular(path, 0, &st, why); /* a FIFO or device: named, never waited on */
+    if (fd < 0) {
+        if (fd == STK_E_IO)
+            stk__rd_fail(s, fd, 0, "%s", why);
+        else
+            stk__rd_fail(s, fd, -fd, "open: %s", why);
         return;
     }
     if ((uint64_t)st.st_size > s->cap) {

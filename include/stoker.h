@@ -711,7 +711,8 @@ STK_API int stk_loader_start(stk_loader *h);
 /**
  * Next batch, in order. CUDA_STREAM: the caller's cudaStream_t for device batches (NULL = the
  * legacy default stream); the stream is made to wait for the batch (no host sync). Ignored for
- * host batches. TIMEOUT_MS < 0 waits without limit; STK_TIMEOUT when it expires (call again).
+ * host batches. TIMEOUT_MS < 0 waits without limit; STK_TIMEOUT when it expires (call again;
+ * stk_loader_last_error then names the read in flight the longest, shard and key or file).
  * Returns STK_OK with *out set; STK_END at the end of the epoch (*out = NULL); an error in
  * strict mode naming the record (stk_loader_last_error). At most STK_P_PREFETCH (host) or
  * STK_P_DEVICE_BUFFERS (device) batches may be held unreleased; one more next() returns

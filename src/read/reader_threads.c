@@ -236,6 +236,7 @@ void *stk__rd_pool_thread(void *arg)
         }
         stk__rd_draw_faults(r, s);
         uint64_t t1 = stk__now_ns();
+        stk__rd_busy(s, 1);
         stk__rd_inflight_inc(r);
         if (r->bk == BK_FILES)
             read_file(r, s);
@@ -244,6 +245,7 @@ void *stk__rd_pool_thread(void *arg)
         else
             read_pread(r, s);
         stk__rd_inflight_dec(r);
+        stk__rd_busy(s, 0);
         stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t1);
         s->rd.disk_bytes = s->direct ? s->req : s->vlen;
         stk__rd_deliver(r, s, 1);

@@ -5,6 +5,7 @@
  * next() with a 300 ms timeout returns STK_TIMEOUT and the message names the record being read
  * ("shard-00000.lmdb key K" on shards with the pread and io_uring backends, the file's path in
  * the files layout) and how long it has been read. alarm() guards against a hang.
+ * stk-test: concurrency (the consumer reads what the reader threads record)
  */
 #include "test_loader_util.h"
 

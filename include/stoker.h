@@ -210,7 +210,10 @@ enum stk_io_backend {
     STK_IO_AUTO = 0,  /**< io_uring, else the pread pool */
     STK_IO_URING = 1, /**< io_uring; start fails if unavailable */
     STK_IO_PREAD = 2, /**< pread thread pool */
-    STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference */
+    STK_IO_MMAP = 3,  /**< LMDB's own read path (mdb_get on the map): the reference. A shard cut
+                           while open: its records fail (STK_E_TRUNCATED, "shrank from X to Y
+                           bytes while open"); a cut within microseconds of a read of it can
+                           still raise SIGBUS (docs/HARDENING.md) */
 };
 /*
  * Distributed split (STK_P_DIST_MODE), N samples over W ranks, rank r taking the epoch's global
@@ -256,6 +259,10 @@ STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
  * ImageFolder root, or (STK_LAYOUT_FILES) a manifest or list file naming image files (its path
  * and label fields; a bad line fails the open naming it; targets need a pack). STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
  * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
+ * Files layout: an entry that is not a regular file (a FIFO, socket or device named like an
+ * image, a symlink to one) stays a record, at its ImageFolder index, that is never opened
+ * blocking: reading it fails with STK_E_IO "not a regular file: FIFO" (a loader substitutes it
+ * and names it in its error list, every epoch).
  */
 STK_API int stk_dataset_open(stk_dataset *ds, const char *path);
 /** Close everything and free the handle. NULL is a no-op. */
@@ -457,7 +464,9 @@ typedef struct stk_pack_result {
  * Details: records are appended in SRC's order (torchvision's for an ImageFolder; the lines'
  * order for a manifest or list file), whatever the thread count. A manifest's lines that cannot
  * be used are listed in the report as `MANIFEST line N<TAB>reason` (stk_pack_ext counts them;
- * under strict the first fails with STK_E_FORMAT); docs/FORMAT.md "Manifests" has the rules. Resuming requires the same plan: the same
+ * under strict the first fails with STK_E_FORMAT); docs/FORMAT.md "Manifests" has the rules.
+ * A source that is not a regular file (FIFO, socket, device, directory) is skipped unopened:
+ * `PATH<TAB>not a regular file: FIFO`, counted in RESULT->skipped. Resuming requires the same plan: the same
  * files with the same sizes and mtimes and labels (their digest is kept in the marker and in each
  * shard's meta); a marker of another plan, or OPTS->force, starts over. A pack that fails (e.g.
  * --strict) leaves DST interrupted. DST must not lie inside an ImageFolder SRC (STK_E_INVALID).
@@ -775,7 +784,8 @@ STK_API int stk_loader_start(stk_loader *h);
 /**
  * Next batch, in order. CUDA_STREAM: the caller's cudaStream_t for device batches (NULL = the
  * legacy default stream); the stream is made to wait for the batch (no host sync). Ignored for
- * host batches. TIMEOUT_MS < 0 waits without limit; STK_TIMEOUT when it expires (call again).
+ * host batches. TIMEOUT_MS < 0 waits without limit; STK_TIMEOUT when it expires (call again;
+ * stk_loader_last_error then names the read in flight the longest, shard and key or file).
  * Returns STK_OK with *out set; STK_END at the end of the epoch (*out = NULL); an error in
  * strict mode naming the record (stk_loader_last_error). At most STK_P_PREFETCH (host) or
  * STK_P_DEVICE_BUFFERS (device) batches may be held unreleased; one more next() returns

@@ -7,6 +7,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,6 +371,62 @@ int stk__read_upto(int fd, void *buf, size_t len, size_t *got)
         *got += (size_t)r;
     }
     return STK_OK;
+}
+
+const char *stk__file_kind(unsigned mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "regular file";
+    case S_IFDIR: return "directory";
+    case S_IFIFO: return "FIFO";
+    case S_IFSOCK: return "socket";
+    case S_IFCHR: return "character device";
+    case S_IFBLK: return "block device";
+    case S_IFLNK: return "symbolic link";
+    default: return "unknown file type";
+    }
+}
+
+/* stat (or fstat, FD >= 0) of PATH: -errno, STK_E_IO when not a regular file, else STK_OK. */
+static int regular_check(const char *path, int fd, struct stat *st, char *why)
+{
+    if ((fd >= 0 ? fstat(fd, st) : stat(path, st)) != 0) {
+        int e = errno;
+        snprintf(why, STK__ERRLEN, "%s", strerror(e));
+        return -e;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        snprintf(why, STK__ERRLEN, "not a regular file: %s", stk__file_kind((unsigned)st->st_mode));
+        return STK_E_IO;
+    }
+    return STK_OK;
+}
+
+int stk__open_regular(const char *path, int extra_flags, struct stat *st, char *why)
+{
+    int rc = regular_check(path, -1, st, why);
+    if (rc != STK_OK)
+        return rc;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | extra_flags);
+    if (fd < 0) {
+        int e = errno;
+        struct stat now; /* replaced since the stat (a socket gives ENXIO): name what is there */
+        if (regular_check(path, -1, &now, why) == STK_E_IO)
+            return STK_E_IO;
+        snprintf(why, STK__ERRLEN, "%s", strerror(e));
+        return -e;
+    }
+    int fl;
+    if ((rc = regular_check(path, fd, st, why)) != STK_OK ||
+        ((fl = fcntl(fd, F_GETFL)) < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
+        if (rc == STK_OK) {
+            rc = -errno;
+            snprintf(why, STK__ERRLEN, "fcntl: %s", strerror(-rc));
+        }
+        close(fd);
+        return rc;
+    }
+    return fd;
 }
 
 char *stk__strdup(const char *s)

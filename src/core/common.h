@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define STK__ERRLEN 512
 
@@ -61,6 +62,18 @@ int stk__pread_full(int fd, void *buf, size_t len, uint64_t off);
 /* Read from FD's current offset until LEN bytes or the end of the file (retrying short reads and
  * EINTR); *GOT = the bytes read. STK_OK, or -errno on a read error (*GOT: what was read before). */
 int stk__read_upto(int fd, void *buf, size_t len, size_t *got);
+/* What file mode MODE is, for messages: "regular file", "directory", "FIFO", "socket",
+ * "character device", "block device", "symbolic link" or "unknown file type". */
+const char *stk__file_kind(unsigned mode);
+/* Open PATH read-only as a source file (an image, a shard, a list), never blocking on it and
+ * never opening anything but a regular file: stat (symlinks followed) first, so a FIFO, socket or
+ * device is not opened at all; then open with O_NONBLOCK (the path may name something else by
+ * now: a FIFO then opens at once instead of waiting for a writer) and fstat the descriptor, which
+ * must be a regular file; O_NONBLOCK is cleared before returning. Returns the descriptor
+ * (O_CLOEXEC) with *ST filled, or a negative status with WHY (STK__ERRLEN bytes) set: -errno when
+ * it cannot be opened (WHY: strerror), STK_E_IO when it is not a regular file (WHY: "not a
+ * regular file: FIFO"). EXTRA_FLAGS is ORed into open's (O_DIRECT). Thread-safe. */
+int stk__open_regular(const char *path, int extra_flags, struct stat *st, char *why);
 
 /* Room for NEED elements of ELEM bytes in the array *V of *CAP: grown by doubling (from 16), *V
  * and *CAP updated. STK_OK, or STK_E_NOMEM with *V and *CAP as they were. */

@@ -102,10 +102,14 @@ static int env_check_opened(char *err, MDB_env *env, const char *path, const cha
  * look them up (LMDB registers a handle first opened in a still-open transaction per txn, and
  * concurrent first opens would fight over the same slot). Once per environment, under g_env_mu:
  * no other transaction of it exists yet. */
-static int env_open_dbis(char *err, MDB_env *env, const char *path)
+static int env_open_dbis(char *err, MDB_env *env, const char *path, const struct stat *st)
 {
     MDB_txn *t0;
-    int rc;
+    int rc, efd;
+    struct stat now; /* the first read of the map: not of a file cut since it was checked */
+    if (mdb_env_get_fd(env, &efd) != 0 || fstat(efd, &now) != 0 || now.st_size < st->st_size)
+        return stk__err(err, STK_E_TRUNCATED, "%s: shrank from %lld bytes while it was opened", path,
+                        (long long)st->st_size);
     if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t0)) != 0)
         return stk__err(err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
     static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META}; /* `sources`: pread only */
@@ -130,7 +134,7 @@ static int env_open_new(char *err, const char *path, const char *datafile, int e
     if (rc != STK_OK)
         return rc;
     if ((rc = env_check_opened(err, env, path, datafile, env_dir, st, &nolock)) != STK_OK ||
-        (rc = env_open_dbis(err, env, path)) != STK_OK) {
+        (rc = env_open_dbis(err, env, path, st)) != STK_OK) {
         mdb_env_close(env);
         return rc;
     }

@@ -3,6 +3,12 @@
  * files.c — the files layout: image files named by an ImageFolder tree or a list file (folder.c
  * reads both), each record one file. The table holds the size seen at open; a read opens the
  * file again and takes it as it is now.
+ *
+ * Entries that are not regular files (a FIFO, socket or device named x.jpg, a symlink to one)
+ * stay records: the index of every file is ImageFolder's, and the loader's "every index once per
+ * epoch" holds, the entry delivered as a substitute and named in the error list like any
+ * unreadable file. They are never opened blocking (stk__open_regular: stat, then O_NONBLOCK and
+ * fstat, since the path may name something else by the time it is read).
  */
 #include "files.h"
 
@@ -53,17 +59,15 @@ int stk__files_open(stk_dataset *ds, const char *path, int is_dir)
     return STK_OK;
 }
 
-/* Open P for reading: a regular file under 4 GiB; its size in *size. */
+/* Open P for reading: a regular file under 4 GiB (anything else is refused without blocking:
+ * stk__open_regular); its size in *size. */
 static int open_image(stk_dataset *ds, const char *p, int *fd, size_t *size)
 {
-    *fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (*fd < 0)
-        return stk__err(ds->err, -errno, "%s: cannot open", p);
     struct stat st;
-    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(*fd);
-        return stk__err(ds->err, STK_E_IO, "%s: not a regular file", p);
-    }
+    char why[STK__ERRLEN];
+    *fd = stk__open_regular(p, 0, &st, why);
+    if (*fd < 0)
+        return stk__err(ds->err, *fd, "%s: %s", p, *fd == STK_E_IO ? why : "cannot open");
     if ((uint64_t)st.st_size > UINT32_MAX) {
         close(*fd);
         return stk__err(ds->err, STK_E_TOO_LARGE, "%s: file over 4 GiB", p);

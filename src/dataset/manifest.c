@@ -34,13 +34,16 @@
 /* The regular file PATH (4 GiB at most; reads retried on EINTR) into a new NUL-terminated buffer. */
 static int text_read(const char *path, char **text, size_t *len, char *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return stk__err(err, -errno, "%s: cannot open", path);
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1ll << 32)) {
-        close(fd);
-        return stk__err(err, STK_E_INVALID, "%s: not a usable manifest (a regular file of 4 GiB at most)", path);
+    char why[STK__ERRLEN];
+    int fd = stk__open_regular(path, 0, &st, why); /* a FIFO is refused, never waited on */
+    if (fd < 0 && fd != STK_E_IO)
+        return stk__err(err, fd, "%s: cannot open", path);
+    if (fd < 0 || st.st_size > (1ll << 32)) {
+        if (fd >= 0)
+            close(fd);
+        return stk__err(err, STK_E_INVALID, "%s: not a usable manifest (a regular file of 4 GiB at most%s%s)",
+                        path, fd < 0 ? "; " : "", fd < 0 ? why : "");
     }
     size_t size = (size_t)st.st_size, got = 0;
     char *t = malloc(size + 1);

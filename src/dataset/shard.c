@@ -137,14 +137,20 @@ static int shard_open_file(stk_dataset *ds, stk__shard *sh, const char *path, co
     const char *slash = strrchr(sh->path, '/');
     sh->name = slash && slash[1] ? slash + 1 : sh->path;
     sh->fd_direct = -1;
-    sh->fd = open(datafile, O_RDONLY | O_CLOEXEC);
+    char why[STK__ERRLEN];
+    sh->fd = stk__open_regular(datafile, 0, st, why); /* a FIFO named shard-N.lmdb: never waited on */
+    if (sh->fd == STK_E_IO)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: %s", datafile, why);
     if (sh->fd < 0)
-        return stk__err(ds->err, -errno, "%s: cannot open", datafile);
-    sh->fd_direct = open(datafile, O_RDONLY | O_CLOEXEC | O_DIRECT);
-    if (fstat(sh->fd, st) != 0)
-        return stk__err(ds->err, -errno, "%s: fstat", datafile);
-    if (!S_ISREG(st->st_mode))
-        return stk__err(ds->err, STK_E_FORMAT, "%s: not a regular file", datafile);
+        return stk__err(ds->err, sh->fd, "%s: cannot open", datafile);
+    struct stat dst;
+    sh->fd_direct = stk__open_regular(datafile, O_DIRECT, &dst, why);
+    if (sh->fd_direct >= 0 && (dst.st_dev != st->st_dev || dst.st_ino != st->st_ino)) {
+        close(sh->fd_direct); /* replaced between the two opens */
+        sh->fd_direct = -1;
+    }
+    if (sh->fd_direct < 0)
+        sh->fd_direct = -1;
     sh->file_size = (uint64_t)st->st_size;
     sh->dev = st->st_dev;
     sh->ino = st->st_ino;
@@ -167,6 +173,20 @@ static int shard_check_file(stk_dataset *ds, const stk__shard *sh, const char *d
     return stk__lmdb_check(sh->fd, datafile, sh->file_size, ds->err);
 }
 
+/* STK_OK while SH is as long as when it was checked; a cut before LMDB reads its map (meta pages
+ * at mdb_txn_begin, B-tree pages at the walk) is STK_E_TRUNCATED instead of SIGBUS. A cut
+ * between this fstat and the read remains (docs/HARDENING.md). */
+static int shard_still(stk_dataset *ds, const stk__shard *sh)
+{
+    struct stat now;
+    if (fstat(sh->fd, &now) != 0)
+        return stk__err(ds->err, -errno, "%s: fstat", sh->path);
+    if ((uint64_t)now.st_size < sh->file_size)
+        return stk__err(ds->err, STK_E_TRUNCATED, "%s: shrank from %llu to %lld bytes while open", sh->name,
+                        (unsigned long long)sh->file_size, (long long)now.st_size);
+    return STK_OK;
+}
+
 /* Take the process's environment of the file and begin the kept read transaction; LMDB's page
  * size in *psize. */
 static int shard_begin(stk_dataset *ds, stk__shard *sh, const char *path, const char *datafile, int env_dir,
@@ -177,6 +197,8 @@ static int shard_begin(stk_dataset *ds, stk__shard *sh, const char *path, const 
         return rc;
     sh->env = sh->senv->env;
     sh->nolock = sh->senv->nolock;
+    if ((rc = shard_still(ds, sh)) != STK_OK)
+        return rc;
     rc = mdb_txn_begin(sh->env, NULL, MDB_RDONLY, &sh->txn);
     if (rc == MDB_MAP_RESIZED)
         return stk__err(ds->err, STK_E_CHANGED, "%s: grew past the map of the LMDB environment that other "
@@ -386,6 +408,7 @@ int stk__shard_open(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *pa
     if ((rc = shard_open_file(ds, sh, path, datafile, &st)) != STK_OK ||
         (rc = shard_check_file(ds, sh, datafile)) != STK_OK ||
         (rc = shard_begin(ds, sh, path, datafile, env_dir, &st, &psize)) != STK_OK ||
+        (rc = shard_still(ds, sh)) != STK_OK ||
         (rc = shard_records(ds, sh, no, path, expect_stoker, in_dir, recs->n, &stoker, &count)) != STK_OK)
         return rc;
     sh->first = recs->n;
@@ -393,6 +416,8 @@ int stk__shard_open(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *pa
         return rc;
     sh->count = count;
     stk__walk_sum sum;
+    if ((rc = shard_still(ds, sh)) != STK_OK)
+        return rc;
     if ((rc = stk__walk_shard(sh, no, stoker, count, psize, recs->v + recs->n, &sum, ds->err)) != STK_OK)
         return rc;
     if (stoker && (rc = shard_targets(ds, sh, no, path, recs->n, count)) != STK_OK)

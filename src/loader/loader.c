@@ -754,7 +754,7 @@ static int next_wait(stk_loader *h, int timeout_ms)
             return stk__err(h->err, STK_E_CANCELLED, "stk_loader_next: cancelled");
         }
         if (timed_out && !h->pipe_status)
-            return STK_TIMEOUT;
+            return stk__loader_timed_out(h, k, timeout_ms);
     }
     if (!batch_ready(h, k)) { /* fatal pipeline error */
         h->failed = stk__err(h->err, h->pipe_status, "%s", h->pipe_msg);

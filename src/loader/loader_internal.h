@@ -220,5 +220,8 @@ void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t
 
 /* loader_report.c */
 void stk__loader_stats_reset(stk_loader *h);
+/* next() waited TIMEOUT_MS for batch K in vain: STK_TIMEOUT, with h->err naming the read in
+ * flight the longest, when one is (h->mu held). */
+int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
 
 #endif

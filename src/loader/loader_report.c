@@ -18,6 +18,24 @@
 #include <stdio.h>
 #include <string.h>
 
+int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms)
+{
+    uint64_t index = 0, age = 0;
+    int rc = STK_E_RANGE;
+    pthread_mutex_lock(&h->stats_mu);
+    if (h->reader)
+        rc = stk__reader_oldest(h->reader, &index, &age);
+    pthread_mutex_unlock(&h->stats_mu);
+    if (rc != STK_OK)
+        return stk__err(h->err, STK_TIMEOUT, "stk_loader_next: batch %llu not ready within %d ms (no read in flight)",
+                        (unsigned long long)k, timeout_ms);
+    char name[STK__ERRLEN / 2];
+    if (stk_dataset_record_name(h->ds, index, name, sizeof name) != STK_OK)
+        snprintf(name, sizeof name, "record %llu", (unsigned long long)index);
+    return stk__err(h->err, STK_TIMEOUT, "stk_loader_next: batch %llu not ready within %d ms; the oldest read in "
+                    "flight, for %.1f s: %s", (unsigned long long)k, timeout_ms, (double)age / 1e9, name);
+}
+
 void stk__loader_stats_reset(stk_loader *h)
 {
     atomic_store(&h->detached, 0);

@@ -43,17 +43,15 @@ static int skip(stk__pack_slot *s, int status, const char *fmt, ...)
     return status;
 }
 
-/* Open PATH: a regular file under 4 GiB; its size in *size. */
+/* Open PATH: a regular file under 4 GiB; its size in *size. A FIFO, socket, device or directory
+ * is skipped, named, without being opened (or, swapped in since, opened without blocking). */
 static int open_source(stk__pack_slot *s, const char *path, int *fd, size_t *size)
 {
-    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (*fd < 0)
-        return skip(s, -errno, "unreadable: %s", strerror(errno));
     struct stat st;
-    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(*fd);
-        return skip(s, STK_E_IO, "unreadable: not a regular file");
-    }
+    char why[STK__ERRLEN];
+    *fd = stk__open_regular(path, 0, &st, why);
+    if (*fd < 0)
+        return skip(s, *fd, "%s%s", *fd == STK_E_IO ? "" : "unreadable: ", why);
     if ((uint64_t)st.st_size > UINT32_MAX - 64) {
         close(*fd);
         return skip(s, STK_E_TOO_LARGE, "too large: %lld bytes (limit 4 GiB)", (long long)st.st_size);
@@ -182,7 +180,9 @@ static void *prefetch_main(void *arg)
         uint64_t j = i++;
         pthread_mutex_unlock(&pk->mu);
         if (j < pk->n) {
-            int fd = open(pk->files->paths[j], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            struct stat st;
+            char why[STK__ERRLEN];
+            int fd = stk__open_regular(pk->files->paths[j], 0, &st, why);
             if (fd >= 0) {
                 (void)posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
                 close(fd);

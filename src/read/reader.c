@@ -311,3 +311,21 @@ void stk__reader_get_info(stk__reader *r, stk__reader_info *out)
 }
 
 const stk__stage_clock *stk__reader_clock(const stk__reader *r) { return r ? &r->clock : NULL; }
+
+int stk__reader_oldest(stk__reader *r, uint64_t *index, uint64_t *age_ns)
+{
+    uint64_t best = 0;
+    for (uint32_t i = 0; r && r->slots && i < r->nslots; i++) {
+        rslot *s = &r->slots[i];
+        uint64_t since = atomic_load(&s->busy_since);
+        if (since && (!best || since < best)) {
+            best = since;
+            *index = atomic_load(&s->busy_index);
+        }
+    }
+    if (!best)
+        return STK_E_RANGE;
+    uint64_t now = stk__now_ns();
+    *age_ns = now > best ? now - best : 0;
+    return STK_OK;
+}

@@ -88,6 +88,10 @@ typedef struct stk__reader_info {
 } stk__reader_info;
 
 void stk__reader_get_info(stk__reader *r, stk__reader_info *out);
+/* The read in flight the longest (a stalled one: a hung file system, a FIFO swapped in): STK_OK
+ * with its dataset index and age, or STK_E_RANGE when none is in flight. Any thread while R
+ * lives; a hint for messages (a read that ends or begins during the scan may be misreported). */
+int stk__reader_oldest(stk__reader *r, uint64_t *index, uint64_t *age_ns);
 const stk__stage_clock *stk__reader_clock(const stk__reader *r);
 
 #endif

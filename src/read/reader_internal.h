@@ -43,6 +43,8 @@ typedef struct rslot {
     uint32_t acct;     /* bytes counted in inflight_bytes_now for it */
     int retries;
     int fault_eio, fault_short, fault_delay;
+    _Atomic uint64_t busy_since; /* when the read of busy_index began (ns), 0 = none in flight: */
+    _Atomic uint64_t busy_index; /* a loader's timeout names the oldest (stk__reader_oldest) */
 } rslot;
 
 struct stk__reader {
@@ -115,5 +117,13 @@ static inline void stk__rd_inflight_inc(stk__reader *r)
 }
 
 static inline void stk__rd_inflight_dec(stk__reader *r) { atomic_fetch_sub(&r->inflight_now, 1); }
+
+/* S's read begins (ON) or ends: what stk__reader_oldest sees. */
+static inline void stk__rd_busy(rslot *s, int on)
+{
+    if (on)
+        atomic_store(&s->busy_index, s->rd.index);
+    atomic_store(&s->busy_since, on ? STK__MAX(stk__now_ns(), 1) : 0);
+}
 
 #endif

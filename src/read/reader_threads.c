@@ -10,9 +10,13 @@
  *     cannot drop the dataset's fcntl locks) and opens the database handle in a committed
  *     transaction: a handle opened in the dataset's long-lived, never-committed transaction is
  *     valid only in that one. Foreign databases have arbitrary keys, so there the value is found
- *     at the table's offset in the same map. It refuses a shard whose size is below the size at
- *     open before it touches the map, but like any LMDB reader it cannot survive a shard
- *     truncated between that check and the copy (SIGBUS): it is not the default.
+ *     at the table's offset in the same map. Every page it touches lies within the file as it
+ *     was at open, so an fstat showing the file no shorter than that comes before each touch:
+ *     the environment's setup, each mdb_txn_begin (it reads the meta pages through the map),
+ *     mdb_get and the memcpy; a shard that shrank gives STK_E_TRUNCATED naming it ("shard-N.lmdb:
+ *     shrank from X to Y bytes while open") for each of its records, never SIGBUS. A cut
+ *     between an fstat and the touch that follows it still raises SIGBUS (docs/HARDENING.md):
+ *     it is not the default.
  * An image file removed after open gives -ENOENT; a shard that shrinks gives STK_E_TRUNCATED.
  */
 #include "reader_threads.h"
@@ -62,24 +66,14 @@ static void read_file(stk__reader *r, rslot *s)
     s->vlen = 0;
     if (s->fault_delay)
         stk__rd_sleep_us(r->cfg.fault_delay_us);
-    /* O_NONBLOCK: a FIFO put where a file was must not block this thread in open() forever
-     * (and stop / destroy with it, which join it); regular files ignore the flag */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        stk__rd_fail(s, -e, e, "open: %s", strerror(e));
-        return;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        stk__rd_fail(s, -e, e, "fstat: %s", strerror(e));
-        close(fd);
-        return;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        stk__rd_fail(s, STK_E_IO, 0, "not a regular file (a FIFO, device or socket): not read");
-        close(fd);
+    char why[STK__ERRLEN];
+    int fd = stk__open_regular(path, 0, &st, why); /* a FIFO or device: named, never waited on */
+    if (fd < 0) {
+        if (fd == STK_E_IO)
+            stk__rd_fail(s, fd, 0, "%s", why);
+        else
+            stk__rd_fail(s, fd, -fd, "open: %s", why);
         return;
     }
     if ((uint64_t)st.st_size > s->cap) {
@@ -109,13 +103,39 @@ static void read_file(stk__reader *r, rslot *s)
     close(fd);
 }
 
+/* The size of SH now, when it is below the size at open (else -1): nothing of the map may then
+ * be touched. An fstat that fails counts as size 0. */
+static long long mmap_shrunk(const stk__shard *sh)
+{
+    struct stat st;
+    if (fstat(sh->fd, &st) != 0)
+        return 0;
+    return (uint64_t)st.st_size < sh->file_size ? (long long)st.st_size : -1;
+}
+
+/* STK_OK when SH is still as long as at open; else S fails naming the shard. */
+static int mmap_check(rslot *s, const stk__shard *sh, const stk__rec *rec)
+{
+    long long now = mmap_shrunk(sh);
+    if (now < 0)
+        return STK_OK;
+    stk__rd_fail(s, STK_E_TRUNCATED, 0, "%s: shrank from %llu to %lld bytes while open (value at %llu, %u bytes)",
+                 sh->name, (unsigned long long)sh->file_size, now, (unsigned long long)rec->off, rec->len);
+    return STK_E_TRUNCATED;
+}
+
 /* The thread's read transaction on the shard of REC (begun at its first record) and, for a
- * foreign LMDB, the map base from the shard's first value. */
+ * foreign LMDB, the map base from the shard's first value. The caller checked the size. */
 static int mmap_txn(stk__reader *r, rslot *s, const stk__rec *rec, mmap_shard *m)
 {
     const stk__shard *sh = &r->ds->shards[rec->shard];
     if (m->txn)
         return STK_OK;
+    if (!r->menv[rec->shard]) { /* cut before the reader started (stk__rd_mmap_setup) */
+        stk__rd_fail(s, STK_E_TRUNCATED, 0, "%s: was shorter than at open when the reader started",
+                     sh->name);
+        return STK_E_TRUNCATED;
+    }
     int rc = mdb_txn_begin(r->menv[rec->shard], NULL, MDB_RDONLY, &m->txn);
     if (rc != MDB_SUCCESS) {
         m->txn = NULL;
@@ -170,17 +190,11 @@ static void read_mmap(stk__reader *r, rslot *s, mmap_shard *ms)
     s->direct = 0;
     if (s->fault_delay)
         stk__rd_sleep_us(r->cfg.fault_delay_us);
-    if (mmap_txn(r, s, rec, &ms[rec->shard]) != STK_OK)
+    /* never touch map pages past the end of the file (SIGBUS): meta pages (mdb_txn_begin),
+     * B-tree pages (mdb_get), the value (memcpy); refuse a shard that shrank since open */
+    if (mmap_check(s, sh, rec) != STK_OK || mmap_txn(r, s, rec, &ms[rec->shard]) != STK_OK ||
+        mmap_check(s, sh, rec) != STK_OK)
         return;
-    /* never touch map pages past the end of the file (SIGBUS), B-tree pages included: refuse a
-     * shard that shrank since open */
-    struct stat st = {0};
-    if (fstat(sh->fd, &st) != 0 || (uint64_t)st.st_size < sh->file_size) {
-        stk__rd_fail(s, STK_E_TRUNCATED, 0, "shard shrank from %llu to %lld bytes (value at %llu, %u bytes)",
-                     (unsigned long long)sh->file_size, (long long)st.st_size, (unsigned long long)rec->off,
-                     rec->len);
-        return;
-    }
     const uint8_t *src = mmap_value(r, s, rec, &ms[rec->shard]);
     if (!src)
         return;
@@ -188,6 +202,8 @@ static void read_mmap(stk__reader *r, rslot *s, mmap_shard *ms)
         stk__rd_fail(s, STK_E_RANGE, 0, "value of %u bytes exceeds the %zu-byte buffer", rec->len, s->cap);
         return;
     }
+    if (mmap_check(s, sh, rec) != STK_OK)
+        return;
     atomic_fetch_add(&r->disk_bytes, rec->len);
     memcpy(s->mem, src, rec->len);
     if (s->fault_short) /* the map has no short reads: account the fault as resolved */
@@ -220,6 +236,7 @@ void *stk__rd_pool_thread(void *arg)
         }
         stk__rd_draw_faults(r, s);
         uint64_t t1 = stk__now_ns();
+        stk__rd_busy(s, 1);
         stk__rd_inflight_inc(r);
         if (r->bk == BK_FILES)
             read_file(r, s);
@@ -228,6 +245,7 @@ void *stk__rd_pool_thread(void *arg)
         else
             read_pread(r, s);
         stk__rd_inflight_dec(r);
+        stk__rd_busy(s, 0);
         stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t1);
         s->rd.disk_bytes = s->direct ? s->req : s->vlen;
         stk__rd_deliver(r, s, 1);
@@ -241,8 +259,44 @@ void *stk__rd_pool_thread(void *arg)
     return NULL;
 }
 
-/* mmap backend: an environment per shard and its database handle, made valid for every
- * transaction by opening it in a committed one. */
+/* Shard I's environment and database handle, made valid for every transaction by opening it in
+ * a committed one. A shard already shorter than at open gets none (r->menv[i] stays NULL): its
+ * records then fail, each naming it. */
+static int mmap_setup_shard(stk__reader *r, uint32_t i, char *err)
+{
+    const stk__shard *sh = &r->ds->shards[i];
+    struct stat st;
+    int dir = stat(sh->path, &st) == 0 && S_ISDIR(st.st_mode);
+    unsigned flags = MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD | (dir ? 0 : MDB_NOSUBDIR);
+    MDB_txn *txn;
+    if (mmap_shrunk(sh) >= 0)
+        return STK_OK;
+    int rc = mdb_env_create(&r->menv[i]);
+    if (rc == 0) {
+        mdb_env_set_maxdbs(r->menv[i], 8);
+        mdb_env_set_maxreaders(r->menv[i], 512);
+        rc = mdb_env_open(r->menv[i], sh->path, flags, 0644);
+    }
+    if (r->menv[i] && mmap_shrunk(sh) >= 0) { /* cut while it was opened: before the map is read */
+        mdb_env_close(r->menv[i]);
+        r->menv[i] = NULL;
+        return STK_OK;
+    }
+    if (rc == 0)
+        rc = mdb_txn_begin(r->menv[i], NULL, MDB_RDONLY, &txn);
+    if (rc == 0) {
+        rc = mdb_dbi_open(txn, sh->foreign ? NULL : STK__DB_RECORDS, 0, &r->mdbi[i]);
+        if (rc == 0)
+            rc = mdb_txn_commit(txn);
+        else
+            mdb_txn_abort(txn);
+    }
+    if (rc != 0)
+        return stk__err(err, STK_E_LMDB, "reader (mmap): %s: %s", sh->path, mdb_strerror(rc));
+    return STK_OK;
+}
+
+/* mmap backend: an environment per shard and its database handle. */
 int stk__rd_mmap_setup(stk__reader *r, char *err)
 {
     uint32_t n = r->ds->nshards;
@@ -251,28 +305,9 @@ int stk__rd_mmap_setup(stk__reader *r, char *err)
     if (!r->menv || !r->mdbi)
         return stk__err(err, STK_E_NOMEM, "reader: out of memory");
     for (uint32_t i = 0; i < n; i++) {
-        const stk__shard *sh = &r->ds->shards[i];
-        struct stat st;
-        int dir = stat(sh->path, &st) == 0 && S_ISDIR(st.st_mode);
-        unsigned flags = MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS | MDB_NORDAHEAD | (dir ? 0 : MDB_NOSUBDIR);
-        MDB_txn *txn;
-        int rc = mdb_env_create(&r->menv[i]);
-        if (rc == 0) {
-            mdb_env_set_maxdbs(r->menv[i], 8);
-            mdb_env_set_maxreaders(r->menv[i], 512);
-            rc = mdb_env_open(r->menv[i], sh->path, flags, 0644);
-        }
-        if (rc == 0)
-            rc = mdb_txn_begin(r->menv[i], NULL, MDB_RDONLY, &txn);
-        if (rc == 0) {
-            rc = mdb_dbi_open(txn, sh->foreign ? NULL : STK__DB_RECORDS, 0, &r->mdbi[i]);
-            if (rc == 0)
-                rc = mdb_txn_commit(txn);
-            else
-                mdb_txn_abort(txn);
-        }
-        if (rc != 0)
-            return stk__err(err, STK_E_LMDB, "reader (mmap): %s: %s", sh->path, mdb_strerror(rc));
+        int rc = mmap_setup_shard(r, i, err);
+        if (rc != STK_OK)
+            return rc;
     }
     return STK_OK;
 }

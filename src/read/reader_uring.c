@@ -87,6 +87,7 @@ static void uring_finished(stk__reader *r, rslot *s)
     r->inflight--;
     r->inflight_bytes_now -= s->acct;
     stk__rd_inflight_dec(r);
+    stk__rd_busy(s, 0);
     /* wake the submitter when a few slots are free (not at each completion: a context switch
      * per read costs more CPU than the slightly lower average depth) */
     if (r->fl_waiting) {
@@ -188,6 +189,7 @@ static uint64_t wait_room(stk__reader *r, rslot *s, uint64_t t0)
     }
     r->fl_waiting = 0;
     pthread_mutex_unlock(&r->mu);
+    stk__rd_busy(s, 1); /* the read begins (an injected latency is part of it) */
     if (s->fault_delay)
         stk__rd_sleep_us(r->cfg.fault_delay_us);
     uint64_t t1 = stk__now_ns();

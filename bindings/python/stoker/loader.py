@@ -381,7 +381,8 @@ class Loader:
       target: "auto", "label" or "both" (see above). multi_hot: label lists as float32
         multi-hot rows (STK_P_MULTI_HOT); InvalidArgument for a dataset without label lists.
       copy: yield copies instead of views of the library's batch memory (see below).
-      timeout: seconds to wait for one batch before raising StokerTimeout (None: no limit).
+      timeout: seconds to wait for one batch before raising StokerTimeout (None: no limit);
+        its message names the read in flight the longest (shard and key, or file), if any.
       epoch: the epoch the first ``for`` runs.
       max_size: the largest ``size`` that ``set_size()`` may ask for later (int or (height,
         width)); the batch ring is sized for it. Without it the size is fixed once started.
@@ -1027,9 +1028,11 @@ class Loader:
             wait = _POLL_MS
             if deadline is not None:
                 left = deadline - time.monotonic()
-                if left <= 0:
+                if left <= 0:  # the last poll's detail names the read in flight the longest
+                    detail = self._detail()
                     raise _errors.StokerTimeout(
-                        "no batch within timeout=%gs (epoch %d)" % (self.timeout, it.epoch),
+                        "no batch within timeout=%gs (epoch %d)%s" % (
+                            self.timeout, it.epoch, ": " + detail if detail else ""),
                         _lib.STK_TIMEOUT, "STK_TIMEOUT")
                 wait = max(1, min(_POLL_MS, int(left * 1000)))
             # the batch pointer lands in self._slot: if Ctrl-C strikes right after the call, the

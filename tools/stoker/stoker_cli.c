@@ -65,24 +65,15 @@ static const char usage_pack[] =
     "A JPEG's record is the source file's bytes, unchanged, with its label and CRC32C. PNG, WebP,\n"
     "GIF (first frame), BMP, TIFF and binary PPM/PGM files, known by their content whatever their\n"
     "name, are decoded as Pillow's convert(\"RGB\") does and stored as JPEGs (quality 95, 4:4:4).\n"
-    "Every JPEG is decoded completely before it is stored (a fast 1/8-scale decode that still reads
-"
-    "every scan): one that does not decode fully (truncated, corrupt data: any libjpeg warning) is
-"
-    "skipped unless --keep-damaged. Files that cannot be packed (damaged, empty, unreadable,
-"
-    "another format, not a regular file: a FIFO, socket or device) are skipped, listed on stderr
-"
-    "and in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.
-"
-    "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to
-"
-    "finish it (completed shards are kept). One pack at a time per DST: a pack holds
-"
-    "DST/.stoker-pack.lock; another pack into that DST (resuming, or with --force, too) exits 4
-"
-    "at once naming its pid.
-"
+    "Every JPEG is decoded completely before it is stored (a fast 1/8-scale decode that still reads\n"
+    "every scan): one that does not decode fully (truncated, corrupt data: any libjpeg warning) is\n"
+    "skipped unless --keep-damaged. Files that cannot be packed (damaged, empty, unreadable,\n"
+    "another format, not a regular file: a FIFO, socket or device) are skipped, listed on stderr\n"
+    "and in DST/pack-report.tsv (path<TAB>reason). SRC is never modified.\n"
+    "An interrupted pack leaves DST/.stoker-pack-incomplete; run the same command again to\n"
+    "finish it (completed shards are kept). One pack at a time per DST: a pack holds\n"
+    "DST/.stoker-pack.lock; another pack into that DST (resuming, or with --force, too) exits 4\n"
+    "at once naming its pid.\n"
     "\n"
     "options:\n"
     "  --shard-size SIZE  payload bytes per shard, e.g. 512M, 1G, 1.5G [1G]\n"

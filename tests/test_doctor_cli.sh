@@ -45,6 +45,18 @@ $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/a.svg" || fa
 expect 3 "exit status 3" -- sh -c 'exit 3'
 expect 137 "killed by signal 9" -- sh -c 'kill -9 $$'
 
+# ---- a failing job: its status, runtime and last stderr lines in the report; its stderr still
+# reaches the terminal; a job's own 2 is not the doctor's usage 2
+expect 3 "FAILED     the job exited with code 3 after [0-9.]* s (0 training steps); its last stderr lines:" -- \
+    sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
+grep -q "^              | no such dataset: /data/x$" "$T/err" || { cat "$T/err"; fail "last stderr line not in the report"; }
+grep -q "^7. verdict: the job failed: it exited with code 3 after [0-9.]* s, before any training step: no such dataset: /data/x; next: fix" "$T/err" || { cat "$T/err"; fail "failure verdict"; }
+[ "$(grep -c '^no such dataset: /data/x$' "$T/err")" = 1 ] || fail "the job's stderr is not passed through once"
+expect 125 "exited with code 2" -- sh -c 'echo "usage: train.py [-h]" >&2; exit 2'
+grep -q "the doctor exits 125 for it" "$T/err" || fail "125 not explained"
+expect 130 "was killed by signal 2 (Interrupt)" -- sh -c 'kill -INT $$'
+"$STOKER" doctor --help | grep -q "125  the job exited with status 2" || fail "--help does not document 125"
+
 # ---- the stop sequence
 s=$(date +%s)
 expect 0 "stopped by the doctor after 1.0 s (SIGINT)" -- --seconds 1 -- sleep 30

@@ -6,7 +6,9 @@
 MODE: decode, storage (ImageFolder of JPEGs, RandomResizedCrop, tiny model), checkpoint (a large
 torch.save every few steps), compute (a long step, batches from memory), starved (4 DataLoader
 workers; the test runs it on one core), sync (.item() on every sample of every step), crash
-(raises after 3 steps), noloader (never iterates a loader). The job runs --steps steps or until
+(raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
+any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
+slices batches out of a tensor, no DataLoader). The job runs --steps steps or until
 it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
@@ -39,6 +41,35 @@ def memory_loader(n, shape, batch):
                                        shuffle=True, num_workers=0, drop_last=True)
 
 
+def slicing(args):
+    """a training loop without a DataLoader: batches sliced out of an in-memory tensor"""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(4096, 256, generator=g), torch.randint(0, 10, (4096,), generator=g)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(4)],
+                          nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    me = {"mode": "slicing", "steps": 0, "step_s": []}
+    t_start = time.monotonic()
+    try:
+        while me["steps"] < args.steps:
+            i = (me["steps"] * 32) % 4096
+            t0 = time.monotonic()
+            loss = loss_fn(model(x[i:i + 32]), y[i:i + 32])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            me["step_s"].append(time.monotonic() - t0)
+            me["steps"] += 1
+    except KeyboardInterrupt:
+        pass
+    me["wall_s"] = time.monotonic() - t_start
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(me, f)
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode")
@@ -54,6 +85,11 @@ def main():
     if m == "noloader":
         time.sleep(1.0)
         return 0
+    if m == "fail":  # a job that dies before its first step, as one with a wrong path does
+        print("doctor_jobs: constructed failure: no dataset at /nonexistent/data", file=sys.stderr)
+        return 3
+    if m == "slicing":
+        return slicing(args)
     if m in ("decode", "storage", "starved"):
         loader = image_loader(args)
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
@@ -61,6 +97,9 @@ def main():
         loader = memory_loader(1024, (512,), 32)
         model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
                               nn.Linear(512, 10))
+    elif m == "tiny":  # a step of a fraction of a millisecond: per-batch overheads are the job
+        loader = memory_loader(4096, (32,), 32)
+        model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
     elif m == "checkpoint":
         loader = memory_loader(512, (256,), 32)
         model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))

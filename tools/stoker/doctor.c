@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,7 +32,8 @@
 extern const unsigned char dr_hook_py[];
 extern const size_t dr_hook_py_len;
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE 2     /* the doctor's own errors: usage, a command that cannot be run, ... */
+#define EXIT_JOB_2 125   /* the job exited with 2, which would read as the doctor's usage error */
 #define STOP_INT_WAIT_S 5.0   /* after SIGINT, before SIGTERM */
 #define STOP_TERM_WAIT_S 3.0  /* after SIGTERM, before SIGKILL */
 
@@ -59,8 +61,15 @@ static const char usage_doctor[] =
     "GPU figures need NVIDIA's libnvidia-ml.so.1 (loaded at run time if present).\n"
     "The job runs in its own process group: Ctrl-C on the doctor stops it the same way.\n"
     "\n"
-    "exit codes: the job's exit status (128+N if a signal N ended it; 0 when the doctor stopped\n"
-    "            it after --seconds), 2 usage error or a command that cannot be run\n";
+    "The job's stderr passes through the doctor, which keeps its last lines: when the job fails\n"
+    "(a non-zero exit status, or a signal the doctor did not send), the report gives its status,\n"
+    "how long it ran and those lines.\n"
+    "\n"
+    "exit codes: 2    the doctor's own error (usage, a command that cannot be run, a --json or\n"
+    "                 --plot file it cannot write); nothing is diagnosed or the report is partial\n"
+    "            125  the job exited with status 2 (kept apart from the doctor's 2)\n"
+    "            else the job's exit status (128+N if a signal N ended it; 0 when the doctor\n"
+    "                 stopped it after --seconds)\n";
 
 static volatile sig_atomic_t g_signal;
 
@@ -210,6 +219,96 @@ static void tail_read(tail *t, dr_run *r)
     }
 }
 
+/* ---- the job's stderr: passed through, its last lines kept ------------------------------------ */
+typedef struct errpipe {
+    int fd;                /* read end, non-blocking; -1 when closed */
+    char ring[8192];       /* the last bytes the job wrote */
+    size_t len;
+} errpipe;
+
+static void err_drain(errpipe *e)
+{
+    char buf[4096];
+    while (e->fd >= 0) {
+        ssize_t k = read(e->fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0) {
+            close(e->fd);
+            e->fd = -1;
+        }
+        if (k <= 0)
+            return;
+        for (ssize_t o = 0; o < k;) { /* pass it on unchanged */
+            ssize_t w = write(STDERR_FILENO, buf + o, (size_t)(k - o));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            o += w;
+        }
+        size_t n = (size_t)k > sizeof e->ring ? sizeof e->ring : (size_t)k;
+        if (e->len + n > sizeof e->ring) {
+            size_t drop = e->len + n - sizeof e->ring;
+            memmove(e->ring, e->ring + drop, e->len - drop);
+            e->len -= drop;
+        }
+        memcpy(e->ring + e->len, buf + (size_t)k - n, n);
+        e->len += n;
+    }
+}
+
+/* the last DR_ERR_LINES non-empty lines ('\r' ends a line too: progress bars) into out */
+static void err_lines(const errpipe *e, char *out, size_t cap)
+{
+    size_t end = e->len, starts[DR_ERR_LINES], ends[DR_ERR_LINES];
+    int n = 0;
+    while (end > 0 && n < DR_ERR_LINES) {
+        while (end > 0 && (e->ring[end - 1] == '\n' || e->ring[end - 1] == '\r' || e->ring[end - 1] == ' '))
+            end--;
+        if (!end)
+            break;
+        size_t b = end;
+        while (b > 0 && e->ring[b - 1] != '\n' && e->ring[b - 1] != '\r')
+            b--;
+        starts[n] = b;
+        ends[n++] = end;
+        end = b;
+    }
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = n - 1; i >= 0 && o + 1 < cap; i--) {
+        for (size_t j = starts[i]; j < ends[i] && o + 2 < cap; j++) {
+            unsigned char c = (unsigned char)e->ring[j];
+            out[o++] = c < 0x20 && c != '\t' ? '?' : (char)c;
+        }
+        if (i && o + 1 < cap)
+            out[o++] = '\n';
+        out[o] = 0;
+    }
+}
+
+/* sleep until the absolute time `until` (CLOCK_MONOTONIC ns), passing the job's stderr on meanwhile */
+static void wait_until(errpipe *e, int64_t until)
+{
+    for (;;) {
+        int64_t now = dr_now();
+        if (now >= until)
+            return;
+        if (e->fd < 0) {
+            struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+            return;
+        }
+        struct pollfd p = {.fd = e->fd, .events = POLLIN};
+        int ms = (int)((until - now + 999999) / 1000000);
+        if (poll(&p, 1, ms) > 0)
+            err_drain(e);
+        else if (g_signal)
+            return;
+    }
+}
+
 /* ---- the command ------------------------------------------------------------------------------ */
 static int find_command(const char *cmd)
 {
@@ -334,7 +433,7 @@ int cmd_doctor(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/stoker-doctor-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "stoker doctor: cannot create a directory %s: %s\n", dir, strerror(errno));
-        return 1;
+        return EXIT_USAGE;
     }
     snprintf(hook, sizeof hook, "%s/sitecustomize.py", dir);
     if (events)
@@ -347,7 +446,7 @@ int cmd_doctor(int argc, char **argv)
         if (!events)
             unlink(evpath);
         rmdir(dir);
-        return 1;
+        return EXIT_USAGE;
     }
 
     dr_run r;
@@ -356,8 +455,11 @@ int cmd_doctor(int argc, char **argv)
     r.seconds = seconds;
     r.interval = interval_ms / 1000.0;
     tail t = {.fd = open(evpath, O_RDONLY | O_CLOEXEC), .len = 0};
+    static errpipe ej;
+    ej.fd = -1;
+    ej.len = 0;
     dr_sampler *smp = dr_sampler_create(&r);
-    int ret = 1;
+    int ret = EXIT_USAGE;
     if (!smp || t.fd < 0) {
         fprintf(stderr, "stoker doctor: out of memory or cannot read %s\n", evpath);
         goto out;
@@ -371,9 +473,15 @@ int cmd_doctor(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
-    int ep[2];
+    int ep[2], sp[2];
     if (pipe2(ep, O_CLOEXEC) != 0) {
         fprintf(stderr, "stoker doctor: pipe: %s\n", strerror(errno));
+        goto out;
+    }
+    if (pipe2(sp, O_CLOEXEC) != 0) {
+        fprintf(stderr, "stoker doctor: pipe: %s\n", strerror(errno));
+        close(ep[0]);
+        close(ep[1]);
         goto out;
     }
     fflush(NULL);
@@ -383,9 +491,13 @@ int cmd_doctor(int argc, char **argv)
         fprintf(stderr, "stoker doctor: fork: %s\n", strerror(errno));
         close(ep[0]);
         close(ep[1]);
+        close(sp[0]);
+        close(sp[1]);
         goto out;
     }
     if (pid == 0) {
+        if (dup2(sp[1], STDERR_FILENO) < 0)
+            _exit(127);
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* a doctor killed outright does not leave the job behind */
         signal(SIGINT, SIG_DFL);
@@ -406,6 +518,9 @@ int cmd_doctor(int argc, char **argv)
     }
     setpgid(pid, pid);
     close(ep[1]);
+    close(sp[1]);
+    ej.fd = sp[0];
+    fcntl(ej.fd, F_SETFL, fcntl(ej.fd, F_GETFL) | O_NONBLOCK);
     int e = 0;
     ssize_t k;
     while ((k = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
@@ -426,8 +541,7 @@ int cmd_doctor(int argc, char **argv)
     int stage = 0, status = 0, by_seconds = 0;
     int64_t t_stage = 0;
     for (;;) {
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        wait_until(&ej, next);
         int64_t now = dr_now();
         tail_read(&t, &r);
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -457,6 +571,7 @@ int cmd_doctor(int argc, char **argv)
         if (next < now)
             next = now + step_ns;
     }
+    err_drain(&ej);
     if (stage)
         kill(-pid, SIGKILL); /* what is left of the job we stopped (orphaned workers) */
     tail_read(&t, &r);
@@ -467,6 +582,8 @@ int cmd_doctor(int argc, char **argv)
     } else if (WIFSIGNALED(status)) {
         r.term_signal = WTERMSIG(status);
     }
+    r.failed = !stage && !g_signal && (r.exited ? r.exit_code != 0 : 1);
+    err_lines(&ej, r.err_tail, sizeof r.err_tail);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r.self_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
@@ -493,12 +610,14 @@ int cmd_doctor(int argc, char **argv)
     else if (g_signal && stage)
         ret = 128 + g_signal;
     else if (r.exited)
-        ret = r.exit_code;
+        ret = r.exit_code == EXIT_USAGE ? EXIT_JOB_2 : r.exit_code;
     else
         ret = 128 + r.term_signal;
     if (werr && ret == 0)
-        ret = 1;
+        ret = EXIT_USAGE;
 out:
+    if (ej.fd >= 0)
+        close(ej.fd);
     if (t.fd >= 0)
         close(t.fd);
     dr_sampler_destroy(smp);

@@ -15,6 +15,7 @@
 
 #define DR_MAXGPU 8
 #define DR_MAXDEV 16
+#define DR_ERR_LINES 5
 
 /* thread roles */
 enum { DR_MAIN, DR_WORKER, DR_STOKER, DR_OTHER, DR_NROLES };
@@ -80,6 +81,8 @@ typedef struct dr_run {
     int64_t t_stop;                /* when the doctor began stopping it (0: it ended by itself) */
     int stop_signal;               /* the last signal the doctor sent, 0 if none */
     int exited, exit_code, term_signal;
+    int failed;                    /* it failed by itself: a non-zero status or a signal the doctor did not send */
+    char err_tail[1024];           /* its last stderr lines (up to DR_ERR_LINES), '\n'-separated */
     double seconds;                /* --seconds (0: none) */
     double interval;               /* sampling interval, s */
 

@@ -33,6 +33,11 @@
 #define TH_DECODE 0.50
 #define TH_GPU_SMALL_UTIL 50.0
 #define TH_GPU_SMALL_MEM 0.50
+#define TH_TINY_STEP 1e-3  /* a step (between batches) under this, the loader idle: too small */
+#define TH_TINY_STEPS 20    /* ... over at least this many steps */
+#define TH_OUTSIDE_TICKS 5 /* samples needed to judge a job without batches from outside */
+#define TH_OUTSIDE_BUSY 0.5 /* ... compute-bound: cores used or waited for */
+#define TH_OUTSIDE_DISK 0.25 /* ... I/O-bound: threads in disk wait */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 
 struct dr_result {
@@ -350,22 +355,119 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
     }
 }
 
+/* "exited with code 3" / "was killed by signal 9 (Killed)" */
+static void job_status(const dr_run *r, char *out, size_t cap)
+{
+    if (r->exited)
+        snprintf(out, cap, "exited with code %d", r->exit_code);
+    else
+        snprintf(out, cap, "was killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
+}
+
+/* the last line of the job's stderr */
+static const char *last_err_line(const dr_run *r)
+{
+    const char *p = strrchr(r->err_tail, '\n');
+    return p ? p + 1 : r->err_tail;
+}
+
 static double allowed_int(const dr_run *r)
 {
     double c = floor(r->allowed + 0.01);
     return c < 1 ? 1 : c;
 }
 
+/* no batch seen: a job that failed, else a verdict from the outside figures alone */
+static void decide_outside(const dr_run *r, dr_result *a)
+{
+    char *v = a->verdict, *f = a->figures, *nx = a->next;
+    size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
+    const char *why = !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
+                                 : "the job never iterated a torch DataLoader or a stoker.Loader";
+    if (r->failed) {
+        char how[96];
+        job_status(r, how, sizeof how);
+        snprintf(v, vc, "the job failed");
+        snprintf(f, fc, "it %s after %.1f s, before any training step: %.400s", how, a->run_s,
+                 r->err_tail[0] ? last_err_line(r) : "(nothing on stderr)");
+        snprintf(nx, nc, "fix the error its last stderr lines show (above), then run it under the doctor again");
+        return;
+    }
+    double T = a->nticks * r->interval, busy = a->cpu_total + a->rq_total, disk = 0;
+    for (int j = 0; j < DR_NROLES; j++)
+        disk += a->dth[j];
+    double gu = 0;
+    for (int g = 0; g < r->ngpu; g++)
+        gu = a->gutil[g] > gu ? a->gutil[g] : gu;
+    if (a->nticks < TH_OUTSIDE_TICKS) {
+        snprintf(v, vc, "unknown");
+        snprintf(f, fc, "no training step seen: %s; the job ran %.1f s, too short to judge from outside", why,
+                 a->run_s);
+        snprintf(nx, nc, "run the training loop itself under the doctor, for a few seconds at least");
+        return;
+    }
+    snprintf(f, fc, "no training step seen (%s); from outside, over %.1f s: its processes used %.2f of the %g "
+             "cores they may use (main thread %.2f), waited for a CPU %.2f, had %.2f threads in disk wait%s",
+             why, T, a->cpu_total, r->allowed, a->cpu[DR_MAIN], a->rq_total, disk,
+             a->gpu_used || r->gpu_ctx == 1 ? "" : "; no GPU");
+    if (r->gpu_ctx == 1 && gu >= TH_GPU_SMALL_UTIL) {
+        snprintf(v, vc, "compute-bound");
+        snprintf(f + strlen(f), fc - strlen(f), "; GPU busy %.0f%%", gu);
+        snprintf(nx, nc, "mixed precision (torch.autocast), or a faster GPU");
+    } else if (disk >= TH_OUTSIDE_DISK && disk > busy) {
+        snprintf(v, vc, "I/O-bound");
+        snprintf(nx, nc, "read larger sequential blocks (pack the data into shards), or faster storage");
+    } else if (busy >= TH_OUTSIDE_BUSY) {
+        snprintf(v, vc, "compute-bound");
+        if (a->cpu_total < r->allowed - 0.5 && a->cpu[DR_MAIN] >= 0.8 * a->cpu_total)
+            snprintf(nx, nc, "its work runs on one thread of %g allowed cores: more threads "
+                     "(torch.set_num_threads(%d)), or run it on a GPU", r->allowed, (int)allowed_int(r));
+        else
+            snprintf(nx, nc, "run it on a GPU, or give it more cores");
+    } else {
+        snprintf(v, vc, "unknown");
+        snprintf(f + strlen(f), fc - strlen(f), ": it neither computed nor read much (sleeps, network, locks?)");
+        snprintf(nx, nc, "run the training loop itself under the doctor");
+    }
+}
+
+static void decide_steps(const dr_run *r, dr_result *a);
+
+/* steps under a millisecond with the loader keeping up: the per-batch overheads are the job */
+static void decide_tiny(dr_result *a, double mean_wait)
+{
+    snprintf(a->verdict, sizeof a->verdict, "too small for the hardware");
+    snprintf(a->figures, sizeof a->figures,
+             "a step takes %.2f ms (median between batches, of which %.2f ms waiting for the loader; %.2f ms "
+             "on average with epoch starts): the fixed costs of each batch (the Python loop, collate, "
+             "operator dispatch, kernel launches) are as large as its work",
+             1e3 * a->between_med, 1e3 * a->wait_med, 1e3 * mean_wait);
+    int b = a->bs > 0 ? a->bs : 1;
+    snprintf(a->next, sizeof a->next,
+             "batch %d -> %d or more (the per-batch cost stays, the work per batch grows), merge several "
+             "steps' work into one, or run on a smaller device; not more loader processes: each would add "
+             "an inter-process hop per batch that costs more than the step",
+             b, b * 8);
+}
+
 static void decide(const dr_run *r, dr_result *a)
+{
+    decide_steps(r, a);
+    if (r->failed && a->nsteps) {
+        char how[96];
+        size_t n = strlen(a->figures);
+        job_status(r, how, sizeof how);
+        snprintf(a->figures + n, sizeof a->figures - n, "; then the job failed: it %s after %.1f s: %.200s", how,
+                 a->run_s, r->err_tail[0] ? last_err_line(r) : "(nothing on stderr)");
+    }
+}
+
+static void decide_steps(const dr_run *r, dr_result *a)
 {
     char *v = a->verdict, *f = a->figures, *nx = a->next;
     size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
     if (!a->nsteps) {
-        snprintf(v, vc, "unknown");
-        snprintf(f, fc, "no training step seen: %s",
-                 !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
-                            : "the job never iterated a torch DataLoader or a stoker.Loader");
-        snprintf(nx, nc, "run the training loop itself under the doctor (system figures above)");
+        decide_outside(r, a);
         return;
     }
     double W = a->wall > 0 ? a->wall : 1;
@@ -395,6 +497,12 @@ static void decide(const dr_run *r, dr_result *a)
     }
     if (!pick && sync_count)
         pick = 3;
+    double mean_wait = (a->wait_total + a->iter_total) / a->nsteps;
+    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->between_med > 0 && a->between_med < TH_TINY_STEP &&
+        mean_wait < TH_TINY_STEP) {
+        decide_tiny(a, mean_wait);
+        return;
+    }
     int torch = strcmp(a->kind, "stoker") != 0;
     int cores = (int)allowed_int(r);
     if (pick == 1) {
@@ -578,6 +686,20 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         fprintf(f, "; exit status %d\n", r->exit_code);
     else
         fprintf(f, "; killed by signal %d (%s)\n", r->term_signal, strsignal(r->term_signal));
+    if (r->failed) {
+        char how[96];
+        job_status(r, how, sizeof how);
+        fprintf(f, "   FAILED     the job %s after %.1f s (%d training step%s)%s\n", how, a->run_s, a->nsteps,
+                a->nsteps == 1 ? "" : "s", r->err_tail[0] ? "; its last stderr lines:" : "; it wrote nothing to stderr");
+        for (const char *p = r->err_tail; *p;) {
+            const char *e = strchr(p, '\n');
+            int n = e ? (int)(e - p) : (int)strlen(p);
+            fprintf(f, "              | %.*s\n", n, p);
+            p += n + (e ? 1 : 0);
+        }
+        if (r->exited && r->exit_code == 2)
+            fprintf(f, "              (the doctor exits 125 for it: its own exit status 2 means a usage error)\n");
+    }
     fprintf(f, "   training window %.1f s, %d batches", a->wall, a->nsteps);
     if (!r->hooked)
         fprintf(f, " (no Python process of the job loaded the hook)");
@@ -732,6 +854,9 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     fprintf(f, "\"exited\": %s, ", r->exited ? "true" : "false");
     jnum(f, "exit_code", r->exit_code, 1);
     jnum(f, "term_signal", r->term_signal, 1);
+    fprintf(f, "\"failed\": %s, \"stderr_tail\": ", r->failed ? "true" : "false");
+    jstr(f, r->err_tail);
+    fprintf(f, ", ");
     jnum(f, "python_processes_hooked", r->hooked, 1);
     jnum(f, "batches", a->nsteps, 0);
     fprintf(f, "},\n  \"gpu\": {\"nvml\": %s, \"why\": ", r->nvml ? "true" : "false");

@@ -8,7 +8,8 @@ torch.save every few steps), compute (a long step, batches from memory), starved
 workers; the test runs it on one core), sync (.item() on every sample of every step), crash
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
-slices batches out of a tensor, no DataLoader). The job runs --steps steps or until
+slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
+--workers N), sweep (the augment job's batches/s at each of --counts worker counts). The job runs --steps steps or until
 it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
@@ -39,6 +40,47 @@ def memory_loader(n, shape, batch):
     y = torch.randint(0, 10, (n,), generator=g)
     return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=batch,
                                        shuffle=True, num_workers=0, drop_last=True)
+
+
+class Augment(torch.utils.data.Dataset):
+    """heavy per-sample CPU work (~3 ms: 40 small matmuls), as a strong augmentation pipeline is"""
+
+    def __len__(self):
+        return 1 << 20
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        a = torch.randn(48, 48, generator=g)
+        for _ in range(40):
+            a = torch.tanh(a @ a * 0.1)
+        return a[0, :32].clone(), i % 10
+
+
+def augment_loader(workers, batch):
+    return torch.utils.data.DataLoader(Augment(), batch_size=batch, shuffle=False, num_workers=workers,
+                                       drop_last=True)
+
+
+def sweep(args):
+    """batches/s of the augment job at each worker count (--counts), in interleaved rounds; the
+    best round of each count (other processes' load only ever lowers a rate)"""
+    counts = [int(c) for c in args.counts.split(",")]
+    model = nn.Linear(32, 10)
+    rates = {c: [] for c in counts}
+    for _ in range(args.rounds):
+        for c in counts:
+            it = iter(augment_loader(c, args.batch))
+            for _ in range(2 * c + 2):          # the workers started and their first batches in
+                next(it)
+            t0 = time.monotonic()
+            for _ in range(args.steps):
+                x, y = next(it)
+                model(x).sum().backward()
+            rates[c].append(args.steps / (time.monotonic() - t0))
+            del it
+    with open(args.out, "w") as f:
+        json.dump({"best": {c: max(r) for c, r in rates.items()}, "all": rates}, f)
+    return 0
 
 
 def slicing(args):
@@ -78,6 +120,8 @@ def main():
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: when stopped)")
     ap.add_argument("--out")
+    ap.add_argument("--counts", default="1,2,3,4,8", help="sweep: the worker counts")
+    ap.add_argument("--rounds", type=int, default=2, help="sweep: rounds over the counts")
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -90,6 +134,8 @@ def main():
         return 3
     if m == "slicing":
         return slicing(args)
+    if m == "sweep":
+        return sweep(args)
     if m in ("decode", "storage", "starved"):
         loader = image_loader(args)
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
@@ -97,9 +143,12 @@ def main():
         loader = memory_loader(1024, (512,), 32)
         model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
                               nn.Linear(512, 10))
+    elif m == "augment":
+        loader = augment_loader(args.workers, args.batch)
+        model = nn.Linear(32, 10)
     elif m == "tiny":  # a step of a fraction of a millisecond: per-batch overheads are the job
-        loader = memory_loader(4096, (32,), 32)
-        model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
+        loader = memory_loader(4096, (32,), 16)
+        model = nn.Linear(32, 10)
     elif m == "checkpoint":
         loader = memory_loader(512, (256,), 32)
         model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))

@@ -39,7 +39,7 @@ extern const size_t dr_hook_py_len;
 
 static const char usage_doctor[] =
     "usage: stoker doctor [--seconds N] [--json FILE] [--plot FILE.svg] [--interval MS]\n"
-    "                     [--events FILE] -- COMMAND [ARGS...]\n"
+    "                     [--events FILE] [--gpu-step-ms MS] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (your training job, unchanged) and tell where it waits, in the usual\n"
     "troubleshooting order: 1 GPU in use, 2 CPU/memory/disk/network of the job's processes,\n"
@@ -57,6 +57,9 @@ static const char usage_doctor[] =
     "                  checkpoints\n"
     "  --interval MS   sampling interval [100]\n"
     "  --events FILE   keep the hook's raw event lines in FILE\n"
+    "  --gpu-step-ms MS  for a CPU-only job: the step's time on the GPU it would move to; the\n"
+    "                  doctor then says whether the input side would keep up (without it: the\n"
+    "                  CPU step 20-50x faster, stated as an assumption)\n"
     "\n"
     "GPU figures need NVIDIA's libnvidia-ml.so.1 (loaded at run time if present).\n"
     "The job runs in its own process group: Ctrl-C on the doctor stops it the same way.\n"
@@ -376,7 +379,7 @@ static int parse_seconds(const char *s, double *out)
 int cmd_doctor(int argc, char **argv)
 {
     const char *json = NULL, *plot = NULL, *events = NULL;
-    double seconds = 0, interval_ms = 100;
+    double seconds = 0, interval_ms = 100, gpu_step_ms = 0;
     int i = 0;
     while (i < argc) {
         const char *a = argv[i];
@@ -398,6 +401,11 @@ int cmd_doctor(int argc, char **argv)
             }
             if (parse_seconds(v, &seconds) != 0) {
                 usage_error("--seconds needs a positive number of seconds (got `%s`)", v);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--gpu-step-ms")) {
+            if (!v || parse_seconds(v, &gpu_step_ms) != 0) {
+                usage_error("--gpu-step-ms needs a positive number of milliseconds (got `%s`)", v ? v : "");
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--interval")) {
@@ -454,6 +462,7 @@ int cmd_doctor(int argc, char **argv)
     r.argv = cmd;
     r.seconds = seconds;
     r.interval = interval_ms / 1000.0;
+    r.gpu_step_ms = gpu_step_ms;
     tail t = {.fd = open(evpath, O_RDONLY | O_CLOEXEC), .len = 0};
     static errpipe ej;
     ej.fd = -1;

@@ -85,6 +85,7 @@ typedef struct dr_run {
     char err_tail[1024];           /* its last stderr lines (up to DR_ERR_LINES), '\n'-separated */
     double seconds;                /* --seconds (0: none) */
     double interval;               /* sampling interval, s */
+    double gpu_step_ms;            /* --gpu-step-ms: the step on a GPU, for a CPU-only job (0: assume) */
 
     /* limits */
     int ncpu_online, affinity;     /* cores online, cores in the job's affinity mask */

@@ -33,11 +33,14 @@
 #define TH_DECODE 0.50
 #define TH_GPU_SMALL_UTIL 50.0
 #define TH_GPU_SMALL_MEM 0.50
-#define TH_TINY_STEP 1e-3  /* a step (between batches) under this, the loader idle: too small */
+#define TH_TINY_STEP 1e-3  /* the job's CPU per step, loading included, under this: too small ... */
+#define TH_TINY_WALL 5e-3  /* ... when the wall time between batches (median) is also under this */
 #define TH_TINY_STEPS 20    /* ... over at least this many steps */
 #define TH_OUTSIDE_TICKS 5 /* samples needed to judge a job without batches from outside */
 #define TH_OUTSIDE_BUSY 0.5 /* ... compute-bound: cores used or waited for */
 #define TH_OUTSIDE_DISK 0.25 /* ... I/O-bound: threads in disk wait */
+#define GPU_SPEEDUP_LO 20.0 /* a CPU-only job's step on a GPU: assumed this many times faster ... */
+#define GPU_SPEEDUP_HI 50.0 /* ... to this many (--gpu-step-ms replaces the assumption) */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 
 struct dr_result {
@@ -55,6 +58,7 @@ struct dr_result {
     char kind[8], dtype[16];
     char loader_role[48];
     double ld_n, ld_busy, ld_rq, ld_disk;
+    double tick_s, main_wait_cpu; /* seconds of ticks in the window; main-thread CPU-s during waits */
     /* writes */
     int nsave;
     double save_total, save_share, save_bytes, steps_per_save;
@@ -71,7 +75,7 @@ struct dr_result {
     double gutil[DR_MAXGPU], gutil_max[DR_MAXGPU], gmem[DR_MAXGPU];
     int gpu_used;
     /* verdict */
-    char verdict[48], figures[640], next[320], line[1200];
+    char verdict[48], figures[640], next[640], line[1400];
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -301,6 +305,8 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
         mrq += f * k->dt * k->rq[DR_MAIN];
         md += f * k->dt * (k->main_state == 'D');
     }
+    a->tick_s = T;
+    a->main_wait_cpu = mbusy;
     if (T > 0) {
         for (int j = 0; j < DR_NROLES; j++) {
             a->cpu[j] /= T;
@@ -433,21 +439,144 @@ static void decide_outside(const dr_run *r, dr_result *a)
 
 static void decide_steps(const dr_run *r, dr_result *a);
 
+/* The loading model behind every worker count the doctor suggests. From CPU accounting (exact,
+ * and unmoved by other processes' load): cb, the loader's CPU-seconds per batch (the worker
+ * processes' CPU, or with num_workers=0 the main thread's CPU while it waits), and sc, the
+ * main process's CPU-seconds per step outside the waits. On C allowed cores, with W workers that
+ * each deliver 1/cb batches/s while they have a core, the job runs at
+ *     rate(W) = min(1/step, W/cb, C/(sc + cb))
+ * so the count that feeds the step is the smallest W reaching the minimum of the other two terms;
+ * more only share the same cores. When C/(sc+cb) is the smaller term no count can feed the step. */
+typedef struct wmodel {
+    double cb, sc, step;        /* s per batch: loader CPU, main CPU, the step itself */
+    double rate_step, rate_cores, rate_now, rate_want;
+    int want, cpu_bound;
+} wmodel;
+
+static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
+{
+    memset(m, 0, sizeof *m);
+    if (a->nsteps < 4 || a->tick_s <= 0 || strcmp(a->kind, "torch"))
+        return 0;
+    double n = a->nsteps, load, main = a->cpu[DR_MAIN] * a->tick_s;
+    if (a->workers > 0) {
+        load = a->cpu[DR_WORKER] * a->tick_s;
+    } else {
+        load = a->main_wait_cpu;
+        main -= load;
+    }
+    m->cb = load / n;
+    m->sc = main > 0 ? main / n : 0;
+    if (m->cb <= 1e-5)
+        return 0;
+    m->step = m->sc > 1e-4 ? m->sc : 1e-4;
+    if (a->gpu_used && a->between_med - a->wait_med > m->step) /* a GPU step is not CPU time */
+        m->step = a->between_med - a->wait_med;
+    m->rate_step = 1 / m->step;
+    m->rate_cores = r->allowed / (m->sc + m->cb);
+    double best = m->rate_step < m->rate_cores ? m->rate_step : m->rate_cores;
+    m->cpu_bound = m->rate_cores < m->rate_step;
+    m->want = (int)ceil(m->cb * best * 0.98);
+    if (m->want < 1)
+        m->want = 1;
+    double w = a->workers > 0 ? a->workers : 1;
+    m->rate_now = w / m->cb < best ? w / m->cb : best;
+    m->rate_want = m->want / m->cb < best ? m->want / m->cb : best;
+    return 1;
+}
+
+/* "workers W -> N: <why>" from the model; 0 when it has nothing to say */
+static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    wmodel m;
+    if (!worker_model(r, a, &m))
+        return 0;
+    int W = a->workers;
+    if (m.want > W || (m.want < W && m.cpu_bound)) {
+        int n = snprintf(nx, nc, "workers %d -> %d: the loader needs %.1f ms of CPU per batch, the step %.1f ms; ",
+                         W, m.want, 1e3 * m.cb, 1e3 * m.sc);
+        if (n < 0 || (size_t)n >= nc)
+            return 1;
+        if (m.cpu_bound)
+            snprintf(nx + n, nc - n, "on the %g core%s the job may use that is at most %.0f batches/s, which %d "
+                     "worker%s deliver%s (now %.0f/s)%s; the step alone could take %.0f/s: beyond that, more cores "
+                     "or lighter augmentation", r->allowed, r->allowed == 1 ? "" : "s", m.rate_cores, m.want,
+                     m.want == 1 ? "" : "s",
+                     m.want == 1 ? "s" : "", m.rate_now,
+                     m.want < W ? ", more only share the same cores" : "", m.rate_step);
+        else
+            snprintf(nx + n, nc - n, "%d worker%s deliver %.0f batches/s (now %.0f/s), as many as the step takes",
+                     m.want, m.want == 1 ? "" : "s", m.rate_want, m.rate_now);
+        return 1;
+    }
+    if (m.cpu_bound) {
+        snprintf(nx, nc, "more cores or lighter augmentation: the loader needs %.1f ms of CPU per batch and the "
+                 "step %.1f ms, so the %g cores the job may use give at most %.0f batches/s, which %d worker%s "
+                 "already deliver", 1e3 * m.cb, 1e3 * m.sc, r->allowed, m.rate_cores, W, W == 1 ? "" : "s");
+        return 1;
+    }
+    return 0;
+}
+
 /* steps under a millisecond with the loader keeping up: the per-batch overheads are the job */
-static void decide_tiny(dr_result *a, double mean_wait)
+static void decide_tiny(dr_result *a, double cpu_step)
 {
     snprintf(a->verdict, sizeof a->verdict, "too small for the hardware");
     snprintf(a->figures, sizeof a->figures,
-             "a step takes %.2f ms (median between batches, of which %.2f ms waiting for the loader; %.2f ms "
-             "on average with epoch starts): the fixed costs of each batch (the Python loop, collate, "
+             "a step takes %.2f ms of CPU, loading included (%.2f ms between batches, median, of which %.2f ms "
+             "waiting for the loader): the fixed costs of each batch (the Python loop, collate, "
              "operator dispatch, kernel launches) are as large as its work",
-             1e3 * a->between_med, 1e3 * a->wait_med, 1e3 * mean_wait);
+             1e3 * cpu_step, 1e3 * a->between_med, 1e3 * a->wait_med);
     int b = a->bs > 0 ? a->bs : 1;
     snprintf(a->next, sizeof a->next,
              "batch %d -> %d or more (the per-batch cost stays, the work per batch grows), merge several "
              "steps' work into one, or run on a smaller device; not more loader processes: each would add "
              "an inter-process hop per batch that costs more than the step",
              b, b * 8);
+}
+
+/* a CPU-only compute-bound job: would its input side keep up with the step on a GPU? */
+static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    double step = a->between_med - a->wait_med, lo, hi;
+    char as[160];
+    if (r->gpu_step_ms > 0) {
+        lo = hi = r->gpu_step_ms / 1e3;
+        snprintf(as, sizeof as, "%.1f ms, as --gpu-step-ms says", 1e3 * lo);
+    } else {
+        lo = step / GPU_SPEEDUP_HI;
+        hi = step / GPU_SPEEDUP_LO;
+        snprintf(as, sizeof as, "%.1f-%.1f ms, assuming it runs %.0f-%.0fx faster than this CPU's %.1f ms "
+                 "(--gpu-step-ms sets it)", 1e3 * lo, 1e3 * hi, GPU_SPEEDUP_LO, GPU_SPEEDUP_HI, 1e3 * step);
+    }
+    wmodel m;
+    if (!worker_model(r, a, &m)) {
+        snprintf(nx, nc, "run the step on a GPU (there it would take %s)", as);
+        return;
+    }
+    int W = a->workers;
+    /* on a GPU the main process's CPU is small: each worker delivers 1/cb while it has a core;
+     * with num_workers=0 the main thread loads in line, between the steps */
+    double cores = r->allowed - 1 > 1 ? r->allowed - 1 : 1;
+    double deliver = W > 0 ? (W < cores ? W : cores) / m.cb : 1 / m.cb;
+    double share = W > 0 ? (1 / deliver > lo ? 1 - lo / (1 / deliver) : 0) : m.cb / (m.cb + lo);
+    if (share < TH_INPUT) {
+        if (W > 0)
+            snprintf(nx, nc, "run the step on a GPU: there it would take %s; the input side keeps up (the loader "
+                     "needs %.1f ms of CPU per batch, %d worker%s deliver %.0f batches/s)", as, 1e3 * m.cb, W,
+                     W == 1 ? "" : "s", deliver);
+        else
+            snprintf(nx, nc, "run the step on a GPU: there it would take %s; the input side keeps up (the main "
+                     "thread loads each batch in %.1f ms of CPU, %.0f%% of such a step)", as, 1e3 * m.cb,
+                     100 * share);
+        return;
+    }
+    int want = (int)ceil(m.cb / lo);
+    snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the loader "
+             "needs %.1f ms of CPU per batch (%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could "
+             "take): workers %d -> %d%s", as, 1e3 * m.cb, W, W == 1 ? "" : "s", deliver, 1 / lo, W, want,
+             want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
+                                   : "");
 }
 
 static void decide(const dr_run *r, dr_result *a)
@@ -497,10 +626,12 @@ static void decide_steps(const dr_run *r, dr_result *a)
     }
     if (!pick && sync_count)
         pick = 3;
-    double mean_wait = (a->wait_total + a->iter_total) / a->nsteps;
-    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->between_med > 0 && a->between_med < TH_TINY_STEP &&
-        mean_wait < TH_TINY_STEP) {
-        decide_tiny(a, mean_wait);
+    /* the job's CPU per step (the loader's included): CPU accounting, which a loaded machine does
+     * not stretch as it stretches the wall clock between batches */
+    double cpu_step = a->cpu_total * a->tick_s / a->nsteps;
+    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 && cpu_step < TH_TINY_STEP &&
+        a->between_med < TH_TINY_WALL) {
+        decide_tiny(a, cpu_step);
         return;
     }
     int torch = strcmp(a->kind, "stoker") != 0;
@@ -513,11 +644,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
         double runnable = a->cpu_total + a->rq_total;
         if (a->ld_rq >= TH_STARVED && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
             sub = "CPU-starved";
-            int want = cores > 1 ? cores - 1 : 1;
-            if (torch && a->workers > want)
-                snprintf(nx, nc, "workers %d -> %d (the job may use %g core%s), or give it more cores",
-                         a->workers, want, r->allowed, r->allowed == 1 ? "" : "s");
-            else
+            if (!(torch && worker_advice(r, a, nx, nc)))
                 snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);
         } else if (a->ld_disk >= TH_STORAGE) {
             sub = "storage";
@@ -525,7 +652,9 @@ static void decide_steps(const dr_run *r, dr_result *a)
                                    : "put the shards on faster storage or in the page cache");
         } else if (a->ld_busy + a->ld_rq >= TH_DECODE) {
             sub = "decode";
-            if (torch && a->workers < cores)
+            if (torch && worker_advice(r, a, nx, nc))
+                ;
+            else if (torch && a->workers < cores)
                 snprintf(nx, nc, "workers %d -> %d", a->workers, cores);
             else if (torch)
                 snprintf(nx, nc, "pack into shards and use stoker.DataLoader (stoker.Loader decodes only the crop)");
@@ -595,7 +724,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
             else if (gpu)
                 snprintf(nx, nc, "a faster GPU or more GPUs: the input side keeps up");
             else
-                snprintf(nx, nc, "run the step on a GPU: the input side keeps up");
+                gpu_projection(r, a, nx, nc);
         }
     }
 }

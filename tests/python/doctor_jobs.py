@@ -9,7 +9,8 @@ workers; the test runs it on one core), sync (.item() on every sample of every s
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
---workers N), sweep (the augment job's batches/s at each of --counts worker counts). The job runs --steps steps or until
+--workers N), sweep (the augment job's batches/s at each of --counts worker counts), traineval
+(3 epochs of a training loader, each followed by a validation pass of another loader). The job runs --steps steps or until
 it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
@@ -83,6 +84,33 @@ def sweep(args):
     return 0
 
 
+def traineval(args):
+    """--steps training batches per epoch, then a validation pass of 4 batches, 3 epochs"""
+    train = memory_loader(32 * args.steps, (128,), 32)
+    val = memory_loader(32 * 4, (128,), 32)
+    model = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loss_fn = nn.CrossEntropyLoss()
+    me = {"mode": "traineval", "steps": 0, "epochs": 0, "val_batches": 0}
+    for _ in range(3):
+        for x, y in train:
+            loss = loss_fn(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            time.sleep(0.01)                   # a step long enough not to be "too small"
+        me["epochs"] += 1
+        with torch.no_grad():
+            for x, y in val:
+                model(x)
+                me["val_batches"] += 1
+    me["steps"] = args.steps
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(me, f)
+    return 0
+
+
 def slicing(args):
     """a training loop without a DataLoader: batches sliced out of an in-memory tensor"""
     g = torch.Generator().manual_seed(0)
@@ -136,6 +164,8 @@ def main():
         return slicing(args)
     if m == "sweep":
         return sweep(args)
+    if m == "traineval":
+        return traineval(args)
     if m in ("decode", "storage", "starved"):
         loader = image_loader(args)
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))

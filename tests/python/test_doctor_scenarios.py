@@ -237,6 +237,19 @@ def test_job_crashing_after_steps(tmp_path):
         "RuntimeError: constructed crash after 3 steps"), v
 
 
+def test_train_and_eval_kept_apart(tmp_path):
+    # 3 epochs of 10 training batches, each followed by a validation pass of 4 batches from
+    # another DataLoader: 3 epoch starts (not 6), the validation counted apart
+    v, d, job, err = doctor(tmp_path, ["traineval"], 10, batches=False)
+    dd = d["data"]
+    assert job["epochs"] == 3 and job["val_batches"] == 12, job
+    assert d["job"]["batches"] == 30, d["job"]
+    assert dd["epochs_started"] == 3, dd
+    assert dd["loaders"] == 2 and dd["eval_batches"] == 12 and dd["eval_passes"] == 3, dd
+    assert 0 < dd["eval_s"] < d["job"]["window_s"], dd
+    assert "evaluation: 12 batches from 1 other loader in 3 passes" in err
+
+
 def _cpu_cgroup():
     """a CPU cgroup whose weight puts the test's processes ahead of the machine's other load (a
     shared 2-core build machine), so the batches/s it compares are the job's, not the neighbours'"""

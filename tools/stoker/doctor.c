@@ -142,8 +142,8 @@ static void on_event(dr_run *r, char *line)
     case 'I': {
         dr_iter it;
         memset(&it, 0, sizeof it);
-        if (sscanf(line, "I %d %lld %lld %7s %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
-                   &it.pin) == 7) {
+        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
+                   &it.pin, &it.lid) >= 7) {
             it.t0 = a;
             it.t1 = b;
             GROW(r->iters, r->niters, r->capiters);
@@ -156,7 +156,7 @@ static void on_event(dr_run *r, char *line)
     case 'N': {
         dr_step s;
         memset(&s, 0, sizeof s);
-        if (sscanf(line, "N %d %lld %lld %d %15s %n", &s.pid, &a, &b, &s.bs, s.dtype, &n) >= 5) {
+        if (sscanf(line, "N %d %lld %lld %d %15s %d %n", &s.pid, &a, &b, &s.bs, s.dtype, &s.lid, &n) >= 6) {
             s.t0 = a;
             s.t1 = b;
             parse_counters(line + n, s.c);

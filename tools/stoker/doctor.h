@@ -44,6 +44,7 @@ typedef struct dr_step {           /* N: one batch handed to the training loop *
     int pid;
     int64_t t0, t1;                /* __next__ called, returned (CLOCK_MONOTONIC ns) */
     int bs;
+    int lid;                       /* the loader it came from (the hook's number per loader object) */
     char dtype[16];
     int64_t c[11];                 /* counters since the previous batch (see doctor_hook.py) */
 } dr_step;
@@ -53,6 +54,7 @@ typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int64_t t0, t1;
     char kind[8];                  /* torch | stoker */
     int workers, bs, pin;
+    int lid;                       /* the loader */
 } dr_iter;
 
 typedef struct dr_save {           /* S: torch.save */

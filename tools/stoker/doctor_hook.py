@@ -88,17 +88,38 @@ def _stk_doctor_install():
                 st["in_next"] = False
             t1 = now()
             n, dt = batch_size(b)
-            emit("N %d %d %d %d %s %s\n" % (st["pid"], t0, t1, n, dt, counters()), t1)
+            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1, n, dt, getattr(self, "_stk_lid", 0),
+                                               counters()), t1)
             return b
         return __next__
+
+    lids = {}
+
+    def loader_id(loader):
+        # which loader an iterator belongs to (training and validation apart): a small number per
+        # loader object, kept on it (the id() of a freed loader may come back)
+        lid = getattr(loader, "_stk_lid", 0)
+        if not lid:
+            lid = len(lids) + 1
+            lids[lid] = 1
+            try:
+                loader._stk_lid = lid
+            except Exception:
+                lid = 0
+        return lid
 
     def wrap_iter(orig, kind, workers, pin):
         def __iter__(self):
             t0 = now()
             it = orig(self)
-            emit("I %d %d %d %s %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
-                                               int(getattr(self, "batch_size", 0) or 0),
-                                               pin(self)))
+            lid = loader_id(self)
+            try:
+                it._stk_lid = lid
+            except Exception:
+                pass
+            emit("I %d %d %d %s %d %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
+                                                  int(getattr(self, "batch_size", 0) or 0),
+                                                  pin(self), lid))
             return it
         return __iter__
 

@@ -54,6 +54,9 @@ struct dr_result {
     double wait_med, wait_p99, between_med, between_p99, step_med;
     double first_batch, epoch_start_mean;
     int nepochs, first_included;
+    int train_lid, nloaders;      /* the training loader (most batches), loaders iterated */
+    int eval_batches, eval_passes; /* batches and iterators of the other loaders (evaluation) */
+    double eval_s;                /* time in evaluation passes: out of the verdict's window */
     int workers, pin, bs;
     char kind[8], dtype[16];
     char loader_role[48];
@@ -148,15 +151,23 @@ static void analyse_steps(const dr_run *r, dr_result *a)
     int have_first = 0;
     double epoch_cost = 0;
     int bs_seen[8] = {0}, bs_cnt[8] = {0};
+    int eval_between = 0; /* an evaluation batch since the previous training batch */
     for (size_t i = 0; i < r->nsteps; i++) {
         const dr_step *s = &r->steps[i];
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
             continue;
-        /* first batch of an iterator: an I of this process between the previous batch and this */
-        int first = !prev_t1;
+        if (s->lid != a->train_lid) {
+            a->eval_batches++;
+            eval_between = 1;
+            continue;
+        }
+        /* first batch of an iterator: an I of this process between the previous batch and this;
+         * or the first after an evaluation pass (the gap holds the evaluation) */
+        int first = !prev_t1 || eval_between;
+        eval_between = 0;
         while (it < r->niters && r->iters[it].t0 <= s->t0) {
             const dr_iter *I = &r->iters[it];
-            if (I->pid == r->main_pid && I->t0 >= prev_t0) {
+            if (I->pid == r->main_pid && I->lid == a->train_lid && I->t0 >= prev_t0) {
                 first = 1;
                 a->iter_total += (double)(I->t1 - I->t0) / 1e9;
                 epoch_cost += (double)(I->t1 - I->t0) / 1e9;
@@ -232,6 +243,54 @@ static void analyse_steps(const dr_run *r, dr_result *a)
     free(w);
     free(bt);
     free(ws);
+}
+
+/* the training loader: the one whose batches the main process took most of (validation and
+ * test loaders are iterated too, and are kept apart by the hook's number per loader object) */
+static void pick_train_loader(const dr_run *r, dr_result *a)
+{
+    enum { MAXL = 64 };
+    int cnt[MAXL] = {0};
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid == r->main_pid && s->lid >= 0 && s->lid < MAXL && s->t0 >= a->w0 && s->t1 <= a->w1)
+            cnt[s->lid]++;
+    }
+    int best = 0;
+    for (int l = 0; l < MAXL; l++) {
+        a->nloaders += cnt[l] > 0;
+        if (cnt[l] > cnt[best])
+            best = l;
+    }
+    a->train_lid = best;
+}
+
+/* evaluation passes: from an evaluation iterator's creation to the next training batch asked for */
+static void eval_spans(const dr_run *r, dr_result *a)
+{
+    int64_t open = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < r->niters; i++) {
+        const dr_iter *I = &r->iters[i];
+        if (I->pid != r->main_pid || I->lid == a->train_lid || I->t0 < a->w0 || I->t0 >= a->w1 ||
+            I->t0 < open)
+            continue;
+        int64_t end = a->w1;
+        for (j = 0; j < r->nsteps; j++) {
+            const dr_step *s = &r->steps[j];
+            if (s->pid == r->main_pid && s->lid == a->train_lid && s->t0 > I->t0) {
+                end = s->t0 < a->w1 ? s->t0 : a->w1;
+                break;
+            }
+        }
+        for (size_t k = 0; k < r->niters; k++) /* or the training loader's next iterator */
+            if (r->iters[k].pid == r->main_pid && r->iters[k].lid == a->train_lid && r->iters[k].t0 > I->t0 &&
+                r->iters[k].t0 < end)
+                end = r->iters[k].t0;
+        a->eval_s += (double)(end - I->t0) / 1e9;
+        a->eval_passes++;
+        open = end;
+    }
 }
 
 /* the overlap of (a, b] with the batch waits of the main process, in ns */
@@ -599,7 +658,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
         decide_outside(r, a);
         return;
     }
-    double W = a->wall > 0 ? a->wall : 1;
+    double W = a->wall - a->eval_s > 0 ? a->wall - a->eval_s : 1; /* training only */
     double input = (a->wait_total + a->iter_total) / W;
     a->input_share = input;
     a->save_share = a->save_total / W;
@@ -754,7 +813,9 @@ dr_result *dr_analyse(const dr_run *r)
     }
     a->wall = (double)(a->w1 - a->w0) / 1e9;
     snprintf(a->kind, sizeof a->kind, "-");
+    pick_train_loader(r, a);
     analyse_steps(r, a);
+    eval_spans(r, a);
     a->calls_total = a->calls[0] + a->calls[1] + a->calls[2] + a->calls[3];
     int64_t last_save_step = -1;
     double gaps = 0;
@@ -768,7 +829,8 @@ dr_result *dr_analyse(const dr_run *r)
         a->save_bytes += (double)s->bytes;
         int64_t k = 0; /* batches before this save */
         for (size_t j = 0; j < r->nsteps; j++)
-            if (r->steps[j].pid == r->main_pid && r->steps[j].t1 <= s->t0 && r->steps[j].t1 >= a->w0)
+            if (r->steps[j].pid == r->main_pid && r->steps[j].lid == a->train_lid && r->steps[j].t1 <= s->t0 &&
+                r->steps[j].t1 >= a->w0)
                 k++;
         if (last_save_step >= 0) {
             gaps += (double)(k - last_save_step);
@@ -903,6 +965,12 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
                 1e3 * a->first_batch, a->nepochs, a->nepochs == 1 ? "" : "s", 1e3 * a->epoch_start_mean);
         fprintf(f, "              the loader (%s): on a CPU %.0f%%, waiting for a CPU %.0f%%, in disk wait %.0f%%\n",
                 a->loader_role, 100 * a->ld_busy, 100 * a->ld_rq, 100 * a->ld_disk);
+        if (a->eval_batches)
+            fprintf(f, "              evaluation: %d batch%s from %d other loader%s in %d pass%s, %.1f s (%.0f%% of "
+                    "the window); the figures above and the verdict are the training loader's\n",
+                    a->eval_batches, a->eval_batches == 1 ? "" : "es", a->nloaders - 1, a->nloaders == 2 ? "" : "s",
+                    a->eval_passes, a->eval_passes == 1 ? "" : "es", a->eval_s,
+                    a->wall > 0 ? 100 * a->eval_s / a->wall : 0);
     }
     fprintf(f, "4. batch      ");
     if (a->nsteps)
@@ -1074,6 +1142,10 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "first_batch_s", a->first_batch, 1);
     jnum(f, "epochs_started", a->nepochs, 1);
     jnum(f, "epoch_start_mean_s", a->epoch_start_mean, 1);
+    jnum(f, "loaders", a->nloaders, 1);
+    jnum(f, "eval_batches", a->eval_batches, 1);
+    jnum(f, "eval_passes", a->eval_passes, 1);
+    jnum(f, "eval_s", a->eval_s, 1);
     fprintf(f, "\"loader_role\": ");
     jstr(f, a->loader_role);
     fprintf(f, ", ");

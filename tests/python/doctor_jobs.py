@@ -9,12 +9,15 @@ workers; the test runs it on one core), sync (.item() on every sample of every s
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
---workers N), sweep (the augment job's batches/s at each of --counts worker counts), traineval
+--workers N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
+then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
+per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
 (3 epochs of a training loader, each followed by a validation pass of another loader). The job runs --steps steps or until
 it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
 import argparse
+import io
 import json
 import os
 import sys
@@ -176,14 +179,24 @@ def main():
     elif m == "augment":
         loader = augment_loader(args.workers, args.batch)
         model = nn.Linear(32, 10)
+    elif m in ("npsave", "logging"):
+        import numpy as np
+        import pickle
+        loader = memory_loader(512, (256,), 32)
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        arr = np.random.default_rng(0).standard_normal(4 * 1024 * 1024)      # 32 MB
+        ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-%s-%d" % (m, os.getpid()))
+        if m == "logging":
+            log = open(ckpt + ".csv", "w")
     elif m == "tiny":  # a step of a fraction of a millisecond: per-batch overheads are the job
         loader = memory_loader(4096, (32,), 16)
         model = nn.Linear(32, 10)
-    elif m == "checkpoint":
+    elif m in ("checkpoint", "lightning"):
         loader = memory_loader(512, (256,), 32)
         model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
         blob = {"weights": torch.randn(12 * 1024 * 1024)}   # 48 MB "optimizer state"
-        ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-ckpt-%d.pt" % os.getpid())
+        ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-ckpt-%d.%s" % (os.getpid(),
+                            "pt" if m == "checkpoint" else "ckpt"))
     elif m == "sync":  # pre-made batches: loading costs next to nothing, the step is the .item()s
         g = torch.Generator().manual_seed(0)
         batches = [(torch.randn(256, 64, generator=g), torch.randint(0, 10, (256,), generator=g))
@@ -195,7 +208,7 @@ def main():
         model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
-    me = {"mode": m, "steps": 0, "wait_s": 0.0, "save_s": 0.0, "saves": 0, "item_calls": 0,
+    me = {"mode": m, "steps": 0, "wait_s": 0.0, "save_s": 0.0, "saves": 0, "log_s": 0.0, "item_calls": 0,
           "cpu_calls": 0, "step_s": []}
     t_start = time.monotonic()
     try:
@@ -222,13 +235,35 @@ def main():
                         me["item_calls"] += 1
                     out.detach().cpu()
                     me["cpu_calls"] += 1
-                if m == "checkpoint" and me["steps"] % 5 == 0:
+                if m in ("checkpoint", "lightning") and me["steps"] % 5 == 0:
                     ts = time.monotonic()
                     try:
-                        torch.save({"model": model.state_dict(), "blob": blob}, ckpt)
+                        state = {"model": model.state_dict(), "blob": blob}
+                        if m == "checkpoint":
+                            torch.save(state, ckpt)
+                        else:                      # as Lightning: serialise to memory, then write
+                            buf = io.BytesIO()
+                            torch.save(state, buf)
+                            with open(ckpt, "wb") as f:
+                                f.write(buf.getvalue())
+                                f.flush()
+                                os.fsync(f.fileno())
                     finally:                       # a save cut by the stop counts too
                         me["save_s"] += time.monotonic() - ts
                         me["saves"] += 1
+                if m == "npsave" and me["steps"] % 5 == 0:
+                    ts = time.monotonic()
+                    np.save(ckpt + ".npy", arr)            # numpy's own save
+                    with open(ckpt + ".pkl", "wb") as f:   # a pickled state
+                        pickle.dump({"arr": arr}, f, protocol=4)
+                    me["save_s"] += time.monotonic() - ts
+                    me["saves"] += 2
+                if m == "logging":                         # a metrics line per step, synced
+                    ts = time.monotonic()
+                    log.write("%d,%.6f\n" % (me["steps"], loss.item()))
+                    log.flush()
+                    os.fsync(log.fileno())
+                    me["log_s"] += time.monotonic() - ts
                 if m == "crash" and me["steps"] == 3:
                     raise RuntimeError("constructed crash after 3 steps")
                 me["step_s"].append(time.monotonic() - t1)
@@ -238,8 +273,12 @@ def main():
         pass
     finally:
         me["wall_s"] = time.monotonic() - t_start
-        if m == "checkpoint" and os.path.exists(ckpt):
+        if m in ("checkpoint", "lightning") and os.path.exists(ckpt):
             os.unlink(ckpt)
+        if m in ("npsave", "logging"):
+            for ext in (".npy", ".pkl", ".csv"):
+                if os.path.exists(ckpt + ext):
+                    os.unlink(ckpt + ext)
         if args.out:
             with open(args.out, "w") as f:
                 json.dump(me, f)

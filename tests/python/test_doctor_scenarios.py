@@ -116,6 +116,42 @@ def test_compute_bound(tmp_path):
     assert abs(d["data"]["between_batches_median_s"] - med) <= 0.25 * med, (d["data"], med)
 
 
+def test_lightning_style_checkpoint(tmp_path):
+    # Lightning's save: torch.save into a BytesIO (serialisation only), then the job writes the
+    # buffer to the file and fsyncs it; the whole save is the checkpoint's share, not the first part
+    v, d, job, err = doctor(tmp_path, ["lightning"], 40)
+    assert v.startswith("7. verdict: checkpoint-bound"), err
+    w = d["writes"]
+    assert w["saves"] == job["saves"] == 8, (w, job)
+    # the whole save (serialise + write + fsync) as a share of the window, against the job's timer
+    assert abs(w["save_share"] - job["save_s"] / d["job"]["window_s"]) <= 0.08, (w, job)
+    assert w["checkpoint_write_s"] > 0 and w["checkpoint_write_bytes"] >= 8 * 48e6, w
+    assert w["save_bytes"] / w["saves"] >= 48e6, w
+    assert "async_save" in v and "instead of 5" in v, v
+
+
+def test_numpy_and_pickle_saves(tmp_path):
+    # np.save (a save call of its own) and pickle.dump into an open .pkl file, 32 MB each, every
+    # 5 steps: both are checkpoints, timed whole, by kind
+    v, d, job, err = doctor(tmp_path, ["npsave"], 20)
+    w = d["writes"]
+    assert w["saves"] == job["saves"] == 8, (w, job)
+    assert w["checkpoint_files_written"] == 4, w
+    assert "4 np.save, 4 written as files" in v or "4 np.save, 4 written as files" in err, err
+    assert abs(w["save_share"] - job["save_s"] / d["job"]["window_s"]) <= 0.08, (w, job)
+
+
+def test_logging_bound(tmp_path):
+    # a CSV metrics line per step, flushed and fsynced: the fsyncs are the job
+    v, d, job, err = doctor(tmp_path, ["logging"], 150)
+    w = d["writes"]
+    share = job["log_s"] / d["job"]["window_s"]
+    if share < 0.3:
+        pytest.skip("fsync is too fast on this storage (%.0f%% of the window) to bound the job" % (100 * share))
+    assert v.startswith("7. verdict: logging-bound"), err
+    assert abs(w["log_share"] - share) <= 0.08, (w, job)
+
+
 def test_sync_bound(tmp_path):
     v, d, job, err = doctor(tmp_path, ["sync"], 60)
     assert v.startswith("7. verdict: sync-bound"), err

@@ -108,9 +108,9 @@ static int in_list(const int *a, int n, int v)
     return 0;
 }
 
-static void parse_counters(const char *p, int64_t c[11])
+static void parse_counters(const char *p, int64_t c[DR_NC])
 {
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < DR_NC; i++) {
         char *end;
         long long v = strtoll(p, &end, 10);
         if (end == p)
@@ -169,7 +169,10 @@ static void on_event(dr_run *r, char *line)
     }
     case 'S': {
         dr_save s;
-        if (sscanf(line, "S %d %lld %lld %lld", &s.pid, &a, &b, &c) == 4) {
+        memset(&s, 0, sizeof s);
+        if (sscanf(line, "S %d %lld %lld %lld %15s", &s.pid, &a, &b, &c, s.kind) >= 4) {
+            if (!s.kind[0])
+                snprintf(s.kind, sizeof s.kind, "torch.save");
             s.t0 = a;
             s.t1 = b;
             s.bytes = c;

@@ -16,6 +16,7 @@
 #define DR_MAXGPU 8
 #define DR_MAXDEV 16
 #define DR_ERR_LINES 5
+#define DR_NC 18           /* per-step counters (doctor_hook.py, docs/doctor.md) */
 
 /* thread roles */
 enum { DR_MAIN, DR_WORKER, DR_STOKER, DR_OTHER, DR_NROLES };
@@ -46,7 +47,7 @@ typedef struct dr_step {           /* N: one batch handed to the training loop *
     int bs;
     int lid;                       /* the loader it came from (the hook's number per loader object) */
     char dtype[16];
-    int64_t c[11];                 /* counters since the previous batch (see doctor_hook.py) */
+    int64_t c[DR_NC];              /* counters since the previous batch (see doctor_hook.py) */
 } dr_step;
 
 typedef struct dr_iter {           /* I: an iterator created (epoch start) */
@@ -57,9 +58,10 @@ typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int lid;                       /* the loader */
 } dr_iter;
 
-typedef struct dr_save {           /* S: torch.save */
+typedef struct dr_save {           /* S: a save call (torch.save, np.save, safetensors) */
     int pid;
     int64_t t0, t1, bytes;
+    char kind[16];
 } dr_save;
 
 typedef struct dr_gpu {
@@ -108,7 +110,7 @@ typedef struct dr_run {
     dr_save *saves;
     size_t nsaves, capsaves;
     int64_t x_t;                   /* X: the main Python process's atexit, 0 if none */
-    int64_t x_c[11];
+    int64_t x_c[DR_NC];
     int64_t e_count;               /* E: iterators exhausted */
     int hooked;                    /* H events seen */
     int py_pids[64];

@@ -28,6 +28,7 @@
 #define TH_CKPT 0.20
 #define TH_SYNC_SHARE 0.15
 #define TH_SYNC_PER_STEP 32.0
+#define TH_LOG 0.15 /* writes to log files (or other non-checkpoint files) */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25
 #define TH_DECODE 0.50
@@ -63,8 +64,12 @@ struct dr_result {
     double ld_n, ld_busy, ld_rq, ld_disk;
     double tick_s, main_wait_cpu; /* seconds of ticks in the window; main-thread CPU-s during waits */
     /* writes */
-    int nsave;
+    int nsave, nsave_kind[3];     /* save calls: torch.save, np.save, safetensors */
     double save_total, save_share, save_bytes, steps_per_save;
+    double save_call_s;           /* inside the save calls (serialisation, or all of a save to a path) */
+    double wr_s[3], wr_b[3];      /* the job's own file writes + fsync: checkpoint, log, other files */
+    double ckpt_opens;            /* checkpoint files opened for writing outside a save call */
+    double log_share, other_share;
     /* copies */
     double calls[4], calls_total, calls_dev, sync_time, sync_share;
     double h2d_pin, h2d_page, h2d_bytes;
@@ -420,6 +425,22 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
     }
 }
 
+/* "4 torch.save into memory + file writes" / "3 np.save, 1 pickled file" */
+static void save_kinds(const dr_result *a, char *out, size_t cap)
+{
+    static const char *nm[3] = {"torch.save", "np.save", "safetensors"};
+    size_t o = 0;
+    out[0] = 0;
+    for (int k = 0; k < 3 && o < cap; k++)
+        if (a->nsave_kind[k])
+            o += (size_t)snprintf(out + o, cap - o, "%s%d %s", o ? ", " : "", a->nsave_kind[k], nm[k]);
+    if (a->ckpt_opens > 0 && o < cap)
+        o += (size_t)snprintf(out + o, cap - o, "%s%.0f written as files (pickle, ...)", o ? ", " : "",
+                              a->ckpt_opens);
+    if (a->wr_s[0] > 0 && a->nsave_kind[0] && o < cap)
+        snprintf(out + o, cap - o, "; serialised, then written by the job");
+}
+
 /* "exited with code 3" / "was killed by signal 9 (Killed)" */
 static void job_status(const dr_run *r, char *out, size_t cap)
 {
@@ -662,6 +683,8 @@ static void decide_steps(const dr_run *r, dr_result *a)
     double input = (a->wait_total + a->iter_total) / W;
     a->input_share = input;
     a->save_share = a->save_total / W;
+    a->log_share = a->wr_s[1] / W;
+    a->other_share = a->wr_s[2] / W;
     a->sync_share = a->sync_time / W;
     double steps = a->csteps > 0 ? a->csteps : 1;
     double per_step = a->calls_total / steps;
@@ -682,6 +705,14 @@ static void decide_steps(const dr_run *r, dr_result *a)
     if (a->sync_share >= TH_SYNC_SHARE && a->sync_share > best) {
         best = a->sync_share;
         pick = 3;
+    }
+    if (a->log_share >= TH_LOG && a->log_share > best) {
+        best = a->log_share;
+        pick = 4;
+    }
+    if (a->other_share >= TH_LOG && a->other_share > best) {
+        best = a->other_share;
+        pick = 5;
     }
     if (!pick && sync_count)
         pick = 3;
@@ -745,9 +776,24 @@ static void decide_steps(const dr_run *r, dr_result *a)
         long want = nice_up(each * (1 - CKPT_TARGET) / CKPT_TARGET / stepc);
         if (want <= every)
             want = nice_up(every * 2.0);
-        snprintf(f, fc, "torch.save %.0f%% of the time: %d saves of %.1f MB, %.0f ms each, every %ld steps",
-                 100 * a->save_share, a->nsave, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each, every);
-        snprintf(nx, nc, "checkpoint every %ld steps instead of %ld", want, every);
+        char kinds[96];
+        save_kinds(a, kinds, sizeof kinds);
+        snprintf(f, fc, "checkpoints %.0f%% of the time: %d saves (%s) of %.1f MB, %.0f ms each (%.0f ms in the "
+                 "save calls, %.0f ms in the job's own writes and fsync to the file), every %ld steps",
+                 100 * a->save_share, a->nsave, kinds, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each,
+                 a->nsave ? 1e3 * a->save_call_s / a->nsave : 0, a->nsave ? 1e3 * a->wr_s[0] / a->nsave : 0, every);
+        snprintf(nx, nc, "checkpoint every %ld steps instead of %ld (saves then take ~%.0f%%), or save in the "
+                 "background so the step does not wait: torch.distributed.checkpoint.async_save (torch >= 2.3), "
+                 "or a thread that writes a CPU copy of the state dict", want, every, 100 * CKPT_TARGET);
+    } else if (pick == 4 || pick == 5) {
+        int k = pick == 4 ? 1 : 2;
+        snprintf(v, vc, pick == 4 ? "logging-bound" : "write-bound");
+        snprintf(f, fc, "writing %s %.0f%% of the time: %.1f MB in %.1f s (%.2f ms per step), outside any checkpoint",
+                 pick == 4 ? "log files (.log .csv .txt .json, TensorBoard events)" : "files (not checkpoints or logs)",
+                 100 * (pick == 4 ? a->log_share : a->other_share), a->wr_b[k] / 1e6, a->wr_s[k],
+                 1e3 * a->wr_s[k] / steps);
+        snprintf(nx, nc, "write every N steps (aggregate on the device, log the mean), without flush/fsync per "
+                 "line, or hand the writes to a background thread");
     } else if (pick == 3) {
         snprintf(v, vc, "sync-bound");
         snprintf(f, fc,
@@ -767,7 +813,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
             gm += a->gmem[g];
             gt += r->gpus[g].mem_total;
         }
-        double compute = 1 - input - a->save_share - a->sync_share;
+        double compute = 1 - input - a->save_share - a->sync_share - a->log_share - a->other_share;
         if (gpu && r->nvml && r->ngpu && gu < TH_GPU_SMALL_UTIL && gt > 0 && gm / gt < TH_GPU_SMALL_MEM) {
             snprintf(v, vc, "too small for the GPU");
             snprintf(f, fc, "GPU busy %.0f%% of the time, %.1f of %.1f GiB in use, while the job waits for "
@@ -785,6 +831,46 @@ static void decide_steps(const dr_run *r, dr_result *a)
             else
                 gpu_projection(r, a, nx, nc);
         }
+    }
+}
+
+/* the job's own file writes (the hook's counters 11-17, on every batch of the main process but
+ * its first, whose counters are the set-up's, and at its exit): a checkpoint's writes join the
+ * save call that serialised it, so a save is serialisation + write + fsync */
+static void analyse_writes(const dr_run *r, dr_result *a)
+{
+    int seen = 0;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
+            continue;
+        if (seen++)
+            for (int k = 0; k < 3; k++) {
+                a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
+                a->wr_b[k] += (double)s->c[12 + 2 * k];
+            }
+        if (seen > 1)
+            a->ckpt_opens += (double)s->c[17];
+    }
+    if (r->x_t && seen) {
+        for (int k = 0; k < 3; k++) {
+            a->wr_s[k] += (double)r->x_c[11 + 2 * k] / 1e9;
+            a->wr_b[k] += (double)r->x_c[12 + 2 * k];
+        }
+        a->ckpt_opens += (double)r->x_c[17];
+    }
+    a->save_call_s = a->save_total;
+    a->save_total += a->wr_s[0];
+    /* checkpoint files the job wrote itself are saves of their own (pickle.dump into a .pkl);
+     * without such files, the checkpoint writes are buffers a save call filled (Lightning) */
+    if (a->ckpt_opens > 0) {
+        int calls = a->nsave;
+        a->save_bytes += a->wr_b[0];
+        a->nsave += (int)a->ckpt_opens;
+        if (!calls)
+            a->steps_per_save = (double)a->nsteps / a->nsave;
+    } else if (a->wr_b[0] > a->save_bytes) {
+        a->save_bytes = a->wr_b[0];
     }
 }
 
@@ -825,6 +911,7 @@ dr_result *dr_analyse(const dr_run *r)
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t0 > a->w1)
             continue;
         a->nsave++;
+        a->nsave_kind[!strcmp(s->kind, "np.save") ? 1 : !strcmp(s->kind, "safetensors") ? 2 : 0]++;
         a->save_total += (double)((s->t1 < a->w1 ? s->t1 : a->w1) - s->t0) / 1e9;
         a->save_bytes += (double)s->bytes;
         int64_t k = 0; /* batches before this save */
@@ -842,6 +929,7 @@ dr_result *dr_analyse(const dr_run *r)
         last_save_step = k;
     }
     a->steps_per_save = ngaps ? gaps / ngaps : 0;
+    analyse_writes(r, a);
     a->gpu_used = r->gpu_ctx == 1 || a->calls_dev > 0 || a->h2d_pin + a->h2d_page > 0;
     analyse_ticks(r, a);
     decide(r, a);
@@ -989,12 +1077,19 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
             a->calls[2] / steps, a->calls[3] / steps, a->calls_dev / steps, 100 * a->sync_share);
     fprintf(f, "              host-to-device copies per step: %.1f pinned, %.1f pageable (%.1f MB)\n",
             a->h2d_pin / steps, a->h2d_page / steps, mb(a->h2d_bytes / steps));
-    if (a->nsave)
-        fprintf(f, "   writes     torch.save: %d, %.1f MB and %.0f ms each, every %.0f steps: %.0f%% of the time\n",
-                a->nsave, mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, a->steps_per_save,
-                100 * a->save_share);
-    else
-        fprintf(f, "   writes     no torch.save; the job wrote %.1f MB of storage\n", mb(a->job_wr));
+    if (a->nsave) {
+        char kinds[96];
+        save_kinds(a, kinds, sizeof kinds);
+        fprintf(f, "   writes     checkpoints: %d (%s), %.1f MB and %.0f ms each (save call %.0f ms, file write + "
+                "fsync %.0f ms), every %.0f steps: %.0f%% of the time\n", a->nsave, kinds,
+                mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, 1e3 * a->save_call_s / a->nsave,
+                1e3 * a->wr_s[0] / a->nsave, a->steps_per_save, 100 * a->save_share);
+    } else {
+        fprintf(f, "   writes     no checkpoint (torch.save, np.save, safetensors, a .pt/.ckpt/.npy/.pkl/... file)\n");
+    }
+    fprintf(f, "              log files %.1f MB in %.2f s (%.1f%%), other files %.1f MB in %.2f s (%.1f%%); "
+            "the job's processes wrote %.1f MB of storage (/proc/PID/io)\n", mb(a->wr_b[1]), a->wr_s[1],
+            100 * a->log_share, mb(a->wr_b[2]), a->wr_s[2], 100 * a->other_share, mb(a->job_wr));
     fprintf(f, "6. precision  ");
     if (a->nsteps)
         fprintf(f, "autocast fp16 in %d, bf16 in %d of %d steps; batches are %s\n", a->ac16, a->acbf,
@@ -1172,7 +1267,17 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "save_total_s", a->save_total, 1);
     jnum(f, "save_share", a->save_share, 1);
     jnum(f, "save_bytes", a->save_bytes, 1);
-    jnum(f, "steps_per_save", a->steps_per_save, 0);
+    jnum(f, "steps_per_save", a->steps_per_save, 1);
+    jnum(f, "save_call_s", a->save_call_s, 1);
+    jnum(f, "checkpoint_write_s", a->wr_s[0], 1);
+    jnum(f, "checkpoint_write_bytes", a->wr_b[0], 1);
+    jnum(f, "checkpoint_files_written", a->ckpt_opens, 1);
+    jnum(f, "log_write_s", a->wr_s[1], 1);
+    jnum(f, "log_write_bytes", a->wr_b[1], 1);
+    jnum(f, "log_share", a->log_share, 1);
+    jnum(f, "other_write_s", a->wr_s[2], 1);
+    jnum(f, "other_write_bytes", a->wr_b[2], 1);
+    jnum(f, "other_share", a->other_share, 0);
     fprintf(f, "},\n  \"precision\": {");
     jnum(f, "autocast_fp16_steps", a->ac16, 1);
     jnum(f, "autocast_bf16_steps", a->acbf, 0);

@@ -347,3 +347,21 @@ def test_worker_count_advice_holds(tmp_path):
     finally:
         if os.path.isdir(cg):
             os.rmdir(cg)
+
+
+def test_contention_named(tmp_path):
+    # two CPU hogs outside the job on the one core it may use: the job gets a third of it, and
+    # the verdict says that other processes held the CPU (the job's own threads do not count)
+    if not shutil.which("taskset"):
+        pytest.skip("no taskset")
+    hogs = [subprocess.Popen(["taskset", "-c", "0", PY, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        v, d, job, err = doctor(tmp_path, ["slicing"], 30, prefix=["taskset", "-c", "0"], batches=False)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert d["cpu"]["allowed_cores"] == 1
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert "other processes held the CPU: the job ran on " in v, v
+    assert d["cpu"]["runqueue_wait_cores"] >= 0.2, d["cpu"]

@@ -28,7 +28,8 @@
 #define TH_CKPT 0.20
 #define TH_SYNC_SHARE 0.15
 #define TH_SYNC_PER_STEP 32.0
-#define TH_LOG 0.15 /* writes to log files (or other non-checkpoint files) */
+#define TH_LOG 0.15
+#define TH_CONTENTION 0.20 /* others' hold on the CPU named above this share of the allowed cores */ /* writes to log files (or other non-checkpoint files) */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25
 #define TH_DECODE 0.50
@@ -83,7 +84,7 @@ struct dr_result {
     double gutil[DR_MAXGPU], gutil_max[DR_MAXGPU], gmem[DR_MAXGPU];
     int gpu_used;
     /* verdict */
-    char verdict[48], figures[640], next[640], line[1400];
+    char verdict[48], figures[900], next[640], line[1600 + 48];
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -493,8 +494,8 @@ static void decide_outside(const dr_run *r, dr_result *a)
         return;
     }
     snprintf(f, fc, "no training step seen (%s); from outside, over %.1f s: its processes used %.2f of the %g "
-             "cores they may use (main thread %.2f), waited for a CPU %.2f, had %.2f threads in disk wait%s",
-             why, T, a->cpu_total, r->allowed, a->cpu[DR_MAIN], a->rq_total, disk,
+             "core%s they may use (main thread %.2f), waited for a CPU %.2f, had %.2f threads in disk wait%s",
+             why, T, a->cpu_total, r->allowed, r->allowed == 1 ? "" : "s", a->cpu[DR_MAIN], a->rq_total, disk,
              a->gpu_used || r->gpu_ctx == 1 ? "" : "; no GPU");
     if (r->gpu_ctx == 1 && gu >= TH_GPU_SMALL_UTIL) {
         snprintf(v, vc, "compute-bound");
@@ -505,7 +506,7 @@ static void decide_outside(const dr_run *r, dr_result *a)
         snprintf(nx, nc, "read larger sequential blocks (pack the data into shards), or faster storage");
     } else if (busy >= TH_OUTSIDE_BUSY) {
         snprintf(v, vc, "compute-bound");
-        if (a->cpu_total < r->allowed - 0.5 && a->cpu[DR_MAIN] >= 0.8 * a->cpu_total)
+        if (busy < r->allowed - 0.5 && a->cpu[DR_MAIN] + a->rq[DR_MAIN] >= 0.8 * busy) /* one thread works */
             snprintf(nx, nc, "its work runs on one thread of %g allowed cores: more threads "
                      "(torch.set_num_threads(%d)), or run it on a GPU", r->allowed, (int)allowed_int(r));
         else
@@ -659,9 +660,27 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
                                    : "");
 }
 
+/* other processes holding the CPU: the job's threads waited for one while it ran on fewer cores
+ * than it may use (its own oversubscription is not counted: that part is the job's) */
+static void contention(const dr_run *r, dr_result *a)
+{
+    double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
+    if (!a->nticks || c < TH_CONTENTION * r->allowed)
+        return;
+    size_t n = strlen(a->figures);
+    snprintf(a->figures + n, sizeof a->figures - n, "; other processes held the CPU: the job ran on %.2f of its "
+             "%g core%s and waited for one %.2f cores' worth", a->cpu_total, r->allowed, r->allowed == 1 ? "" : "s", c);
+    if (r->psi_ok) {
+        n = strlen(a->figures);
+        snprintf(a->figures + n, sizeof a->figures - n, " (CPU pressure %.0f%%)", 100 * a->psi[0]);
+    }
+}
+
 static void decide(const dr_run *r, dr_result *a)
 {
     decide_steps(r, a);
+    if (!r->failed || a->nsteps)
+        contention(r, a);
     if (r->failed && a->nsteps) {
         char how[96];
         size_t n = strlen(a->figures);

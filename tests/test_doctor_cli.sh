@@ -57,6 +57,16 @@ grep -q "the doctor exits 125 for it" "$T/err" || fail "125 not explained"
 expect 130 "was killed by signal 2 (Interrupt)" -- sh -c 'kill -INT $$'
 "$STOKER" doctor --help | grep -q "125  the job exited with status 2" || fail "--help does not document 125"
 
+# ---- the SVG: the CPU lane's axis is the allowed cores (1 here), a run queue of 3 busy loops on
+# that core is clipped and marked rather than rescaling the lane; the disk lane is the job's own
+if command -v taskset >/dev/null; then
+    expect 0 "stopped by the doctor" -- --seconds 1.5 --plot "$T/cpu.svg" -- \
+        taskset -c 0 sh -c 'for i in 1 2 3; do (while :; do :; done) & done; wait'
+    grep -q '>1 cores</text>' "$T/cpu.svg" || fail "the CPU lane's axis is not the 1 allowed core"
+    grep -q 'fill="#c62828"' "$T/cpu.svg" || fail "no clipped-spike marker"
+    grep -q "Disk: the job's processes" "$T/cpu.svg" || fail "the disk lane is not the job's own"
+fi
+
 # ---- the stop sequence
 s=$(date +%s)
 expect 0 "stopped by the doctor after 1.0 s (SIGINT)" -- --seconds 1 -- sleep 30

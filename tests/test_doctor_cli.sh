@@ -76,6 +76,19 @@ expect 0 "SIGINT, SIGTERM, then SIGKILL" -- --seconds 0.5 -- sh -c 'trap "" INT 
 e=$(( $(date +%s) - s ))
 [ "$e" -ge 8 ] && [ "$e" -lt 15 ] || fail "escalation took $e s (5 s + 3 s expected)"
 
+# ---- the job's storage bytes count a child once: a shell whose child wrote 24 MiB (fsynced, seen
+# alive by the sampler) and which then reaped it (its /proc/PID/io now holds the child's bytes too)
+if [ -x "$PY" ]; then
+    W='import os,time
+f=open(os.environ["OUT"],"wb")
+for i in range(24):
+    f.write(b"x"*(1<<20)); f.flush(); os.fsync(f.fileno()); time.sleep(0.05)'
+    OUT="$T/io" expect 0 "exit status 0" -- --json "$T/io.json" -- sh -c "$PY -c '$W'; sleep 0.5"
+    $PY -c "import json,sys; w=json.load(open(sys.argv[1]))['disk']['job_write_bytes']; assert 0.9*(24<<20) <= w <= 1.3*(24<<20), w" "$T/io.json" \
+        || fail "the job's write bytes are not the 24 MiB its child wrote"
+    grep -q "devices, totals of all processes" "$T/err" || fail "device rows not labelled as all processes"
+fi
+
 # ---- Python: the hook loads, chains to an existing sitecustomize, a job that never iterates
 if [ -x "$PY" ]; then
     mkdir "$T/site"

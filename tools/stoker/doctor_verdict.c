@@ -1042,7 +1042,8 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         fprintf(f, ", cgroup limit %.1f GiB", gib(r->mem_limit));
     fprintf(f, ", swap in use %.2f GiB; job RSS %.2f GiB at most (summed over its processes)\n",
             gib(a->swap_used_max), gib(a->rss_max));
-    fprintf(f, "   disk       the job read %.1f MB and wrote %.1f MB of storage; devices:", mb(a->job_rd), mb(a->job_wr));
+    fprintf(f, "   disk       the job read %.1f MB and wrote %.1f MB of storage (its processes, /proc/PID/io); "
+            "devices, totals of all processes:", mb(a->job_rd), mb(a->job_wr));
     int any = 0;
     for (int i = 0; i < r->ndevs; i++) {
         const dr_dev *d = &r->devs[i];

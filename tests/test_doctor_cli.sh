@@ -67,6 +67,12 @@ if command -v taskset >/dev/null; then
     grep -q "Disk: the job's processes" "$T/cpu.svg" || fail "the disk lane is not the job's own"
 fi
 
+# ---- the network row says whose traffic it is: a namespace shared with other processes is a total
+expect 0 "namespace total: the job shares its network namespace" -- sleep 0.3
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    expect 0 "(the job's own network namespace)" -- --seconds 1.5 -- unshare -n sleep 30
+fi
+
 # ---- the stop sequence
 s=$(date +%s)
 expect 0 "stopped by the doctor after 1.0 s (SIGINT)" -- --seconds 1 -- sleep 30
@@ -85,7 +91,7 @@ for i in range(24):
     f.write(b"x"*(1<<20)); f.flush(); os.fsync(f.fileno()); time.sleep(0.05)'
     OUT="$T/io" expect 0 "exit status 0" -- --json "$T/io.json" -- sh -c "$PY -c '$W'; sleep 0.5"
     $PY -c "import json,sys; w=json.load(open(sys.argv[1]))['disk']['job_write_bytes']; assert 0.9*(24<<20) <= w <= 1.3*(24<<20), w" "$T/io.json" \
-        || fail "the job's write bytes are not the 24 MiB its child wrote"
+        || { cat "$T/err"; fail "the job's write bytes are not the 24 MiB its child wrote"; }
     grep -q "devices, totals of all processes" "$T/err" || fail "device rows not labelled as all processes"
 fi
 

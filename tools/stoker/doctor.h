@@ -97,6 +97,7 @@ typedef struct dr_run {
     double allowed;                /* cores the job may use */
     double mem_total, swap_total, mem_limit;  /* bytes; mem_limit 0: none */
     int psi_ok;
+    int net_shared;                /* 1: the job's network namespace is the doctor's (shared); 0 its own; -1 unknown */
 
     /* samples */
     dr_tick *ticks;

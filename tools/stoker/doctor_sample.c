@@ -221,9 +221,16 @@ static int read_ppid(int pid, int *ppid)
     return 0;
 }
 
+static void owe(dr_sampler *s, int pid, int ppid);
+static int in_list(const int *a, int n, int v);
+
 /* the job's processes: the command and every descendant */
 static void walk_tree(dr_sampler *s, pid_t root)
 {
+    static int old[MAXPROC], oldpp[MAXPROC];
+    int nold = s->npids;
+    memcpy(old, s->pids, (size_t)nold * sizeof *old);
+    memcpy(oldpp, s->ppids, (size_t)nold * sizeof *oldpp);
     static int all[MAXPROC], par[MAXPROC];
     int n = 0;
     DIR *d = opendir("/proc");
@@ -252,6 +259,9 @@ static void walk_tree(dr_sampler *s, pid_t root)
                 s->ppids[s->npids] = par[j];
                 s->pids[s->npids++] = all[j];
             }
+    for (int i = 0; i < nold; i++) /* gone since the last walk (and maybe reaped already) */
+        if (!in_list(s->pids, s->npids, old[i]))
+            owe(s, old[i], oldpp[i]);
 }
 
 static int in_list(const int *a, int n, int v)
@@ -275,6 +285,23 @@ static int role_of(const dr_run *r, int pid, int tid, const char *comm)
 
 #define OWED_TICKS 20 /* a gone child's totals are owed by its parent for 2 s at most */
 
+/* pid is gone: its last totals are owed by its parent ppid, if that is in the tree */
+static void owe(dr_sampler *s, int pid, int ppid)
+{
+    ent *e = tab_find(s->procs, pid), *p = NULL;
+    if (e && in_list(s->pids, s->npids, ppid))
+        p = tab_find(s->procs, ppid);
+    if (p) {
+        p->v[2] += e->v[0];
+        p->v[3] += e->v[1];
+        p->until = s->gen + OWED_TICKS;
+    }
+    if (e) { /* counted once: a stale entry from now on */
+        e->id = -1;
+        e->gen = 0;
+    }
+}
+
 /* The job's storage bytes, summed over its processes' /proc/PID/io. A process's counters include
  * those of the children it has reaped: when a child seen alive is gone, its last totals are owed
  * by its parent (if in the tree), whose next increases carry them and are not counted again. */
@@ -287,18 +314,7 @@ static void sample_io(dr_sampler *s, dr_tick *k, double dt)
         snprintf(path, sizeof path, "/proc/%d/io", s->pids[i]);
         ok[i] = read_small(path, buf, sizeof buf) > 0;
         if (!ok[i]) {
-            ent *e = tab_find(s->procs, s->pids[i]), *p = NULL;
-            if (e && in_list(s->pids, s->npids, s->ppids[i]))
-                p = tab_find(s->procs, s->ppids[i]);
-            if (p) {
-                p->v[2] += e->v[0];
-                p->v[3] += e->v[1];
-                p->until = s->gen + OWED_TICKS;
-            }
-            if (e) { /* counted once: a stale entry from now on */
-                e->id = -1;
-                e->gen = 0;
-            }
+            owe(s, s->pids[i], s->ppids[i]);
             continue;
         }
         char *p = strstr(buf, "\nread_bytes:"), *q = strstr(buf, "\nwrite_bytes:");
@@ -736,6 +752,11 @@ void dr_sampler_limits(dr_sampler *s, dr_run *r)
     r->allowed = r->affinity;
     if (r->quota > 0 && r->quota < r->allowed)
         r->allowed = r->quota;
+    /* the job's network namespace: its own, or the one it shares with the doctor and the rest */
+    char path[64];
+    struct stat a, b;
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)r->pid);
+    r->net_shared = stat(path, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 ? a.st_ino == b.st_ino : -1;
 }
 
 void dr_sampler_tick(dr_sampler *s, dr_run *r, int64_t now)

@@ -1057,8 +1057,10 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         any = 1;
     }
     fprintf(f, "%s\n", any ? "" : " none active");
-    fprintf(f, "   network    received %.2f MB/s, sent %.2f MB/s (the job's network namespace, without lo)\n",
-            mb(a->net_rx), mb(a->net_tx));
+    fprintf(f, "   network    received %.2f MB/s, sent %.2f MB/s, without lo (%s)\n", mb(a->net_rx), mb(a->net_tx),
+            r->net_shared == 0 ? "the job's own network namespace"
+                               : "namespace total: the job shares its network namespace with the doctor and other "
+                                 "processes, whose traffic this includes");
 
     fprintf(f, "3. data       ");
     if (!a->nsteps)
@@ -1240,6 +1242,7 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         fprintf(f, "}");
     }
     fprintf(f, "]},\n  \"network\": {");
+    fprintf(f, "\"namespace_shared\": %s, ", r->net_shared == 0 ? "false" : "true");
     jnum(f, "rx_bytes_per_s", a->net_rx, 1);
     jnum(f, "tx_bytes_per_s", a->net_tx, 0);
     fprintf(f, "},\n  \"data\": {\"loader\": ");

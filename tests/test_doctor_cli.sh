@@ -34,6 +34,7 @@ expect 2 "needs a number of seconds" -- --seconds
 expect 2 "unknown option --frobnicate" -- --frobnicate -- true
 expect 2 "needs a file name" -- --json
 expect 2 "10..10000" -- --interval 1 -- true
+expect 2 "gpu-step-ms needs a positive number of milliseconds (got \`x\`)" -- --gpu-step-ms x -- true
 "$STOKER" doctor --help | grep -q "usage: stoker doctor" || fail "doctor --help"
 "$STOKER" --help | grep -q "doctor" || fail "doctor missing from stoker --help"
 

@@ -42,9 +42,9 @@ def imagefolder(root, classes=2, per_class=64, side=256, quality=90):
     return root
 
 
-def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS, rc=0, batches=True):
+def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS, rc=0, batches=True, opts=()):
     js, me = str(tmp_path / "doctor.json"), str(tmp_path / "job.json")
-    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js, "--"] + list(prefix) + \
+    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js] + list(opts) + ["--"] + list(prefix) + \
           [PY, JOBS] + list(job_args) + ["--steps", str(steps), "--out", me]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
     assert p.returncode == rc, p.stderr
@@ -152,6 +152,16 @@ def test_logging_bound(tmp_path):
     # within 0.15: the job's timer also holds the text layer, .item() and formatting, which on a
     # loaded machine (preempted there) came to 0.13 once; unloaded the two agree within 0.01
     assert abs(w["log_share"] - share) <= 0.15, (w, job)
+
+
+def test_compute_bound_projected_gpu_step(tmp_path):
+    # the compute job (CPU only, ~0.2 s steps) with --gpu-step-ms 0.2: on such a GPU the main
+    # thread's in-line loading (TensorDataset, num_workers=0) would be most of the step
+    v, d, job, err = doctor(tmp_path, ["compute"], 8, opts=["--gpu-step-ms", "0.2"])
+    assert v.startswith("7. verdict: compute-bound"), err
+    nxt = d["verdict"]["next"]
+    assert "there the step would take 0.2 ms, as --gpu-step-ms says" in nxt, nxt
+    assert "then the input side" in nxt and "workers 0 -> " in nxt, nxt
 
 
 def test_sync_bound(tmp_path):

@@ -119,8 +119,11 @@ def test_compute_bound(tmp_path):
 def test_lightning_style_checkpoint(tmp_path):
     # Lightning's save: torch.save into a BytesIO (serialisation only), then the job writes the
     # buffer to the file and fsyncs it; the whole save is the checkpoint's share, not the first part
-    v, d, job, err = doctor(tmp_path, ["lightning"], 40)
+    svg = str(tmp_path / "t.svg")
+    v, d, job, err = doctor(tmp_path, ["lightning"], 40, opts=["--plot", svg])
     assert v.startswith("7. verdict: checkpoint-bound"), err
+    # the plot shades each save whole: the serialisation (8) and the file written after it (8)
+    assert open(svg).read().count('fill="#ff9800" opacity="0.18"') == 16
     w = d["writes"]
     assert w["saves"] == job["saves"] == 8, (w, job)
     # the whole save (serialise + write + fsync) as a share of the window, against the job's timer

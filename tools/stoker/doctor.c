@@ -181,6 +181,17 @@ static void on_event(dr_run *r, char *line)
         }
         break;
     }
+    case 'C': { /* a checkpoint file the job wrote itself: its open..close, for the plot */
+        dr_save s;
+        memset(&s, 0, sizeof s);
+        if (sscanf(line, "C %d %lld %lld", &s.pid, &a, &b) == 3) {
+            s.t0 = a;
+            s.t1 = b;
+            GROW(r->ckfiles, r->nckfiles, r->capckfiles);
+            r->ckfiles[r->nckfiles++] = s;
+        }
+        break;
+    }
     case 'E':
         r->e_count++;
         break;
@@ -641,5 +652,6 @@ out:
     free(r.steps);
     free(r.iters);
     free(r.saves);
+    free(r.ckfiles);
     return ret;
 }

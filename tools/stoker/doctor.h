@@ -110,6 +110,8 @@ typedef struct dr_run {
     size_t niters, capiters;
     dr_save *saves;
     size_t nsaves, capsaves;
+    dr_save *ckfiles;              /* C: checkpoint files written by the job (open..close) */
+    size_t nckfiles, capckfiles;
     int64_t x_t;                   /* X: the main Python process's atexit, 0 if none */
     int64_t x_c[DR_NC];
     int64_t e_count;               /* E: iterators exhausted */

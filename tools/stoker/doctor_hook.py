@@ -64,7 +64,7 @@ def _stk_doctor_install():
         return s
 
     emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
-    install_writes(st, C, now)
+    install_writes(st, C, now, emit)
 
     dtypes = {}
 
@@ -336,7 +336,7 @@ CKPT_EXT = (".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".npy", ".npz", ".pk
 LOG_EXT = (".log", ".csv", ".txt", ".json", ".jsonl", ".yaml", ".out")
 
 
-def install_writes(st, C, now):
+def install_writes(st, C, now, emit):
     """Time the job's file writes, by kind of file: builtins.open for writing returns the usual
     buffered (or text) file over a FileIO whose write() is timed; os.fsync / fdatasync are timed
     for the file they sync. Reads and other opens go straight to the real open()."""
@@ -388,7 +388,10 @@ def install_writes(st, C, now):
             t = now()
             FileIO.close(self)
             if k >= 0 and not st["in_save"]:
-                C[11 + 2 * k] += now() - (self._stk_t0 if st["nb"] == self._stk_b0 else t)
+                t1 = now()
+                C[11 + 2 * k] += t1 - (self._stk_t0 if st["nb"] == self._stk_b0 else t)
+                if k == 0 and st["nb"] == self._stk_b0:   # a checkpoint file: its span, for the plot
+                    emit("C %d %d %d\n" % (st["pid"], self._stk_t0, t1))
 
     def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True,
              opener=None):

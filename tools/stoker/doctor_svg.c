@@ -164,8 +164,9 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
 
     /* checkpoints, behind everything */
     double ybot = TOP + lanes * (LANE + GAP) - GAP;
-    for (size_t i = 0; i < r->nsaves; i++) {
-        double a0 = (double)(r->saves[i].t0 - r->t_start) / 1e9, a1 = (double)(r->saves[i].t1 - r->t_start) / 1e9;
+    for (size_t i = 0; i < r->nsaves + r->nckfiles; i++) { /* save calls, then the files written after */
+        const dr_save *sv = i < r->nsaves ? &r->saves[i] : &r->ckfiles[i - r->nsaves];
+        double a0 = (double)(sv->t0 - r->t_start) / 1e9, a1 = (double)(sv->t1 - r->t_start) / 1e9;
         double x0 = X(&p, a0), x1 = X(&p, a1);
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff9800\" opacity=\"0.18\"/>\n", x0,
                 TOP - 14, x1 - x0 > 1 ? x1 - x0 : 1, ybot - TOP + 14);
@@ -243,7 +244,7 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     series(&p, r, y, dmax, f_wr, 0, "#e65100", NULL);
     legend(&p, y, 0, "#1565c0", "read");
     legend(&p, y, 1, "#e65100", "write");
-    legend(&p, y, 2, "#ff9800", "save calls");
+    legend(&p, y, 2, "#ff9800", "checkpoints");
 
     /* 4: data wait per batch */
     y += LANE + GAP;

@@ -158,7 +158,7 @@ static void on_event(dr_run *r, char *line)
         memset(&s, 0, sizeof s);
         if (sscanf(line, "N %d %lld %lld %d %15s %d %n", &s.pid, &a, &b, &s.bs, s.dtype, &s.lid, &n) >= 6) {
             s.t0 = a;
-            s.t1 = b;
+            s.t1 = a + b; /* the wait, not the end time: shorter lines */
             parse_counters(line + n, s.c);
             if (r->nsteps == 0)
                 r->main_pid = s.pid;

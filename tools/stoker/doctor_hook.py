@@ -33,7 +33,7 @@ def _stk_doctor_install():
 
     buf = []
     ZERO = [0] * len(C)
-    ZERO_S = " ".join(map(str, ZERO))
+    ZERO_S = "-"                            # all counters zero: most batches
 
     def forked():
         # a forked child (a DataLoader worker): its parent's pending lines are not its own
@@ -95,7 +95,7 @@ def _stk_doctor_install():
                 st["in_next"] = False
             t1 = now()
             n, dt = batch_size(b)
-            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1, n, dt, getattr(self, "_stk_lid", 0),
+            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, getattr(self, "_stk_lid", 0),
                                                counters()), t1)
             return b
         return __next__

@@ -68,8 +68,8 @@ static const char usage_doctor[] =
     "(a non-zero exit status, or a signal the doctor did not send), the report gives its status,\n"
     "how long it ran and those lines.\n"
     "\n"
-    "exit codes: 2    the doctor's own error (usage, a command that cannot be run, a --json or\n"
-    "                 --plot file it cannot write); nothing is diagnosed or the report is partial\n"
+    "exit codes: 2    the doctor's own error: usage, a command that cannot be run, or a --json\n"
+    "                 or --plot file it cannot write after a job that succeeded\n"
     "            125  the job exited with status 2 (kept apart from the doctor's 2)\n"
     "            else the job's exit status (128+N if a signal N ended it; 0 when the doctor\n"
     "                 stopped it after --seconds)\n";

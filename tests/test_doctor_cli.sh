@@ -34,6 +34,7 @@ expect 2 "needs a number of seconds" -- --seconds
 expect 2 "unknown option --frobnicate" -- --frobnicate -- true
 expect 2 "needs a file name" -- --json
 expect 2 "10..10000" -- --interval 1 -- true
+expect 2 "gpu-step-ms needs a positive number of milliseconds (got \`x\`)" -- --gpu-step-ms x -- true
 "$STOKER" doctor --help | grep -q "usage: stoker doctor" || fail "doctor --help"
 "$STOKER" --help | grep -q "doctor" || fail "doctor missing from stoker --help"
 
@@ -45,6 +46,34 @@ $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/a.svg" || fa
 expect 3 "exit status 3" -- sh -c 'exit 3'
 expect 137 "killed by signal 9" -- sh -c 'kill -9 $$'
 
+# ---- a failing job: its status, runtime and last stderr lines in the report; its stderr still
+# reaches the terminal; a job's own 2 is not the doctor's usage 2
+expect 3 "FAILED     the job exited with code 3 after [0-9.]* s (0 training steps); its last stderr lines:" -- \
+    sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
+grep -q "^              | no such dataset: /data/x$" "$T/err" || { cat "$T/err"; fail "last stderr line not in the report"; }
+grep -q "^7. verdict: the job failed: it exited with code 3 after [0-9.]* s, before any training step: no such dataset: /data/x; next: fix" "$T/err" || { cat "$T/err"; fail "failure verdict"; }
+[ "$(grep -c '^no such dataset: /data/x$' "$T/err")" = 1 ] || fail "the job's stderr is not passed through once"
+expect 125 "exited with code 2" -- sh -c 'echo "usage: train.py [-h]" >&2; exit 2'
+grep -q "the doctor exits 125 for it" "$T/err" || fail "125 not explained"
+expect 130 "was killed by signal 2 (Interrupt)" -- sh -c 'kill -INT $$'
+"$STOKER" doctor --help | grep -q "125  the job exited with status 2" || fail "--help does not document 125"
+
+# ---- the SVG: the CPU lane's axis is the allowed cores (1 here), a run queue of 3 busy loops on
+# that core is clipped and marked rather than rescaling the lane; the disk lane is the job's own
+if command -v taskset >/dev/null; then
+    expect 0 "stopped by the doctor" -- --seconds 1.5 --plot "$T/cpu.svg" -- \
+        taskset -c 0 sh -c 'for i in 1 2 3; do (while :; do :; done) & done; wait'
+    grep -q '>1 cores</text>' "$T/cpu.svg" || fail "the CPU lane's axis is not the 1 allowed core"
+    grep -q 'fill="#c62828"' "$T/cpu.svg" || fail "no clipped-spike marker"
+    grep -q "Disk: the job's processes" "$T/cpu.svg" || fail "the disk lane is not the job's own"
+fi
+
+# ---- the network row says whose traffic it is: a namespace shared with other processes is a total
+expect 0 "namespace total: the job shares its network namespace" -- sleep 0.3
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+    expect 0 "(the job's own network namespace)" -- --seconds 1.5 -- unshare -n sleep 30
+fi
+
 # ---- the stop sequence
 s=$(date +%s)
 expect 0 "stopped by the doctor after 1.0 s (SIGINT)" -- --seconds 1 -- sleep 30
@@ -53,6 +82,19 @@ s=$(date +%s)
 expect 0 "SIGINT, SIGTERM, then SIGKILL" -- --seconds 0.5 -- sh -c 'trap "" INT TERM; sleep 30; exit 0'
 e=$(( $(date +%s) - s ))
 [ "$e" -ge 8 ] && [ "$e" -lt 15 ] || fail "escalation took $e s (5 s + 3 s expected)"
+
+# ---- the job's storage bytes count a child once: a shell whose child wrote 24 MiB (fsynced, seen
+# alive by the sampler) and which then reaped it (its /proc/PID/io now holds the child's bytes too)
+if [ -x "$PY" ]; then
+    W='import os,time
+f=open(os.environ["OUT"],"wb")
+for i in range(24):
+    f.write(b"x"*(1<<20)); f.flush(); os.fsync(f.fileno()); time.sleep(0.05)'
+    OUT="$T/io" expect 0 "exit status 0" -- --json "$T/io.json" -- sh -c "$PY -c '$W'; sleep 0.5"
+    $PY -c "import json,sys; w=json.load(open(sys.argv[1]))['disk']['job_write_bytes']; assert 0.9*(24<<20) <= w <= 1.3*(24<<20), w" "$T/io.json" \
+        || { cat "$T/err"; fail "the job's write bytes are not the 24 MiB its child wrote"; }
+    grep -q "devices, totals of all processes" "$T/err" || fail "device rows not labelled as all processes"
+fi
 
 # ---- Python: the hook loads, chains to an existing sitecustomize, a job that never iterates
 if [ -x "$PY" ]; then

@@ -42,20 +42,22 @@ def imagefolder(root, classes=2, per_class=64, side=256, quality=90):
     return root
 
 
-def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS):
+def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS, rc=0, batches=True, opts=()):
     js, me = str(tmp_path / "doctor.json"), str(tmp_path / "job.json")
-    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js, "--"] + list(prefix) + \
+    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js] + list(opts) + ["--"] + list(prefix) + \
           [PY, JOBS] + list(job_args) + ["--steps", str(steps), "--out", me]
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == rc, p.stderr
     verdict = [l for l in p.stderr.splitlines() if l.startswith("7. verdict:")]
     assert len(verdict) == 1, p.stderr
     print(verdict[0])
     with open(js) as f:
         d = json.load(f)
-    with open(me) as f:
-        job = json.load(f)
-    assert job["steps"] == steps and d["job"]["batches"] >= steps, (job, p.stderr)
+    job = None
+    if os.path.exists(me):
+        with open(me) as f:
+            job = json.load(f)
+        assert job["steps"] == steps and d["job"]["batches"] >= (steps if batches else 0), (job, p.stderr)
     return verdict[0], d, job, p.stderr
 
 
@@ -112,6 +114,57 @@ def test_compute_bound(tmp_path):
     med = steps[len(steps) // 2]
     # time between batches = the step the job timed (+ a wait of well under a ms): within 25%
     assert abs(d["data"]["between_batches_median_s"] - med) <= 0.25 * med, (d["data"], med)
+
+
+def test_lightning_style_checkpoint(tmp_path):
+    # Lightning's save: torch.save into a BytesIO (serialisation only), then the job writes the
+    # buffer to the file and fsyncs it; the whole save is the checkpoint's share, not the first part
+    svg = str(tmp_path / "t.svg")
+    v, d, job, err = doctor(tmp_path, ["lightning"], 40, opts=["--plot", svg])
+    assert v.startswith("7. verdict: checkpoint-bound"), err
+    # the plot shades each save whole: the serialisation (8) and the file written after it (8)
+    assert open(svg).read().count('fill="#ff9800" opacity="0.18"') == 16
+    w = d["writes"]
+    assert w["saves"] == job["saves"] == 8, (w, job)
+    # the whole save (serialise + write + fsync) as a share of the window, against the job's timer
+    assert abs(w["save_share"] - job["save_s"] / d["job"]["window_s"]) <= 0.08, (w, job)
+    assert w["checkpoint_write_s"] > 0 and w["checkpoint_write_bytes"] >= 8 * 48e6, w
+    assert w["save_bytes"] / w["saves"] >= 48e6, w
+    assert "async_save" in v and "instead of 5" in v, v
+
+
+def test_numpy_and_pickle_saves(tmp_path):
+    # np.save (a save call of its own) and pickle.dump into an open .pkl file, 32 MB each, every
+    # 5 steps: both are checkpoints, timed whole, by kind
+    v, d, job, err = doctor(tmp_path, ["npsave"], 20)
+    w = d["writes"]
+    assert w["saves"] == job["saves"] == 8, (w, job)
+    assert w["checkpoint_files_written"] == 4, w
+    assert "4 np.save, 4 written as files" in v or "4 np.save, 4 written as files" in err, err
+    assert abs(w["save_share"] - job["save_s"] / d["job"]["window_s"]) <= 0.08, (w, job)
+
+
+def test_logging_bound(tmp_path):
+    # a CSV metrics line per step, flushed and fsynced: the fsyncs are the job
+    v, d, job, err = doctor(tmp_path, ["logging"], 150)
+    w = d["writes"]
+    share = job["log_s"] / d["job"]["window_s"]
+    if share < 0.3:
+        pytest.skip("fsync is too fast on this storage (%.0f%% of the window) to bound the job" % (100 * share))
+    assert v.startswith("7. verdict: logging-bound"), err
+    # within 0.15: the job's timer also holds the text layer, .item() and formatting, which on a
+    # loaded machine (preempted there) came to 0.13 once; unloaded the two agree within 0.01
+    assert abs(w["log_share"] - share) <= 0.15, (w, job)
+
+
+def test_compute_bound_projected_gpu_step(tmp_path):
+    # the compute job (CPU only, ~0.2 s steps) with --gpu-step-ms 0.2: on such a GPU the main
+    # thread's in-line loading (TensorDataset, num_workers=0) would be most of the step
+    v, d, job, err = doctor(tmp_path, ["compute"], 8, opts=["--gpu-step-ms", "0.2"])
+    assert v.startswith("7. verdict: compute-bound"), err
+    nxt = d["verdict"]["next"]
+    assert "there the step would take 0.2 ms, as --gpu-step-ms says" in nxt, nxt
+    assert "then the input side" in nxt and "workers 0 -> " in nxt, nxt
 
 
 def test_sync_bound(tmp_path):
@@ -192,3 +245,136 @@ def test_storage_bound(tmp_path):
         subprocess.run(["losetup", "-d", loop], stderr=subprocess.DEVNULL)
         if cg and os.path.isdir(cg):
             os.rmdir(cg)
+
+
+def test_tiny_job_is_too_small(tmp_path):
+    # Linear(32, 10) on batches of 16 from a TensorDataset: ~0.4 ms of CPU a step, loading
+    # included; more worker processes would only add an inter-process hop to each batch
+    v, d, job, err = doctor(tmp_path, ["tiny"], 1500)
+    assert v.startswith("7. verdict: too small for the hardware"), err
+    c = d["cpu"]
+    assert c["used_cores"] * d["job"]["window_s"] / d["job"]["batches"] < 1e-3, (c, d["job"])
+    nxt = d["verdict"]["next"]
+    assert "batch 16 -> 128" in nxt, nxt
+    assert "workers" not in nxt and "->" not in nxt.replace("batch 16 -> 128", ""), nxt
+
+
+def test_no_dataloader_is_compute_bound(tmp_path):
+    # batches sliced out of a tensor, no DataLoader: the outside figures (a busy main thread) decide
+    v, d, job, err = doctor(tmp_path, ["slicing"], 100, batches=False)
+    assert d["job"]["batches"] == 0
+    assert v.startswith("7. verdict: compute-bound: no training step seen (the job never iterated"), err
+    # the job's main thread ran (or waited for a CPU) most of the run: the figures say so
+    assert d["cpu"]["roles"]["main"]["cores"] + d["cpu"]["roles"]["main"]["runqueue_wait_cores"] >= 0.5, d["cpu"]
+
+
+def test_failing_job(tmp_path):
+    # the job dies before its first step: its status, runtime and last stderr line are the verdict
+    v, d, job, err = doctor(tmp_path, ["fail"], 1, rc=3)
+    last = "doctor_jobs: constructed failure: no dataset at /nonexistent/data"
+    assert v.startswith("7. verdict: the job failed: it exited with code 3 after "), err
+    assert v.split("before any training step: ", 1)[1].startswith(last + "; next: "), v
+    assert d["job"]["failed"] and d["job"]["exit_code"] == 3
+    assert d["job"]["stderr_tail"].splitlines()[-1] == last, d["job"]
+    assert "              | " + last in err
+
+
+def test_job_crashing_after_steps(tmp_path):
+    # a crash after 3 steps: the verdict of those steps, then the failure with its last stderr line
+    v, d, job, err = doctor(tmp_path, ["crash"], 3, rc=1)
+    assert d["job"]["batches"] == 3 and d["job"]["failed"], d["job"]
+    assert "then the job failed: it exited with code 1 after " in v, v
+    assert v.split("then the job failed: ", 1)[1].split(": ", 1)[1].startswith(
+        "RuntimeError: constructed crash after 3 steps"), v
+
+
+def test_train_and_eval_kept_apart(tmp_path):
+    # 3 epochs of 10 training batches, each followed by a validation pass of 4 batches from
+    # another DataLoader: 3 epoch starts (not 6), the validation counted apart
+    v, d, job, err = doctor(tmp_path, ["traineval"], 10, batches=False)
+    dd = d["data"]
+    assert job["epochs"] == 3 and job["val_batches"] == 12, job
+    assert d["job"]["batches"] == 30, d["job"]
+    assert dd["epochs_started"] == 3, dd
+    assert dd["loaders"] == 2 and dd["eval_batches"] == 12 and dd["eval_passes"] == 3, dd
+    assert 0 < dd["eval_s"] < d["job"]["window_s"], dd
+    assert "evaluation: 12 batches from 1 other loader in 3 passes" in err
+
+
+def _cpu_cgroup():
+    """a CPU cgroup whose weight puts the test's processes ahead of the machine's other load (a
+    shared 2-core build machine), so the batches/s it compares are the job's, not the neighbours'"""
+    if os.geteuid() != 0:
+        return None
+    v1 = "/sys/fs/cgroup/cpu"
+    if os.path.exists(os.path.join(v1, "cpu.shares")):
+        cg = os.path.join(v1, "stoker-doctor-%d" % os.getpid())
+        os.makedirs(cg, exist_ok=True)
+        with open(os.path.join(cg, "cpu.shares"), "w") as f:
+            f.write("262144")
+        return cg
+    for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        ctl = os.path.join(base, "cgroup.controllers")
+        if os.path.exists(ctl) and "cpu" in open(ctl).read().split():
+            try:
+                with open(os.path.join(base, "cgroup.subtree_control"), "w") as f:
+                    f.write("+cpu")
+                cg = os.path.join(base, "stoker-doctor-%d" % os.getpid())
+                os.makedirs(cg, exist_ok=True)
+                with open(os.path.join(cg, "cpu.weight"), "w") as f:
+                    f.write("10000")
+                return cg
+            except OSError:
+                return None
+    return None
+
+
+def test_worker_count_advice_holds(tmp_path):
+    # 8 workers of a heavy-augmentation Dataset (~3 ms of CPU per sample) on the machine's cores:
+    # the doctor suggests a worker count from the loader's measured CPU per batch; that count,
+    # applied, runs within 10% of the best count a sweep measures (best of 3 interleaved rounds)
+    ncores = len(os.sched_getaffinity(0))
+    if ncores > 4:
+        pytest.skip("sized for a small machine (the sweep tries 1..8 workers)")
+    cg = _cpu_cgroup()
+    if cg is None:
+        pytest.skip("needs root and a cpu cgroup controller, to measure rates apart from other load")
+    enter = ["sh", "-c", "echo $$ > %s/cgroup.procs && exec \"$@\"" % cg, "sh"]
+    try:
+        v, d, job, err = doctor(tmp_path, ["augment", "--workers", "8", "--batch", "8"], 300, prefix=enter)
+        assert v.startswith("7. verdict: input-bound"), err
+        import re
+        m = re.search(r"next: workers 8 -> (\d+)\b", v)
+        assert m, v
+        want = int(m.group(1))
+        counts = sorted({1, 2, 4, 8, want})
+        out = str(tmp_path / "sweep.json")
+        p = subprocess.run(enter + [PY, "-W", "ignore", JOBS, "sweep", "--batch", "8", "--steps", "120",
+                                    "--rounds", "3", "--counts", ",".join(map(str, counts)), "--out", out],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+        assert p.returncode == 0, p.stderr
+        with open(out) as f:
+            best = {int(k): r for k, r in json.load(f)["best"].items()}
+        print("suggested %d; batches/s by workers: %s" % (want, best))
+        assert best[want] >= 0.9 * max(best.values()), (want, best)
+    finally:
+        if os.path.isdir(cg):
+            os.rmdir(cg)
+
+
+def test_contention_named(tmp_path):
+    # two CPU hogs outside the job on the one core it may use: the job gets a third of it, and
+    # the verdict says that other processes held the CPU (the job's own threads do not count)
+    if not shutil.which("taskset"):
+        pytest.skip("no taskset")
+    hogs = [subprocess.Popen(["taskset", "-c", "0", PY, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        v, d, job, err = doctor(tmp_path, ["slicing"], 30, prefix=["taskset", "-c", "0"], batches=False)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert d["cpu"]["allowed_cores"] == 1
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert "other processes held the CPU: the job ran on " in v, v
+    assert d["cpu"]["runqueue_wait_cores"] >= 0.2, d["cpu"]

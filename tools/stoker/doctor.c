@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,13 +32,14 @@
 extern const unsigned char dr_hook_py[];
 extern const size_t dr_hook_py_len;
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE 2     /* the doctor's own errors: usage, a command that cannot be run, ... */
+#define EXIT_JOB_2 125   /* the job exited with 2, which would read as the doctor's usage error */
 #define STOP_INT_WAIT_S 5.0   /* after SIGINT, before SIGTERM */
 #define STOP_TERM_WAIT_S 3.0  /* after SIGTERM, before SIGKILL */
 
 static const char usage_doctor[] =
     "usage: stoker doctor [--seconds N] [--json FILE] [--plot FILE.svg] [--interval MS]\n"
-    "                     [--events FILE] -- COMMAND [ARGS...]\n"
+    "                     [--events FILE] [--gpu-step-ms MS] -- COMMAND [ARGS...]\n"
     "\n"
     "Run COMMAND (your training job, unchanged) and tell where it waits, in the usual\n"
     "troubleshooting order: 1 GPU in use, 2 CPU/memory/disk/network of the job's processes,\n"
@@ -55,12 +57,22 @@ static const char usage_doctor[] =
     "                  checkpoints\n"
     "  --interval MS   sampling interval [100]\n"
     "  --events FILE   keep the hook's raw event lines in FILE\n"
+    "  --gpu-step-ms MS  for a CPU-only job: the step's time on the GPU it would move to; the\n"
+    "                  doctor then says whether the input side would keep up (without it: the\n"
+    "                  CPU step 20-50x faster, stated as an assumption)\n"
     "\n"
     "GPU figures need NVIDIA's libnvidia-ml.so.1 (loaded at run time if present).\n"
     "The job runs in its own process group: Ctrl-C on the doctor stops it the same way.\n"
     "\n"
-    "exit codes: the job's exit status (128+N if a signal N ended it; 0 when the doctor stopped\n"
-    "            it after --seconds), 2 usage error or a command that cannot be run\n";
+    "The job's stderr passes through the doctor, which keeps its last lines: when the job fails\n"
+    "(a non-zero exit status, or a signal the doctor did not send), the report gives its status,\n"
+    "how long it ran and those lines.\n"
+    "\n"
+    "exit codes: 2    the doctor's own error: usage, a command that cannot be run, or a --json\n"
+    "                 or --plot file it cannot write after a job that succeeded\n"
+    "            125  the job exited with status 2 (kept apart from the doctor's 2)\n"
+    "            else the job's exit status (128+N if a signal N ended it; 0 when the doctor\n"
+    "                 stopped it after --seconds)\n";
 
 static volatile sig_atomic_t g_signal;
 
@@ -96,9 +108,9 @@ static int in_list(const int *a, int n, int v)
     return 0;
 }
 
-static void parse_counters(const char *p, int64_t c[11])
+static void parse_counters(const char *p, int64_t c[DR_NC])
 {
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < DR_NC; i++) {
         char *end;
         long long v = strtoll(p, &end, 10);
         if (end == p)
@@ -130,8 +142,8 @@ static void on_event(dr_run *r, char *line)
     case 'I': {
         dr_iter it;
         memset(&it, 0, sizeof it);
-        if (sscanf(line, "I %d %lld %lld %7s %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
-                   &it.pin) == 7) {
+        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
+                   &it.pin, &it.lid) >= 7) {
             it.t0 = a;
             it.t1 = b;
             GROW(r->iters, r->niters, r->capiters);
@@ -144,9 +156,9 @@ static void on_event(dr_run *r, char *line)
     case 'N': {
         dr_step s;
         memset(&s, 0, sizeof s);
-        if (sscanf(line, "N %d %lld %lld %d %15s %n", &s.pid, &a, &b, &s.bs, s.dtype, &n) >= 5) {
+        if (sscanf(line, "N %d %lld %lld %d %15s %d %n", &s.pid, &a, &b, &s.bs, s.dtype, &s.lid, &n) >= 6) {
             s.t0 = a;
-            s.t1 = b;
+            s.t1 = a + b; /* the wait, not the end time: shorter lines */
             parse_counters(line + n, s.c);
             if (r->nsteps == 0)
                 r->main_pid = s.pid;
@@ -157,12 +169,26 @@ static void on_event(dr_run *r, char *line)
     }
     case 'S': {
         dr_save s;
-        if (sscanf(line, "S %d %lld %lld %lld", &s.pid, &a, &b, &c) == 4) {
+        memset(&s, 0, sizeof s);
+        if (sscanf(line, "S %d %lld %lld %lld %15s", &s.pid, &a, &b, &c, s.kind) >= 4) {
+            if (!s.kind[0])
+                snprintf(s.kind, sizeof s.kind, "torch.save");
             s.t0 = a;
             s.t1 = b;
             s.bytes = c;
             GROW(r->saves, r->nsaves, r->capsaves);
             r->saves[r->nsaves++] = s;
+        }
+        break;
+    }
+    case 'C': { /* a checkpoint file the job wrote itself: its open..close, for the plot */
+        dr_save s;
+        memset(&s, 0, sizeof s);
+        if (sscanf(line, "C %d %lld %lld", &s.pid, &a, &b) == 3) {
+            s.t0 = a;
+            s.t1 = b;
+            GROW(r->ckfiles, r->nckfiles, r->capckfiles);
+            r->ckfiles[r->nckfiles++] = s;
         }
         break;
     }
@@ -207,6 +233,96 @@ static void tail_read(tail *t, dr_run *r)
             rest = 0;
         memmove(t->buf, p, rest);
         t->len = rest;
+    }
+}
+
+/* ---- the job's stderr: passed through, its last lines kept ------------------------------------ */
+typedef struct errpipe {
+    int fd;                /* read end, non-blocking; -1 when closed */
+    char ring[8192];       /* the last bytes the job wrote */
+    size_t len;
+} errpipe;
+
+static void err_drain(errpipe *e)
+{
+    char buf[4096];
+    while (e->fd >= 0) {
+        ssize_t k = read(e->fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k == 0) {
+            close(e->fd);
+            e->fd = -1;
+        }
+        if (k <= 0)
+            return;
+        for (ssize_t o = 0; o < k;) { /* pass it on unchanged */
+            ssize_t w = write(STDERR_FILENO, buf + o, (size_t)(k - o));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                break;
+            o += w;
+        }
+        size_t n = (size_t)k > sizeof e->ring ? sizeof e->ring : (size_t)k;
+        if (e->len + n > sizeof e->ring) {
+            size_t drop = e->len + n - sizeof e->ring;
+            memmove(e->ring, e->ring + drop, e->len - drop);
+            e->len -= drop;
+        }
+        memcpy(e->ring + e->len, buf + (size_t)k - n, n);
+        e->len += n;
+    }
+}
+
+/* the last DR_ERR_LINES non-empty lines ('\r' ends a line too: progress bars) into out */
+static void err_lines(const errpipe *e, char *out, size_t cap)
+{
+    size_t end = e->len, starts[DR_ERR_LINES], ends[DR_ERR_LINES];
+    int n = 0;
+    while (end > 0 && n < DR_ERR_LINES) {
+        while (end > 0 && (e->ring[end - 1] == '\n' || e->ring[end - 1] == '\r' || e->ring[end - 1] == ' '))
+            end--;
+        if (!end)
+            break;
+        size_t b = end;
+        while (b > 0 && e->ring[b - 1] != '\n' && e->ring[b - 1] != '\r')
+            b--;
+        starts[n] = b;
+        ends[n++] = end;
+        end = b;
+    }
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = n - 1; i >= 0 && o + 1 < cap; i--) {
+        for (size_t j = starts[i]; j < ends[i] && o + 2 < cap; j++) {
+            unsigned char c = (unsigned char)e->ring[j];
+            out[o++] = c < 0x20 && c != '\t' ? '?' : (char)c;
+        }
+        if (i && o + 1 < cap)
+            out[o++] = '\n';
+        out[o] = 0;
+    }
+}
+
+/* sleep until the absolute time `until` (CLOCK_MONOTONIC ns), passing the job's stderr on meanwhile */
+static void wait_until(errpipe *e, int64_t until)
+{
+    for (;;) {
+        int64_t now = dr_now();
+        if (now >= until)
+            return;
+        if (e->fd < 0) {
+            struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+            clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+            return;
+        }
+        struct pollfd p = {.fd = e->fd, .events = POLLIN};
+        int ms = (int)((until - now + 999999) / 1000000);
+        if (poll(&p, 1, ms) > 0)
+            err_drain(e);
+        else if (g_signal)
+            return;
     }
 }
 
@@ -277,7 +393,7 @@ static int parse_seconds(const char *s, double *out)
 int cmd_doctor(int argc, char **argv)
 {
     const char *json = NULL, *plot = NULL, *events = NULL;
-    double seconds = 0, interval_ms = 100;
+    double seconds = 0, interval_ms = 100, gpu_step_ms = 0;
     int i = 0;
     while (i < argc) {
         const char *a = argv[i];
@@ -299,6 +415,11 @@ int cmd_doctor(int argc, char **argv)
             }
             if (parse_seconds(v, &seconds) != 0) {
                 usage_error("--seconds needs a positive number of seconds (got `%s`)", v);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--gpu-step-ms")) {
+            if (!v || parse_seconds(v, &gpu_step_ms) != 0) {
+                usage_error("--gpu-step-ms needs a positive number of milliseconds (got `%s`)", v ? v : "");
                 return EXIT_USAGE;
             }
         } else if (!strcmp(a, "--interval")) {
@@ -334,7 +455,7 @@ int cmd_doctor(int argc, char **argv)
     snprintf(dir, sizeof dir, "%s/stoker-doctor-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "stoker doctor: cannot create a directory %s: %s\n", dir, strerror(errno));
-        return 1;
+        return EXIT_USAGE;
     }
     snprintf(hook, sizeof hook, "%s/sitecustomize.py", dir);
     if (events)
@@ -347,7 +468,7 @@ int cmd_doctor(int argc, char **argv)
         if (!events)
             unlink(evpath);
         rmdir(dir);
-        return 1;
+        return EXIT_USAGE;
     }
 
     dr_run r;
@@ -355,9 +476,13 @@ int cmd_doctor(int argc, char **argv)
     r.argv = cmd;
     r.seconds = seconds;
     r.interval = interval_ms / 1000.0;
+    r.gpu_step_ms = gpu_step_ms;
     tail t = {.fd = open(evpath, O_RDONLY | O_CLOEXEC), .len = 0};
+    static errpipe ej;
+    ej.fd = -1;
+    ej.len = 0;
     dr_sampler *smp = dr_sampler_create(&r);
-    int ret = 1;
+    int ret = EXIT_USAGE;
     if (!smp || t.fd < 0) {
         fprintf(stderr, "stoker doctor: out of memory or cannot read %s\n", evpath);
         goto out;
@@ -371,9 +496,15 @@ int cmd_doctor(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
 
-    int ep[2];
+    int ep[2], sp[2];
     if (pipe2(ep, O_CLOEXEC) != 0) {
         fprintf(stderr, "stoker doctor: pipe: %s\n", strerror(errno));
+        goto out;
+    }
+    if (pipe2(sp, O_CLOEXEC) != 0) {
+        fprintf(stderr, "stoker doctor: pipe: %s\n", strerror(errno));
+        close(ep[0]);
+        close(ep[1]);
         goto out;
     }
     fflush(NULL);
@@ -383,9 +514,13 @@ int cmd_doctor(int argc, char **argv)
         fprintf(stderr, "stoker doctor: fork: %s\n", strerror(errno));
         close(ep[0]);
         close(ep[1]);
+        close(sp[0]);
+        close(sp[1]);
         goto out;
     }
     if (pid == 0) {
+        if (dup2(sp[1], STDERR_FILENO) < 0)
+            _exit(127);
         setpgid(0, 0);
         prctl(PR_SET_PDEATHSIG, SIGTERM); /* a doctor killed outright does not leave the job behind */
         signal(SIGINT, SIG_DFL);
@@ -406,6 +541,9 @@ int cmd_doctor(int argc, char **argv)
     }
     setpgid(pid, pid);
     close(ep[1]);
+    close(sp[1]);
+    ej.fd = sp[0];
+    fcntl(ej.fd, F_SETFL, fcntl(ej.fd, F_GETFL) | O_NONBLOCK);
     int e = 0;
     ssize_t k;
     while ((k = read(ep[0], &e, sizeof e)) < 0 && errno == EINTR)
@@ -426,8 +564,7 @@ int cmd_doctor(int argc, char **argv)
     int stage = 0, status = 0, by_seconds = 0;
     int64_t t_stage = 0;
     for (;;) {
-        struct timespec ts = {.tv_sec = next / 1000000000, .tv_nsec = next % 1000000000};
-        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        wait_until(&ej, next);
         int64_t now = dr_now();
         tail_read(&t, &r);
         pid_t w = waitpid(pid, &status, WNOHANG);
@@ -457,6 +594,7 @@ int cmd_doctor(int argc, char **argv)
         if (next < now)
             next = now + step_ns;
     }
+    err_drain(&ej);
     if (stage)
         kill(-pid, SIGKILL); /* what is left of the job we stopped (orphaned workers) */
     tail_read(&t, &r);
@@ -467,6 +605,8 @@ int cmd_doctor(int argc, char **argv)
     } else if (WIFSIGNALED(status)) {
         r.term_signal = WTERMSIG(status);
     }
+    r.failed = !stage && !g_signal && (r.exited ? r.exit_code != 0 : 1);
+    err_lines(&ej, r.err_tail, sizeof r.err_tail);
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         r.self_cpu_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
@@ -493,12 +633,14 @@ int cmd_doctor(int argc, char **argv)
     else if (g_signal && stage)
         ret = 128 + g_signal;
     else if (r.exited)
-        ret = r.exit_code;
+        ret = r.exit_code == EXIT_USAGE ? EXIT_JOB_2 : r.exit_code;
     else
         ret = 128 + r.term_signal;
     if (werr && ret == 0)
-        ret = 1;
+        ret = EXIT_USAGE;
 out:
+    if (ej.fd >= 0)
+        close(ej.fd);
     if (t.fd >= 0)
         close(t.fd);
     dr_sampler_destroy(smp);
@@ -510,5 +652,6 @@ out:
     free(r.steps);
     free(r.iters);
     free(r.saves);
+    free(r.ckfiles);
     return ret;
 }

@@ -15,6 +15,8 @@
 
 #define DR_MAXGPU 8
 #define DR_MAXDEV 16
+#define DR_ERR_LINES 5
+#define DR_NC 18           /* per-step counters (doctor_hook.py, docs/doctor.md) */
 
 /* thread roles */
 enum { DR_MAIN, DR_WORKER, DR_STOKER, DR_OTHER, DR_NROLES };
@@ -43,8 +45,9 @@ typedef struct dr_step {           /* N: one batch handed to the training loop *
     int pid;
     int64_t t0, t1;                /* __next__ called, returned (CLOCK_MONOTONIC ns) */
     int bs;
+    int lid;                       /* the loader it came from (the hook's number per loader object) */
     char dtype[16];
-    int64_t c[11];                 /* counters since the previous batch (see doctor_hook.py) */
+    int64_t c[DR_NC];              /* counters since the previous batch (see doctor_hook.py) */
 } dr_step;
 
 typedef struct dr_iter {           /* I: an iterator created (epoch start) */
@@ -52,11 +55,13 @@ typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int64_t t0, t1;
     char kind[8];                  /* torch | stoker */
     int workers, bs, pin;
+    int lid;                       /* the loader */
 } dr_iter;
 
-typedef struct dr_save {           /* S: torch.save */
+typedef struct dr_save {           /* S: a save call (torch.save, np.save, safetensors) */
     int pid;
     int64_t t0, t1, bytes;
+    char kind[16];
 } dr_save;
 
 typedef struct dr_gpu {
@@ -80,8 +85,11 @@ typedef struct dr_run {
     int64_t t_stop;                /* when the doctor began stopping it (0: it ended by itself) */
     int stop_signal;               /* the last signal the doctor sent, 0 if none */
     int exited, exit_code, term_signal;
+    int failed;                    /* it failed by itself: a non-zero status or a signal the doctor did not send */
+    char err_tail[1024];           /* its last stderr lines (up to DR_ERR_LINES), '\n'-separated */
     double seconds;                /* --seconds (0: none) */
     double interval;               /* sampling interval, s */
+    double gpu_step_ms;            /* --gpu-step-ms: the step on a GPU, for a CPU-only job (0: assume) */
 
     /* limits */
     int ncpu_online, affinity;     /* cores online, cores in the job's affinity mask */
@@ -89,6 +97,7 @@ typedef struct dr_run {
     double allowed;                /* cores the job may use */
     double mem_total, swap_total, mem_limit;  /* bytes; mem_limit 0: none */
     int psi_ok;
+    int net_shared;                /* 1: the job's network namespace is the doctor's (shared); 0 its own; -1 unknown */
 
     /* samples */
     dr_tick *ticks;
@@ -101,8 +110,10 @@ typedef struct dr_run {
     size_t niters, capiters;
     dr_save *saves;
     size_t nsaves, capsaves;
+    dr_save *ckfiles;              /* C: checkpoint files written by the job (open..close) */
+    size_t nckfiles, capckfiles;
     int64_t x_t;                   /* X: the main Python process's atexit, 0 if none */
-    int64_t x_c[11];
+    int64_t x_c[DR_NC];
     int64_t e_count;               /* E: iterators exhausted */
     int hooked;                    /* H events seen */
     int py_pids[64];

@@ -18,18 +18,22 @@ def _stk_doctor_install():
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
     except OSError:
         return
+    import io
     import time
     now = time.monotonic_ns
     pid = os.getpid()
-    st = {"fd": fd, "in_next": False, "flushed": 0, "pid": pid}
+    st = {"fd": fd, "in_next": False, "flushed": 0, "pid": pid, "in_save": False, "buf_saved": False,
+          "buf_t0": 0, "buf_t1": 0, "nb": 0}
     # per-step counters, reset at every batch: .item() .cpu() .numpy() cuda.synchronize,
     # of those on CUDA tensors, H2D pinned, H2D pageable, H2D bytes, ns inside the sync calls,
-    # autocast entries fp16, autocast entries bf16
-    C = [0] * 11
+    # autocast entries fp16, autocast entries bf16; then file writes outside the save calls
+    # (which time their own): ns and bytes to checkpoint files, to log files, to other files,
+    # and checkpoint files opened for writing outside a save call
+    C = [0] * 18
 
     buf = []
     ZERO = [0] * len(C)
-    ZERO_S = " ".join(map(str, ZERO))
+    ZERO_S = "-"                            # all counters zero: most batches
 
     def forked():
         # a forked child (a DataLoader worker): its parent's pending lines are not its own
@@ -60,6 +64,7 @@ def _stk_doctor_install():
         return s
 
     emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
+    install_writes(st, C, now, emit)
 
     dtypes = {}
 
@@ -79,6 +84,8 @@ def _stk_doctor_install():
         def __next__(self):
             t0 = now()
             st["in_next"] = True
+            st["buf_saved"] = False
+            st["nb"] += 1
             try:
                 b = orig(self)
             except StopIteration:
@@ -88,19 +95,78 @@ def _stk_doctor_install():
                 st["in_next"] = False
             t1 = now()
             n, dt = batch_size(b)
-            emit("N %d %d %d %d %s %s\n" % (st["pid"], t0, t1, n, dt, counters()), t1)
+            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, getattr(self, "_stk_lid", 0),
+                                               counters()), t1)
             return b
         return __next__
+
+    lids = {}
+
+    def loader_id(loader):
+        # which loader an iterator belongs to (training and validation apart): a small number per
+        # loader object, kept on it (the id() of a freed loader may come back)
+        lid = getattr(loader, "_stk_lid", 0)
+        if not lid:
+            lid = len(lids) + 1
+            lids[lid] = 1
+            try:
+                loader._stk_lid = lid
+            except Exception:
+                lid = 0
+        return lid
 
     def wrap_iter(orig, kind, workers, pin):
         def __iter__(self):
             t0 = now()
             it = orig(self)
-            emit("I %d %d %d %s %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
-                                               int(getattr(self, "batch_size", 0) or 0),
-                                               pin(self)))
+            lid = loader_id(self)
+            try:
+                it._stk_lid = lid
+            except Exception:
+                pass
+            emit("I %d %d %d %s %d %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
+                                                  int(getattr(self, "batch_size", 0) or 0),
+                                                  pin(self), lid))
             return it
         return __iter__
+
+    def timed_save(orig_save, kind):
+        # a save call (torch.save, np.save, safetensors' save_file): its time and bytes; into a
+        # path, or into a buffer that the job then writes to a file (Lightning does so): that
+        # file's writes are timed as the rest of the checkpoint (install_writes)
+        def save(*a, **k):
+            f = a[1] if len(a) > 1 else (k.get("f") or k.get("file") or k.get("filename"))
+            if kind == "np.save" and a:
+                f = a[0]
+            t0 = now()
+            path = isinstance(f, (str, bytes, os.PathLike))
+            try:
+                p0 = f.tell() if not path and hasattr(f, "tell") else 0
+            except (OSError, ValueError):
+                p0 = 0
+            outer = st["in_save"]
+            st["in_save"] = True
+            try:
+                return orig_save(*a, **k)
+            finally:
+                st["in_save"] = outer
+                t1 = now()
+                try:
+                    n = os.stat(f).st_size if path else f.tell() - p0
+                except (OSError, ValueError, AttributeError, TypeError):
+                    n = 0
+                if not outer:
+                    st["buf_saved"] = not path and not isinstance(getattr(f, "raw", f), io.FileIO)
+                    st["buf_t1"] = t1
+                    emit("S %d %d %d %d %s\n" % (os.getpid(), t0, t1, n, kind))
+        return save
+
+    def patch_numpy(m):
+        m.save = timed_save(m.save, "np.save")
+
+    def patch_safetensors(m):
+        if hasattr(m, "save_file"):
+            m.save_file = timed_save(m.save_file, "safetensors")
 
     def patch_dataloader(m):
         m._BaseDataLoaderIter.__next__ = wrap_next(m._BaseDataLoaderIter.__next__)
@@ -202,20 +268,7 @@ def _stk_doctor_install():
             return r
         torch.cuda.synchronize = synchronize
 
-        orig_save = torch.save
-
-        def save(obj, f, *a, **k):
-            t0 = now()
-            p0 = f.tell() if hasattr(f, "tell") else 0
-            try:
-                return orig_save(obj, f, *a, **k)
-            finally:
-                t1 = now()
-                try:
-                    n = os.stat(f).st_size if isinstance(f, (str, os.PathLike)) else f.tell() - p0
-                except (OSError, ValueError, AttributeError):
-                    n = 0
-                emit("S %d %d %d %d\n" % (os.getpid(), t0, t1, n))
+        save = timed_save(torch.save, "torch.save")
         torch.save = save
         torch.serialization.save = save
 
@@ -238,7 +291,10 @@ def _stk_doctor_install():
     targets = {"torch": patch_torch,
                "torch.utils.data.dataloader": patch_dataloader,
                "torch.utils.data._utils.worker": patch_worker,
-               "stoker.loader": patch_stoker}
+               "stoker.loader": patch_stoker,
+               "numpy": patch_numpy,
+               "safetensors.torch": patch_safetensors,
+               "safetensors.numpy": patch_safetensors}
 
     class Finder:
         def find_spec(self, name, path=None, target=None):
@@ -273,6 +329,125 @@ def _stk_doctor_install():
         if os.getpid() == pid:
             emit("X %d %d %s\n" % (pid, now(), counters()))
     atexit.register(at_exit)
+
+
+CKPT_EXT = (".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".npy", ".npz", ".pkl", ".pickle", ".h5",
+            ".msgpack", ".tar")
+LOG_EXT = (".log", ".csv", ".txt", ".json", ".jsonl", ".yaml", ".out")
+
+
+def install_writes(st, C, now, emit):
+    """Time the job's file writes, by kind of file: builtins.open for writing returns the usual
+    buffered (or text) file over a FileIO whose write() is timed; os.fsync / fdatasync are timed
+    for the file they sync. Reads and other opens go straight to the real open()."""
+    import builtins
+    import io
+    orig_open = builtins.open
+    FileIO = io.FileIO
+    fdcls = {}
+
+    def kind(file):
+        if st["in_save"]:
+            return -1                       # inside a save call: timed by it
+        name = os.fsdecode(file) if isinstance(file, (str, bytes, os.PathLike)) else ""
+        if st["buf_saved"]:                 # the file a save into a buffer is written to: the
+            st["buf_saved"] = False         # time since the save (getvalue()...) is the save's
+            st["buf_t0"] = st["buf_t1"]
+            return 0
+        low = name.lower()
+        if low.endswith(CKPT_EXT):
+            C[17] += 1
+            return 0
+        if low.endswith(LOG_EXT) or "tfevents" in low:
+            return 1
+        return 2
+
+    class TimedFileIO(FileIO):
+        # a file written within one step (a checkpoint, a log line appended by open/write/close) is
+        # timed open to close: serialisation between its writes (pickle.dump) is part of it; a file
+        # kept open across batches (a log) has its writes and syncs timed as they happen
+        _stk_k = -1
+        _stk_t0 = _stk_b0 = 0
+
+        def write(self, b):
+            k = self._stk_k
+            if k < 0 or st["in_save"]:
+                return FileIO.write(self, b)
+            t = now()
+            n = FileIO.write(self, b)
+            C[12 + 2 * k] += n or 0
+            if st["nb"] != self._stk_b0:
+                C[11 + 2 * k] += now() - t
+            return n
+
+        def close(self):
+            if self.closed:
+                return
+            fdcls.pop(self.fileno(), None)
+            k = self._stk_k
+            t = now()
+            FileIO.close(self)
+            if k >= 0 and not st["in_save"]:
+                t1 = now()
+                C[11 + 2 * k] += t1 - (self._stk_t0 if st["nb"] == self._stk_b0 else t)
+                if k == 0 and st["nb"] == self._stk_b0:   # a checkpoint file: its span, for the plot
+                    emit("C %d %d %d\n" % (st["pid"], self._stk_t0, t1))
+
+    def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True,
+             opener=None):
+        if (not isinstance(mode, str) or isinstance(file, int) or buffering == 0 or "U" in mode
+                or not ("w" in mode or "a" in mode or "x" in mode or "+" in mode)):
+            return orig_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+        t0 = now()
+        raw = TimedFileIO(file, "".join(c for c in mode if c in "rwxa+"), closefd, opener=opener)
+        try:
+            k = kind(file)
+            raw._stk_k = k
+            if k >= 0:
+                if k == 0 and st["buf_t0"]:  # written from a buffer a save just filled
+                    t0 = st["buf_t0"]
+                    st["buf_t0"] = 0
+                raw._stk_t0 = t0
+                raw._stk_b0 = st["nb"]
+                fdcls[raw.fileno()] = raw
+            size = buffering
+            if size < 0 or size == 1:
+                try:
+                    size = os.fstat(raw.fileno()).st_blksize
+                except OSError:
+                    size = 0
+                if size <= 1:
+                    size = io.DEFAULT_BUFFER_SIZE
+            buf = (io.BufferedRandom if "+" in mode else io.BufferedWriter)(raw, size)
+            if "b" in mode:
+                return buf
+            t = io.TextIOWrapper(buf, encoding, errors, newline, line_buffering=buffering == 1 or raw.isatty())
+            t.mode = mode
+            return t
+        except BaseException:
+            raw.close()
+            raise
+
+    def timed_sync(orig):
+        def sync(fd):
+            raw = fdcls.get(fd if isinstance(fd, int) else fd.fileno())
+            if raw is not None and st["nb"] == raw._stk_b0:
+                return orig(fd)             # inside its file's open..close, timed there
+            k = raw._stk_k if raw is not None else 2
+            t = now()
+            try:
+                return orig(fd)
+            finally:
+                if not st["in_save"]:
+                    C[11 + 2 * k] += now() - t
+
+        return sync
+
+    builtins.open = open
+    io.open = open
+    os.fsync = timed_sync(os.fsync)
+    if hasattr(os, "fdatasync"):
+        os.fdatasync = timed_sync(os.fdatasync)
 
 
 def _stk_doctor_chain():

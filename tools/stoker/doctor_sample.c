@@ -69,6 +69,7 @@ typedef struct ent {
     int id;
     unsigned gen;
     uint64_t v[4];
+    unsigned until;             /* procs: v[2], v[3] are owed until this tick (see sample_io) */
 } ent;
 
 static ent *tab_get(ent *t, int id, unsigned gen, int *fresh)
@@ -88,6 +89,20 @@ static ent *tab_get(ent *t, int id, unsigned gen, int *fresh)
             *fresh = 1;
             return e;
         }
+    }
+    return NULL;
+}
+
+/* the entry of id, whatever its age; NULL if none */
+static ent *tab_find(ent *t, int id)
+{
+    unsigned h = ((unsigned)id * 2654435761u) & (TAB_SIZE - 1);
+    for (unsigned i = 0; i < TAB_SIZE; i++) {
+        ent *e = &t[(h + i) & (TAB_SIZE - 1)];
+        if (e->id == id)
+            return e;
+        if (e->id == 0)
+            return NULL;
     }
     return NULL;
 }
@@ -179,6 +194,7 @@ struct dr_sampler {
     unsigned gen;
     int64_t last;
     int pids[MAXPROC];
+    int ppids[MAXPROC];         /* the parent of each, when the tree was walked */
     int npids;
     uint64_t stat_busy, stat_total;
     uint64_t psi[3];
@@ -205,9 +221,16 @@ static int read_ppid(int pid, int *ppid)
     return 0;
 }
 
+static void owe(dr_sampler *s, int pid, int ppid);
+static int in_list(const int *a, int n, int v);
+
 /* the job's processes: the command and every descendant */
 static void walk_tree(dr_sampler *s, pid_t root)
 {
+    static int old[MAXPROC], oldpp[MAXPROC];
+    int nold = s->npids;
+    memcpy(old, s->pids, (size_t)nold * sizeof *old);
+    memcpy(oldpp, s->ppids, (size_t)nold * sizeof *oldpp);
     static int all[MAXPROC], par[MAXPROC];
     int n = 0;
     DIR *d = opendir("/proc");
@@ -228,11 +251,17 @@ static void walk_tree(dr_sampler *s, pid_t root)
     }
     closedir(d);
     s->npids = 0;
+    s->ppids[s->npids] = getpid();
     s->pids[s->npids++] = root;
     for (int i = 0; i < s->npids; i++)
         for (int j = 0; j < n && s->npids < MAXPROC; j++)
-            if (par[j] == s->pids[i])
+            if (par[j] == s->pids[i]) {
+                s->ppids[s->npids] = par[j];
                 s->pids[s->npids++] = all[j];
+            }
+    for (int i = 0; i < nold; i++) /* gone since the last walk (and maybe reaped already) */
+        if (!in_list(s->pids, s->npids, old[i]))
+            owe(s, old[i], oldpp[i]);
 }
 
 static int in_list(const int *a, int n, int v)
@@ -254,12 +283,71 @@ static int role_of(const dr_run *r, int pid, int tid, const char *comm)
     return DR_OTHER;
 }
 
+#define OWED_TICKS 20 /* a gone child's totals are owed by its parent for 2 s at most */
+
+/* pid is gone: its last totals are owed by its parent ppid, if that is in the tree */
+static void owe(dr_sampler *s, int pid, int ppid)
+{
+    ent *e = tab_find(s->procs, pid), *p = NULL;
+    if (e && in_list(s->pids, s->npids, ppid))
+        p = tab_find(s->procs, ppid);
+    if (p) {
+        p->v[2] += e->v[0];
+        p->v[3] += e->v[1];
+        p->until = s->gen + OWED_TICKS;
+    }
+    if (e) { /* counted once: a stale entry from now on */
+        e->id = -1;
+        e->gen = 0;
+    }
+}
+
+/* The job's storage bytes, summed over its processes' /proc/PID/io. A process's counters include
+ * those of the children it has reaped: when a child seen alive is gone, its last totals are owed
+ * by its parent (if in the tree), whose next increases carry them and are not counted again. */
+static void sample_io(dr_sampler *s, dr_tick *k, double dt)
+{
+    static uint64_t rb[MAXPROC], wb[MAXPROC];
+    static char ok[MAXPROC];
+    char path[64], buf[1024];
+    for (int i = 0; i < s->npids; i++) {
+        snprintf(path, sizeof path, "/proc/%d/io", s->pids[i]);
+        ok[i] = read_small(path, buf, sizeof buf) > 0;
+        if (!ok[i]) {
+            owe(s, s->pids[i], s->ppids[i]);
+            continue;
+        }
+        char *p = strstr(buf, "\nread_bytes:"), *q = strstr(buf, "\nwrite_bytes:");
+        rb[i] = p ? strtoull(p + 12, NULL, 10) : 0;
+        wb[i] = q ? strtoull(q + 13, NULL, 10) : 0;
+    }
+    uint64_t jr = 0, jw = 0;
+    for (int i = 0; i < s->npids; i++) {
+        int fresh;
+        ent *e = ok[i] ? tab_get(s->procs, s->pids[i], s->gen, &fresh) : NULL;
+        if (!e)
+            continue;
+        if (fresh || e->until < s->gen)
+            e->v[2] = e->v[3] = 0;
+        uint64_t dr = fresh ? rb[i] : rb[i] >= e->v[0] ? rb[i] - e->v[0] : 0;
+        uint64_t dw = fresh ? wb[i] : wb[i] >= e->v[1] ? wb[i] - e->v[1] : 0;
+        uint64_t mr = dr < e->v[2] ? dr : e->v[2], mw = dw < e->v[3] ? dw : e->v[3];
+        e->v[2] -= mr;
+        e->v[3] -= mw;
+        jr += dr - mr;
+        jw += dw - mw;
+        e->v[0] = rb[i];
+        e->v[1] = wb[i];
+    }
+    k->job_rd_bps = (double)jr / dt;
+    k->job_wr_bps = (double)jw / dt;
+}
+
 static void sample_threads(dr_sampler *s, dr_run *r, dr_tick *k, double dt)
 {
     char path[96], buf[1024];
     double rss_pages = 0;
     long page = sysconf(_SC_PAGESIZE);
-    uint64_t jr = 0, jw = 0;
     for (int i = 0; i < s->npids; i++) {
         int pid = s->pids[i];
         snprintf(path, sizeof path, "/proc/%d/task", pid);
@@ -322,28 +410,9 @@ static void sample_threads(dr_sampler *s, dr_run *r, dr_tick *k, double dt)
             if (sscanf(buf, "%llu %llu", &sz, &res) == 2)
                 rss_pages += (double)res;
         }
-        snprintf(path, sizeof path, "/proc/%d/io", pid);
-        if (read_small(path, buf, sizeof buf) > 0) {
-            char *p = strstr(buf, "\nread_bytes:"), *q = strstr(buf, "\nwrite_bytes:");
-            uint64_t rb = p ? strtoull(p + 12, NULL, 10) : 0, wb = q ? strtoull(q + 13, NULL, 10) : 0;
-            int fresh;
-            ent *e = tab_get(s->procs, pid, s->gen, &fresh);
-            if (e) {
-                if (!fresh && rb >= e->v[0] && wb >= e->v[1]) {
-                    jr += rb - e->v[0];
-                    jw += wb - e->v[1];
-                } else if (fresh) {
-                    jr += rb;
-                    jw += wb;
-                }
-                e->v[0] = rb;
-                e->v[1] = wb;
-            }
-        }
     }
     k->rss = rss_pages * (double)page;
-    k->job_rd_bps = (double)jr / dt;
-    k->job_wr_bps = (double)jw / dt;
+    sample_io(s, k, dt);
 }
 
 static int dev_whole(unsigned maj, unsigned min)
@@ -683,6 +752,11 @@ void dr_sampler_limits(dr_sampler *s, dr_run *r)
     r->allowed = r->affinity;
     if (r->quota > 0 && r->quota < r->allowed)
         r->allowed = r->quota;
+    /* the job's network namespace: its own, or the one it shares with the doctor and the rest */
+    char path[64];
+    struct stat a, b;
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)r->pid);
+    r->net_shared = stat(path, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 ? a.st_ino == b.st_ino : -1;
 }
 
 void dr_sampler_tick(dr_sampler *s, dr_run *r, int64_t now)

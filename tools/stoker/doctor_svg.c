@@ -98,8 +98,8 @@ static void series(const plot *p, const dr_run *r, double y, double ymax, double
 }
 
 static double f_gpu(const dr_tick *k, int g) { return k->gpu_util[g]; }
-static double f_rd(const dr_tick *k, int a) { (void)a; return k->rd_bps / 1e6; }
-static double f_wr(const dr_tick *k, int a) { (void)a; return k->wr_bps / 1e6; }
+static double f_rd(const dr_tick *k, int a) { (void)a; return k->job_rd_bps / 1e6; }
+static double f_wr(const dr_tick *k, int a) { (void)a; return k->job_wr_bps / 1e6; }
 static double f_rq(const dr_tick *k, int a)
 {
     (void)a;
@@ -164,8 +164,9 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
 
     /* checkpoints, behind everything */
     double ybot = TOP + lanes * (LANE + GAP) - GAP;
-    for (size_t i = 0; i < r->nsaves; i++) {
-        double a0 = (double)(r->saves[i].t0 - r->t_start) / 1e9, a1 = (double)(r->saves[i].t1 - r->t_start) / 1e9;
+    for (size_t i = 0; i < r->nsaves + r->nckfiles; i++) { /* save calls, then the files written after */
+        const dr_save *sv = i < r->nsaves ? &r->saves[i] : &r->ckfiles[i - r->nsaves];
+        double a0 = (double)(sv->t0 - r->t_start) / 1e9, a1 = (double)(sv->t1 - r->t_start) / 1e9;
         double x0 = X(&p, a0), x1 = X(&p, a1);
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff9800\" opacity=\"0.18\"/>\n", x0,
                 TOP - 14, x1 - x0 > 1 ? x1 - x0 : 1, ybot - TOP + 14);
@@ -191,17 +192,9 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
 
     /* 2: CPU by role, stacked */
     y += LANE + GAP;
-    double cmax = r->allowed;
-    for (size_t i = 0; i < r->nticks; i++) {
-        double s = 0;
-        for (int j = 0; j < DR_NROLES; j++)
-            s += r->ticks[i].cpu[j];
-        if (s > cmax)
-            cmax = s;
-        if (f_rq(&r->ticks[i], 0) > cmax)
-            cmax = f_rq(&r->ticks[i], 0);
-    }
-    cmax = nice_max(cmax);
+    /* a fixed axis, 0 .. the cores the job may use: a spike (workers starting) is clipped and
+     * marked, not allowed to squash the rest of the run into a thin strip */
+    double cmax = ceil(r->allowed > 0 ? r->allowed : 1);
     lane(&p, y, "CPU cores by role", " cores", cmax);
     for (int j = DR_NROLES - 1; j >= 0 && r->nticks; j--) {
         /* area from 0 to the sum of roles 0..j */
@@ -217,6 +210,13 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         fprintf(f, "%.1f,%.1f\"/>\n", X(&p, r->ticks[r->nticks - 1].t), y + LANE);
     }
     series(&p, r, y, cmax, f_rq, 0, "#000", "4,3");
+    for (size_t i = 0; i < r->nticks; i++) { /* clipped: a red tick above the lane */
+        double st = 0;
+        for (int j = 0; j < DR_NROLES; j++)
+            st += r->ticks[i].cpu[j];
+        if (st > cmax * 1.02 || f_rq(&r->ticks[i], 0) > cmax * 1.02)
+            fprintf(f, "<path d=\"M%.1f %.1fl-3 -5h6z\" fill=\"#c62828\"/>\n", X(&p, r->ticks[i].t), y - 1);
+    }
     double ya = y + LANE - LANE * (r->allowed > cmax ? cmax : r->allowed) / cmax;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"1.2\"/>\n", LEFT, ya,
             W - RIGHT, ya);
@@ -231,20 +231,20 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
 
     /* 3: disk */
     y += LANE + GAP;
-    double dmax = 0;
+    double dmax = 0; /* the job's own storage bytes (/proc/PID/io), not the whole devices' */
     for (size_t i = 0; i < r->nticks; i++) {
-        if (r->ticks[i].rd_bps / 1e6 > dmax)
-            dmax = r->ticks[i].rd_bps / 1e6;
-        if (r->ticks[i].wr_bps / 1e6 > dmax)
-            dmax = r->ticks[i].wr_bps / 1e6;
+        if (r->ticks[i].job_rd_bps / 1e6 > dmax)
+            dmax = r->ticks[i].job_rd_bps / 1e6;
+        if (r->ticks[i].job_wr_bps / 1e6 > dmax)
+            dmax = r->ticks[i].job_wr_bps / 1e6;
     }
     dmax = nice_max(dmax);
-    lane(&p, y, "Disk (block devices)", " MB/s", dmax);
+    lane(&p, y, "Disk: the job's processes", " MB/s", dmax);
     series(&p, r, y, dmax, f_rd, 0, "#1565c0", NULL);
     series(&p, r, y, dmax, f_wr, 0, "#e65100", NULL);
     legend(&p, y, 0, "#1565c0", "read");
     legend(&p, y, 1, "#e65100", "write");
-    legend(&p, y, 2, "#ff9800", "torch.save");
+    legend(&p, y, 2, "#ff9800", "checkpoints");
 
     /* 4: data wait per batch */
     y += LANE + GAP;

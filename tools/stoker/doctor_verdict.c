@@ -28,11 +28,21 @@
 #define TH_CKPT 0.20
 #define TH_SYNC_SHARE 0.15
 #define TH_SYNC_PER_STEP 32.0
+#define TH_LOG 0.15
+#define TH_CONTENTION 0.20 /* others' hold on the CPU named above this share of the allowed cores */ /* writes to log files (or other non-checkpoint files) */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25
 #define TH_DECODE 0.50
 #define TH_GPU_SMALL_UTIL 50.0
 #define TH_GPU_SMALL_MEM 0.50
+#define TH_TINY_STEP 1e-3  /* the job's CPU per step, loading included, under this: too small ... */
+#define TH_TINY_WALL 5e-3  /* ... when the wall time between batches (median) is also under this */
+#define TH_TINY_STEPS 20    /* ... over at least this many steps */
+#define TH_OUTSIDE_TICKS 5 /* samples needed to judge a job without batches from outside */
+#define TH_OUTSIDE_BUSY 0.5 /* ... compute-bound: cores used or waited for */
+#define TH_OUTSIDE_DISK 0.25 /* ... I/O-bound: threads in disk wait */
+#define GPU_SPEEDUP_LO 20.0 /* a CPU-only job's step on a GPU: assumed this many times faster ... */
+#define GPU_SPEEDUP_HI 50.0 /* ... to this many (--gpu-step-ms replaces the assumption) */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 
 struct dr_result {
@@ -46,13 +56,21 @@ struct dr_result {
     double wait_med, wait_p99, between_med, between_p99, step_med;
     double first_batch, epoch_start_mean;
     int nepochs, first_included;
+    int train_lid, nloaders;      /* the training loader (most batches), loaders iterated */
+    int eval_batches, eval_passes; /* batches and iterators of the other loaders (evaluation) */
+    double eval_s;                /* time in evaluation passes: out of the verdict's window */
     int workers, pin, bs;
     char kind[8], dtype[16];
     char loader_role[48];
     double ld_n, ld_busy, ld_rq, ld_disk;
+    double tick_s, main_wait_cpu; /* seconds of ticks in the window; main-thread CPU-s during waits */
     /* writes */
-    int nsave;
+    int nsave, nsave_kind[3];     /* save calls: torch.save, np.save, safetensors */
     double save_total, save_share, save_bytes, steps_per_save;
+    double save_call_s;           /* inside the save calls (serialisation, or all of a save to a path) */
+    double wr_s[3], wr_b[3];      /* the job's own file writes + fsync: checkpoint, log, other files */
+    double ckpt_opens;            /* checkpoint files opened for writing outside a save call */
+    double log_share, other_share;
     /* copies */
     double calls[4], calls_total, calls_dev, sync_time, sync_share;
     double h2d_pin, h2d_page, h2d_bytes;
@@ -66,7 +84,7 @@ struct dr_result {
     double gutil[DR_MAXGPU], gutil_max[DR_MAXGPU], gmem[DR_MAXGPU];
     int gpu_used;
     /* verdict */
-    char verdict[48], figures[640], next[320], line[1200];
+    char verdict[48], figures[900], next[640], line[1600 + 48];
 };
 
 static int cmp_d(const void *a, const void *b)
@@ -139,15 +157,23 @@ static void analyse_steps(const dr_run *r, dr_result *a)
     int have_first = 0;
     double epoch_cost = 0;
     int bs_seen[8] = {0}, bs_cnt[8] = {0};
+    int eval_between = 0; /* an evaluation batch since the previous training batch */
     for (size_t i = 0; i < r->nsteps; i++) {
         const dr_step *s = &r->steps[i];
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
             continue;
-        /* first batch of an iterator: an I of this process between the previous batch and this */
-        int first = !prev_t1;
+        if (s->lid != a->train_lid) {
+            a->eval_batches++;
+            eval_between = 1;
+            continue;
+        }
+        /* first batch of an iterator: an I of this process between the previous batch and this;
+         * or the first after an evaluation pass (the gap holds the evaluation) */
+        int first = !prev_t1 || eval_between;
+        eval_between = 0;
         while (it < r->niters && r->iters[it].t0 <= s->t0) {
             const dr_iter *I = &r->iters[it];
-            if (I->pid == r->main_pid && I->t0 >= prev_t0) {
+            if (I->pid == r->main_pid && I->lid == a->train_lid && I->t0 >= prev_t0) {
                 first = 1;
                 a->iter_total += (double)(I->t1 - I->t0) / 1e9;
                 epoch_cost += (double)(I->t1 - I->t0) / 1e9;
@@ -225,6 +251,54 @@ static void analyse_steps(const dr_run *r, dr_result *a)
     free(ws);
 }
 
+/* the training loader: the one whose batches the main process took most of (validation and
+ * test loaders are iterated too, and are kept apart by the hook's number per loader object) */
+static void pick_train_loader(const dr_run *r, dr_result *a)
+{
+    enum { MAXL = 64 };
+    int cnt[MAXL] = {0};
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid == r->main_pid && s->lid >= 0 && s->lid < MAXL && s->t0 >= a->w0 && s->t1 <= a->w1)
+            cnt[s->lid]++;
+    }
+    int best = 0;
+    for (int l = 0; l < MAXL; l++) {
+        a->nloaders += cnt[l] > 0;
+        if (cnt[l] > cnt[best])
+            best = l;
+    }
+    a->train_lid = best;
+}
+
+/* evaluation passes: from an evaluation iterator's creation to the next training batch asked for */
+static void eval_spans(const dr_run *r, dr_result *a)
+{
+    int64_t open = 0;
+    size_t j = 0;
+    for (size_t i = 0; i < r->niters; i++) {
+        const dr_iter *I = &r->iters[i];
+        if (I->pid != r->main_pid || I->lid == a->train_lid || I->t0 < a->w0 || I->t0 >= a->w1 ||
+            I->t0 < open)
+            continue;
+        int64_t end = a->w1;
+        for (j = 0; j < r->nsteps; j++) {
+            const dr_step *s = &r->steps[j];
+            if (s->pid == r->main_pid && s->lid == a->train_lid && s->t0 > I->t0) {
+                end = s->t0 < a->w1 ? s->t0 : a->w1;
+                break;
+            }
+        }
+        for (size_t k = 0; k < r->niters; k++) /* or the training loader's next iterator */
+            if (r->iters[k].pid == r->main_pid && r->iters[k].lid == a->train_lid && r->iters[k].t0 > I->t0 &&
+                r->iters[k].t0 < end)
+                end = r->iters[k].t0;
+        a->eval_s += (double)(end - I->t0) / 1e9;
+        a->eval_passes++;
+        open = end;
+    }
+}
+
 /* the overlap of (a, b] with the batch waits of the main process, in ns */
 static double wait_overlap(const dr_run *r, int64_t a, int64_t b, size_t *from)
 {
@@ -296,6 +370,8 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
         mrq += f * k->dt * k->rq[DR_MAIN];
         md += f * k->dt * (k->main_state == 'D');
     }
+    a->tick_s = T;
+    a->main_wait_cpu = mbusy;
     if (T > 0) {
         for (int j = 0; j < DR_NROLES; j++) {
             a->cpu[j] /= T;
@@ -350,28 +426,284 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
     }
 }
 
+/* "4 torch.save into memory + file writes" / "3 np.save, 1 pickled file" */
+static void save_kinds(const dr_result *a, char *out, size_t cap)
+{
+    static const char *nm[3] = {"torch.save", "np.save", "safetensors"};
+    size_t o = 0;
+    out[0] = 0;
+    for (int k = 0; k < 3 && o < cap; k++)
+        if (a->nsave_kind[k])
+            o += (size_t)snprintf(out + o, cap - o, "%s%d %s", o ? ", " : "", a->nsave_kind[k], nm[k]);
+    if (a->ckpt_opens > 0 && o < cap)
+        o += (size_t)snprintf(out + o, cap - o, "%s%.0f written as files (pickle, ...)", o ? ", " : "",
+                              a->ckpt_opens);
+    if (a->wr_s[0] > 0 && a->nsave_kind[0] && o < cap)
+        snprintf(out + o, cap - o, "; serialised, then written by the job");
+}
+
+/* "exited with code 3" / "was killed by signal 9 (Killed)" */
+static void job_status(const dr_run *r, char *out, size_t cap)
+{
+    if (r->exited)
+        snprintf(out, cap, "exited with code %d", r->exit_code);
+    else
+        snprintf(out, cap, "was killed by signal %d (%s)", r->term_signal, strsignal(r->term_signal));
+}
+
+/* the last line of the job's stderr */
+static const char *last_err_line(const dr_run *r)
+{
+    const char *p = strrchr(r->err_tail, '\n');
+    return p ? p + 1 : r->err_tail;
+}
+
 static double allowed_int(const dr_run *r)
 {
     double c = floor(r->allowed + 0.01);
     return c < 1 ? 1 : c;
 }
 
+/* no batch seen: a job that failed, else a verdict from the outside figures alone */
+static void decide_outside(const dr_run *r, dr_result *a)
+{
+    char *v = a->verdict, *f = a->figures, *nx = a->next;
+    size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
+    const char *why = !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
+                                 : "the job never iterated a torch DataLoader or a stoker.Loader";
+    if (r->failed) {
+        char how[96];
+        job_status(r, how, sizeof how);
+        snprintf(v, vc, "the job failed");
+        snprintf(f, fc, "it %s after %.1f s, before any training step: %.400s", how, a->run_s,
+                 r->err_tail[0] ? last_err_line(r) : "(nothing on stderr)");
+        snprintf(nx, nc, "fix the error its last stderr lines show (above), then run it under the doctor again");
+        return;
+    }
+    double T = a->nticks * r->interval, busy = a->cpu_total + a->rq_total, disk = 0;
+    for (int j = 0; j < DR_NROLES; j++)
+        disk += a->dth[j];
+    double gu = 0;
+    for (int g = 0; g < r->ngpu; g++)
+        gu = a->gutil[g] > gu ? a->gutil[g] : gu;
+    if (a->nticks < TH_OUTSIDE_TICKS) {
+        snprintf(v, vc, "unknown");
+        snprintf(f, fc, "no training step seen: %s; the job ran %.1f s, too short to judge from outside", why,
+                 a->run_s);
+        snprintf(nx, nc, "run the training loop itself under the doctor, for a few seconds at least");
+        return;
+    }
+    snprintf(f, fc, "no training step seen (%s); from outside, over %.1f s: its processes used %.2f of the %g "
+             "core%s they may use (main thread %.2f), waited for a CPU %.2f, had %.2f threads in disk wait%s",
+             why, T, a->cpu_total, r->allowed, r->allowed == 1 ? "" : "s", a->cpu[DR_MAIN], a->rq_total, disk,
+             a->gpu_used || r->gpu_ctx == 1 ? "" : "; no GPU");
+    if (r->gpu_ctx == 1 && gu >= TH_GPU_SMALL_UTIL) {
+        snprintf(v, vc, "compute-bound");
+        snprintf(f + strlen(f), fc - strlen(f), "; GPU busy %.0f%%", gu);
+        snprintf(nx, nc, "mixed precision (torch.autocast), or a faster GPU");
+    } else if (disk >= TH_OUTSIDE_DISK && disk > busy) {
+        snprintf(v, vc, "I/O-bound");
+        snprintf(nx, nc, "read larger sequential blocks (pack the data into shards), or faster storage");
+    } else if (busy >= TH_OUTSIDE_BUSY) {
+        snprintf(v, vc, "compute-bound");
+        if (busy < r->allowed - 0.5 && a->cpu[DR_MAIN] + a->rq[DR_MAIN] >= 0.8 * busy) /* one thread works */
+            snprintf(nx, nc, "its work runs on one thread of %g allowed cores: more threads "
+                     "(torch.set_num_threads(%d)), or run it on a GPU", r->allowed, (int)allowed_int(r));
+        else
+            snprintf(nx, nc, "run it on a GPU, or give it more cores");
+    } else {
+        snprintf(v, vc, "unknown");
+        snprintf(f + strlen(f), fc - strlen(f), ": it neither computed nor read much (sleeps, network, locks?)");
+        snprintf(nx, nc, "run the training loop itself under the doctor");
+    }
+}
+
+static void decide_steps(const dr_run *r, dr_result *a);
+
+/* The loading model behind every worker count the doctor suggests. From CPU accounting (exact,
+ * and unmoved by other processes' load): cb, the loader's CPU-seconds per batch (the worker
+ * processes' CPU, or with num_workers=0 the main thread's CPU while it waits), and sc, the
+ * main process's CPU-seconds per step outside the waits. On C allowed cores, with W workers that
+ * each deliver 1/cb batches/s while they have a core, the job runs at
+ *     rate(W) = min(1/step, W/cb, C/(sc + cb))
+ * so the count that feeds the step is the smallest W reaching the minimum of the other two terms;
+ * more only share the same cores. When C/(sc+cb) is the smaller term no count can feed the step. */
+typedef struct wmodel {
+    double cb, sc, step;        /* s per batch: loader CPU, main CPU, the step itself */
+    double rate_step, rate_cores, rate_now, rate_want;
+    int want, cpu_bound;
+} wmodel;
+
+static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
+{
+    memset(m, 0, sizeof *m);
+    if (a->nsteps < 4 || a->tick_s <= 0 || strcmp(a->kind, "torch"))
+        return 0;
+    double n = a->nsteps, load, main = a->cpu[DR_MAIN] * a->tick_s;
+    if (a->workers > 0) {
+        load = a->cpu[DR_WORKER] * a->tick_s;
+    } else {
+        load = a->main_wait_cpu;
+        main -= load;
+    }
+    m->cb = load / n;
+    m->sc = main > 0 ? main / n : 0;
+    if (m->cb <= 1e-5)
+        return 0;
+    m->step = m->sc > 1e-4 ? m->sc : 1e-4;
+    if (a->gpu_used && a->between_med - a->wait_med > m->step) /* a GPU step is not CPU time */
+        m->step = a->between_med - a->wait_med;
+    m->rate_step = 1 / m->step;
+    m->rate_cores = r->allowed / (m->sc + m->cb);
+    double best = m->rate_step < m->rate_cores ? m->rate_step : m->rate_cores;
+    m->cpu_bound = m->rate_cores < m->rate_step;
+    m->want = (int)ceil(m->cb * best * 0.98);
+    if (m->want < 1)
+        m->want = 1;
+    double w = a->workers > 0 ? a->workers : 1;
+    m->rate_now = w / m->cb < best ? w / m->cb : best;
+    m->rate_want = m->want / m->cb < best ? m->want / m->cb : best;
+    return 1;
+}
+
+/* "workers W -> N: <why>" from the model; 0 when it has nothing to say */
+static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    wmodel m;
+    if (!worker_model(r, a, &m))
+        return 0;
+    int W = a->workers;
+    if (m.want > W || (m.want < W && m.cpu_bound)) {
+        int n = snprintf(nx, nc, "workers %d -> %d: the loader needs %.1f ms of CPU per batch, the step %.1f ms; ",
+                         W, m.want, 1e3 * m.cb, 1e3 * m.sc);
+        if (n < 0 || (size_t)n >= nc)
+            return 1;
+        if (m.cpu_bound)
+            snprintf(nx + n, nc - n, "on the %g core%s the job may use that is at most %.0f batches/s, which %d "
+                     "worker%s deliver%s (now %.0f/s)%s; the step alone could take %.0f/s: beyond that, more cores "
+                     "or lighter augmentation", r->allowed, r->allowed == 1 ? "" : "s", m.rate_cores, m.want,
+                     m.want == 1 ? "" : "s",
+                     m.want == 1 ? "s" : "", m.rate_now,
+                     m.want < W ? ", more only share the same cores" : "", m.rate_step);
+        else
+            snprintf(nx + n, nc - n, "%d worker%s deliver %.0f batches/s (now %.0f/s), as many as the step takes",
+                     m.want, m.want == 1 ? "" : "s", m.rate_want, m.rate_now);
+        return 1;
+    }
+    if (m.cpu_bound) {
+        snprintf(nx, nc, "more cores or lighter augmentation: the loader needs %.1f ms of CPU per batch and the "
+                 "step %.1f ms, so the %g cores the job may use give at most %.0f batches/s, which %d worker%s "
+                 "already deliver", 1e3 * m.cb, 1e3 * m.sc, r->allowed, m.rate_cores, W, W == 1 ? "" : "s");
+        return 1;
+    }
+    return 0;
+}
+
+/* steps under a millisecond with the loader keeping up: the per-batch overheads are the job */
+static void decide_tiny(dr_result *a, double cpu_step)
+{
+    snprintf(a->verdict, sizeof a->verdict, "too small for the hardware");
+    snprintf(a->figures, sizeof a->figures,
+             "a step takes %.2f ms of CPU, loading included (%.2f ms between batches, median, of which %.2f ms "
+             "waiting for the loader): the fixed costs of each batch (the Python loop, collate, "
+             "operator dispatch, kernel launches) are as large as its work",
+             1e3 * cpu_step, 1e3 * a->between_med, 1e3 * a->wait_med);
+    int b = a->bs > 0 ? a->bs : 1;
+    snprintf(a->next, sizeof a->next,
+             "batch %d -> %d or more (the per-batch cost stays, the work per batch grows), merge several "
+             "steps' work into one, or run on a smaller device; not more loader processes: each would add "
+             "an inter-process hop per batch that costs more than the step",
+             b, b * 8);
+}
+
+/* a CPU-only compute-bound job: would its input side keep up with the step on a GPU? */
+static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    double step = a->between_med - a->wait_med, lo, hi;
+    char as[160];
+    if (r->gpu_step_ms > 0) {
+        lo = hi = r->gpu_step_ms / 1e3;
+        snprintf(as, sizeof as, "%.1f ms, as --gpu-step-ms says", 1e3 * lo);
+    } else {
+        lo = step / GPU_SPEEDUP_HI;
+        hi = step / GPU_SPEEDUP_LO;
+        snprintf(as, sizeof as, "%.1f-%.1f ms, assuming it runs %.0f-%.0fx faster than this CPU's %.1f ms "
+                 "(--gpu-step-ms sets it)", 1e3 * lo, 1e3 * hi, GPU_SPEEDUP_LO, GPU_SPEEDUP_HI, 1e3 * step);
+    }
+    wmodel m;
+    if (!worker_model(r, a, &m)) {
+        snprintf(nx, nc, "run the step on a GPU (there it would take %s)", as);
+        return;
+    }
+    int W = a->workers;
+    /* on a GPU the main process's CPU is small: each worker delivers 1/cb while it has a core;
+     * with num_workers=0 the main thread loads in line, between the steps */
+    double cores = r->allowed - 1 > 1 ? r->allowed - 1 : 1;
+    double deliver = W > 0 ? (W < cores ? W : cores) / m.cb : 1 / m.cb;
+    double share = W > 0 ? (1 / deliver > lo ? 1 - lo / (1 / deliver) : 0) : m.cb / (m.cb + lo);
+    if (share < TH_INPUT) {
+        if (W > 0)
+            snprintf(nx, nc, "run the step on a GPU: there it would take %s; the input side keeps up (the loader "
+                     "needs %.1f ms of CPU per batch, %d worker%s deliver %.0f batches/s)", as, 1e3 * m.cb, W,
+                     W == 1 ? "" : "s", deliver);
+        else
+            snprintf(nx, nc, "run the step on a GPU: there it would take %s; the input side keeps up (the main "
+                     "thread loads each batch in %.1f ms of CPU, %.0f%% of such a step)", as, 1e3 * m.cb,
+                     100 * share);
+        return;
+    }
+    int want = (int)ceil(m.cb / lo);
+    snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the loader "
+             "needs %.1f ms of CPU per batch (%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could "
+             "take): workers %d -> %d%s", as, 1e3 * m.cb, W, W == 1 ? "" : "s", deliver, 1 / lo, W, want,
+             want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
+                                   : "");
+}
+
+/* other processes holding the CPU: the job's threads waited for one while it ran on fewer cores
+ * than it may use (its own oversubscription is not counted: that part is the job's) */
+static void contention(const dr_run *r, dr_result *a)
+{
+    double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
+    if (!a->nticks || c < TH_CONTENTION * r->allowed)
+        return;
+    size_t n = strlen(a->figures);
+    snprintf(a->figures + n, sizeof a->figures - n, "; other processes held the CPU: the job ran on %.2f of its "
+             "%g core%s and waited for one %.2f cores' worth", a->cpu_total, r->allowed, r->allowed == 1 ? "" : "s", c);
+    if (r->psi_ok) {
+        n = strlen(a->figures);
+        snprintf(a->figures + n, sizeof a->figures - n, " (CPU pressure %.0f%%)", 100 * a->psi[0]);
+    }
+}
+
 static void decide(const dr_run *r, dr_result *a)
+{
+    decide_steps(r, a);
+    if (!r->failed || a->nsteps)
+        contention(r, a);
+    if (r->failed && a->nsteps) {
+        char how[96];
+        size_t n = strlen(a->figures);
+        job_status(r, how, sizeof how);
+        snprintf(a->figures + n, sizeof a->figures - n, "; then the job failed: it %s after %.1f s: %.200s", how,
+                 a->run_s, r->err_tail[0] ? last_err_line(r) : "(nothing on stderr)");
+    }
+}
+
+static void decide_steps(const dr_run *r, dr_result *a)
 {
     char *v = a->verdict, *f = a->figures, *nx = a->next;
     size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
     if (!a->nsteps) {
-        snprintf(v, vc, "unknown");
-        snprintf(f, fc, "no training step seen: %s",
-                 !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
-                            : "the job never iterated a torch DataLoader or a stoker.Loader");
-        snprintf(nx, nc, "run the training loop itself under the doctor (system figures above)");
+        decide_outside(r, a);
         return;
     }
-    double W = a->wall > 0 ? a->wall : 1;
+    double W = a->wall - a->eval_s > 0 ? a->wall - a->eval_s : 1; /* training only */
     double input = (a->wait_total + a->iter_total) / W;
     a->input_share = input;
     a->save_share = a->save_total / W;
+    a->log_share = a->wr_s[1] / W;
+    a->other_share = a->wr_s[2] / W;
     a->sync_share = a->sync_time / W;
     double steps = a->csteps > 0 ? a->csteps : 1;
     double per_step = a->calls_total / steps;
@@ -393,8 +725,24 @@ static void decide(const dr_run *r, dr_result *a)
         best = a->sync_share;
         pick = 3;
     }
+    if (a->log_share >= TH_LOG && a->log_share > best) {
+        best = a->log_share;
+        pick = 4;
+    }
+    if (a->other_share >= TH_LOG && a->other_share > best) {
+        best = a->other_share;
+        pick = 5;
+    }
     if (!pick && sync_count)
         pick = 3;
+    /* the job's CPU per step (the loader's included): CPU accounting, which a loaded machine does
+     * not stretch as it stretches the wall clock between batches */
+    double cpu_step = a->cpu_total * a->tick_s / a->nsteps;
+    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 && cpu_step < TH_TINY_STEP &&
+        a->between_med < TH_TINY_WALL) {
+        decide_tiny(a, cpu_step);
+        return;
+    }
     int torch = strcmp(a->kind, "stoker") != 0;
     int cores = (int)allowed_int(r);
     if (pick == 1) {
@@ -405,11 +753,7 @@ static void decide(const dr_run *r, dr_result *a)
         double runnable = a->cpu_total + a->rq_total;
         if (a->ld_rq >= TH_STARVED && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
             sub = "CPU-starved";
-            int want = cores > 1 ? cores - 1 : 1;
-            if (torch && a->workers > want)
-                snprintf(nx, nc, "workers %d -> %d (the job may use %g core%s), or give it more cores",
-                         a->workers, want, r->allowed, r->allowed == 1 ? "" : "s");
-            else
+            if (!(torch && worker_advice(r, a, nx, nc)))
                 snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);
         } else if (a->ld_disk >= TH_STORAGE) {
             sub = "storage";
@@ -417,7 +761,9 @@ static void decide(const dr_run *r, dr_result *a)
                                    : "put the shards on faster storage or in the page cache");
         } else if (a->ld_busy + a->ld_rq >= TH_DECODE) {
             sub = "decode";
-            if (torch && a->workers < cores)
+            if (torch && worker_advice(r, a, nx, nc))
+                ;
+            else if (torch && a->workers < cores)
                 snprintf(nx, nc, "workers %d -> %d", a->workers, cores);
             else if (torch)
                 snprintf(nx, nc, "pack into shards and use stoker.DataLoader (stoker.Loader decodes only the crop)");
@@ -449,9 +795,24 @@ static void decide(const dr_run *r, dr_result *a)
         long want = nice_up(each * (1 - CKPT_TARGET) / CKPT_TARGET / stepc);
         if (want <= every)
             want = nice_up(every * 2.0);
-        snprintf(f, fc, "torch.save %.0f%% of the time: %d saves of %.1f MB, %.0f ms each, every %ld steps",
-                 100 * a->save_share, a->nsave, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each, every);
-        snprintf(nx, nc, "checkpoint every %ld steps instead of %ld", want, every);
+        char kinds[96];
+        save_kinds(a, kinds, sizeof kinds);
+        snprintf(f, fc, "checkpoints %.0f%% of the time: %d saves (%s) of %.1f MB, %.0f ms each (%.0f ms in the "
+                 "save calls, %.0f ms in the job's own writes and fsync to the file), every %ld steps",
+                 100 * a->save_share, a->nsave, kinds, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each,
+                 a->nsave ? 1e3 * a->save_call_s / a->nsave : 0, a->nsave ? 1e3 * a->wr_s[0] / a->nsave : 0, every);
+        snprintf(nx, nc, "checkpoint every %ld steps instead of %ld (saves then take ~%.0f%%), or save in the "
+                 "background so the step does not wait: torch.distributed.checkpoint.async_save (torch >= 2.3), "
+                 "or a thread that writes a CPU copy of the state dict", want, every, 100 * CKPT_TARGET);
+    } else if (pick == 4 || pick == 5) {
+        int k = pick == 4 ? 1 : 2;
+        snprintf(v, vc, pick == 4 ? "logging-bound" : "write-bound");
+        snprintf(f, fc, "writing %s %.0f%% of the time: %.1f MB in %.1f s (%.2f ms per step), outside any checkpoint",
+                 pick == 4 ? "log files (.log .csv .txt .json, TensorBoard events)" : "files (not checkpoints or logs)",
+                 100 * (pick == 4 ? a->log_share : a->other_share), a->wr_b[k] / 1e6, a->wr_s[k],
+                 1e3 * a->wr_s[k] / steps);
+        snprintf(nx, nc, "write every N steps (aggregate on the device, log the mean), without flush/fsync per "
+                 "line, or hand the writes to a background thread");
     } else if (pick == 3) {
         snprintf(v, vc, "sync-bound");
         snprintf(f, fc,
@@ -471,7 +832,7 @@ static void decide(const dr_run *r, dr_result *a)
             gm += a->gmem[g];
             gt += r->gpus[g].mem_total;
         }
-        double compute = 1 - input - a->save_share - a->sync_share;
+        double compute = 1 - input - a->save_share - a->sync_share - a->log_share - a->other_share;
         if (gpu && r->nvml && r->ngpu && gu < TH_GPU_SMALL_UTIL && gt > 0 && gm / gt < TH_GPU_SMALL_MEM) {
             snprintf(v, vc, "too small for the GPU");
             snprintf(f, fc, "GPU busy %.0f%% of the time, %.1f of %.1f GiB in use, while the job waits for "
@@ -487,8 +848,48 @@ static void decide(const dr_run *r, dr_result *a)
             else if (gpu)
                 snprintf(nx, nc, "a faster GPU or more GPUs: the input side keeps up");
             else
-                snprintf(nx, nc, "run the step on a GPU: the input side keeps up");
+                gpu_projection(r, a, nx, nc);
         }
+    }
+}
+
+/* the job's own file writes (the hook's counters 11-17, on every batch of the main process but
+ * its first, whose counters are the set-up's, and at its exit): a checkpoint's writes join the
+ * save call that serialised it, so a save is serialisation + write + fsync */
+static void analyse_writes(const dr_run *r, dr_result *a)
+{
+    int seen = 0;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
+            continue;
+        if (seen++)
+            for (int k = 0; k < 3; k++) {
+                a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
+                a->wr_b[k] += (double)s->c[12 + 2 * k];
+            }
+        if (seen > 1)
+            a->ckpt_opens += (double)s->c[17];
+    }
+    if (r->x_t && seen) {
+        for (int k = 0; k < 3; k++) {
+            a->wr_s[k] += (double)r->x_c[11 + 2 * k] / 1e9;
+            a->wr_b[k] += (double)r->x_c[12 + 2 * k];
+        }
+        a->ckpt_opens += (double)r->x_c[17];
+    }
+    a->save_call_s = a->save_total;
+    a->save_total += a->wr_s[0];
+    /* checkpoint files the job wrote itself are saves of their own (pickle.dump into a .pkl);
+     * without such files, the checkpoint writes are buffers a save call filled (Lightning) */
+    if (a->ckpt_opens > 0) {
+        int calls = a->nsave;
+        a->save_bytes += a->wr_b[0];
+        a->nsave += (int)a->ckpt_opens;
+        if (!calls)
+            a->steps_per_save = (double)a->nsteps / a->nsave;
+    } else if (a->wr_b[0] > a->save_bytes) {
+        a->save_bytes = a->wr_b[0];
     }
 }
 
@@ -517,7 +918,9 @@ dr_result *dr_analyse(const dr_run *r)
     }
     a->wall = (double)(a->w1 - a->w0) / 1e9;
     snprintf(a->kind, sizeof a->kind, "-");
+    pick_train_loader(r, a);
     analyse_steps(r, a);
+    eval_spans(r, a);
     a->calls_total = a->calls[0] + a->calls[1] + a->calls[2] + a->calls[3];
     int64_t last_save_step = -1;
     double gaps = 0;
@@ -527,11 +930,13 @@ dr_result *dr_analyse(const dr_run *r)
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t0 > a->w1)
             continue;
         a->nsave++;
+        a->nsave_kind[!strcmp(s->kind, "np.save") ? 1 : !strcmp(s->kind, "safetensors") ? 2 : 0]++;
         a->save_total += (double)((s->t1 < a->w1 ? s->t1 : a->w1) - s->t0) / 1e9;
         a->save_bytes += (double)s->bytes;
         int64_t k = 0; /* batches before this save */
         for (size_t j = 0; j < r->nsteps; j++)
-            if (r->steps[j].pid == r->main_pid && r->steps[j].t1 <= s->t0 && r->steps[j].t1 >= a->w0)
+            if (r->steps[j].pid == r->main_pid && r->steps[j].lid == a->train_lid && r->steps[j].t1 <= s->t0 &&
+                r->steps[j].t1 >= a->w0)
                 k++;
         if (last_save_step >= 0) {
             gaps += (double)(k - last_save_step);
@@ -543,6 +948,7 @@ dr_result *dr_analyse(const dr_run *r)
         last_save_step = k;
     }
     a->steps_per_save = ngaps ? gaps / ngaps : 0;
+    analyse_writes(r, a);
     a->gpu_used = r->gpu_ctx == 1 || a->calls_dev > 0 || a->h2d_pin + a->h2d_page > 0;
     analyse_ticks(r, a);
     decide(r, a);
@@ -578,6 +984,20 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         fprintf(f, "; exit status %d\n", r->exit_code);
     else
         fprintf(f, "; killed by signal %d (%s)\n", r->term_signal, strsignal(r->term_signal));
+    if (r->failed) {
+        char how[96];
+        job_status(r, how, sizeof how);
+        fprintf(f, "   FAILED     the job %s after %.1f s (%d training step%s)%s\n", how, a->run_s, a->nsteps,
+                a->nsteps == 1 ? "" : "s", r->err_tail[0] ? "; its last stderr lines:" : "; it wrote nothing to stderr");
+        for (const char *p = r->err_tail; *p;) {
+            const char *e = strchr(p, '\n');
+            int n = e ? (int)(e - p) : (int)strlen(p);
+            fprintf(f, "              | %.*s\n", n, p);
+            p += n + (e ? 1 : 0);
+        }
+        if (r->exited && r->exit_code == 2)
+            fprintf(f, "              (the doctor exits 125 for it: its own exit status 2 means a usage error)\n");
+    }
     fprintf(f, "   training window %.1f s, %d batches", a->wall, a->nsteps);
     if (!r->hooked)
         fprintf(f, " (no Python process of the job loaded the hook)");
@@ -622,7 +1042,8 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         fprintf(f, ", cgroup limit %.1f GiB", gib(r->mem_limit));
     fprintf(f, ", swap in use %.2f GiB; job RSS %.2f GiB at most (summed over its processes)\n",
             gib(a->swap_used_max), gib(a->rss_max));
-    fprintf(f, "   disk       the job read %.1f MB and wrote %.1f MB of storage; devices:", mb(a->job_rd), mb(a->job_wr));
+    fprintf(f, "   disk       the job read %.1f MB and wrote %.1f MB of storage (its processes, /proc/PID/io); "
+            "devices, totals of all processes:", mb(a->job_rd), mb(a->job_wr));
     int any = 0;
     for (int i = 0; i < r->ndevs; i++) {
         const dr_dev *d = &r->devs[i];
@@ -636,8 +1057,10 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         any = 1;
     }
     fprintf(f, "%s\n", any ? "" : " none active");
-    fprintf(f, "   network    received %.2f MB/s, sent %.2f MB/s (the job's network namespace, without lo)\n",
-            mb(a->net_rx), mb(a->net_tx));
+    fprintf(f, "   network    received %.2f MB/s, sent %.2f MB/s, without lo (%s)\n", mb(a->net_rx), mb(a->net_tx),
+            r->net_shared == 0 ? "the job's own network namespace"
+                               : "namespace total: the job shares its network namespace with the doctor and other "
+                                 "processes, whose traffic this includes");
 
     fprintf(f, "3. data       ");
     if (!a->nsteps)
@@ -652,6 +1075,12 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
                 1e3 * a->first_batch, a->nepochs, a->nepochs == 1 ? "" : "s", 1e3 * a->epoch_start_mean);
         fprintf(f, "              the loader (%s): on a CPU %.0f%%, waiting for a CPU %.0f%%, in disk wait %.0f%%\n",
                 a->loader_role, 100 * a->ld_busy, 100 * a->ld_rq, 100 * a->ld_disk);
+        if (a->eval_batches)
+            fprintf(f, "              evaluation: %d batch%s from %d other loader%s in %d pass%s, %.1f s (%.0f%% of "
+                    "the window); the figures above and the verdict are the training loader's\n",
+                    a->eval_batches, a->eval_batches == 1 ? "" : "es", a->nloaders - 1, a->nloaders == 2 ? "" : "s",
+                    a->eval_passes, a->eval_passes == 1 ? "" : "es", a->eval_s,
+                    a->wall > 0 ? 100 * a->eval_s / a->wall : 0);
     }
     fprintf(f, "4. batch      ");
     if (a->nsteps)
@@ -670,12 +1099,19 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
             a->calls[2] / steps, a->calls[3] / steps, a->calls_dev / steps, 100 * a->sync_share);
     fprintf(f, "              host-to-device copies per step: %.1f pinned, %.1f pageable (%.1f MB)\n",
             a->h2d_pin / steps, a->h2d_page / steps, mb(a->h2d_bytes / steps));
-    if (a->nsave)
-        fprintf(f, "   writes     torch.save: %d, %.1f MB and %.0f ms each, every %.0f steps: %.0f%% of the time\n",
-                a->nsave, mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, a->steps_per_save,
-                100 * a->save_share);
-    else
-        fprintf(f, "   writes     no torch.save; the job wrote %.1f MB of storage\n", mb(a->job_wr));
+    if (a->nsave) {
+        char kinds[96];
+        save_kinds(a, kinds, sizeof kinds);
+        fprintf(f, "   writes     checkpoints: %d (%s), %.1f MB and %.0f ms each (save call %.0f ms, file write + "
+                "fsync %.0f ms), every %.0f steps: %.0f%% of the time\n", a->nsave, kinds,
+                mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, 1e3 * a->save_call_s / a->nsave,
+                1e3 * a->wr_s[0] / a->nsave, a->steps_per_save, 100 * a->save_share);
+    } else {
+        fprintf(f, "   writes     no checkpoint (torch.save, np.save, safetensors, a .pt/.ckpt/.npy/.pkl/... file)\n");
+    }
+    fprintf(f, "              log files %.1f MB in %.2f s (%.1f%%), other files %.1f MB in %.2f s (%.1f%%); "
+            "the job's processes wrote %.1f MB of storage (/proc/PID/io)\n", mb(a->wr_b[1]), a->wr_s[1],
+            100 * a->log_share, mb(a->wr_b[2]), a->wr_s[2], 100 * a->other_share, mb(a->job_wr));
     fprintf(f, "6. precision  ");
     if (a->nsteps)
         fprintf(f, "autocast fp16 in %d, bf16 in %d of %d steps; batches are %s\n", a->ac16, a->acbf,
@@ -732,6 +1168,9 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     fprintf(f, "\"exited\": %s, ", r->exited ? "true" : "false");
     jnum(f, "exit_code", r->exit_code, 1);
     jnum(f, "term_signal", r->term_signal, 1);
+    fprintf(f, "\"failed\": %s, \"stderr_tail\": ", r->failed ? "true" : "false");
+    jstr(f, r->err_tail);
+    fprintf(f, ", ");
     jnum(f, "python_processes_hooked", r->hooked, 1);
     jnum(f, "batches", a->nsteps, 0);
     fprintf(f, "},\n  \"gpu\": {\"nvml\": %s, \"why\": ", r->nvml ? "true" : "false");
@@ -803,6 +1242,7 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         fprintf(f, "}");
     }
     fprintf(f, "]},\n  \"network\": {");
+    fprintf(f, "\"namespace_shared\": %s, ", r->net_shared == 0 ? "false" : "true");
     jnum(f, "rx_bytes_per_s", a->net_rx, 1);
     jnum(f, "tx_bytes_per_s", a->net_tx, 0);
     fprintf(f, "},\n  \"data\": {\"loader\": ");
@@ -820,6 +1260,10 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "first_batch_s", a->first_batch, 1);
     jnum(f, "epochs_started", a->nepochs, 1);
     jnum(f, "epoch_start_mean_s", a->epoch_start_mean, 1);
+    jnum(f, "loaders", a->nloaders, 1);
+    jnum(f, "eval_batches", a->eval_batches, 1);
+    jnum(f, "eval_passes", a->eval_passes, 1);
+    jnum(f, "eval_s", a->eval_s, 1);
     fprintf(f, "\"loader_role\": ");
     jstr(f, a->loader_role);
     fprintf(f, ", ");
@@ -846,7 +1290,17 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "save_total_s", a->save_total, 1);
     jnum(f, "save_share", a->save_share, 1);
     jnum(f, "save_bytes", a->save_bytes, 1);
-    jnum(f, "steps_per_save", a->steps_per_save, 0);
+    jnum(f, "steps_per_save", a->steps_per_save, 1);
+    jnum(f, "save_call_s", a->save_call_s, 1);
+    jnum(f, "checkpoint_write_s", a->wr_s[0], 1);
+    jnum(f, "checkpoint_write_bytes", a->wr_b[0], 1);
+    jnum(f, "checkpoint_files_written", a->ckpt_opens, 1);
+    jnum(f, "log_write_s", a->wr_s[1], 1);
+    jnum(f, "log_write_bytes", a->wr_b[1], 1);
+    jnum(f, "log_share", a->log_share, 1);
+    jnum(f, "other_write_s", a->wr_s[2], 1);
+    jnum(f, "other_write_bytes", a->wr_b[2], 1);
+    jnum(f, "other_share", a->other_share, 0);
     fprintf(f, "},\n  \"precision\": {");
     jnum(f, "autocast_fp16_steps", a->ac16, 1);
     jnum(f, "autocast_bf16_steps", a->acbf, 0);

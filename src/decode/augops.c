@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * augops.c — torchvision's augmentation op table on uint8 RGB HWC, equal to its tensor path
+ * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), and the
+ * TrivialAugmentWide / RandAugment / AutoAugment policies drawn from the per-sample PRNG.
+ *
+ * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
+ * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then
+ * truncation. Each op below repeats those float32 steps in the same order; the file is compiled
+ * with -ffp-contract=off so that no multiply-add is fused where torch rounds twice. Where torch's
+ * result does not depend on its summation order (sums of integers below 2^24, the 3x3 blur whose
+ * exact value k/13 is never a rounding tie) integers are used instead. The affine grid is
+ * torchvision's _gen_affine_grid (x * r0 + y * r1, then + r2, in float32: what torch's bmm gives
+ * for K = 3) followed by grid_sample's AVX2 CPU kernel, whose compiler fused its multiply-adds:
+ * unnormalise fma(g + 1, size / 2, -0.5); nearest = round half even; bilinear weights (1 - dx) *
+ * (1 - dy) ... and the four-term sum as a chain of fmaf; the fill is its extra mask channel, blended
+ * as separate tensor ops (not fused). docs/ARCHITECTURE.md ("Decode and augment") lists the one known deviation.
+ */
+#include "augops.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const op_names[STK__OP_COUNT] = {
+    "Identity", "ShearX",     "ShearY",   "TranslateX", "TranslateY",   "Rotate",   "Brightness", "Color",
+    "Contrast", "Sharpness", "Posterize", "Solarize",   "AutoContrast", "Equalize", "Invert",
+};
+
+int stk__augop_find(const char *name)
+{
+    for (int i = 0; i < STK__OP_COUNT; i++)
+        if (name && strcmp(name, op_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *stk__augop_name(int op) { return op >= 0 && op < STK__OP_COUNT ? op_names[op] : "?"; }
+
+/* ---- colour ops --------------------------------------------------------------------------- */
+
+/* _blend(x, y, ratio) = (ratio * x + (1.0 - ratio) * y).clamp(0, 255).to(uint8), in float32 */
+static inline uint8_t blend1(float rf, float sf, float x, float y)
+{
+    float a = rf * x;
+    float b = sf * y;
+    float v = a + b;
+    v = v < 0.f ? 0.f : v > 255.f ? 255.f : v;
+    return (uint8_t)v;
+}
+
+/* rgb_to_grayscale: (0.2989 r + 0.587 g + 0.114 b).to(uint8) */
+static inline uint8_t gray1(const uint8_t *p)
+{
+    float r = 0.2989f * (float)p[0];
+    float g = 0.587f * (float)p[1];
+    float b = 0.114f * (float)p[2];
+    float s = r + g;
+    s = s + b;
+    return (uint8_t)s;
+}
+
+static void op_brightness(uint8_t *img, size_t n, double f)
+{
+    float rf = (float)f, sf = (float)(1.0 - f);
+    for (size_t i = 0; i < n; i++)
+        img[i] = blend1(rf, sf, (float)img[i], 0.f);
+}
+
+static void op_color(uint8_t *img, size_t px, double f)
+{
+    float rf = (float)f, sf = (float)(1.0 - f);
+    for (size_t i = 0; i < px; i++) {
+        uint8_t *p = img + 3 * i;
+        float g = (float)gray1(p);
+        for (int c = 0; c < 3; c++)
+            p[c] = blend1(rf, sf, (float)p[c], g);
+    }
+}
+
+/* The mean of the grayscale image as torch.mean gives it: sum / N in float32 (the integer sum is
+ * exact in float32 up to 2^24 / 255 = 65793 pixels; beyond, torch's float sum may round). */
+static void op_contrast(uint8_t *img, size_t px, double f)
+{
+    uint64_t sum = 0;
+    for (size_t i = 0; i < px; i++)
+        sum += gray1(img + 3 * i);
+    float mean = (float)sum / (float)px;
+    float rf = (float)f, sf = (float)(1.0 - f);
+    for (size_t i = 0; i < 3 * px; i++)
+        img[i] = blend1(rf, sf, (float)img[i], mean);
+}
+
+/* adjust_sharpness: blend with the 3x3 [1 1 1; 1 5 1; 1 1 1] / 13 blur of the interior (border
+ * pixels blend with themselves). The blur is rounded half to even in torch; k / 13 is never a
+ * tie, so round(k / 13) = (2k + 13) / 26 whatever torch's float summation order. */
+static void op_sharpness(uint8_t *img, int h, int w, double f, uint8_t *scratch)
+{
+    if (h <= 2 || w <= 2)
+        return;
+    size_t row = 3 * (size_t)w;
+    memcpy(scratch, img, row * (size_t)h);
+    for (int y = 1; y < h - 1; y++) {
+        const uint8_t *a = img + (size_t)(y - 1) * row, *b = a + row, *c = b + row;
+        uint8_t *o = scratch + (size_t)y * row;
+        for (size_t x = 3; x < row - 3; x++) {
+            unsigned k = a[x - 3] + a[x] + a[x + 3] + b[x - 3] + 5u * b[x] + b[x + 3] + c[x - 3] + c[x] +
+                         c[x + 3];
+            o[x] = (uint8_t)((2 * k + 13) / 26);
+        }
+    }
+    float rf = (float)f, sf = (float)(1.0 - f);
+    size_t n = row * (size_t)h;
+    for (size_t i = 0; i < n; i++)
+        img[i] = blend1(rf, sf, (float)img[i], (float)scratch[i]);
+}
+
+static void op_posterize(uint8_t *img, size_t n, int bits)
+{
+    if (bits < 0)
+        bits = 0;
+    uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+    for (size_t i = 0; i < n; i++)
+        img[i] &= mask;
+}
+
+/* where(img >= threshold, 255 - img, img), the comparison in float32 */
+static void op_solarize(uint8_t *img, size_t n, double threshold)
+{
+    float t = (float)threshold;
+    for (size_t i = 0; i < n; i++)
+        if ((float)img[i] >= t)
+            img[i] = (uint8_t)(255 - img[i]);
+}
+
+static void op_invert(uint8_t *img, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        img[i] = (uint8_t)(255 - img[i]);
+}
+
+/* ((img - min) * (255 / (max - min))).clamp(0, 255).to(uint8) per channel; a flat channel keeps
+ * min = 0, scale = 1 */
+static void op_autocontrast(uint8_t *img, size_t px)
+{
+    for (int c = 0; c < 3; c++) {
+        uint8_t lo = 255, hi = 0;
+        for (size_t i = 0; i < px; i++) {
+            uint8_t v = img[3 * i + c];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        float mn = (float)lo, scale = 1.f;
+        if (hi > lo) /* bound / t is t.reciprocal() * bound in torch (Tensor.__rtruediv__) */
+            scale = (1.f / ((float)hi - mn)) * 255.f;
+        else
+            mn = 0.f;
+        for (size_t i = 0; i < px; i++) {
+            float d = (float)img[3 * i + c] - mn;
+            float v = d * scale;
+            v = v < 0.f ? 0.f : v > 255.f ? 255.f : v;
+            img[3 * i + c] = (uint8_t)v;
+        }
+    }
+}
+
+/* _scale_channel: step = (pixels not in the last occupied bin) // 255; lut[i] = (cumsum before i
+ * + step // 2) // step, clamped to 255; a channel with step 0 is left as it is */
+static void op_equalize(uint8_t *img, size_t px)
+{
+    for (int c = 0; c < 3; c++) {
+        uint64_t hist[256] = {0};
+        for (size_t i = 0; i < px; i++)
+            hist[img[3 * i + c]]++;
+        int last = 255;
+        while (last > 0 && hist[last] == 0)
+            last--;
+        uint64_t step = (px - hist[last]) / 255;
+        if (step == 0)
+            continue;
+        uint8_t lut[256];
+        uint64_t cum = 0;
+        for (int i = 0; i < 256; i++) {
+            uint64_t v = (cum + step / 2) / step;
+            lut[i] = (uint8_t)(v > 255 ? 255 : v);
+            cum += hist[i];
+        }
+        for (size_t i = 0; i < px; i++)
+            img[3 * i + c] = lut[img[3 * i + c]];
+    }
+}
+
+/* ---- geometric ops ------------------------------------------------------------------------ */
+
+#define DEG2RAD (M_PI / 180.0) /* Python's math.radians multiplies by this */
+#define RAD2DEG (180.0 / M_PI)
+
+/* torchvision.transforms.functional._get_inverse_affine_matrix (scale 1), in double */
+static void inverse_affine(double cx, double cy, double angle, double tx, double ty, double shx, double shy,
+                           double m[6])
+{
+    double rot = angle * DEG2RAD, sx = shx * DEG2RAD, sy = shy * DEG2RAD;
+    double a = cos(rot - sy) / cos(sy);
+    double b = -cos(rot - sy) * tan(sx) / cos(sy) - sin(rot);
+    double c = sin(rot - sy) / cos(sy);
+    double d = -sin(rot - sy) * tan(sx) / cos(sy) + cos(rot);
+    m[0] = d, m[1] = -b, m[2] = 0.0, m[3] = -c, m[4] = a, m[5] = 0.0;
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+    m[2] += cx;
+    m[5] += cy;
+}
+
+static inline uint8_t round_u8(float v)
+{
+    v = nearbyintf(v);
+    return (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+}
+
+/* One output pixel by grid_sample(align_corners=False, padding zeros) at source coordinates
+ * (ix, iy) (already unnormalised), with torchvision's fill mask when FILL->on. */
+static void sample_nearest(const uint8_t *src, int h, int w, float ix, float iy, const stk__augfill *fill,
+                           uint8_t *o)
+{
+    float xn = nearbyintf(ix), yn = nearbyintf(iy);
+    if (xn >= 0.f && xn < (float)w && yn >= 0.f && yn < (float)h) {
+        memcpy(o, src + ((size_t)(int)yn * (size_t)w + (size_t)(int)xn) * 3, 3);
+        return;
+    }
+    for (int c = 0; c < 3; c++)
+        o[c] = fill->on ? round_u8(fill->v[c]) : 0;
+}
+
+static void sample_bilinear(const uint8_t *src, int h, int w, float ix, float iy, const stk__augfill *fill,
+                            uint8_t *o)
+{
+    float x0 = floorf(ix), y0 = floorf(iy);
+    float wx = ix - x0, ex = 1.f - wx, wy = iy - y0, ey = 1.f - wy;
+    float k[4] = {ey * ex, ey * wx, wy * ex, wy * wx}; /* nw, ne, sw, se */
+    const uint8_t *p[4] = {NULL, NULL, NULL, NULL};
+    if (x0 > -2.f && x0 < (float)w && y0 > -2.f && y0 < (float)h) {
+        int xi = (int)x0, yi = (int)y0;
+        for (int j = 0; j < 4; j++) {
+            int xx = xi + (j & 1), yy = yi + (j >> 1);
+            if (xx >= 0 && xx < w && yy >= 0 && yy < h)
+                p[j] = src + ((size_t)yy * (size_t)w + (size_t)xx) * 3;
+        }
+    }
+    /* torch's AVX2 kernel: nw_val * nw + ne_val * ne + ..., contracted to a chain of fused
+     * multiply-adds by its compiler */
+    float m = 0.f;
+    if (fill->on) {
+        m = (p[0] ? 1.f : 0.f) * k[0];
+        for (int j = 1; j < 4; j++)
+            m = fmaf(p[j] ? 1.f : 0.f, k[j], m);
+    }
+    for (int c = 0; c < 3; c++) {
+        float v = (p[0] ? (float)p[0][c] : 0.f) * k[0];
+        for (int j = 1; j < 4; j++)
+            v = fmaf(p[j] ? (float)p[j][c] : 0.f, k[j], v);
+        if (fill->on) {
+            float a = v * m;
+            float b = (1.f - m) * fill->v[c];
+            v = a + b;
+        }
+        o[c] = round_u8(v);
+    }
+}
+
+/* F_t.affine / F_t.rotate with the inverse matrix M: the grid (float32, as _gen_affine_grid) and
+ * the sample, SRC -> DST */
+static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[6], int interp,
+                 const stk__augfill *fill)
+{
+    float t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (float)m[i];
+    float hw = (float)(0.5 * w), hh = (float)(0.5 * h);
+    /* rescaled_theta = theta^T / [0.5 w, 0.5 h]: r[i][j] = theta[j][i] / half[j] */
+    float r00 = t[0] / hw, r10 = t[1] / hw, r20 = t[2] / hw;
+    float r01 = t[3] / hh, r11 = t[4] / hh, r21 = t[5] / hh;
+    float x_start = (float)(-w * 0.5 + 0.5), y_start = (float)(-h * 0.5 + 0.5);
+    float sw = (float)w / 2.f, sh = (float)h / 2.f;
+    for (int i = 0; i < h; i++) {
+        float y = y_start + (float)i;
+        float y0 = y * r10, y1 = y * r11;
+        uint8_t *o = dst + (size_t)i * (size_t)w * 3;
+        for (int j = 0; j < w; j++, o += 3) {
+            float x = x_start + (float)j;
+            float gx = x * r00, gy = x * r01;
+            gx = gx + y0;
+            gy = gy + y1;
+            gx = gx + r20;
+            gy = gy + r21;
+            /* grid_sample's unnormalise (g + 1) * size / 2 - 0.5, fused as torch's kernel is */
+            float ix = fmaf(gx + 1.f, sw, -0.5f), iy = fmaf(gy + 1.f, sh, -0.5f);
+            if (interp == STK__INTERP_BILINEAR)
+                sample_bilinear(src, h, w, ix, iy, fill, o);
+            else
+                sample_nearest(src, h, w, ix, iy, fill, o);
+        }
+    }
+}
+
+static void op_geometric(int op, double mag, int interp, const stk__augfill *fill, uint8_t *img, int h, int w,
+                         uint8_t *scratch)
+{
+    double m[6];
+    double cx = -(w * 0.5), cy = -(h * 0.5); /* the shears' center=[0, 0], relative to the centre */
+    switch (op) {
+    case STK__OP_SHEAR_X:
+        inverse_affine(cx, cy, 0.0, 0.0, 0.0, atan(mag) * RAD2DEG, 0.0, m);
+        break;
+    case STK__OP_SHEAR_Y:
+        inverse_affine(cx, cy, 0.0, 0.0, 0.0, 0.0, atan(mag) * RAD2DEG, m);
+        break;
+    case STK__OP_TRANSLATE_X:
+        inverse_affine(0.0, 0.0, 0.0, (double)(int64_t)mag, 0.0, 0.0, 0.0, m);
+        break;
+    case STK__OP_TRANSLATE_Y:
+        inverse_affine(0.0, 0.0, 0.0, 0.0, (double)(int64_t)mag, 0.0, 0.0, m);
+        break;
+    default: /* Rotate: F.rotate passes -angle */
+        inverse_affine(0.0, 0.0, -mag, 0.0, 0.0, 0.0, 0.0, m);
+        break;
+    }
+    warp(img, scratch, h, w, m, interp, fill);
+    memcpy(img, scratch, (size_t)h * (size_t)w * 3);
+}
+
+void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, uint8_t *img, int h, int w,
+                      uint8_t *scratch)
+{
+    static const stk__augfill nofill = {0, {0, 0, 0}};
+    size_t px = (size_t)h * (size_t)w;
+    if (!fill)
+        fill = &nofill;
+    switch (op) {
+    case STK__OP_SHEAR_X:
+    case STK__OP_SHEAR_Y:
+    case STK__OP_TRANSLATE_X:
+    case STK__OP_TRANSLATE_Y:
+    case STK__OP_ROTATE:
+        op_geometric(op, mag, interp, fill, img, h, w, scratch);
+        break;
+    case STK__OP_BRIGHTNESS:
+        op_brightness(img, 3 * px, 1.0 + mag);
+        break;
+    case STK__OP_COLOR:
+        op_color(img, px, 1.0 + mag);
+        break;
+    case STK__OP_CONTRAST:
+        op_contrast(img, px, 1.0 + mag);
+        break;
+    case STK__OP_SHARPNESS:
+        op_sharpness(img, h, w, 1.0 + mag, scratch);
+        break;
+    case STK__OP_POSTERIZE:
+        op_posterize(img, 3 * px, (int)mag);
+        break;
+    case STK__OP_SOLARIZE:
+        op_solarize(img, 3 * px, mag);
+        break;
+    case STK__OP_AUTOCONTRAST:
+        op_autocontrast(img, px);
+        break;
+    case STK__OP_EQUALIZE:
+        op_equalize(img, px);
+        break;
+    case STK__OP_INVERT:
+        op_invert(img, 3 * px);
+        break;
+    default: /* Identity */
+        break;
+    }
+}
+
+/* ---- policies ----------------------------------------------------------------------------- */
+
+/* torch.linspace(start, end, n) in float32 as its AVX2 CPU kernel computes it: the first half
+ * forward from the start, the second half back from the end, each a fused multiply-add; runs of
+ * 16 done as two 8-lane vectors, lane k = base + k * step (not fused) from the vector's first
+ * index. Checked against torch by tests/python/test_augops_equal.py. */
+static float lin_at(float s, float e, float step, int n, int i)
+{
+    return i < n / 2 ? fmaf(step, (float)i, s) : fmaf(-step, (float)(n - i - 1), e);
+}
+
+static void linspace_f(double start, double end, int n, float *out)
+{
+    float s = (float)start, e = (float)end;
+    if (n == 1) {
+        out[0] = s;
+        return;
+    }
+    float step = (e - s) / (float)(n - 1);
+    int vec = n / 16 * 16;
+    for (int i = 0; i < n; i++) {
+        if (i < vec) {
+            int b = i / 8 * 8, k = i - b;
+            float base = lin_at(s, e, step, n, b);
+            out[i] = base + (float)k * step;
+        } else {
+            out[i] = lin_at(s, e, step, n, i);
+        }
+    }
+}
+
+int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out, int *signed_op)
+{
+    int wide = policy == STK__AUGP_TRIVIAL;
+    *signed_op = 1;
+    switch (op) {
+    case STK__OP_SHEAR_X:
+    case STK__OP_SHEAR_Y:
+        linspace_f(0.0, wide ? 0.99 : 0.3, bins, out);
+        return bins;
+    case STK__OP_TRANSLATE_X:
+        linspace_f(0.0, wide ? 32.0 : 150.0 / 331.0 * w, bins, out);
+        return bins;
+    case STK__OP_TRANSLATE_Y:
+        linspace_f(0.0, wide ? 32.0 : 150.0 / 331.0 * h, bins, out);
+        return bins;
+    case STK__OP_ROTATE:
+        linspace_f(0.0, wide ? 135.0 : 30.0, bins, out);
+        return bins;
+    case STK__OP_BRIGHTNESS:
+    case STK__OP_COLOR:
+    case STK__OP_CONTRAST:
+    case STK__OP_SHARPNESS:
+        linspace_f(0.0, wide ? 0.99 : 0.9, bins, out);
+        return bins;
+    case STK__OP_POSTERIZE: {
+        /* 8 - (arange(bins) / ((bins - 1) / k)).round().int(), k = 6 (wide) or 4 */
+        *signed_op = 0;
+        float d = (float)((bins - 1) / (wide ? 6.0 : 4.0));
+        for (int i = 0; i < bins; i++)
+            out[i] = (float)(8 - (int)nearbyintf((float)i / d));
+        return bins;
+    }
+    case STK__OP_SOLARIZE:
+        *signed_op = 0;
+        linspace_f(255.0, 0.0, bins, out);
+        return bins;
+    default:
+        *signed_op = 0;
+        return 0;
+    }
+}
+
+/* AutoAugmentPolicy.IMAGENET: 25 sub-policies of two (op, probability, magnitude bin or -1) */
+static const struct {
+    signed char op;
+    float p;
+    signed char bin;
+} aa_imagenet[25][2] = {
+#define O(n) STK__OP_##n
+    {{O(POSTERIZE), 0.4f, 8}, {O(ROTATE), 0.6f, 9}},       {{O(SOLARIZE), 0.6f, 5}, {O(AUTOCONTRAST), 0.6f, -1}},
+    {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},    {{O(POSTERIZE), 0.6f, 7}, {O(POSTERIZE), 0.6f, 6}},
+    {{O(EQUALIZE), 0.4f, -1}, {O(SOLARIZE), 0.2f, 4}},     {{O(EQUALIZE), 0.4f, -1}, {O(ROTATE), 0.8f, 8}},
+    {{O(SOLARIZE), 0.6f, 3}, {O(EQUALIZE), 0.6f, -1}},     {{O(POSTERIZE), 0.8f, 5}, {O(EQUALIZE), 1.0f, -1}},
+    {{O(ROTATE), 0.2f, 3}, {O(SOLARIZE), 0.6f, 8}},        {{O(EQUALIZE), 0.6f, -1}, {O(POSTERIZE), 0.4f, 6}},
+    {{O(ROTATE), 0.8f, 8}, {O(COLOR), 0.4f, 0}},           {{O(ROTATE), 0.4f, 9}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(EQUALIZE), 0.0f, -1}, {O(EQUALIZE), 0.8f, -1}},    {{O(INVERT), 0.6f, -1}, {O(EQUALIZE), 1.0f, -1}},
+    {{O(COLOR), 0.6f, 4}, {O(CONTRAST), 1.0f, 8}},         {{O(ROTATE), 0.8f, 8}, {O(COLOR), 1.0f, 2}},
+    {{O(COLOR), 0.8f, 8}, {O(SOLARIZE), 0.8f, 7}},         {{O(SHARPNESS), 0.4f, 7}, {O(INVERT), 0.6f, -1}},
+    {{O(SHEAR_X), 0.6f, 5}, {O(EQUALIZE), 1.0f, -1}},      {{O(COLOR), 0.4f, 0}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(EQUALIZE), 0.4f, -1}, {O(SOLARIZE), 0.2f, 4}},     {{O(SOLARIZE), 0.6f, 5}, {O(AUTOCONTRAST), 0.6f, -1}},
+    {{O(INVERT), 0.6f, -1}, {O(EQUALIZE), 1.0f, -1}},      {{O(COLOR), 0.6f, 4}, {O(CONTRAST), 1.0f, 8}},
+    {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},
+#undef O
+};
+
+/* The policy stream: the crop's key (seed, epoch, index) with the draw counter started at 2^31,
+ * far past the few blocks a crop uses, so that turning a policy on changes no crop. */
+#define POLICY_CTR0 0x80000000u
+
+/* _augmentation_space tables live in at most this many bins */
+#define MAX_BINS 1024
+
+static double pick(const stk__augpolicy *p, stk__rng *r, int op, int bin, int h, int w)
+{
+    float tab[MAX_BINS];
+    int sgn = 0;
+    int n = stk__augpolicy_table(p->policy, op, p->policy == STK__AUGP_AUTO ? 10 : p->bins, h, w, tab, &sgn);
+    double mag = 0.0;
+    if (n > 0) {
+        if (bin < 0)
+            bin = (int)stk__rng_below(r, (uint64_t)n);
+        mag = bin < n ? (double)tab[bin] : 0.0;
+    }
+    if (sgn && stk__rng_below(r, 2))
+        mag = -mag;
+    return mag;
+}
+
+int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                        stk__augstep *steps)
+{
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = POLICY_CTR0;
+    int n = 0;
+    switch (p->policy) {
+    case STK__AUGP_TRIVIAL: {
+        int op = (int)stk__rng_below(&r, STK__OP_INVERT);
+        steps[n].op = op;
+        steps[n++].magnitude = pick(p, &r, op, -1, h, w);
+        break;
+    }
+    case STK__AUGP_RAND:
+        for (int i = 0; i < p->num_ops && i < STK__AUG_MAX_OPS; i++) {
+            int op = (int)stk__rng_below(&r, STK__OP_INVERT);
+            steps[n].op = op;
+            steps[n++].magnitude = pick(p, &r, op, p->magnitude, h, w);
+        }
+        break;
+    case STK__AUGP_AUTO: {
+        int id = (int)stk__rng_below(&r, 25);
+        double u[2] = {stk__rng_uniform(&r), stk__rng_uniform(&r)};
+        int s[2] = {(int)stk__rng_below(&r, 2), (int)stk__rng_below(&r, 2)};
+        for (int i = 0; i < 2; i++) {
+            if (!(u[i] <= (double)aa_imagenet[id][i].p))
+                continue;
+            int op = aa_imagenet[id][i].op, bin = aa_imagenet[id][i].bin;
+            float tab[10];
+            int sgn = 0;
+            int nb = stk__augpolicy_table(STK__AUGP_AUTO, op, 10, h, w, tab, &sgn);
+            double mag = nb > 0 && bin >= 0 ? (double)tab[bin] : 0.0;
+            if (sgn && s[i] == 0)
+                mag = -mag;
+            steps[n].op = op;
+            steps[n++].magnitude = mag;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
+                          int h, int w, uint8_t *scratch)
+{
+    stk__augstep steps[STK__AUG_MAX_OPS];
+    int n = stk__augpolicy_draw(p, seed, epoch, index, h, w, steps);
+    for (int i = 0; i < n; i++)
+        stk__augop_apply(steps[i].op, steps[i].magnitude, p->interp, &p->fill, img, h, w, scratch);
+}

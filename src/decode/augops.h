@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * augops.h — torchvision's per-sample augmentation ops (the op table of autoaugment.py's
+ * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation, and the
+ * policies that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET) from the
+ * per-sample PRNG. Implemented in augops.c, which explains the arithmetic. Internal.
+ */
+#ifndef STK_AUGOPS_H
+#define STK_AUGOPS_H
+
+#include "common.h"
+
+/* The ops, in the order of torchvision's RandAugment / TrivialAugmentWide op tables (Identity
+ * first); Invert (AutoAugment only) last. */
+enum stk__augop {
+    STK__OP_IDENTITY,
+    STK__OP_SHEAR_X,
+    STK__OP_SHEAR_Y,
+    STK__OP_TRANSLATE_X,
+    STK__OP_TRANSLATE_Y,
+    STK__OP_ROTATE,
+    STK__OP_BRIGHTNESS,
+    STK__OP_COLOR,
+    STK__OP_CONTRAST,
+    STK__OP_SHARPNESS,
+    STK__OP_POSTERIZE,
+    STK__OP_SOLARIZE,
+    STK__OP_AUTOCONTRAST,
+    STK__OP_EQUALIZE,
+    STK__OP_INVERT,
+    STK__OP_COUNT
+};
+
+/* Interpolation of the geometric ops (torchvision: NEAREST default, BILINEAR). */
+enum { STK__INTERP_NEAREST = 0, STK__INTERP_BILINEAR = 1 };
+
+/* The op named NAME (torchvision's spelling: "ShearX", "Equalize", ...), or -1. */
+int stk__augop_find(const char *name);
+const char *stk__augop_name(int op);
+
+/* How a geometric op fills the pixels it uncovers: FILL_ON 0 = zeros without a fill mask
+ * (torchvision's fill=None), 1 = the values FILL (0..255 each, rounded half to even). */
+typedef struct stk__augfill {
+    int on;
+    float v[3];
+} stk__augfill;
+
+/*
+ * Apply OP with MAGNITUDE (the value _apply_op receives: a signed shear factor, translation in
+ * pixels (truncated toward zero, as int(magnitude)), degrees, blend factor - 1, posterize bits,
+ * solarize threshold; ignored by the rest) to IMG (H x W x 3, rows 3W apart) in place. SCRATCH holds
+ * H * W * 3 bytes (used by the geometric ops and Sharpness). H, W >= 1.
+ */
+void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *fill, uint8_t *img,
+                      int h, int w, uint8_t *scratch);
+
+/* ---- policies ---------------------------------------------------------------------------- */
+
+enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3 };
+
+#define STK__AUG_MAX_OPS 16
+
+typedef struct stk__augpolicy {
+    int policy;    /* STK__AUGP_* */
+    int num_ops;   /* RandAugment: ops per sample (0..STK__AUG_MAX_OPS) */
+    int magnitude; /* RandAugment: the bin index (0..bins-1) */
+    int bins;      /* TrivialAugmentWide / RandAugment: num_magnitude_bins (>= 2) */
+    int interp;    /* STK__INTERP_* */
+    stk__augfill fill;
+} stk__augpolicy;
+
+/* One chosen op: what torchvision's _apply_op would be called with. */
+typedef struct stk__augstep {
+    int op;
+    double magnitude;
+} stk__augstep;
+
+/* The magnitude table of OP for POLICY (torchvision's _augmentation_space with BINS bins for an
+ * image of H x W; AutoAugment uses 10 bins): float32 values into OUT[BINS]; returns the number of
+ * entries (0 for ops without magnitudes) and *SIGNED (1 when the sign is drawn). */
+int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out, int *signed_op);
+
+/* The ops POLICY applies to sample INDEX of EPOCH for an image of H x W, drawn from the PRNG keyed
+ * (seed, epoch, index) on a stream separate from the crop's: into STEPS (room for
+ * STK__AUG_MAX_OPS); returns their count. A pure function of its arguments. */
+int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h,
+                        int w, stk__augstep *steps);
+
+/* Draw and apply the policy to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes. */
+void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
+                          int h, int w, uint8_t *scratch);
+
+#endif

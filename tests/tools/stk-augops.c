@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/* stk-augops — the augmentation ops and policies (src/decode/augops.c) as a command line, for the
+ * Python tests that compare them with torchvision's tensor implementation.
+ *
+ *   stk-augops op NAME MAG INTERP FILL H W IN OUT
+ *        apply op NAME (torchvision's name) with magnitude MAG to IN (H*W*3 uint8 HWC) -> OUT;
+ *        INTERP nearest|bilinear; FILL none or R,G,B
+ *   stk-augops tables POLICY BINS H W
+ *        prints "name signed v0 v1 ..." per op: the magnitude table (%.9g) for an H x W image
+ *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
+ *        draw and apply POLICY (trivialaugment|randaugment|autoaugment) for sample INDEX; prints
+ *        "name magnitude" (%.17g) per op applied, in order
+ */
+#include "testutil.h"
+#include "augops.h"
+
+#include <string.h>
+
+static int policy_of(const char *s)
+{
+    if (strcmp(s, "trivialaugment") == 0)
+        return STK__AUGP_TRIVIAL;
+    if (strcmp(s, "randaugment") == 0)
+        return STK__AUGP_RAND;
+    if (strcmp(s, "autoaugment") == 0)
+        return STK__AUGP_AUTO;
+    fprintf(stderr, "stk-augops: unknown policy %s\n", s);
+    exit(2);
+}
+
+static void parse_fill(const char *s, stk__augfill *f)
+{
+    memset(f, 0, sizeof *f);
+    if (strcmp(s, "none") == 0)
+        return;
+    f->on = 1;
+    if (sscanf(s, "%f,%f,%f", &f->v[0], &f->v[1], &f->v[2]) != 3) {
+        fprintf(stderr, "stk-augops: bad fill %s\n", s);
+        exit(2);
+    }
+}
+
+static uint8_t *load(const char *path, int h, int w)
+{
+    size_t len;
+    uint8_t *b = t_read_file(path, &len);
+    if (!b || len != (size_t)h * w * 3) {
+        fprintf(stderr, "stk-augops: %s is not %d x %d x 3 bytes\n", path, h, w);
+        exit(2);
+    }
+    return b;
+}
+
+static int cmd_op(char **a)
+{
+    int op = stk__augop_find(a[0]);
+    if (op < 0) {
+        fprintf(stderr, "stk-augops: unknown op %s\n", a[0]);
+        return 2;
+    }
+    stk__augfill fill;
+    parse_fill(a[3], &fill);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
+    stk__augop_apply(op, atof(a[1]), strcmp(a[2], "bilinear") == 0, &fill, img, h, w, scratch);
+    t_write_file(a[7], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
+static int cmd_tables(char **a)
+{
+    int policy = policy_of(a[0]), bins = atoi(a[1]), h = atoi(a[2]), w = atoi(a[3]);
+    float *t = malloc(sizeof(float) * (size_t)(bins > 10 ? bins : 10));
+    for (int op = 0; op < STK__OP_COUNT; op++) {
+        int sgn;
+        int n = stk__augpolicy_table(policy, op, bins, h, w, t, &sgn);
+        printf("%s %d", stk__augop_name(op), sgn);
+        for (int i = 0; i < n; i++)
+            printf(" %.9g", t[i]);
+        printf("\n");
+    }
+    free(t);
+    return 0;
+}
+
+static int cmd_policy(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = policy_of(a[0]);
+    p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
+    p.interp = strcmp(a[4], "bilinear") == 0;
+    parse_fill(a[5], &p.fill);
+    uint64_t seed = strtoull(a[6], NULL, 10), epoch = strtoull(a[7], NULL, 10), index = strtoull(a[8], NULL, 10);
+    int h = atoi(a[9]), w = atoi(a[10]);
+    uint8_t *img = load(a[11], h, w), *scratch = malloc((size_t)h * w * 3);
+    stk__augstep steps[STK__AUG_MAX_OPS];
+    int n = stk__augpolicy_draw(&p, seed, epoch, index, h, w, steps);
+    for (int i = 0; i < n; i++)
+        printf("%s %.17g\n", stk__augop_name(steps[i].op), steps[i].magnitude);
+    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch);
+    t_write_file(a[12], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 10 && strcmp(argv[1], "op") == 0)
+        return cmd_op(argv + 2);
+    if (argc == 6 && strcmp(argv[1], "tables") == 0)
+        return cmd_tables(argv + 2);
+    if (argc == 15 && strcmp(argv[1], "policy") == 0)
+        return cmd_policy(argv + 2);
+    fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
+    return 2;
+}

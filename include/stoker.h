@@ -168,6 +168,19 @@ typedef enum stk_param {
                                      float32 multi-hot rows of the dataset's class count instead
                                      of the stored int32 lists; start says STK_E_INVALID for a
                                      dataset without one [0] (since 0.2) */
+    /* 220..229: per-sample augmentation after the crop/resize/flip, on the uint8 sample, equal
+     * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
+     * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
+    STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] */
+    STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops [2] */
+    STK_P_AUG_MAGNITUDE = 222,  /**< I 0..1023: RandAugment's magnitude, a bin index below
+                                     STK_P_AUG_BINS (checked at start) [9] */
+    STK_P_AUG_BINS = 223,       /**< I 2..1024: num_magnitude_bins of TrivialAugmentWide and
+                                     RandAugment (AutoAugment always uses 10) [31] */
+    STK_P_AUG_INTERP = 224,     /**< I: STK_AUG_INTERP_NEAREST or _BILINEAR, of the geometric ops
+                                     [NEAREST] */
+    STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
+                                     for torchvision's fill=None (zeros, no fill mask) [-1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -220,6 +233,11 @@ enum stk_mode { STK_MODE_TRAIN = 0, STK_MODE_EVAL = 1 };
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
+/** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
+ *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), each with
+ *  STK_P_AUG_INTERP and STK_P_AUG_FILL. */
+enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3 };
+enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

@@ -55,6 +55,13 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_MAX_OUT_HEIGHT, L, STK__PW_START, 0, 65535, 0), /* 0: the output height */
     I_ROW(STK_P_MAX_OUT_WIDTH, L, STK__PW_START, 0, 65535, 0),  /* 0: the output width */
     I_ROW(STK_P_MULTI_HOT, L, STK__PW_START, 0, 1, 0),
+    I_ROW(STK_P_AUG_POLICY, L, STK__PW_START, STK_AUG_NONE, STK_AUG_AUTO, STK_AUG_NONE),
+    I_ROW(STK_P_AUG_NUM_OPS, L, STK__PW_START, 0, 16, 2),
+    I_ROW(STK_P_AUG_MAGNITUDE, L, STK__PW_START, 0, 1023, 9),
+    I_ROW(STK_P_AUG_BINS, L, STK__PW_START, 2, 1024, 31),
+    I_ROW(STK_P_AUG_INTERP, L, STK__PW_START, STK_AUG_INTERP_NEAREST, STK_AUG_INTERP_BILINEAR,
+          STK_AUG_INTERP_NEAREST),
+    I_ROW(STK_P_AUG_FILL, L, STK__PW_START, -1, 0xFFFFFF, -1),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -30,6 +30,7 @@
 #define STK_LOADER_INTERNAL_H
 
 #include "augment.h"
+#include "augops.h"
 #include "convert.h"
 #include "common.h"
 #include "dataset.h"
@@ -94,6 +95,7 @@ typedef struct stk__worker {
     int running;
     stk__worker_ctx *ctx;
     uint8_t *scratch;    /* uint8 HWC sample when the slot needs a conversion */
+    uint8_t *aug_scratch; /* a sample for the augmentation ops (STK_P_AUG_POLICY), else NULL */
     char err[STK__ERRLEN];
 } stk__worker;
 
@@ -142,6 +144,7 @@ struct stk_loader {
     int shuffle, dist_mode;
     uint32_t rank, world;
     stk__aug_config aug;
+    stk__augpolicy augp;         /* STK_P_AUG_*: policy STK__AUGP_NONE when off */
     stk__reader_config rcfg;
     size_t host_sample_bytes;    /* bytes per sample in a host slot */
     size_t out_sample_bytes;     /* bytes per sample handed out */

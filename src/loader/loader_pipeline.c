@@ -228,8 +228,12 @@ static void process(stk__worker *w, stk__read *rd)
         if (status != STK_OK) {
             reason = w->err;
             atomic_fetch_add(&h->tel.decode_errors, 1);
-        } else if (!h->direct_out) {
-            convert(h, w->scratch, dst);
+        } else {
+            if (h->augp.policy != STK__AUGP_NONE)
+                stk__augpolicy_apply(&h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h, h->aug.out_w,
+                                     w->aug_scratch);
+            if (!h->direct_out)
+                convert(h, w->scratch, dst);
         }
     }
     s->indices[i] = rd->index;

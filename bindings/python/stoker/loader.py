@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from . import _lib
+from . import augment as _augment
 from . import dataset as _dataset
 from . import errors as _errors
 
@@ -340,6 +341,12 @@ class Loader:
     Attributes as DataLoader's: ``dataset`` (len, root, classes, class_to_idx), ``sampler``
     (len = this rank's samples per epoch), ``batch_size``, ``num_workers`` (decode threads),
     ``pin_memory``, ``drop_last``, ``len(loader)`` (batches per epoch).
+      augment: a per-sample augmentation policy applied after the crop and flip, on the uint8
+        image, equal byte for byte to torchvision's tensor implementation: a spec dict of
+        ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
+        or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
+        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), or a list of one. Drawn from
+        (seed, epoch, sample) like the crop (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
@@ -387,7 +394,7 @@ class Loader:
                  verify_crc=None, max_pixels=None, flip_prob=None, scale=None, ratio=None,
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
-                 multi_hot=False, options=None):
+                 multi_hot=False, augment=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -404,6 +411,7 @@ class Loader:
         self.drop_last = bool(drop_last)
         if target not in ("auto", "label", "both"):
             raise ValueError("target must be 'auto', 'label' or 'both', not %r" % (target,))
+        self._augment = _augment.params(augment)   # validated before any handle exists
         self.multi_hot = bool(multi_hot)
         if self.multi_hot and target == "label":
             raise ValueError("multi_hot=True expands the targets, which target='label' does not "
@@ -549,6 +557,8 @@ class Loader:
                 ctypes.POINTER(ctypes.c_float)), 768), "value_table")
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
+        for key, value, name in self._augment:
+            self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
 

@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: MIT
+"""Per-sample augmentation specs: what a torchvision (or timm) augmentation object asks for, as a
+plain dict the Loader turns into the library's STK_P_AUG_* parameters.
+
+``spec_for(step, position)`` looks at one step of a transform pipeline and returns
+
+  * a spec dict for what stoker reproduces exactly (equal byte for byte to torchvision's tensor
+    implementation on a uint8 image; tests/python/test_augops_equal.py):
+      {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
+      {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
+      {"op": "autoaugment", "policy": "imagenet", ...}
+    ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
+    or an (r, g, b) tuple of integers 0..255;
+  * None when STEP is not an augmentation this module knows (the caller decides what it is);
+  * or raises ``Unsupported`` (a ValueError) when STEP is a known augmentation with settings
+    stoker does not reproduce — the message names the step, its position and what to use instead.
+
+Recognised without importing torchvision or timm, by module and class name: torchvision's
+``transforms.TrivialAugmentWide / RandAugment / AutoAugment / AugMix`` (v1,
+``torchvision.transforms.autoaugment``) and the same classes of ``torchvision.transforms.v2``;
+timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
+PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
+
+The policy runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
+on the uint8 image, drawn from (seed, epoch, sample index): the output does not depend on the
+worker count and resumes exactly. Its random choices follow torchvision's distributions, not
+torch's random stream.
+"""
+
+import math
+
+POLICIES = ("trivialaugment", "randaugment", "autoaugment")
+
+_TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
+               "AutoAugment": "autoaugment", "AugMix": None}
+_TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
+
+
+class Unsupported(ValueError):
+    """A known augmentation with settings stoker does not reproduce."""
+
+
+def _where(step, position):
+    return "transform %s (%s)" % (position, type(step).__name__)
+
+
+def _is_torchvision(mod):
+    return mod == "torchvision.transforms" or mod.startswith("torchvision.transforms.")
+
+
+def _interp_name(step, position, value):
+    """InterpolationMode (v1 / v2), its string value or a PIL resample constant -> name."""
+    v = getattr(value, "value", value)
+    if isinstance(v, str):
+        name = v.lower()
+    elif isinstance(v, int):  # PIL: NEAREST 0, BILINEAR 2, BICUBIC 3 (v2 accepts them)
+        name = {0: "nearest", 2: "bilinear", 3: "bicubic", 1: "lanczos", 4: "box", 5: "hamming"}.get(v, str(v))
+    else:
+        name = str(v)
+    if name not in ("nearest", "bilinear"):
+        raise Unsupported("%s: interpolation=%s is not reproduced (torchvision's tensor path "
+                          "has NEAREST and BILINEAR only); use InterpolationMode.NEAREST or "
+                          "BILINEAR" % (_where(step, position), name.upper()))
+    return name
+
+
+def _fill(step, position, fill, interp):
+    """fill=None, a number or a sequence of 1 or 3 -> None or an (r, g, b) tuple of ints."""
+    if isinstance(fill, dict):  # v2: {type: value}; one value for every type is the same thing
+        vals = list(fill.values())
+        if not vals or any(v != vals[0] for v in vals[1:]):
+            raise Unsupported("%s: a fill that differs per input type (%r) is not reproduced; "
+                              "give one fill" % (_where(step, position), fill))
+        fill = vals[0]
+    if fill is None:
+        return None
+    if isinstance(fill, (int, float)):
+        fill = [fill]
+    vals = [float(v) for v in fill]
+    if len(vals) == 1:
+        vals = vals * 3
+    if len(vals) != 3 or not all(math.isfinite(v) and 0.0 <= v <= 255.0 for v in vals):
+        raise Unsupported("%s: fill=%r must be one or three values in 0..255"
+                          % (_where(step, position), fill))
+    out = []
+    for v in vals:
+        if v != int(v):
+            if interp != "nearest":
+                raise Unsupported("%s: a fractional fill (%r) with BILINEAR is not reproduced; "
+                                  "give integers" % (_where(step, position), fill))
+            v = float(round(v))  # NEAREST rounds the fill half to even, as torch.round
+        out.append(int(v))
+    return tuple(out)
+
+
+def _common(step, position):
+    interp = _interp_name(step, position, getattr(step, "interpolation", "nearest"))
+    return {"interpolation": interp, "fill": _fill(step, position, getattr(step, "fill", None), interp)}
+
+
+def _torchvision_spec(step, position, kind):
+    if kind is None:
+        raise Unsupported("%s: AugMix is not implemented in stoker; use TrivialAugmentWide, "
+                          "RandAugment or AutoAugment(IMAGENET)" % _where(step, position))
+    spec = {"op": kind}
+    if kind == "trivialaugment":
+        spec["num_magnitude_bins"] = int(step.num_magnitude_bins)
+    elif kind == "randaugment":
+        spec.update(num_ops=int(step.num_ops), magnitude=int(step.magnitude),
+                    num_magnitude_bins=int(step.num_magnitude_bins))
+    else:
+        policy = getattr(step, "policy", "imagenet")
+        name = str(getattr(policy, "value", policy)).lower()
+        if name != "imagenet":
+            raise Unsupported("%s: policy %s is not implemented; stoker has "
+                              "AutoAugmentPolicy.IMAGENET" % (_where(step, position), name.upper()))
+        spec["policy"] = "imagenet"
+    spec.update(_common(step, position))
+    check(spec, _where(step, position))
+    return spec
+
+
+def spec_for(step, position):
+    """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
+    augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
+    cls = type(step)
+    mod, name = getattr(cls, "__module__", "") or "", cls.__name__
+    if _is_torchvision(mod) and name in _TV_CLASSES:
+        return _torchvision_spec(step, position, _TV_CLASSES[name])
+    if mod.startswith("timm.") and name in _TIMM_CLASSES:
+        raise Unsupported(
+            "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
+            "noise, 'increasing' variants, random BILINEAR/BICUBIC) is not torchvision's and is not "
+            "implemented in stoker; use torchvision.transforms.RandAugment(num_ops=2, "
+            "magnitude=9), TrivialAugmentWide() or AutoAugment()" % (_where(step, position), name))
+    return None
+
+
+def check(spec, where="augment"):
+    """Validate a spec dict (as spec_for returns, or written by hand); raises ValueError."""
+    if not isinstance(spec, dict) or spec.get("op") not in POLICIES:
+        raise ValueError("%s: an augment spec is a dict with 'op' one of %s, got %r"
+                         % (where, ", ".join(POLICIES), spec))
+    known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy"}
+    extra = set(spec) - known
+    if extra:
+        raise ValueError("%s: unknown augment spec keys %s" % (where, sorted(extra)))
+    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
+        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+                         % (where, spec.get("interpolation")))
+    fill = spec.get("fill")
+    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
+        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    bins = int(spec.get("num_magnitude_bins", 31))
+    if not 2 <= bins <= 1024:
+        raise ValueError("%s: num_magnitude_bins must be 2..1024, not %d" % (where, bins))
+    if spec["op"] == "randaugment":
+        if not 0 <= int(spec.get("num_ops", 2)) <= 16:
+            raise ValueError("%s: num_ops must be 0..16, not %r" % (where, spec.get("num_ops")))
+        if not 0 <= int(spec.get("magnitude", 9)) < bins:
+            raise ValueError("%s: magnitude must be 0..num_magnitude_bins - 1 = %d, not %r"
+                             % (where, bins - 1, spec.get("magnitude")))
+    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") != "imagenet":
+        raise ValueError("%s: the AutoAugment policy must be 'imagenet'" % where)
+    return spec
+
+
+def params(specs):
+    """[(STK_P_* key, value, name)] for the Loader: SPECS is None, a spec, a torchvision object or
+    a list of them (at most one policy: the library applies one per sample)."""
+    from . import _lib
+    if specs is None:
+        return []
+    if isinstance(specs, dict) or not isinstance(specs, (list, tuple)):
+        specs = [specs]
+    resolved = []
+    for i, s in enumerate(specs):
+        if not isinstance(s, dict):
+            obj, s = s, spec_for(s, i)
+            if s is None:
+                raise ValueError("augment[%d]: %s is not an augmentation stoker knows (give a spec "
+                                 "dict or TrivialAugmentWide / RandAugment / AutoAugment)"
+                                 % (i, type(obj).__name__))
+        resolved.append(check(s, "augment[%d]" % i))
+    if len(resolved) > 1:
+        raise ValueError("augment: one policy per loader, got %d (%s)"
+                         % (len(resolved), ", ".join(s["op"] for s in resolved)))
+    if not resolved:
+        return []
+    s = resolved[0]
+    policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
+              "autoaugment": _lib.AUG_AUTO}[s["op"]]
+    fill = s.get("fill")
+    out = [(_lib.P_AUG_POLICY, policy, "augment"),
+           (_lib.P_AUG_BINS, int(s.get("num_magnitude_bins", 31)), "augment num_magnitude_bins"),
+           (_lib.P_AUG_INTERP, _lib.AUG_INTERP_BILINEAR if s.get("interpolation") == "bilinear"
+            else _lib.AUG_INTERP_NEAREST, "augment interpolation"),
+           (_lib.P_AUG_FILL, -1 if fill is None else (fill[0] << 16) | (fill[1] << 8) | fill[2],
+            "augment fill")]
+    if s["op"] == "randaugment":
+        out += [(_lib.P_AUG_NUM_OPS, int(s.get("num_ops", 2)), "augment num_ops"),
+                (_lib.P_AUG_MAGNITUDE, int(s.get("magnitude", 9)), "augment magnitude")]
+    return out

@@ -154,3 +154,23 @@ def test_policy_equals_torchvision_ops(tmp_path, policy, interp, fill):
         got = np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
         assert np.array_equal(got, want), f"{policy} sample {index}: {out}"
     assert len(seen) >= 5, seen
+
+
+def test_ops_on_tiny_images(tmp_path):
+    """1x1 .. 2x7 images (an output size of 1 is allowed): equal to torchvision, no crash."""
+    _tool_or_skip()
+    torch_or_skip()
+    rng = np.random.default_rng(1)
+    bad = []
+    for h, w in [(1, 1), (1, 5), (5, 1), (2, 2), (3, 3), (2, 7)]:
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        for name in OPS:
+            mags = {"Solarize": [4.0, 200.0], "Posterize": [2.0, 5.0]}.get(name, [-0.5, 0.7, 3.0, 20.0])
+            if name in ("Identity", "AutoContrast", "Equalize", "Invert"):
+                mags = [0.0]
+            for mag in mags:
+                for interp, fill in (("nearest", None), ("bilinear", (1, 2, 3))):
+                    got = run_op(tmp_path, img, name, mag, interp, fill)
+                    if not np.array_equal(got, reference(img, name, mag, interp, fill)):
+                        bad.append((h, w, name, mag, interp, fill))
+    assert not bad, bad

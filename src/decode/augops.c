@@ -547,3 +547,193 @@ void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch
     for (int i = 0; i < n; i++)
         stk__augop_apply(steps[i].op, steps[i].magnitude, p->interp, &p->fill, img, h, w, scratch);
 }
+
+/* ---- steps: ColorJitter, RandomGrayscale, RandomVerticalFlip ---------------------------------- */
+
+/* adjust_hue: uint8 / 255 to float32, _rgb2hsv, h = (h + factor) % 1.0, _hsv2rgb, * 255 and
+ * truncate; every step one float32 rounding as the tensor ops make it (the einsum that picks
+ * the channel values adds zeros: exact) */
+static void op_hue(uint8_t *img, size_t px, double factor)
+{
+    float hf = (float)factor;
+    for (size_t i = 0; i < px; i++) {
+        uint8_t *p = img + 3 * i;
+        float r = (float)p[0] / 255.f, g = (float)p[1] / 255.f, b = (float)p[2] / 255.f;
+        float maxc = r > g ? r : g, minc = r < g ? r : g;
+        maxc = b > maxc ? b : maxc;
+        minc = b < minc ? b : minc;
+        int eqc = maxc == minc;
+        float cr = maxc - minc;
+        float s = cr / (eqc ? 1.f : maxc);
+        float crd = eqc ? 1.f : cr;
+        float rc = (maxc - r) / crd, gc = (maxc - g) / crd, bc = (maxc - b) / crd;
+        float hr = maxc == r ? bc - gc : 0.f;
+        float hg = maxc == g && maxc != r ? (2.f + rc) - bc : 0.f;
+        float hb = maxc != g && maxc != r ? (4.f + gc) - rc : 0.f;
+        float hh = (hr + hg) + hb;
+        hh = fmodf(hh / 6.f + 1.f, 1.f);
+        hh = fmodf(hh + hf, 1.f); /* torch.remainder: the sign of the divisor */
+        if (hh < 0.f)
+            hh += 1.f;
+        float h6 = hh * 6.f, fl = floorf(h6), f = h6 - fl;
+        int sector = (int)fl % 6;
+        float v = maxc;
+        float pp = v * (1.f - s), q = v * (1.f - s * f), t = v * (1.f - s * (1.f - f));
+        pp = pp < 0.f ? 0.f : pp > 1.f ? 1.f : pp;
+        q = q < 0.f ? 0.f : q > 1.f ? 1.f : q;
+        t = t < 0.f ? 0.f : t > 1.f ? 1.f : t;
+        const float rgb[6][3] = {{v, t, pp}, {q, v, pp}, {pp, v, t}, {pp, q, v}, {t, pp, v}, {v, pp, q}};
+        for (int c = 0; c < 3; c++)
+            p[c] = (uint8_t)(rgb[sector][c] * 255.f);
+    }
+}
+
+void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4])
+{
+    size_t px = (size_t)h * (size_t)w;
+    for (int j = 0; j < 4; j++) {
+        int k = order[j];
+        if (isnan(f[k]))
+            continue;
+        if (k == 0)
+            op_brightness(img, 3 * px, f[k]);
+        else if (k == 1)
+            op_contrast(img, px, f[k]);
+        else if (k == 2)
+            op_color(img, px, f[k]);
+        else
+            op_hue(img, px, f[k]);
+    }
+}
+
+static void op_grayscale(uint8_t *img, size_t px)
+{
+    for (size_t i = 0; i < px; i++) {
+        uint8_t *p = img + 3 * i;
+        p[0] = p[1] = p[2] = gray1(p);
+    }
+}
+
+static void op_vflip(uint8_t *img, int h, int w, uint8_t *scratch)
+{
+    size_t row = 3 * (size_t)w;
+    for (int y = 0; y < h / 2; y++) {
+        uint8_t *a = img + (size_t)y * row, *b = img + (size_t)(h - 1 - y) * row;
+        memcpy(scratch, a, row);
+        memcpy(a, b, row);
+        memcpy(b, scratch, row);
+    }
+}
+
+static int step_arity(int kind)
+{
+    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0};
+    return kind > 0 && kind < STK__STEP_KINDS ? arity[kind] : -1;
+}
+
+static int check_jitter(const float *a, int k, char *err)
+{
+    static const char *const names[4] = {"brightness", "contrast", "saturation", "hue"};
+    for (int j = 0; j < 4; j++) {
+        float lo = a[2 * j], hi = a[2 * j + 1];
+        int ok = j < 3 ? lo >= 0.f && lo <= hi : lo >= -0.5f && lo <= hi && hi <= 0.5f;
+        if (!ok || !isfinite(lo) || !isfinite(hi))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (ColorJitter): %s range [%g, %g] %s", k,
+                            names[j], (double)lo, (double)hi, j < 3 ? "must be 0 <= min <= max" : "must lie in [-0.5, 0.5]");
+    }
+    return STK_OK;
+}
+
+int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
+{
+    memset(prog, 0, sizeof *prog);
+    size_t i = 0;
+    int policies = 0;
+    while (i < n) {
+        int k = prog->n;
+        float kf = v[i];
+        int kind = kf == floorf(kf) && kf > 0.f && kf < (float)STK__STEP_KINDS ? (int)kf : -1, ar = step_arity(kind);
+        if (ar < 0)
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: unknown kind %g (1 vflip, 2 grayscale, "
+                            "3 color jitter, 4 policy)", k, (double)kf);
+        if (k == STK__AUG_MAX_STEPS)
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: more than %d steps", STK__AUG_MAX_STEPS);
+        if (i + 1 + (size_t)ar > n)
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: kind %d takes %d values, %zu left", k, kind,
+                            ar, n - i - 1);
+        prog->s[k].kind = kind;
+        memcpy(prog->s[k].a, v + i + 1, sizeof(float) * (size_t)ar);
+        if ((kind == STK__STEP_VFLIP || kind == STK__STEP_GRAYSCALE) &&
+            !(prog->s[k].a[0] >= 0.f && prog->s[k].a[0] <= 1.f))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: probability %g is not in [0, 1]", k,
+                            (double)prog->s[k].a[0]);
+        if (kind == STK__STEP_JITTER && check_jitter(prog->s[k].a, k, err) != STK_OK)
+            return STK_E_INVALID;
+        if (kind == STK__STEP_POLICY && ++policies > 1)
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: the policy appears more than once");
+        prog->n++;
+        i += 1 + (size_t)ar;
+    }
+    return STK_OK;
+}
+
+/* Each step's draws: the crop's key, counter from 3 * 2^30 + 256 k (the policy's start at 2^31
+ * and the crop's at 0 are far below) */
+#define STEP_CTR0 0xC0000000u
+
+void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int *on,
+                       int order[4], double f[4])
+{
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = STEP_CTR0 + 256u * (uint32_t)k;
+    *on = 0;
+    if (kind == STK__STEP_VFLIP || kind == STK__STEP_GRAYSCALE) {
+        *on = stk__rng_uniform(&r) < (double)a[0];
+        return;
+    }
+    if (kind != STK__STEP_JITTER)
+        return;
+    /* fn_idx = torch.randperm(4): a uniform permutation (Fisher-Yates) */
+    for (int j = 0; j < 4; j++)
+        order[j] = j;
+    for (int j = 3; j > 0; j--) {
+        int m = (int)stk__rng_below(&r, (uint64_t)j + 1), t = order[j];
+        order[j] = order[m];
+        order[m] = t;
+    }
+    static const float center[4] = {1.f, 1.f, 1.f, 0.f};
+    for (int j = 0; j < 4; j++) {
+        double u = stk__rng_uniform(&r), lo = a[2 * j], hi = a[2 * j + 1];
+        /* torchvision keeps None for a range (center, center): that component is off */
+        f[j] = lo == center[j] && hi == center[j] ? NAN : (double)(float)(lo + (hi - lo) * u);
+    }
+    *on = 1;
+}
+
+void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, uint64_t seed, uint64_t epoch,
+                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch)
+{
+    int ran_policy = 0;
+    for (int k = 0; k < prog->n; k++) {
+        int kind = prog->s[k].kind, on, order[4];
+        double f[4];
+        if (kind == STK__STEP_POLICY) {
+            ran_policy = 1;
+            if (policy && policy->policy != STK__AUGP_NONE)
+                stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch);
+            continue;
+        }
+        stk__augstep_draw(k, kind, prog->s[k].a, seed, epoch, index, &on, order, f);
+        if (!on)
+            continue;
+        if (kind == STK__STEP_VFLIP)
+            op_vflip(img, h, w, scratch);
+        else if (kind == STK__STEP_GRAYSCALE)
+            op_grayscale(img, (size_t)h * (size_t)w);
+        else
+            stk__augop_jitter(img, h, w, order, f);
+    }
+    if (!ran_policy && policy && policy->policy != STK__AUGP_NONE)
+        stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch);
+}

@@ -90,4 +90,43 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
 void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
                           int h, int w, uint8_t *scratch);
 
+/* ---- steps: ColorJitter, RandomGrayscale, RandomVerticalFlip, in a given order ----------- */
+
+/* Step kinds as stk_loader_set_floats(STK_P_AUG_STEPS) takes them: the kind, then its values. */
+enum {
+    STK__STEP_VFLIP = 1,     /* p: RandomVerticalFlip(p) */
+    STK__STEP_GRAYSCALE = 2, /* p: RandomGrayscale(p) */
+    STK__STEP_JITTER = 3,    /* bmin bmax cmin cmax smin smax hmin hmax: ColorJitter's ranges */
+    STK__STEP_POLICY = 4,    /* (none): where the STK_P_AUG_POLICY policy runs */
+    STK__STEP_KINDS
+};
+
+#define STK__AUG_MAX_STEPS 16
+
+typedef struct stk__augprog {
+    int n;
+    struct {
+        int kind;
+        float a[8];
+    } s[STK__AUG_MAX_STEPS];
+} stk__augprog;
+
+/* Parse N floats V (kind, its values, kind, ...) into PROG: STK_OK, or STK_E_INVALID with the
+ * reason in ERR (STK__ERRLEN) naming the step. */
+int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
+
+/* ColorJitter with fixed draws: ORDER a permutation of 0..3 (brightness, contrast, saturation,
+ * hue: torchvision's fn_idx), F the four factors; a factor that is NaN is off (torchvision's None). */
+void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4]);
+
+/* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
+ * ORDER and F for a jitter. */
+void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int *on,
+                       int order[4], double f[4]);
+
+/* Run PROG on IMG (H x W x 3) in place: each step with its draws; POLICY where a STK__STEP_POLICY
+ * stands, else after the last step (when its policy is not NONE). SCRATCH: H * W * 3 bytes. */
+void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, uint64_t seed, uint64_t epoch,
+                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch);
+
 #endif

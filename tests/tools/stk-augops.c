@@ -10,6 +10,12 @@
  *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
  *        draw and apply POLICY (trivialaugment|randaugment|autoaugment) for sample INDEX; prints
  *        "name magnitude" (%.17g) per op applied, in order
+ *   stk-augops jitter B C S HUE ORDER H W IN OUT
+ *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
+ *        0 brightness, 1 contrast, 2 saturation, 3 hue)
+ *   stk-augops steps V0,V1,... SEED EPOCH INDEX H W IN OUT
+ *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
+ *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off)
  */
 #include "testutil.h"
 #include "augops.h"
@@ -106,6 +112,56 @@ static int cmd_policy(char **a)
     return 0;
 }
 
+static int cmd_jitter(char **a)
+{
+    double f[4];
+    int order[4];
+    for (int j = 0; j < 4; j++) {
+        f[j] = strtod(a[j], NULL);
+        order[j] = a[4][j] - '0';
+    }
+    int h = atoi(a[5]), w = atoi(a[6]);
+    uint8_t *img = load(a[7], h, w);
+    stk__augop_jitter(img, h, w, order, f);
+    t_write_file(a[8], img, (size_t)h * w * 3);
+    free(img);
+    return 0;
+}
+
+static int cmd_steps(char **a)
+{
+    float v[256];
+    size_t n = 0;
+    for (char *p = a[0], *end; *p && n < 256; p = *end ? end + 1 : end)
+        v[n++] = strtof(p, &end);
+    stk__augprog prog;
+    char err[STK__ERRLEN];
+    if (stk__augprog_parse(v, n, &prog, err) != STK_OK) {
+        printf("error %s\n", err);
+        return 3;
+    }
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10), index = strtoull(a[3], NULL, 10);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
+    for (int k = 0; k < prog.n; k++) {
+        int on, order[4] = {0, 1, 2, 3};
+        double f[4] = {0, 0, 0, 0};
+        stk__augstep_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, &on, order, f);
+        if (prog.s[k].kind == STK__STEP_VFLIP)
+            printf("vflip %d\n", on);
+        else if (prog.s[k].kind == STK__STEP_GRAYSCALE)
+            printf("grayscale %d\n", on);
+        else if (prog.s[k].kind == STK__STEP_JITTER)
+            printf("jitter %d%d%d%d %.17g %.17g %.17g %.17g\n", order[0], order[1], order[2], order[3], f[0], f[1],
+                   f[2], f[3]);
+    }
+    stk__augprog_apply(&prog, NULL, seed, epoch, index, img, h, w, scratch);
+    t_write_file(a[7], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 10 && strcmp(argv[1], "op") == 0)
@@ -114,6 +170,10 @@ int main(int argc, char **argv)
         return cmd_tables(argv + 2);
     if (argc == 15 && strcmp(argv[1], "policy") == 0)
         return cmd_policy(argv + 2);
+    if (argc == 11 && strcmp(argv[1], "jitter") == 0)
+        return cmd_jitter(argv + 2);
+    if (argc == 10 && strcmp(argv[1], "steps") == 0)
+        return cmd_steps(argv + 2);
     fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
     return 2;
 }

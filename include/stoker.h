@@ -181,6 +181,13 @@ typedef enum stk_param {
                                      [NEAREST] */
     STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
                                      for torchvision's fill=None (zeros, no fill mask) [-1] */
+    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 144: per-sample steps run in this order after the
+                                     flip, each its kind then its values: 1 p (RandomVerticalFlip),
+                                     2 p (RandomGrayscale), 3 bmin bmax cmin cmax smin smax hmin
+                                     hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
+                                     for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
+                                     without it, after the last step). At most 16 steps; set
+                                     (NULL, 0) to remove. Equal to torchvision's tensor path [none] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -659,7 +666,7 @@ STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 /** Set a double parameter (type D). */
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
 /** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels);
- *  STK_P_LUT with N = 768 (since 0.2). */
+ *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
 /** Read any integer/double parameter's current value (as a double). */
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);

@@ -6,6 +6,9 @@
  *  - each augmented sample equals the same sample without augmentation (same crop: the policy's
  *    stream leaves the crop draws alone) with stk__augpolicy_apply on it, for TrivialAugmentWide,
  *    RandAugment (BILINEAR, fill) and AutoAugment; most samples change;
+ *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
+ *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
+ *    time naming the step; (NULL, 0) removes it (the plain crops again);
  *  - STK_P_AUG_MAGNITUDE >= STK_P_AUG_BINS is refused at start (STK_E_INVALID, naming both).
  * stk-test: concurrency
  */
@@ -136,6 +139,44 @@ int main(void)
     stk__augpolicy pa = {.policy = STK__AUGP_AUTO, .bins = 31};
     check_applied(&base, &one, &pa, "autoaugment");
     tl_epoch_free(&one);
+
+    /* steps (vflip, jitter, policy, grayscale) around TrivialAugment, 1 vs 3 workers */
+    static const float prog[] = {1, 0.5f, 3, 0.6f, 1.4f, 0.6f, 1.4f, 0.6f, 1.4f, -0.1f, 0.1f, 4, 2, 0.3f};
+    stk__augprog ap;
+    char err[STK__ERRLEN];
+    T_OK(stk__augprog_parse(prog, STK__ARRAY_LEN(prog), &ap, err));
+    h = aug_loader(D.path, 1, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    h = aug_loader(D.path, 3, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    run_epoch(h, &three);
+    stk_loader_destroy(h);
+    T_CHECK(memcmp(one.images, three.images, N * SB) == 0, "steps: 1 and 3 workers give the same bytes");
+    {
+        uint8_t *img = malloc(SB), *scratch = malloc(SB);
+        for (size_t i = 0; i < N; i++) {
+            memcpy(img, base.images + i * SB, SB);
+            stk__augprog_apply(&ap, &p, 7, 2, base.index[i], img, OH, OW, scratch);
+            T_CHECK(memcmp(img, one.images + i * SB, SB) == 0, "steps: sample %zu is not the program's output", i);
+        }
+        free(img);
+        free(scratch);
+    }
+    tl_epoch_free(&one);
+    tl_epoch_free(&three);
+    /* a bad program is refused at set time, naming the step; (NULL, 0) removes it */
+    h = aug_loader(D.path, 1, STK_AUG_NONE, STK_NHWC);
+    static const float badp[] = {1, 0.5f, 9};
+    T_CHECK(stk_loader_set_floats(h, STK_P_AUG_STEPS, badp, 3) == STK_E_INVALID, "unknown kind refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "step 1"), "names the step: %s", stk_loader_last_error(h));
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, NULL, 0));
+    run_epoch(h, &one);
+    T_CHECK(memcmp(one.images, base.images, N * SB) == 0, "removed steps: the plain crops");
+    tl_epoch_free(&one);
+    stk_loader_destroy(h);
 
     /* a magnitude outside the bins */
     h = aug_loader(D.path, 1, STK_AUG_RAND, STK_NHWC);

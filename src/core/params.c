@@ -62,6 +62,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_AUG_INTERP, L, STK__PW_START, STK_AUG_INTERP_NEAREST, STK_AUG_INTERP_BILINEAR,
           STK_AUG_INTERP_NEAREST),
     I_ROW(STK_P_AUG_FILL, L, STK__PW_START, -1, 0xFFFFFF, -1),
+    F_ROW(STK_P_AUG_STEPS, 0, -FLT_MAX, FLT_MAX),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

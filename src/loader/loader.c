@@ -247,6 +247,7 @@ static int augpolicy_config(stk_loader *h)
     if (p->policy == STK_AUG_RAND && p->magnitude >= p->bins)
         return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
                         p->magnitude, p->bins);
+    h->aug_on = p->policy != STK__AUGP_NONE || h->augprog.n > 0;
     return STK_OK;
 }
 
@@ -482,7 +483,7 @@ static int alloc_workers(stk_loader *h, size_t px)
         }
         if (!h->direct_out && !(w->scratch = stk__alloc_aligned(64, px)))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
-        if (h->augp.policy != STK__AUGP_NONE && !(w->aug_scratch = stk__alloc_aligned(64, px)))
+        if (h->aug_on && !(w->aug_scratch = stk__alloc_aligned(64, px)))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for augmentation scratch (%zu bytes)", px);
     }
     return STK_OK;

@@ -78,6 +78,15 @@ int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
     const stk__param_def *p = &stk__param_table[i];
     if (key == STK_P_LUT)
         return set_lut(h, p, v, n);
+    if (key == STK_P_AUG_STEPS) {
+        stk__augprog prog;
+        if (!v && n)
+            return stk__err(h->err, STK_E_INVALID, "%s: NULL with %zu values", p->name, n);
+        rc = stk__augprog_parse(v, n, &prog, h->err);
+        if (rc == STK_OK)
+            h->augprog = prog;
+        return rc;
+    }
     if (!v || (n != 1 && n != 3))
         return stk__err(h->err, STK_E_INVALID, "%s takes 3 values (or 1 for all channels), got %zu",
                         p->name, n);

@@ -229,9 +229,9 @@ static void process(stk__worker *w, stk__read *rd)
             reason = w->err;
             atomic_fetch_add(&h->tel.decode_errors, 1);
         } else {
-            if (h->augp.policy != STK__AUGP_NONE)
-                stk__augpolicy_apply(&h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h, h->aug.out_w,
-                                     w->aug_scratch);
+            if (h->aug_on)
+                stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h,
+                                   h->aug.out_w, w->aug_scratch);
             if (!h->direct_out)
                 convert(h, w->scratch, dst);
         }

@@ -194,3 +194,57 @@ def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tm
             assert np.array_equal(ai[k], want.permute(1, 2, 0).numpy()), (int(aidx[k]), steps)
             n += 1
     assert n == len(shards[1])
+
+
+def test_spec_for_steps(stoker_mod):
+    T = _tv()
+    from stoker import augment
+    assert augment.spec_for(T.ColorJitter(0.4, 0.3, 0.2, 0.1), 1) == {
+        "op": "color_jitter", "brightness": (0.6, 1.4), "contrast": (0.7, 1.3), "saturation": (0.8, 1.2),
+        "hue": (-0.1, 0.1)}
+    assert augment.spec_for(T.ColorJitter(brightness=(0.5, 0.9)), 1)["contrast"] == (1.0, 1.0)
+    assert augment.spec_for(T.RandomGrayscale(0.2), 2) == {"op": "grayscale", "p": 0.2}
+    assert augment.spec_for(T.RandomVerticalFlip(0.3), 3) == {"op": "vflip", "p": 0.3}
+    with pytest.raises(ValueError, match="one policy"):
+        augment.params([T.TrivialAugmentWide(), T.ColorJitter(0.1), T.AutoAugment()])
+
+
+def test_loader_steps_equal_torchvision_with_their_draws(stoker_mod, shards, tmp_path):
+    """Loader(augment=[RandomVerticalFlip, ColorJitter, RandomGrayscale]): each sample equals
+    torchvision's vflip / adjust_* in the drawn order / rgb_to_grayscale on the plain crop, with the
+    draws stoker made for it (printed by stk-augops steps)."""
+    T = _tv()
+    import torch
+    from torchvision.transforms import functional as F
+    if not (TOOLS / "stk-augops").is_file():
+        pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
+    steps = [T.RandomVerticalFlip(), T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3)]
+    prog = "1,0.5,3,0.6,1.4,0.6,1.4,0.6,1.4,-0.1,0.1,2,0.3"
+    path, _ = shards
+    with _loader(stoker_mod, path, augment=steps, workers=3) as a:
+        aug = _epoch(a)
+    with _loader(stoker_mod, path) as b:
+        plain = _epoch(b)
+    fns = [F.adjust_brightness, F.adjust_contrast, F.adjust_saturation, F.adjust_hue]
+    flips = grays = 0
+    for (ai, _, aidx), (pi, _, pidx) in zip(aug, plain):
+        for k in range(len(aidx)):
+            src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+            src.write_bytes(pi[k].tobytes())
+            out = subprocess.run([str(TOOLS / "stk-augops"), "steps", prog, "5", "0", str(int(aidx[k])),
+                                  str(SIZE), str(SIZE), str(src), str(dst)], check=True, capture_output=True,
+                                 text=True, timeout=60).stdout
+            t = torch.from_numpy(pi[k]).permute(2, 0, 1).contiguous()
+            for line in out.splitlines():
+                f = line.split()
+                if f == ["vflip", "1"]:
+                    t, flips = F.vflip(t), flips + 1
+                elif f == ["grayscale", "1"]:
+                    t, grays = F.rgb_to_grayscale(t, num_output_channels=3), grays + 1
+                elif f[0] == "jitter":
+                    fac = [float(x) for x in f[2:]]
+                    for j in f[1]:
+                        if not np.isnan(fac[int(j)]):
+                            t = fns[int(j)](t, fac[int(j)])
+            assert np.array_equal(ai[k], t.permute(1, 2, 0).numpy()), (int(aidx[k]), out)
+    assert flips > 0 and grays > 0

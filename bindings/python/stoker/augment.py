@@ -30,10 +30,13 @@ torch's random stream.
 import math
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment")
+STEPS = ("vflip", "grayscale", "color_jitter")
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": None}
 _TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
+_TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter"}
+_JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
 
 
 class Unsupported(ValueError):
@@ -120,6 +123,29 @@ def _torchvision_spec(step, position, kind):
     return spec
 
 
+def _range(step, position, name, value, center):
+    """ColorJitter's stored range (v1 / v2: a (min, max) pair or None) -> (min, max)."""
+    if value is None:
+        return (center, center)
+    if isinstance(value, (int, float)):  # never stored like this by torchvision; accept it
+        value = (center - value, center + value) if name == "hue" else (max(0.0, center - value), center + value)
+    lo, hi = float(value[0]), float(value[1])
+    if name == "hue" and not -0.5 <= lo <= hi <= 0.5 or name != "hue" and not 0.0 <= lo <= hi:
+        raise Unsupported("%s: %s range %r is out of torchvision's bounds" % (_where(step, position), name, value))
+    return (lo, hi)
+
+
+def _step_spec(step, position, kind):
+    if kind in ("vflip", "grayscale"):
+        p = float(getattr(step, "p", 0.5 if kind == "vflip" else 0.1))
+        spec = {"op": kind, "p": p}
+    else:
+        spec = {"op": kind}
+        for name, center in _JITTER:
+            spec[name] = _range(step, position, name, getattr(step, name, None), center)
+    return check(spec, _where(step, position))
+
+
 def spec_for(step, position):
     """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
     augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
@@ -127,6 +153,8 @@ def spec_for(step, position):
     mod, name = getattr(cls, "__module__", "") or "", cls.__name__
     if _is_torchvision(mod) and name in _TV_CLASSES:
         return _torchvision_spec(step, position, _TV_CLASSES[name])
+    if _is_torchvision(mod) and name in _TV_STEPS:
+        return _step_spec(step, position, _TV_STEPS[name])
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
             "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
@@ -138,9 +166,22 @@ def spec_for(step, position):
 
 def check(spec, where="augment"):
     """Validate a spec dict (as spec_for returns, or written by hand); raises ValueError."""
-    if not isinstance(spec, dict) or spec.get("op") not in POLICIES:
+    if not isinstance(spec, dict) or spec.get("op") not in POLICIES + STEPS:
         raise ValueError("%s: an augment spec is a dict with 'op' one of %s, got %r"
-                         % (where, ", ".join(POLICIES), spec))
+                         % (where, ", ".join(POLICIES + STEPS), spec))
+    if spec["op"] in ("vflip", "grayscale"):
+        if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
+            raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
+        return spec
+    if spec["op"] == "color_jitter":
+        if set(spec) - {"op", "brightness", "contrast", "saturation", "hue"}:
+            raise ValueError("%s: color_jitter takes brightness, contrast, saturation, hue" % where)
+        for name, center in _JITTER:
+            lo, hi = spec.get(name) or (center, center)
+            ok = -0.5 <= lo <= hi <= 0.5 if name == "hue" else 0.0 <= lo <= hi
+            if not ok:
+                raise ValueError("%s: color_jitter %s range (%r, %r) is invalid" % (where, name, lo, hi))
+        return spec
     known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy"}
     extra = set(spec) - known
     if extra:
@@ -167,7 +208,8 @@ def check(spec, where="augment"):
 
 def params(specs):
     """[(STK_P_* key, value, name)] for the Loader: SPECS is None, a spec, a torchvision object or
-    a list of them (at most one policy: the library applies one per sample)."""
+    a list of them, applied in that order (at most one policy: the library applies one per sample;
+    the steps go to STK_P_AUG_STEPS as a list of floats)."""
     from . import _lib
     if specs is None:
         return []
@@ -182,16 +224,32 @@ def params(specs):
                                  "dict or TrivialAugmentWide / RandAugment / AutoAugment)"
                                  % (i, type(obj).__name__))
         resolved.append(check(s, "augment[%d]" % i))
-    if len(resolved) > 1:
+    policies = [s for s in resolved if s["op"] in POLICIES]
+    if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"
-                         % (len(resolved), ", ".join(s["op"] for s in resolved)))
-    if not resolved:
-        return []
-    s = resolved[0]
+                         % (len(policies), ", ".join(s["op"] for s in policies)))
+    if len(resolved) > 16:
+        raise ValueError("augment: at most 16 steps, got %d" % len(resolved))
+    out = []
+    if len(resolved) > len(policies):      # steps: a program for STK_P_AUG_STEPS, in order
+        prog = []
+        for s in resolved:
+            if s["op"] in POLICIES:
+                prog.append(4)
+            elif s["op"] == "color_jitter":
+                prog.append(3)
+                for name, center in _JITTER:
+                    prog.extend(s.get(name) or (center, center))
+            else:
+                prog += [1 if s["op"] == "vflip" else 2, float(s.get("p", 0.5))]
+        out.append((_lib.P_AUG_STEPS, prog, "augment"))
+    if not policies:
+        return out
+    s = policies[0]
     policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
               "autoaugment": _lib.AUG_AUTO}[s["op"]]
     fill = s.get("fill")
-    out = [(_lib.P_AUG_POLICY, policy, "augment"),
+    out += [(_lib.P_AUG_POLICY, policy, "augment"),
            (_lib.P_AUG_BINS, int(s.get("num_magnitude_bins", 31)), "augment num_magnitude_bins"),
            (_lib.P_AUG_INTERP, _lib.AUG_INTERP_BILINEAR if s.get("interpolation") == "bilinear"
             else _lib.AUG_INTERP_NEAREST, "augment interpolation"),

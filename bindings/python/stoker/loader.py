@@ -345,8 +345,10 @@ class Loader:
         image, equal byte for byte to torchvision's tensor implementation: a spec dict of
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
         or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
-        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), or a list of one. Drawn from
-        (seed, epoch, sample) like the crop (STK_P_AUG_*).
+        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), and ``ColorJitter``,
+        ``RandomGrayscale``, ``RandomVerticalFlip`` (objects or specs), a list of them run in
+        its order (one policy at most). Drawn from (seed, epoch, sample) like the crop
+        (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
@@ -558,7 +560,11 @@ class Loader:
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
         for key, value, name in self._augment:
-            self._set(key, value, name)
+            if key == _lib.P_AUG_STEPS:
+                arr = (ctypes.c_float * len(value))(*value)
+                self._check(lib.stk_loader_set_floats(self._h, key, arr, len(value)), name)
+            else:
+                self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
 

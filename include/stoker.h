@@ -186,8 +186,10 @@ typedef enum stk_param {
                                      2 p (RandomGrayscale), 3 bmin bmax cmin cmax smin smax hmin
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
-                                     without it, after the last step). At most 16 steps; set
-                                     (NULL, 0) to remove. Equal to torchvision's tensor path [none] */
+                                     without it, after the last step), 5 kx ky smin smax
+                                     (GaussianBlur, kernel odd 1..255; within one level of
+                                     torchvision). At most 16 steps; set (NULL, 0) to remove.
+                                     Equal to torchvision's tensor path [none] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */

@@ -158,7 +158,7 @@ int main(void)
         uint8_t *img = malloc(SB), *scratch = malloc(SB);
         for (size_t i = 0; i < N; i++) {
             memcpy(img, base.images + i * SB, SB);
-            stk__augprog_apply(&ap, &p, 7, 2, base.index[i], img, OH, OW, scratch);
+            stk__augprog_apply(&ap, &p, 7, 2, base.index[i], img, OH, OW, scratch, NULL);
             T_CHECK(memcmp(img, one.images + i * SB, SB) == 0, "steps: sample %zu is not the program's output", i);
         }
         free(img);

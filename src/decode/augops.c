@@ -625,9 +625,62 @@ static void op_vflip(uint8_t *img, int h, int w, uint8_t *scratch)
     }
 }
 
+/* _get_gaussian_kernel1d: linspace(-(k-1)/2, (k-1)/2), exp(-0.5 (x / sigma)^2), / sum, float32 */
+static void gauss1d(int k, double sigma, float *out)
+{
+    float s = (float)sigma, sum = 0.f;
+    for (int i = 0; i < k; i++) {
+        float x = (float)(i - (k - 1) / 2); /* k is odd */
+        float t = x / s;
+        out[i] = expf(-0.5f * (t * t));
+        sum += out[i];
+    }
+    for (int i = 0; i < k; i++)
+        out[i] /= sum;
+}
+
+/* reflect padding (edge not repeated), folded again for a kernel wider than the image */
+static int reflect(int i, int n)
+{
+    if (n == 1)
+        return 0;
+    int period = 2 * (n - 1);
+    i %= period;
+    if (i < 0)
+        i += period;
+    return i < n ? i : period - i;
+}
+
+#define BLUR_MAX_K 255
+
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp)
+{
+    float gx[BLUR_MAX_K], gy[BLUR_MAX_K];
+    gauss1d(kx, sigma, gx);
+    gauss1d(ky, sigma, gy);
+    int rx = kx / 2, ry = ky / 2;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) {
+                double acc = 0;
+                for (int j = 0; j < kx; j++)
+                    acc += (double)gx[j] * img[((size_t)y * (size_t)w + (size_t)reflect(x + j - rx, w)) * 3 + (size_t)c];
+                tmp[((size_t)y * (size_t)w + (size_t)x) * 3 + (size_t)c] = acc;
+            }
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) {
+                double acc = 0;
+                for (int i = 0; i < ky; i++)
+                    acc += (double)gy[i] * tmp[((size_t)reflect(y + i - ry, h) * (size_t)w + (size_t)x) * 3 + (size_t)c];
+                double v = nearbyint(acc);
+                img[((size_t)y * (size_t)w + (size_t)x) * 3 + (size_t)c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+}
+
 static int step_arity(int kind)
 {
-    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0};
+    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0, 4};
     return kind > 0 && kind < STK__STEP_KINDS ? arity[kind] : -1;
 }
 
@@ -655,7 +708,7 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
         int kind = kf == floorf(kf) && kf > 0.f && kf < (float)STK__STEP_KINDS ? (int)kf : -1, ar = step_arity(kind);
         if (ar < 0)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: unknown kind %g (1 vflip, 2 grayscale, "
-                            "3 color jitter, 4 policy)", k, (double)kf);
+                            "3 color jitter, 4 policy, 5 gaussian blur)", k, (double)kf);
         if (k == STK__AUG_MAX_STEPS)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: more than %d steps", STK__AUG_MAX_STEPS);
         if (i + 1 + (size_t)ar > n)
@@ -669,6 +722,15 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
                             (double)prog->s[k].a[0]);
         if (kind == STK__STEP_JITTER && check_jitter(prog->s[k].a, k, err) != STK_OK)
             return STK_E_INVALID;
+        if (kind == STK__STEP_BLUR) {
+            const float *a = prog->s[k].a;
+            int okk = a[0] >= 1.f && a[0] <= BLUR_MAX_K && a[1] >= 1.f && a[1] <= BLUR_MAX_K && a[0] == floorf(a[0]) &&
+                      a[1] == floorf(a[1]) && fmodf(a[0], 2.f) == 1.f && fmodf(a[1], 2.f) == 1.f;
+            if (!okk || !(a[2] > 0.f && a[2] <= a[3] && isfinite(a[3])))
+                return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (GaussianBlur): kernel %g x %g must be odd "
+                                "1..%d and sigma 0 < %g <= %g", k, (double)a[0], (double)a[1], BLUR_MAX_K,
+                                (double)a[2], (double)a[3]);
+        }
         if (kind == STK__STEP_POLICY && ++policies > 1)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: the policy appears more than once");
         prog->n++;
@@ -692,6 +754,12 @@ void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t 
         *on = stk__rng_uniform(&r) < (double)a[0];
         return;
     }
+    if (kind == STK__STEP_BLUR) { /* sigma = torch.empty(1).uniform_(smin, smax): float32 */
+        double u = stk__rng_uniform(&r);
+        f[0] = (double)(float)((double)a[2] + ((double)a[3] - (double)a[2]) * u);
+        *on = 1;
+        return;
+    }
     if (kind != STK__STEP_JITTER)
         return;
     /* fn_idx = torch.randperm(4): a uniform permutation (Fisher-Yates) */
@@ -711,8 +779,16 @@ void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t 
     *on = 1;
 }
 
+int stk__augprog_has_blur(const stk__augprog *prog)
+{
+    for (int k = 0; k < prog->n; k++)
+        if (prog->s[k].kind == STK__STEP_BLUR)
+            return 1;
+    return 0;
+}
+
 void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, uint64_t seed, uint64_t epoch,
-                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch)
+                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch, double *tmp)
 {
     int ran_policy = 0;
     for (int k = 0; k < prog->n; k++) {
@@ -731,6 +807,8 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
             op_vflip(img, h, w, scratch);
         else if (kind == STK__STEP_GRAYSCALE)
             op_grayscale(img, (size_t)h * (size_t)w);
+        else if (kind == STK__STEP_BLUR)
+            stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], tmp);
         else
             stk__augop_jitter(img, h, w, order, f);
     }

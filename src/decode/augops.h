@@ -98,6 +98,7 @@ enum {
     STK__STEP_GRAYSCALE = 2, /* p: RandomGrayscale(p) */
     STK__STEP_JITTER = 3,    /* bmin bmax cmin cmax smin smax hmin hmax: ColorJitter's ranges */
     STK__STEP_POLICY = 4,    /* (none): where the STK_P_AUG_POLICY policy runs */
+    STK__STEP_BLUR = 5,      /* kx ky smin smax: GaussianBlur((kx, ky), (smin, smax)) */
     STK__STEP_KINDS
 };
 
@@ -119,14 +120,22 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
  * hue: torchvision's fn_idx), F the four factors; a factor that is NaN is off (torchvision's None). */
 void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4]);
 
+/* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
+ * makes, applied separably with double sums (torch sums the 2-D kernel in float32: the two differ
+ * by one level where the exact value lies within float rounding of a half). KX, KY odd >= 1.
+ * SCRATCH: H * W * 3 bytes; TMP: H * W * 3 doubles. */
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp);
+
 /* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
- * ORDER and F for a jitter. */
+ * ORDER and F for a jitter, F[0] the sigma of a blur. */
 void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int *on,
                        int order[4], double f[4]);
 
 /* Run PROG on IMG (H x W x 3) in place: each step with its draws; POLICY where a STK__STEP_POLICY
- * stands, else after the last step (when its policy is not NONE). SCRATCH: H * W * 3 bytes. */
+ * stands, else after the last step (when its policy is not NONE). SCRATCH: H * W * 3 bytes;
+ * TMP: H * W * 3 doubles when PROG has a blur step (stk__augprog_has_blur), else unused. */
 void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, uint64_t seed, uint64_t epoch,
-                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch);
+                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch, double *tmp);
+int stk__augprog_has_blur(const stk__augprog *prog);
 
 #endif

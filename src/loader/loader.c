@@ -177,6 +177,7 @@ static void free_ring(stk_loader *h)
             stk__worker_ctx_destroy(h->workers[i].ctx);
             stk__free_aligned(h->workers[i].scratch);
             stk__free_aligned(h->workers[i].aug_scratch);
+            stk__free_aligned(h->workers[i].aug_tmp);
         }
         free(h->workers);
         h->workers = NULL;
@@ -485,6 +486,9 @@ static int alloc_workers(stk_loader *h, size_t px)
             return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
         if (h->aug_on && !(w->aug_scratch = stk__alloc_aligned(64, px)))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for augmentation scratch (%zu bytes)", px);
+        if (stk__augprog_has_blur(&h->augprog) && !(w->aug_tmp = stk__alloc_aligned(64, px * sizeof(double))))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for the blur's scratch (%zu bytes)",
+                            px * sizeof(double));
     }
     return STK_OK;
 }

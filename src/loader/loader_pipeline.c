@@ -231,7 +231,7 @@ static void process(stk__worker *w, stk__read *rd)
         } else {
             if (h->aug_on)
                 stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h,
-                                   h->aug.out_w, w->aug_scratch);
+                                   h->aug.out_w, w->aug_scratch, w->aug_tmp);
             if (!h->direct_out)
                 convert(h, w->scratch, dst);
         }

@@ -158,3 +158,30 @@ def test_bad_programs_are_refused_naming_the_step(tmp_path, prog, match):
     import re
     out, img = _steps(tmp_path, prog, 0, np.zeros((2, 2, 3), np.uint8))
     assert img is None and re.search(match, out), out
+
+
+def test_gaussian_blur_within_one_level_of_torchvision(tmp_path):
+    """GaussianBlur: stoker sums separably in double, torch the 2-D float32 kernel (conv2d): equal
+    except where the exact value is within float rounding of a half — at most one level, on
+    fewer than 0.1% of the values."""
+    _skip()
+    import torch
+    from torchvision.transforms import functional as F
+    worst = 0.0
+    for k, (h, w) in enumerate([(224, 224), (53, 37), (9, 5)]):
+        img = photo(h, w, 300 + k)
+        for kx, ky in [(3, 3), (5, 9), (23, 23), (1, 7)]:
+            for index in range(3):
+                prog = [5, kx, ky, 0.1, 2.0]
+                out, got = _steps(tmp_path, prog, index, img)
+                sigma = float(out.split()[1])
+                assert 0.1 <= sigma <= 2.0
+                t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
+                if kx // 2 >= w or ky // 2 >= h:
+                    continue                  # torch's reflect padding refuses; stoker folds again
+                want = F.gaussian_blur(t, [kx, ky], [sigma, sigma]).permute(1, 2, 0).numpy()
+                d = np.abs(got.astype(int) - want.astype(int))
+                assert d.max() <= 1, (h, w, kx, ky, sigma)
+                worst = max(worst, float((d > 0).mean()))
+    print("GaussianBlur: worst fraction of values one level off: %.6f" % worst)
+    assert worst < 1e-3, worst

@@ -248,3 +248,34 @@ def test_loader_steps_equal_torchvision_with_their_draws(stoker_mod, shards, tmp
                             t = fns[int(j)](t, fac[int(j)])
             assert np.array_equal(ai[k], t.permute(1, 2, 0).numpy()), (int(aidx[k]), out)
     assert flips > 0 and grays > 0
+
+
+def test_loader_gaussian_blur_within_one_level(stoker_mod, shards, tmp_path):
+    T = _tv()
+    import torch
+    from torchvision.transforms import functional as F
+    from stoker import augment
+    assert augment.spec_for(T.GaussianBlur((5, 3), (0.2, 1.5)), 0) == {
+        "op": "gaussian_blur", "kernel_size": (5, 3), "sigma": (0.2, 1.5)}
+    if not (TOOLS / "stk-augops").is_file():
+        pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
+    path, _ = shards
+    with _loader(stoker_mod, path, augment=[T.GaussianBlur((5, 3), (0.2, 1.5))]) as a:
+        aug = _epoch(a)
+    with _loader(stoker_mod, path) as b:
+        plain = _epoch(b)
+    off = total = 0
+    for (ai, _, aidx), (pi, _, _) in zip(aug, plain):
+        for k in range(len(aidx)):
+            src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+            src.write_bytes(pi[k].tobytes())
+            out = subprocess.run([str(TOOLS / "stk-augops"), "steps", "5,5,3,0.2,1.5", "5", "0", str(int(aidx[k])),
+                                  str(SIZE), str(SIZE), str(src), str(dst)], check=True, capture_output=True,
+                                 text=True, timeout=60).stdout
+            sigma = float(out.split()[1])
+            want = F.gaussian_blur(torch.from_numpy(pi[k]).permute(2, 0, 1).contiguous(), [5, 3], [sigma, sigma])
+            d = np.abs(ai[k].astype(int) - want.permute(1, 2, 0).numpy().astype(int))
+            assert d.max() <= 1
+            off += int((d > 0).sum())
+            total += d.size
+    assert off <= total * 1e-3, (off, total)

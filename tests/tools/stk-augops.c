@@ -15,7 +15,8 @@
  *        0 brightness, 1 contrast, 2 saturation, 3 hue)
  *   stk-augops steps V0,V1,... SEED EPOCH INDEX H W IN OUT
  *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
- *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off)
+ *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off),
+ *        "blur SIGMA"
  */
 #include "testutil.h"
 #include "augops.h"
@@ -151,11 +152,15 @@ static int cmd_steps(char **a)
             printf("vflip %d\n", on);
         else if (prog.s[k].kind == STK__STEP_GRAYSCALE)
             printf("grayscale %d\n", on);
+        else if (prog.s[k].kind == STK__STEP_BLUR)
+            printf("blur %.17g\n", f[0]);
         else if (prog.s[k].kind == STK__STEP_JITTER)
             printf("jitter %d%d%d%d %.17g %.17g %.17g %.17g\n", order[0], order[1], order[2], order[3], f[0], f[1],
                    f[2], f[3]);
     }
-    stk__augprog_apply(&prog, NULL, seed, epoch, index, img, h, w, scratch);
+    double *tmp = malloc(sizeof(double) * (size_t)h * w * 3);
+    stk__augprog_apply(&prog, NULL, seed, epoch, index, img, h, w, scratch, tmp);
+    free(tmp);
     t_write_file(a[7], img, (size_t)h * w * 3);
     free(img);
     free(scratch);

@@ -30,12 +30,13 @@ torch's random stream.
 import math
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment")
-STEPS = ("vflip", "grayscale", "color_jitter")
+STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": None}
 _TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
-_TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter"}
+_TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
+             "GaussianBlur": "gaussian_blur"}
 _JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
 
 
@@ -139,6 +140,11 @@ def _step_spec(step, position, kind):
     if kind in ("vflip", "grayscale"):
         p = float(getattr(step, "p", 0.5 if kind == "vflip" else 0.1))
         spec = {"op": kind, "p": p}
+    elif kind == "gaussian_blur":
+        ks, sg = step.kernel_size, step.sigma
+        ks = (int(ks), int(ks)) if isinstance(ks, (int, float)) else (int(ks[0]), int(ks[1]))
+        sg = (float(sg), float(sg)) if isinstance(sg, (int, float)) else (float(sg[0]), float(sg[1]))
+        spec = {"op": kind, "kernel_size": ks, "sigma": sg}
     else:
         spec = {"op": kind}
         for name, center in _JITTER:
@@ -172,6 +178,14 @@ def check(spec, where="augment"):
     if spec["op"] in ("vflip", "grayscale"):
         if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
             raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
+        return spec
+    if spec["op"] == "gaussian_blur":
+        kx, ky = spec.get("kernel_size", (0, 0))
+        lo, hi = spec.get("sigma", (0.1, 2.0))
+        if set(spec) - {"op", "kernel_size", "sigma"} or not all(k % 2 == 1 and 1 <= k <= 255 for k in (kx, ky)) \
+                or not 0 < lo <= hi:
+            raise ValueError("%s: gaussian_blur takes kernel_size (kx, ky), odd 1..255, and sigma "
+                             "(min, max) with 0 < min <= max, got %r" % (where, spec))
         return spec
     if spec["op"] == "color_jitter":
         if set(spec) - {"op", "brightness", "contrast", "saturation", "hue"}:
@@ -236,6 +250,8 @@ def params(specs):
         for s in resolved:
             if s["op"] in POLICIES:
                 prog.append(4)
+            elif s["op"] == "gaussian_blur":
+                prog += [5, *s["kernel_size"], *s["sigma"]]
             elif s["op"] == "color_jitter":
                 prog.append(3)
                 for name, center in _JITTER:

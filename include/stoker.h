@@ -190,6 +190,16 @@ typedef enum stk_param {
                                      (GaussianBlur, kernel odd 1..255; within one level of
                                      torchvision). At most 16 steps; set (NULL, 0) to remove.
                                      Equal to torchvision's tensor path [none] */
+    STK_P_ERASE_PROB = 227,     /**< D 0..1: RandomErasing's p, on the delivered (converted,
+                                     normalised) host sample, after everything else; device
+                                     batches refuse it at start (STK_E_UNSUPPORTED) [0] */
+    STK_P_ERASE_SCALE_MIN = 228, /**< D (0,1]: RandomErasing's scale, low [0.02] */
+    STK_P_ERASE_SCALE_MAX = 229, /**< D (0,1]: high [0.33] */
+    STK_P_ERASE_RATIO_MIN = 230, /**< D > 0: RandomErasing's ratio, low [0.3] */
+    STK_P_ERASE_RATIO_MAX = 231, /**< D > 0: high [3.3] */
+    STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
+                                     normalisation; uint8: clamped, truncated) [0, 0, 0] */
+    STK_P_ERASE_RANDOM = 233,   /**< I 0/1: value='random': a standard normal per element [0] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -667,7 +677,8 @@ STK_API int stk_loader_create(stk_loader **out);
 STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 /** Set a double parameter (type D). */
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
-/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels);
+/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD / STK_P_ERASE_VALUE with N = 3
+ *  (or 1: all channels);
  *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
 /** Read any integer/double parameter's current value (as a double). */

@@ -9,7 +9,8 @@
  *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
  *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
  *    time naming the step; (NULL, 0) removes it (the plain crops again);
- *  - STK_P_AUG_MAGNITUDE >= STK_P_AUG_BINS is refused at start (STK_E_INVALID, naming both).
+ *  - STK_P_AUG_MAGNITUDE >= STK_P_AUG_BINS is refused at start (STK_E_INVALID, naming both);
+ *  - STK_P_ERASE_PROB with device batches is refused at start (STK_E_UNSUPPORTED, naming it).
  * stk-test: concurrency
  */
 #include "test_loader_util.h"
@@ -187,6 +188,15 @@ int main(void)
                 strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
             "the error names both keys: %s", stk_loader_last_error(h));
     T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, 4) == STK_E_INVALID, "policy 4 is out of range");
+    stk_loader_destroy(h);
+
+    /* RandomErasing needs host batches: device batches refuse it at start, naming the key */
+    h = aug_loader(D.path, 1, STK_AUG_NONE, STK_NHWC);
+    T_OK(stk_loader_set(h, STK_P_DEVICE, 0));
+    T_OK(stk_loader_set(h, STK_P_DTYPE, STK_DTYPE_FLOAT32));
+    T_OK(stk_loader_set_double(h, STK_P_ERASE_PROB, 0.5));
+    T_CHECK(stk_loader_start(h) == STK_E_UNSUPPORTED, "erasing on device batches refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "STK_P_ERASE_PROB"), "names the key: %s", stk_loader_last_error(h));
     stk_loader_destroy(h);
 
     tl_epoch_free(&base);

@@ -63,6 +63,13 @@ const stk__param_def stk__param_table[] = {
           STK_AUG_INTERP_NEAREST),
     I_ROW(STK_P_AUG_FILL, L, STK__PW_START, -1, 0xFFFFFF, -1),
     F_ROW(STK_P_AUG_STEPS, 0, -FLT_MAX, FLT_MAX),
+    D_ROW(STK_P_ERASE_PROB, 0, 0.0, 1.0, 0.0),
+    D_ROW(STK_P_ERASE_SCALE_MIN, 1, 0.0, 1.0, 0.02),
+    D_ROW(STK_P_ERASE_SCALE_MAX, 1, 0.0, 1.0, 0.33),
+    D_ROW(STK_P_ERASE_RATIO_MIN, 1, 0.0, 1000.0, 0.3),
+    D_ROW(STK_P_ERASE_RATIO_MAX, 1, 0.0, 1000.0, 3.3),
+    F_ROW(STK_P_ERASE_VALUE, 0, -FLT_MAX, FLT_MAX),
+    I_ROW(STK_P_ERASE_RANDOM, L, STK__PW_START, 0, 1, 0),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -815,3 +815,29 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
     if (!ran_policy && policy && policy->policy != STK__AUGP_NONE)
         stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch);
 }
+
+/* ---- RandomErasing's box --------------------------------------------------------------------- */
+
+#define ERASE_CTR0 0xE0000000u /* its own counter range of the sample's key */
+
+int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
+                      int *x, int *eh, int *ew, stk__rng *r)
+{
+    stk__rng_init(r, seed, epoch, index);
+    r->ctr[0] = ERASE_CTR0;
+    if (!(stk__rng_uniform(r) < e->p))
+        return 0;
+    double area = (double)h * (double)w, lr0 = log(e->ratio_lo), lr1 = log(e->ratio_hi);
+    for (int t = 0; t < 10; t++) {
+        double a = area * (e->scale_lo + (e->scale_hi - e->scale_lo) * stk__rng_uniform(r));
+        double ar = exp(lr0 + (lr1 - lr0) * stk__rng_uniform(r));
+        int bh = (int)nearbyint(sqrt(a * ar)), bw = (int)nearbyint(sqrt(a / ar));
+        if (!(bh < h && bw < w))
+            continue;
+        *eh = bh, *ew = bw;
+        *y = (int)stk__rng_below(r, (uint64_t)(h - bh + 1));
+        *x = (int)stk__rng_below(r, (uint64_t)(w - bw + 1));
+        return 1;
+    }
+    return 0; /* torchvision then "erases" with the image itself: no change */
+}

@@ -138,4 +138,17 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
                         uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch, double *tmp);
 int stk__augprog_has_blur(const stk__augprog *prog);
 
+/* ---- RandomErasing: its box, drawn per sample; the erase itself is stage/convert.c's ---------- */
+
+typedef struct stk__erase {
+    double p, scale_lo, scale_hi, ratio_lo, ratio_hi;
+} stk__erase;
+
+/* torchvision's RandomErasing: with probability P, up to ten tries of area * U(scale) and
+ * exp(U(log ratio)), h = round(sqrt(area * ratio)), w = round(sqrt(area / ratio)), kept when
+ * h < H and w < W, then i = randint(0, H - h), j = randint(0, W - w). Returns 1 with the box in
+ * *Y, *X, *EH, *EW, and R (for value='random') seeded for the sample, or 0: no erasing. */
+int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
+                      int *x, int *eh, int *ew, stk__rng *r);
+
 #endif

@@ -249,6 +249,17 @@ static int augpolicy_config(stk_loader *h)
         return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
                         p->magnitude, p->bins);
     h->aug_on = p->policy != STK__AUGP_NONE || h->augprog.n > 0;
+    stk__erase *e = &h->erase;
+    e->p = pget_d(h, STK_P_ERASE_PROB);
+    e->scale_lo = pget_d(h, STK_P_ERASE_SCALE_MIN), e->scale_hi = pget_d(h, STK_P_ERASE_SCALE_MAX);
+    e->ratio_lo = pget_d(h, STK_P_ERASE_RATIO_MIN), e->ratio_hi = pget_d(h, STK_P_ERASE_RATIO_MAX);
+    h->erase_random = (int)pget_i(h, STK_P_ERASE_RANDOM);
+    if (e->p > 0 && (e->scale_lo > e->scale_hi || e->ratio_lo > e->ratio_hi))
+        return stk__err(h->err, STK_E_INVALID, "STK_P_ERASE_SCALE_MIN/MAX = %g, %g and RATIO_MIN/MAX = %g, %g "
+                        "must be ordered ranges", e->scale_lo, e->scale_hi, e->ratio_lo, e->ratio_hi);
+    if (e->p > 0 && h->dev_id >= 0 && h->stage == STK_STAGE_FULL)
+        return stk__err(h->err, STK_E_UNSUPPORTED, "STK_P_ERASE_PROB applies to host batches; device batches "
+                        "are converted on the GPU");
     return STK_OK;
 }
 

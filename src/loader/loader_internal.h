@@ -127,6 +127,7 @@ struct stk_loader {
     int have_mean, have_std;
     float *lut;                  /* STK_P_LUT: 3 x 256 float outputs, or NULL */
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
+    float erase_value[3];        /* STK_P_ERASE_VALUE */
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */
     stk_cpu_budget budget;       /* measured at create: STK_P_WORKERS' default and its note */
@@ -148,6 +149,8 @@ struct stk_loader {
     stk__aug_config aug;
     stk__augpolicy augp;         /* STK_P_AUG_*: policy STK__AUGP_NONE when off */
     int aug_on;                  /* a policy or steps to apply */
+    stk__erase erase;            /* STK_P_ERASE_*: p = 0 when off */
+    int erase_random;
     stk__reader_config rcfg;
     size_t host_sample_bytes;    /* bytes per sample in a host slot */
     size_t out_sample_bytes;     /* bytes per sample handed out */

@@ -97,7 +97,9 @@ int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
             return stk__err(h->err, STK_E_INVALID, "%s[%d] = %g is out of range", p->name, c, x);
         tmp[c] = (float)x;
     }
-    if (key == STK_P_MEAN) {
+    if (key == STK_P_ERASE_VALUE) {
+        memcpy(h->erase_value, tmp, sizeof tmp);
+    } else if (key == STK_P_MEAN) {
         memcpy(h->mean, tmp, sizeof tmp);
         h->have_mean = 1;
     } else {

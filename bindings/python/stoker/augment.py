@@ -31,6 +31,7 @@ import math
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
+ERASING = "random_erasing"
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": None}
@@ -161,6 +162,20 @@ def spec_for(step, position):
         return _torchvision_spec(step, position, _TV_CLASSES[name])
     if _is_torchvision(mod) and name in _TV_STEPS:
         return _step_spec(step, position, _TV_STEPS[name])
+    if _is_torchvision(mod) and name == "RandomErasing":
+        value = step.value
+        if isinstance(value, str):
+            if value != "random":
+                raise Unsupported("%s: value=%r (torchvision takes a number, a sequence or 'random')"
+                                  % (_where(step, position), value))
+        else:
+            value = [value] if isinstance(value, (int, float)) else list(value)
+            value = tuple(float(v) for v in (value * 3 if len(value) == 1 else value))
+        return check({"op": ERASING, "p": float(step.p), "scale": tuple(map(float, step.scale)),
+                      "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
+    if mod.startswith("timm.") and name == "RandomErasing":
+        raise Unsupported("%s: timm's RandomErasing (its own box count and modes) is not implemented in "
+                          "stoker; use torchvision.transforms.RandomErasing" % _where(step, position))
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
             "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
@@ -172,9 +187,17 @@ def spec_for(step, position):
 
 def check(spec, where="augment"):
     """Validate a spec dict (as spec_for returns, or written by hand); raises ValueError."""
-    if not isinstance(spec, dict) or spec.get("op") not in POLICIES + STEPS:
+    if not isinstance(spec, dict) or spec.get("op") not in POLICIES + STEPS + (ERASING,):
         raise ValueError("%s: an augment spec is a dict with 'op' one of %s, got %r"
-                         % (where, ", ".join(POLICIES + STEPS), spec))
+                         % (where, ", ".join(POLICIES + STEPS + (ERASING,)), spec))
+    if spec["op"] == ERASING:
+        v = spec.get("value", (0.0, 0.0, 0.0))
+        (s0, s1), (r0, r1) = spec.get("scale", (0.02, 0.33)), spec.get("ratio", (0.3, 3.3))
+        if set(spec) - {"op", "p", "scale", "ratio", "value"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
+                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or not (v == "random" or len(v) == 3):
+            raise ValueError("%s: random_erasing takes p in [0, 1], scale (0, 1], ratio > 0 and value "
+                             "(3 numbers) or 'random', got %r" % (where, spec))
+        return spec
     if spec["op"] in ("vflip", "grayscale"):
         if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
             raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
@@ -238,13 +261,29 @@ def params(specs):
                                  "dict or TrivialAugmentWide / RandAugment / AutoAugment)"
                                  % (i, type(obj).__name__))
         resolved.append(check(s, "augment[%d]" % i))
+    erasing = [k for k, s in enumerate(resolved) if s["op"] == ERASING]
+    if erasing and erasing != [len(resolved) - 1]:
+        raise ValueError("augment: random_erasing works on the delivered (normalised) image: it must "
+                         "come last, once")
+    out = []
+    if erasing:
+        e = resolved.pop()
+        v = e.get("value", (0.0, 0.0, 0.0))
+        out += [(_lib.P_ERASE_PROB, float(e.get("p", 0.5)), "RandomErasing p"),
+                (_lib.P_ERASE_SCALE_MIN, float(e.get("scale", (0.02, 0.33))[0]), "RandomErasing scale"),
+                (_lib.P_ERASE_SCALE_MAX, float(e.get("scale", (0.02, 0.33))[1]), "RandomErasing scale"),
+                (_lib.P_ERASE_RATIO_MIN, float(e.get("ratio", (0.3, 3.3))[0]), "RandomErasing ratio"),
+                (_lib.P_ERASE_RATIO_MAX, float(e.get("ratio", (0.3, 3.3))[1]), "RandomErasing ratio")]
+        if v == "random":
+            out.append((_lib.P_ERASE_RANDOM, 1, "RandomErasing value"))
+        else:
+            out.append((_lib.P_ERASE_VALUE, [float(x) for x in v], "RandomErasing value"))
     policies = [s for s in resolved if s["op"] in POLICIES]
     if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"
                          % (len(policies), ", ".join(s["op"] for s in policies)))
     if len(resolved) > 16:
         raise ValueError("augment: at most 16 steps, got %d" % len(resolved))
-    out = []
     if len(resolved) > len(policies):      # steps: a program for STK_P_AUG_STEPS, in order
         prog = []
         for s in resolved:

@@ -560,7 +560,7 @@ class Loader:
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
         for key, value, name in self._augment:
-            if key == _lib.P_AUG_STEPS:
+            if key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE):
                 arr = (ctypes.c_float * len(value))(*value)
                 self._check(lib.stk_loader_set_floats(self._h, key, arr, len(value)), name)
             else:

@@ -279,3 +279,31 @@ def test_loader_gaussian_blur_within_one_level(stoker_mod, shards, tmp_path):
             off += int((d > 0).sum())
             total += d.size
     assert off <= total * 1e-3, (off, total)
+
+
+def test_commutes_with_flip_is_true_exactly_for_mirror_symmetric_steps(stoker_mod, tmp_path):
+    """Checked on pixels: hflip then the step equals the step then hflip for ColorJitter /
+    RandomGrayscale / RandomVerticalFlip (fixed draws through stk-augops steps); the policies say
+    False (ShearX is not mirror-symmetric: shown on an image)."""
+    T = _tv()
+    from stoker import augment
+    from test_augops_equal import photo
+    if not (TOOLS / "stk-augops").is_file():
+        pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
+    for obj in (T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(1.0), T.RandomVerticalFlip(1.0)):
+        assert augment.commutes_with_flip(augment.spec_for(obj, 0))
+    for obj in (T.TrivialAugmentWide(), T.RandAugment(), T.AutoAugment(), T.RandomErasing()):
+        assert not augment.commutes_with_flip(augment.spec_for(obj, 0))
+    img = photo(32, 48, 3)
+    prog = "1,1.0,3,0.6,1.4,0.6,1.4,0.6,1.4,-0.1,0.1,2,1.0"
+
+    def run(x):
+        src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+        src.write_bytes(np.ascontiguousarray(x).tobytes())
+        subprocess.run([str(TOOLS / "stk-augops"), "steps", prog, "1", "0", "4", "32", "48", str(src), str(dst)],
+                       check=True, capture_output=True, timeout=60)
+        return np.frombuffer(dst.read_bytes(), np.uint8).reshape(32, 48, 3)
+    assert np.array_equal(run(img[:, ::-1])[:, ::-1], run(img))
+    from test_augops_equal import run_op
+    a = run_op(tmp_path, np.ascontiguousarray(img[:, ::-1]), "ShearX", 0.3, "nearest", None)[:, ::-1]
+    assert not np.array_equal(a, run_op(tmp_path, img, "ShearX", 0.3, "nearest", None))

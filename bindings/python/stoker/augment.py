@@ -21,10 +21,15 @@ Recognised without importing torchvision or timm, by module and class name: torc
 timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
 PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
 
-The policy runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
-on the uint8 image, drawn from (seed, epoch, sample index): the output does not depend on the
-worker count and resumes exactly. Its random choices follow torchvision's distributions, not
-torch's random stream.
+Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
+(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing``
+("random_erasing", which must come last: it works on the normalised image).
+
+Everything runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
+on the uint8 image, in the order of the list given to ``Loader(augment=...)``, drawn from (seed,
+epoch, sample index): the output does not depend on the worker count and resumes exactly. The
+random choices follow torchvision's distributions, not torch's random stream.
+``commutes_with_flip(spec)`` says which specs may stand before the flip in the user's pipeline.
 """
 
 import math
@@ -183,6 +188,15 @@ def spec_for(step, position):
             "implemented in stoker; use torchvision.transforms.RandAugment(num_ops=2, "
             "magnitude=9), TrivialAugmentWide() or AutoAugment()" % (_where(step, position), name))
     return None
+
+
+def commutes_with_flip(spec):
+    """Whether SPEC gives the same pixels before or after a horizontal flip, so that a pipeline
+    with it before RandomHorizontalFlip (or before the crop's flip) is reproduced by the loader,
+    which runs every spec after the flip: the per-pixel ops (ColorJitter, RandomGrayscale) and
+    RandomVerticalFlip exactly, GaussianBlur within its one level; not the policies (their
+    shears, rotations and translations are not mirror-symmetric) nor RandomErasing."""
+    return spec["op"] in ("color_jitter", "grayscale", "vflip", "gaussian_blur")
 
 
 def check(spec, where="augment"):

@@ -171,7 +171,7 @@ typedef enum stk_param {
     /* 220..229: per-sample augmentation after the crop/resize/flip, on the uint8 sample, equal
      * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
      * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
-    STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] */
+    STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] (AUGMIX: since 0.3 too) */
     STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops [2] */
     STK_P_AUG_MAGNITUDE = 222,  /**< I 0..1023: RandAugment's magnitude, a bin index below
                                      STK_P_AUG_BINS (checked at start) [9] */
@@ -200,6 +200,11 @@ typedef enum stk_param {
     STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
                                      normalisation; uint8: clamped, truncated) [0, 0, 0] */
     STK_P_ERASE_RANDOM = 233,   /**< I 0/1: value='random': a standard normal per element [0] */
+    STK_P_AUGMIX_SEVERITY = 234, /**< I 1..10: AugMix's severity [3] */
+    STK_P_AUGMIX_WIDTH = 235,   /**< I 1..8: mixture_width [3] */
+    STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
+    STK_P_AUGMIX_ALPHA = 237,   /**< D > 0: the Dirichlet / Beta parameter alpha [1.0] */
+    STK_P_AUGMIX_ALL_OPS = 238, /**< I 0/1: all_ops (the colour ops too) [1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -253,9 +258,9 @@ enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 /** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
- *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), each with
- *  STK_P_AUG_INTERP and STK_P_AUG_FILL. */
-enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3 };
+ *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), AugMix(STK_P_AUGMIX_*),
+ *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
+enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.

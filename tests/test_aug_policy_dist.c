@@ -8,6 +8,8 @@
  *    magnitude always bin 9, signs fair;
  *  - AutoAugment IMAGENET: sub-policy uniform over 25 (inferred from the ops it applies where they
  *    identify it) and each op applied with its probability;
+ *  - AugMix: chain depth, ops and bins uniform, m0 uniform for alpha 1 (Beta(1, 1)), weights
+ *    summing to 1;
  *  - the draws are a pure function of (seed, epoch, index) and differ across indices and epochs.
  * Chi-square statistics are compared with the 1e-6 upper quantile (Wilson-Hilferty), binomial
  * rates with 5 standard errors.
@@ -203,6 +205,58 @@ static void autoaug(void)
     check_rate("autoaugment negative sign", neg, nsig, 0.5);
 }
 
+/* AugMix(severity 3, width 3, depth -1, alpha 1, all_ops): chain depth uniform over 1..3, ops
+ * uniform over its 13, magnitude bins uniform over 0..severity-1, m0 ~ Beta(1, 1) (uniform),
+ * weights m0 + sum w = 1, each chain's mean weight (1 - E m0) / 3 */
+static void augmix(void)
+{
+    stk__augpolicy p = {.policy = STK__AUGP_AUGMIX, .severity = 3, .width = 3, .depth = -1, .alpha = 1.0,
+                        .all_ops = 1};
+    static const int ops13[13] = {STK__OP_SHEAR_X,  STK__OP_SHEAR_Y,     STK__OP_TRANSLATE_X, STK__OP_TRANSLATE_Y,
+                                  STK__OP_ROTATE,   STK__OP_POSTERIZE,   STK__OP_SOLARIZE,    STK__OP_AUTOCONTRAST,
+                                  STK__OP_EQUALIZE, STK__OP_BRIGHTNESS,  STK__OP_COLOR,       STK__OP_CONTRAST,
+                                  STK__OP_SHARPNESS};
+    long depth[3] = {0}, opc[13] = {0}, binc[3] = {0}, m0bins[10] = {0}, nbin = 0, chains = 0;
+    double wsum = 0;
+    for (long i = 0; i < N / 4; i++) {
+        stk__augmix_draws d;
+        stk__augmix_draw(&p, 21, 0, (uint64_t)i, 224, 224, &d);
+        double tot = d.m0;
+        T_CHECK(d.m0 >= 0 && d.m0 <= 1, "m0 %g", (double)d.m0);
+        m0bins[d.m0 >= 1 ? 9 : (int)(d.m0 * 10)]++;
+        for (int c = 0; c < 3; c++) {
+            tot += d.w[c];
+            wsum += d.w[c];
+            chains++;
+            T_CHECK(d.depth[c] >= 1 && d.depth[c] <= 3, "depth %d", d.depth[c]);
+            depth[d.depth[c] - 1]++;
+            for (int k = 0; k < d.depth[c]; k++) {
+                int j = 0;
+                while (j < 13 && ops13[j] != d.steps[c][k].op)
+                    j++;
+                T_CHECK(j < 13, "augmix op %s", stk__augop_name(d.steps[c][k].op));
+                opc[j]++;
+                if (d.steps[c][k].op == STK__OP_ROTATE) { /* linspace(0, 30, 10): bins 0, 10/3, 20/3 */
+                    int b = (int)nearbyint(fabs(d.steps[c][k].magnitude) / (30.0 / 9));
+                    T_CHECK(b < 3, "rotate bin %d beyond severity 3", b);
+                    binc[b]++, nbin++;
+                }
+            }
+        }
+        T_CHECK(fabs(tot - 1.0) < 1e-5, "weights sum to %g", tot);
+    }
+    check_uniform("augmix chain depth", depth, 3, chains);
+    long nops = 0;
+    for (int j = 0; j < 13; j++)
+        nops += opc[j];
+    check_uniform("augmix op", opc, 13, nops);
+    check_uniform("augmix Rotate bin", binc, 3, nbin);
+    check_uniform("augmix m0 (Beta(1,1) = uniform)", m0bins, 10, N / 4);
+    /* E w = E(1 - m0) / 3 = 1/6; w's sd is below 0.25, so the mean's se is below 0.001 */
+    printf("%-40s %.5f (want %.5f)\n", "augmix mean chain weight", wsum / chains, 1.0 / 6);
+    T_CHECK(fabs(wsum / chains - 1.0 / 6) < 0.005, "augmix mean chain weight %g", wsum / chains);
+}
+
 static int same(const stk__augstep *a, const stk__augstep *b, int n)
 {
     for (int i = 0; i < n; i++)
@@ -236,6 +290,7 @@ int main(void)
     trivial();
     randaug();
     autoaug();
+    augmix();
     pure();
     printf("ok\n");
     return 0;

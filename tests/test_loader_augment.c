@@ -62,7 +62,7 @@ static void check_applied(const tl_epoch *base, const tl_epoch *aug, const stk__
     for (size_t i = 0; i < N; i++) {
         T_CHECK(base->index[i] == aug->index[i], "%s: same order", what);
         memcpy(img, base->images + i * SB, SB);
-        stk__augpolicy_apply(p, 7, 2, base->index[i], img, OH, OW, scratch);
+        stk__augpolicy_apply(p, 7, 2, base->index[i], img, OH, OW, scratch, NULL);
         T_CHECK(memcmp(img, aug->images + i * SB, SB) == 0,
                 "%s: sample %zu (record %llu) is not the crop augmented by the policy", what, i,
                 (unsigned long long)base->index[i]);

@@ -55,7 +55,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_MAX_OUT_HEIGHT, L, STK__PW_START, 0, 65535, 0), /* 0: the output height */
     I_ROW(STK_P_MAX_OUT_WIDTH, L, STK__PW_START, 0, 65535, 0),  /* 0: the output width */
     I_ROW(STK_P_MULTI_HOT, L, STK__PW_START, 0, 1, 0),
-    I_ROW(STK_P_AUG_POLICY, L, STK__PW_START, STK_AUG_NONE, STK_AUG_AUTO, STK_AUG_NONE),
+    I_ROW(STK_P_AUG_POLICY, L, STK__PW_START, STK_AUG_NONE, STK_AUG_AUGMIX, STK_AUG_NONE),
     I_ROW(STK_P_AUG_NUM_OPS, L, STK__PW_START, 0, 16, 2),
     I_ROW(STK_P_AUG_MAGNITUDE, L, STK__PW_START, 0, 1023, 9),
     I_ROW(STK_P_AUG_BINS, L, STK__PW_START, 2, 1024, 31),
@@ -70,6 +70,11 @@ const stk__param_def stk__param_table[] = {
     D_ROW(STK_P_ERASE_RATIO_MAX, 1, 0.0, 1000.0, 3.3),
     F_ROW(STK_P_ERASE_VALUE, 0, -FLT_MAX, FLT_MAX),
     I_ROW(STK_P_ERASE_RANDOM, L, STK__PW_START, 0, 1, 0),
+    I_ROW(STK_P_AUGMIX_SEVERITY, L, STK__PW_START, 1, 10, 3),
+    I_ROW(STK_P_AUGMIX_WIDTH, L, STK__PW_START, 1, 8, 3),
+    I_ROW(STK_P_AUGMIX_DEPTH, L, STK__PW_START, -1, 8, -1),
+    D_ROW(STK_P_AUGMIX_ALPHA, 1, 0.0, 1000.0, 1.0),
+    I_ROW(STK_P_AUGMIX_ALL_OPS, L, STK__PW_START, 0, 1, 1),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

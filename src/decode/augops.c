@@ -539,9 +539,133 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
     return n;
 }
 
-void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
-                          int h, int w, uint8_t *scratch)
+/* ---- AugMix ---------------------------------------------------------------------------------- */
+
+static double normal_d(stk__rng *r)
 {
+    double u1 = 1.0 - stk__rng_uniform(r), u2 = stk__rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Gamma(a, 1): Marsaglia and Tsang; a < 1 through Gamma(a + 1) * U^(1/a) */
+static double gamma_d(stk__rng *r, double a)
+{
+    if (a < 1.0) {
+        double u = 1.0 - stk__rng_uniform(r);
+        return gamma_d(r, a + 1.0) * pow(u, 1.0 / a);
+    }
+    double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x = normal_d(r), v = 1.0 + c * x;
+        if (v <= 0.0)
+            continue;
+        v = v * v * v;
+        double u = 1.0 - stk__rng_uniform(r);
+        if (log(u) < 0.5 * x * x + d - d * v + d * log(v))
+            return d * v;
+    }
+}
+
+/* Dirichlet(alpha, ..., alpha) of N components into float32 OUT */
+static void dirichlet(stk__rng *r, double alpha, int n, float *out)
+{
+    double g[STK__AUGMIX_MAX_WIDTH], sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += g[i] = gamma_d(r, alpha);
+    for (int i = 0; i < n; i++)
+        out[i] = (float)(sum > 0 ? g[i] / sum : 1.0 / n);
+}
+
+/* AugMix's op table (its _augmentation_space: 9 ops, then the 4 colour ops with all_ops) */
+static const int augmix_ops[13] = {STK__OP_SHEAR_X,   STK__OP_SHEAR_Y,   STK__OP_TRANSLATE_X, STK__OP_TRANSLATE_Y,
+                                   STK__OP_ROTATE,    STK__OP_POSTERIZE, STK__OP_SOLARIZE,    STK__OP_AUTOCONTRAST,
+                                   STK__OP_EQUALIZE,  STK__OP_BRIGHTNESS, STK__OP_COLOR,      STK__OP_CONTRAST,
+                                   STK__OP_SHARPNESS};
+
+int stk__augmix_table(int op, int h, int w, float *out, int *signed_op)
+{
+    *signed_op = 1;
+    switch (op) {
+    case STK__OP_TRANSLATE_X:
+        linspace_f(0.0, w / 3.0, 10, out);
+        return 10;
+    case STK__OP_TRANSLATE_Y:
+        linspace_f(0.0, h / 3.0, 10, out);
+        return 10;
+    case STK__OP_POSTERIZE: /* 4 - (arange(10) / ((10 - 1) / 4)).round().int() */
+        *signed_op = 0;
+        for (int i = 0; i < 10; i++)
+            out[i] = (float)(4 - (int)nearbyintf((float)i / (float)(9 / 4.0)));
+        return 10;
+    default:
+        return stk__augpolicy_table(STK__AUGP_RAND, op, 10, h, w, out, signed_op);
+    }
+}
+
+#define AUGMIX_CTR0 0xA0000000u
+
+void stk__augmix_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                      stk__augmix_draws *d)
+{
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = AUGMIX_CTR0;
+    int width = p->width < 1 ? 1 : p->width > STK__AUGMIX_MAX_WIDTH ? STK__AUGMIX_MAX_WIDTH : p->width;
+    float m[2], cw[STK__AUGMIX_MAX_WIDTH];
+    dirichlet(&r, p->alpha, 2, m);
+    dirichlet(&r, p->alpha, width, cw);
+    d->m0 = m[0];
+    int nops = p->all_ops ? 13 : 9, sev = p->severity < 1 ? 1 : p->severity > 10 ? 10 : p->severity;
+    for (int i = 0; i < width; i++) {
+        d->w[i] = cw[i] * m[1];
+        d->depth[i] = p->depth > 0 ? (p->depth > STK__AUGMIX_MAX_DEPTH ? STK__AUGMIX_MAX_DEPTH : p->depth)
+                                   : 1 + (int)stk__rng_below(&r, 3);
+        for (int k = 0; k < d->depth[i]; k++) {
+            int op = augmix_ops[stk__rng_below(&r, (uint64_t)nops)], sgn;
+            float tab[10];
+            int n = stk__augmix_table(op, h, w, tab, &sgn);
+            double mag = n ? (double)tab[stk__rng_below(&r, (uint64_t)sev)] : 0.0;
+            if (sgn && stk__rng_below(&r, 2))
+                mag = -mag;
+            d->steps[i][k].op = op;
+            d->steps[i][k].magnitude = mag;
+        }
+    }
+}
+
+/* mix = m0 * img; for each chain mix += w_i * chain_i (float32, as torch's mul and add_), then
+ * truncated to uint8 */
+static void augmix_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
+                         int h, int w, uint8_t *scratch, double *tmp)
+{
+    stk__augmix_draws d;
+    stk__augmix_draw(p, seed, epoch, index, h, w, &d);
+    size_t n = (size_t)h * (size_t)w * 3;
+    float *mix = (float *)(void *)tmp;
+    uint8_t *chain = (uint8_t *)(mix + n);
+    for (size_t i = 0; i < n; i++)
+        mix[i] = d.m0 * (float)img[i];
+    int width = p->width < 1 ? 1 : p->width > STK__AUGMIX_MAX_WIDTH ? STK__AUGMIX_MAX_WIDTH : p->width;
+    for (int c = 0; c < width; c++) {
+        memcpy(chain, img, n);
+        for (int k = 0; k < d.depth[c]; k++)
+            stk__augop_apply(d.steps[c][k].op, d.steps[c][k].magnitude, p->interp, &p->fill, chain, h, w, scratch);
+        for (size_t i = 0; i < n; i++) {
+            float t = d.w[c] * (float)chain[i];
+            mix[i] = mix[i] + t;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        img[i] = (uint8_t)(mix[i] < 0.f ? 0.f : mix[i] > 255.f ? 255.f : mix[i]);
+}
+
+void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
+                          int h, int w, uint8_t *scratch, double *tmp)
+{
+    if (p->policy == STK__AUGP_AUGMIX) {
+        augmix_apply(p, seed, epoch, index, img, h, w, scratch, tmp);
+        return;
+    }
     stk__augstep steps[STK__AUG_MAX_OPS];
     int n = stk__augpolicy_draw(p, seed, epoch, index, h, w, steps);
     for (int i = 0; i < n; i++)
@@ -797,7 +921,7 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
         if (kind == STK__STEP_POLICY) {
             ran_policy = 1;
             if (policy && policy->policy != STK__AUGP_NONE)
-                stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch);
+                stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch, tmp);
             continue;
         }
         stk__augstep_draw(k, kind, prog->s[k].a, seed, epoch, index, &on, order, f);
@@ -813,7 +937,7 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
             stk__augop_jitter(img, h, w, order, f);
     }
     if (!ran_policy && policy && policy->policy != STK__AUGP_NONE)
-        stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch);
+        stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch, tmp);
 }
 
 /* ---- RandomErasing's box --------------------------------------------------------------------- */

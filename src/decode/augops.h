@@ -56,7 +56,10 @@ void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *
 
 /* ---- policies ---------------------------------------------------------------------------- */
 
-enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3 };
+enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };
+
+#define STK__AUGMIX_MAX_WIDTH 8
+#define STK__AUGMIX_MAX_DEPTH 8
 
 #define STK__AUG_MAX_OPS 16
 
@@ -67,6 +70,10 @@ typedef struct stk__augpolicy {
     int bins;      /* TrivialAugmentWide / RandAugment: num_magnitude_bins (>= 2) */
     int interp;    /* STK__INTERP_* */
     stk__augfill fill;
+    /* AugMix: severity 1..10, mixture_width 1..8, chain_depth (<= 0: 1..3 at random), alpha,
+     * all_ops */
+    int severity, width, depth, all_ops;
+    double alpha;
 } stk__augpolicy;
 
 /* One chosen op: what torchvision's _apply_op would be called with. */
@@ -86,9 +93,22 @@ int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out,
 int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h,
                         int w, stk__augstep *steps);
 
-/* Draw and apply the policy to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes. */
+/* AugMix's draws for a sample: the Beta weight M0 of the original, each chain's weight W[i]
+ * (float32, as torchvision's Dirichlet products) and its ops. */
+typedef struct stk__augmix_draws {
+    float m0, w[STK__AUGMIX_MAX_WIDTH];
+    int depth[STK__AUGMIX_MAX_WIDTH];
+    stk__augstep steps[STK__AUGMIX_MAX_WIDTH][STK__AUGMIX_MAX_DEPTH];
+} stk__augmix_draws;
+/* AugMix's magnitude table of OP (10 bins, its _augmentation_space), as stk__augpolicy_table. */
+int stk__augmix_table(int op, int h, int w, float *out, int *signed_op);
+void stk__augmix_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                      stk__augmix_draws *d);
+
+/* Draw and apply the policy to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes; TMP
+ * H * W * 3 doubles for AugMix (else unused, may be NULL). */
 void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
-                          int h, int w, uint8_t *scratch);
+                          int h, int w, uint8_t *scratch, double *tmp);
 
 /* ---- steps: ColorJitter, RandomGrayscale, RandomVerticalFlip, in a given order ----------- */
 

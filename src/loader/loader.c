@@ -225,7 +225,7 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
-                   (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO &&
+                   (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
                    (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
                "the public and internal policy numbers agree");
 
@@ -239,6 +239,11 @@ static int augpolicy_config(stk_loader *h)
     p->magnitude = (int)pget_i(h, STK_P_AUG_MAGNITUDE);
     p->bins = (int)pget_i(h, STK_P_AUG_BINS);
     p->interp = (int)pget_i(h, STK_P_AUG_INTERP);
+    p->severity = (int)pget_i(h, STK_P_AUGMIX_SEVERITY);
+    p->width = (int)pget_i(h, STK_P_AUGMIX_WIDTH);
+    p->depth = (int)pget_i(h, STK_P_AUGMIX_DEPTH);
+    p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
+    p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     if (fill >= 0) {
         p->fill.on = 1;
@@ -497,8 +502,8 @@ static int alloc_workers(stk_loader *h, size_t px)
             return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
         if (h->aug_on && !(w->aug_scratch = stk__alloc_aligned(64, px)))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for augmentation scratch (%zu bytes)", px);
-        if (stk__augprog_has_blur(&h->augprog) && !(w->aug_tmp = stk__alloc_aligned(64, px * sizeof(double))))
-            return stk__err(h->err, STK_E_NOMEM, "out of memory for the blur's scratch (%zu bytes)",
+        if ((stk__augprog_has_blur(&h->augprog) || h->augp.policy == STK__AUGP_AUGMIX) && !(w->aug_tmp = stk__alloc_aligned(64, px * sizeof(double))))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for the blur / AugMix scratch (%zu bytes)",
                             px * sizeof(double));
     }
     return STK_OK;

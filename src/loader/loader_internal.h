@@ -96,7 +96,7 @@ typedef struct stk__worker {
     stk__worker_ctx *ctx;
     uint8_t *scratch;    /* uint8 HWC sample when the slot needs a conversion */
     uint8_t *aug_scratch; /* a sample for the augmentation ops (STK_P_AUG_POLICY), else NULL */
-    double *aug_tmp;      /* a sample of doubles for a GaussianBlur step, else NULL */
+    double *aug_tmp;      /* a sample of doubles for GaussianBlur or AugMix, else NULL */
     char err[STK__ERRLEN];
 } stk__worker;
 

@@ -174,3 +174,60 @@ def test_ops_on_tiny_images(tmp_path):
                     if not np.array_equal(got, reference(img, name, mag, interp, fill)):
                         bad.append((h, w, name, mag, interp, fill))
     assert not bad, bad
+
+
+@pytest.mark.parametrize("sev,width,depth,all_ops,interp", [(3, 3, -1, 1, "bilinear"), (10, 2, 2, 0, "nearest"),
+                                                            (1, 4, 3, 1, "bilinear")])
+def test_augmix_equals_torchvision_with_its_draws(tmp_path, sev, width, depth, all_ops, interp):
+    """AugMix: m0 * x + sum of w_i * chain_i in float32 (torch's mul / add_), truncated: equal byte
+    for byte to torchvision's arithmetic with the weights and ops stoker drew for each sample."""
+    _tool_or_skip()
+    torch = torch_or_skip()
+    from torchvision.transforms import InterpolationMode
+    from torchvision.transforms.autoaugment import _apply_op
+    mode = InterpolationMode.BILINEAR if interp == "bilinear" else InterpolationMode.NEAREST
+    h, w = 64, 80
+    img = photo(h, w, 77)
+    src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+    src.write_bytes(img.tobytes())
+    batch = torch.from_numpy(img).permute(2, 0, 1).contiguous().view(1, 3, h, w)
+    depths = set()
+    for index in range(12):
+        out = subprocess.run([str(TOOL), "augmix", str(sev), str(width), str(depth), "1.0", str(all_ops), interp,
+                              "none", "4", "0", str(index), str(h), str(w), str(src), str(dst)], check=True,
+                             capture_output=True, text=True, timeout=60).stdout.splitlines()
+        m0 = torch.tensor([float(out[0].split()[1])], dtype=torch.float32)
+        mix = m0.view(1, 1, 1, 1) * batch
+        k, chains = 1, 0
+        while k < len(out):
+            wgt = torch.tensor([float(out[k].split()[1])], dtype=torch.float32)
+            k += 1
+            aug, n = batch, 0
+            while k < len(out) and not out[k].startswith("chain"):
+                name, mag = out[k].split()
+                aug = _apply_op(aug, name, float(mag), interpolation=mode, fill=None)
+                k, n = k + 1, n + 1
+            depths.add(n)
+            mix.add_(wgt.view(1, 1, 1, 1) * aug)
+            chains += 1
+        assert chains == width
+        want = mix.view(3, h, w).to(torch.uint8).permute(1, 2, 0).numpy()
+        got = np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
+        assert np.array_equal(got, want), (index, out)
+    assert depths <= ({depth} if depth > 0 else {1, 2, 3})
+
+
+def test_augmix_tables_equal_torchvision():
+    _tool_or_skip()
+    torch = torch_or_skip()
+    from torchvision.transforms import autoaugment as aa
+    h, w = 64, 80
+    space = aa.AugMix()._augmentation_space(10, (h, w))
+    ours = tables("augmix", 10, h, w)
+    assert list(space.keys()) == ["ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Posterize", "Solarize",
+                                  "AutoContrast", "Equalize", "Brightness", "Color", "Contrast", "Sharpness"]
+    for name, (mags, signed) in space.items():
+        sgn, vals = ours[name]
+        want = mags.reshape(-1).to(torch.float32).numpy() if mags.ndim > 0 else np.zeros(0, np.float32)
+        assert np.array_equal(np.array(vals, np.float32), want), (name, vals, want)
+        assert sgn == int(signed), name

@@ -66,7 +66,7 @@ def test_spec_for_torchvision_v1(stoker_mod):
 @pytest.mark.parametrize("make,match", [
     (lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC), "transform 4 .*BICUBIC.*NEAREST"),
     (lambda T: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), "transform 4 .*CIFAR10.*IMAGENET"),
-    (lambda T: T.AugMix(), "transform 4 .*AugMix.*TrivialAugmentWide"),
+    (lambda T: T.AugMix(mixture_width=9), "transform 4 .*mixture_width 1..8"),
     (lambda T: T.RandAugment(interpolation=T.InterpolationMode.BILINEAR, fill=[0.5, 1, 2]),
      "transform 4 .*fractional fill"),
     (lambda T: T.RandAugment(magnitude=31), "magnitude"),
@@ -307,3 +307,47 @@ def test_commutes_with_flip_is_true_exactly_for_mirror_symmetric_steps(stoker_mo
     from test_augops_equal import run_op
     a = run_op(tmp_path, np.ascontiguousarray(img[:, ::-1]), "ShearX", 0.3, "nearest", None)[:, ::-1]
     assert not np.array_equal(a, run_op(tmp_path, img, "ShearX", 0.3, "nearest", None))
+
+
+def test_loader_augmix_equals_torchvision_with_its_draws(stoker_mod, shards, tmp_path):
+    """Loader(augment=AugMix(severity=4, mixture_width=2)): every sample equals torchvision's AugMix
+    arithmetic (m0 * x + sum w_i * chain_i, float32, truncated) with the draws stoker made for it
+    (printed by stk-augops augmix); 1 and 3 workers equal."""
+    T = _tv()
+    import torch
+    from stoker import augment
+    from torchvision.transforms.autoaugment import _apply_op
+    if not (TOOLS / "stk-augops").is_file():
+        pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
+    am = T.AugMix(severity=4, mixture_width=2)
+    assert augment.spec_for(am, 0) == {"op": "augmix", "severity": 4, "mixture_width": 2, "chain_depth": -1,
+                                       "alpha": 1.0, "all_ops": True, "interpolation": "bilinear", "fill": None}
+    path, _ = shards
+    with _loader(stoker_mod, path, augment=am, workers=1) as a:
+        aug = _epoch(a)
+    with _loader(stoker_mod, path, augment=am, workers=3) as a3:
+        aug3 = _epoch(a3)
+    with _loader(stoker_mod, path) as b:
+        plain = _epoch(b)
+    for x, y in zip(aug, aug3):
+        assert all(np.array_equal(u, v) for u, v in zip(x, y))
+    mode = T.InterpolationMode.BILINEAR
+    for (ai, _, aidx), (pi, _, _) in zip(aug, plain):
+        for k in range(len(aidx)):
+            src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+            src.write_bytes(pi[k].tobytes())
+            out = subprocess.run([str(TOOLS / "stk-augops"), "augmix", "4", "2", "-1", "1.0", "1", "bilinear", "none",
+                                  "5", "0", str(int(aidx[k])), str(SIZE), str(SIZE), str(src), str(dst)],
+                                 check=True, capture_output=True, text=True, timeout=60).stdout.splitlines()
+            batch = torch.from_numpy(pi[k]).permute(2, 0, 1).contiguous().view(1, 3, SIZE, SIZE)
+            mix = torch.tensor([float(out[0].split()[1])]).view(1, 1, 1, 1) * batch
+            j = 1
+            while j < len(out):
+                wgt = torch.tensor([float(out[j].split()[1])]).view(1, 1, 1, 1)
+                j, chain = j + 1, batch
+                while j < len(out) and not out[j].startswith("chain"):
+                    name, mag = out[j].split()
+                    chain, j = _apply_op(chain, name, float(mag), interpolation=mode, fill=None), j + 1
+                mix.add_(wgt * chain)
+            want = mix.view(3, SIZE, SIZE).to(torch.uint8).permute(1, 2, 0).numpy()
+            assert np.array_equal(ai[k], want), (int(aidx[k]), out)

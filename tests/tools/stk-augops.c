@@ -10,6 +10,8 @@
  *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
  *        draw and apply POLICY (trivialaugment|randaugment|autoaugment) for sample INDEX; prints
  *        "name magnitude" (%.17g) per op applied, in order
+ *   stk-augops augmix SEVERITY WIDTH DEPTH ALPHA ALL_OPS INTERP FILL SEED EPOCH INDEX H W IN OUT
+ *        AugMix for sample INDEX; prints "m0 W0", then per chain "chain W" and its "name magnitude"
  *   stk-augops jitter B C S HUE ORDER H W IN OUT
  *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
  *        0 brightness, 1 contrast, 2 saturation, 3 hue)
@@ -31,6 +33,8 @@ static int policy_of(const char *s)
         return STK__AUGP_RAND;
     if (strcmp(s, "autoaugment") == 0)
         return STK__AUGP_AUTO;
+    if (strcmp(s, "augmix") == 0)
+        return STK__AUGP_AUGMIX;
     fprintf(stderr, "stk-augops: unknown policy %s\n", s);
     exit(2);
 }
@@ -82,7 +86,8 @@ static int cmd_tables(char **a)
     float *t = malloc(sizeof(float) * (size_t)(bins > 10 ? bins : 10));
     for (int op = 0; op < STK__OP_COUNT; op++) {
         int sgn;
-        int n = stk__augpolicy_table(policy, op, bins, h, w, t, &sgn);
+        int n = policy == STK__AUGP_AUGMIX ? stk__augmix_table(op, h, w, t, &sgn)
+                                           : stk__augpolicy_table(policy, op, bins, h, w, t, &sgn);
         printf("%s %d", stk__augop_name(op), sgn);
         for (int i = 0; i < n; i++)
             printf(" %.9g", t[i]);
@@ -106,10 +111,38 @@ static int cmd_policy(char **a)
     int n = stk__augpolicy_draw(&p, seed, epoch, index, h, w, steps);
     for (int i = 0; i < n; i++)
         printf("%s %.17g\n", stk__augop_name(steps[i].op), steps[i].magnitude);
-    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch);
+    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch, NULL);
     t_write_file(a[12], img, (size_t)h * w * 3);
     free(img);
     free(scratch);
+    return 0;
+}
+
+static int cmd_augmix(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = STK__AUGP_AUGMIX;
+    p.severity = atoi(a[0]), p.width = atoi(a[1]), p.depth = atoi(a[2]), p.alpha = atof(a[3]);
+    p.all_ops = atoi(a[4]);
+    p.interp = strcmp(a[5], "bilinear") == 0;
+    parse_fill(a[6], &p.fill);
+    uint64_t seed = strtoull(a[7], NULL, 10), epoch = strtoull(a[8], NULL, 10), index = strtoull(a[9], NULL, 10);
+    int h = atoi(a[10]), w = atoi(a[11]);
+    uint8_t *img = load(a[12], h, w), *scratch = malloc((size_t)h * w * 3);
+    double *tmp = malloc(sizeof(double) * (size_t)h * w * 3);
+    stk__augmix_draws d;
+    stk__augmix_draw(&p, seed, epoch, index, h, w, &d);
+    printf("m0 %.9g\n", (double)d.m0);
+    for (int c = 0; c < p.width; c++) {
+        printf("chain %.9g\n", (double)d.w[c]);
+        for (int k = 0; k < d.depth[c]; k++)
+            printf("%s %.17g\n", stk__augop_name(d.steps[c][k].op), d.steps[c][k].magnitude);
+    }
+    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch, tmp);
+    t_write_file(a[13], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    free(tmp);
     return 0;
 }
 
@@ -175,6 +208,8 @@ int main(int argc, char **argv)
         return cmd_tables(argv + 2);
     if (argc == 15 && strcmp(argv[1], "policy") == 0)
         return cmd_policy(argv + 2);
+    if (argc == 16 && strcmp(argv[1], "augmix") == 0)
+        return cmd_augmix(argv + 2);
     if (argc == 11 && strcmp(argv[1], "jitter") == 0)
         return cmd_jitter(argv + 2);
     if (argc == 10 && strcmp(argv[1], "steps") == 0)

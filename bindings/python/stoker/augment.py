@@ -12,6 +12,8 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
     ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
     or an (r, g, b) tuple of integers 0..255;
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
+      {"op": "augmix", "severity": 3, "mixture_width": 3, "chain_depth": -1, "alpha": 1.0,
+       "all_ops": True, ...}
   * or raises ``Unsupported`` (a ValueError) when STEP is a known augmentation with settings
     stoker does not reproduce — the message names the step, its position and what to use instead.
 
@@ -34,12 +36,12 @@ random choices follow torchvision's distributions, not torch's random stream.
 
 import math
 
-POLICIES = ("trivialaugment", "randaugment", "autoaugment")
+POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
 ERASING = "random_erasing"
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
-               "AutoAugment": "autoaugment", "AugMix": None}
+               "AutoAugment": "autoaugment", "AugMix": "augmix"}
 _TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
@@ -109,11 +111,11 @@ def _common(step, position):
 
 
 def _torchvision_spec(step, position, kind):
-    if kind is None:
-        raise Unsupported("%s: AugMix is not implemented in stoker; use TrivialAugmentWide, "
-                          "RandAugment or AutoAugment(IMAGENET)" % _where(step, position))
     spec = {"op": kind}
-    if kind == "trivialaugment":
+    if kind == "augmix":
+        spec.update(severity=int(step.severity), mixture_width=int(step.mixture_width),
+                    chain_depth=int(step.chain_depth), alpha=float(step.alpha), all_ops=bool(step.all_ops))
+    elif kind == "trivialaugment":
         spec["num_magnitude_bins"] = int(step.num_magnitude_bins)
     elif kind == "randaugment":
         spec.update(num_ops=int(step.num_ops), magnitude=int(step.magnitude),
@@ -233,7 +235,8 @@ def check(spec, where="augment"):
             if not ok:
                 raise ValueError("%s: color_jitter %s range (%r, %r) is invalid" % (where, name, lo, hi))
         return spec
-    known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy"}
+    known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy", "severity",
+             "mixture_width", "chain_depth", "alpha", "all_ops"}
     extra = set(spec) - known
     if extra:
         raise ValueError("%s: unknown augment spec keys %s" % (where, sorted(extra)))
@@ -252,6 +255,11 @@ def check(spec, where="augment"):
         if not 0 <= int(spec.get("magnitude", 9)) < bins:
             raise ValueError("%s: magnitude must be 0..num_magnitude_bins - 1 = %d, not %r"
                              % (where, bins - 1, spec.get("magnitude")))
+    if spec["op"] == "augmix":
+        if not (1 <= int(spec.get("severity", 3)) <= 10 and 1 <= int(spec.get("mixture_width", 3)) <= 8
+                and int(spec.get("chain_depth", -1)) <= 8 and float(spec.get("alpha", 1.0)) > 0):
+            raise ValueError("%s: augmix takes severity 1..10, mixture_width 1..8, chain_depth <= 8 and "
+                             "alpha > 0, got %r" % (where, spec))
     if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") != "imagenet":
         raise ValueError("%s: the AutoAugment policy must be 'imagenet'" % where)
     return spec
@@ -316,7 +324,7 @@ def params(specs):
         return out
     s = policies[0]
     policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
-              "autoaugment": _lib.AUG_AUTO}[s["op"]]
+              "autoaugment": _lib.AUG_AUTO, "augmix": _lib.AUG_AUGMIX}[s["op"]]
     fill = s.get("fill")
     out += [(_lib.P_AUG_POLICY, policy, "augment"),
            (_lib.P_AUG_BINS, int(s.get("num_magnitude_bins", 31)), "augment num_magnitude_bins"),
@@ -324,6 +332,12 @@ def params(specs):
             else _lib.AUG_INTERP_NEAREST, "augment interpolation"),
            (_lib.P_AUG_FILL, -1 if fill is None else (fill[0] << 16) | (fill[1] << 8) | fill[2],
             "augment fill")]
+    if s["op"] == "augmix":
+        out += [(_lib.P_AUGMIX_SEVERITY, int(s.get("severity", 3)), "AugMix severity"),
+                (_lib.P_AUGMIX_WIDTH, int(s.get("mixture_width", 3)), "AugMix mixture_width"),
+                (_lib.P_AUGMIX_DEPTH, max(-1, int(s.get("chain_depth", -1))), "AugMix chain_depth"),
+                (_lib.P_AUGMIX_ALPHA, float(s.get("alpha", 1.0)), "AugMix alpha"),
+                (_lib.P_AUGMIX_ALL_OPS, int(bool(s.get("all_ops", True))), "AugMix all_ops")]
     if s["op"] == "randaugment":
         out += [(_lib.P_AUG_NUM_OPS, int(s.get("num_ops", 2)), "augment num_ops"),
                 (_lib.P_AUG_MAGNITUDE, int(s.get("magnitude", 9)), "augment magnitude")]

@@ -187,7 +187,7 @@ int main(void)
     T_CHECK(strstr(stk_loader_last_error(h), "STK_P_AUG_MAGNITUDE") &&
                 strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
             "the error names both keys: %s", stk_loader_last_error(h));
-    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, 4) == STK_E_INVALID, "policy 4 is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_AUGMIX + 1) == STK_E_INVALID, "a policy past AUGMIX is out of range");
     stk_loader_destroy(h);
 
     /* RandomErasing needs host batches: device batches refuse it at start, naming the key */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * augops.c — torchvision's augmentation op table on uint8 RGB HWC, equal to its tensor path
- * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), and the
- * TrivialAugmentWide / RandAugment / AutoAugment policies drawn from the per-sample PRNG.
+ * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), the
+ * TrivialAugmentWide / RandAugment / AutoAugment / AugMix policies drawn from the per-sample PRNG,
+ * the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur steps and RandomErasing's
+ * box. Each user of the PRNG starts the sample's counter in a range of its own (crop 0, policy
+ * 2^31, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
  * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then

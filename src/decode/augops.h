@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * augops.h — torchvision's per-sample augmentation ops (the op table of autoaugment.py's
- * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation, and the
- * policies that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET) from the
- * per-sample PRNG. Implemented in augops.c, which explains the arithmetic. Internal.
+ * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation; the policies
+ * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET, AugMix) from the
+ * per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur)
+ * and RandomErasing's box. Implemented in augops.c, which explains the arithmetic. Internal.
  */
 #ifndef STK_AUGOPS_H
 #define STK_AUGOPS_H

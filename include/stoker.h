@@ -177,6 +177,43 @@ typedef enum stk_param {
                                      STK_P_RESIZE; the centre crop follows. 0 = off; set with
                                      STK_P_RESIZE_WIDTH, both or neither [0] (since 0.3) */
     STK_P_RESIZE_WIDTH = 218,   /**< I 0..65535: the same for the width [0] (since 0.3) */
+    /* 220..229: per-sample augmentation after the crop/resize/flip, on the uint8 sample, equal
+     * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
+     * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
+    STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] (AUGMIX: since 0.3 too) */
+    STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops [2] */
+    STK_P_AUG_MAGNITUDE = 222,  /**< I 0..1023: RandAugment's magnitude, a bin index below
+                                     STK_P_AUG_BINS (checked at start) [9] */
+    STK_P_AUG_BINS = 223,       /**< I 2..1024: num_magnitude_bins of TrivialAugmentWide and
+                                     RandAugment (AutoAugment always uses 10) [31] */
+    STK_P_AUG_INTERP = 224,     /**< I: STK_AUG_INTERP_NEAREST or _BILINEAR, of the geometric ops
+                                     [NEAREST] */
+    STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
+                                     for torchvision's fill=None (zeros, no fill mask) [-1] */
+    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 144: per-sample steps run in this order after the
+                                     flip, each its kind then its values: 1 p (RandomVerticalFlip),
+                                     2 p (RandomGrayscale), 3 bmin bmax cmin cmax smin smax hmin
+                                     hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
+                                     for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
+                                     without it, after the last step), 5 kx ky smin smax
+                                     (GaussianBlur, kernel odd 1..255; within one level of
+                                     torchvision). At most 16 steps; set (NULL, 0) to remove.
+                                     Equal to torchvision's tensor path [none] */
+    STK_P_ERASE_PROB = 227,     /**< D 0..1: RandomErasing's p, on the delivered (converted,
+                                     normalised) host sample, after everything else; device
+                                     batches refuse it at start (STK_E_UNSUPPORTED) [0] */
+    STK_P_ERASE_SCALE_MIN = 228, /**< D (0,1]: RandomErasing's scale, low [0.02] */
+    STK_P_ERASE_SCALE_MAX = 229, /**< D (0,1]: high [0.33] */
+    STK_P_ERASE_RATIO_MIN = 230, /**< D > 0: RandomErasing's ratio, low [0.3] */
+    STK_P_ERASE_RATIO_MAX = 231, /**< D > 0: high [3.3] */
+    STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
+                                     normalisation; uint8: clamped, truncated) [0, 0, 0] */
+    STK_P_ERASE_RANDOM = 233,   /**< I 0/1: value='random': a standard normal per element [0] */
+    STK_P_AUGMIX_SEVERITY = 234, /**< I 1..10: AugMix's severity [3] */
+    STK_P_AUGMIX_WIDTH = 235,   /**< I 1..8: mixture_width [3] */
+    STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
+    STK_P_AUGMIX_ALPHA = 237,   /**< D > 0: the Dirichlet / Beta parameter alpha [1.0] */
+    STK_P_AUGMIX_ALL_OPS = 238, /**< I 0/1: all_ops (the colour ops too) [1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -234,6 +271,11 @@ enum stk_interp { STK_INTERP_BILINEAR = 0, STK_INTERP_BICUBIC = 1, STK_INTERP_NE
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
+/** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
+ *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), AugMix(STK_P_AUGMIX_*),
+ *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
+enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
+enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the
@@ -715,8 +757,9 @@ STK_API int stk_loader_create(stk_loader **out);
 STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 /** Set a double parameter (type D). */
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
-/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD with N = 3 (or 1: all channels);
- *  STK_P_LUT with N = 768 (since 0.2). */
+/** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD / STK_P_ERASE_VALUE with N = 3
+ *  (or 1: all channels);
+ *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
 /** Read any integer/double parameter's current value (as a double). */
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);

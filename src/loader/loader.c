@@ -177,6 +177,8 @@ static void free_ring(stk_loader *h)
         for (int i = 0; i < h->workers_n; i++) {
             stk__worker_ctx_destroy(h->workers[i].ctx);
             stk__free_aligned(h->workers[i].scratch);
+            stk__free_aligned(h->workers[i].aug_scratch);
+            stk__free_aligned(h->workers[i].aug_tmp);
         }
         free(h->workers);
         h->workers = NULL;
@@ -223,6 +225,50 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 }
 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
+_Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
+                   (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
+                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
+               "the public and internal policy numbers agree");
+
+/* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */
+static int augpolicy_config(stk_loader *h)
+{
+    stk__augpolicy *p = &h->augp;
+    memset(p, 0, sizeof *p);
+    p->policy = (int)pget_i(h, STK_P_AUG_POLICY); /* STK_AUG_* == STK__AUGP_* */
+    p->num_ops = (int)pget_i(h, STK_P_AUG_NUM_OPS);
+    p->magnitude = (int)pget_i(h, STK_P_AUG_MAGNITUDE);
+    p->bins = (int)pget_i(h, STK_P_AUG_BINS);
+    p->interp = (int)pget_i(h, STK_P_AUG_INTERP);
+    p->severity = (int)pget_i(h, STK_P_AUGMIX_SEVERITY);
+    p->width = (int)pget_i(h, STK_P_AUGMIX_WIDTH);
+    p->depth = (int)pget_i(h, STK_P_AUGMIX_DEPTH);
+    p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
+    p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
+    int64_t fill = pget_i(h, STK_P_AUG_FILL);
+    if (fill >= 0) {
+        p->fill.on = 1;
+        for (int c = 0; c < 3; c++)
+            p->fill.v[c] = (float)((fill >> (16 - 8 * c)) & 0xff);
+    }
+    if (p->policy == STK_AUG_RAND && p->magnitude >= p->bins)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
+                        p->magnitude, p->bins);
+    h->aug_on = p->policy != STK__AUGP_NONE || h->augprog.n > 0;
+    stk__erase *e = &h->erase;
+    e->p = pget_d(h, STK_P_ERASE_PROB);
+    e->scale_lo = pget_d(h, STK_P_ERASE_SCALE_MIN), e->scale_hi = pget_d(h, STK_P_ERASE_SCALE_MAX);
+    e->ratio_lo = pget_d(h, STK_P_ERASE_RATIO_MIN), e->ratio_hi = pget_d(h, STK_P_ERASE_RATIO_MAX);
+    h->erase_random = (int)pget_i(h, STK_P_ERASE_RANDOM);
+    if (e->p > 0 && (e->scale_lo > e->scale_hi || e->ratio_lo > e->ratio_hi))
+        return stk__err(h->err, STK_E_INVALID, "STK_P_ERASE_SCALE_MIN/MAX = %g, %g and RATIO_MIN/MAX = %g, %g "
+                        "must be ordered ranges", e->scale_lo, e->scale_hi, e->ratio_lo, e->ratio_hi);
+    if (e->p > 0 && h->dev_id >= 0 && h->stage == STK_STAGE_FULL)
+        return stk__err(h->err, STK_E_UNSUPPORTED, "STK_P_ERASE_PROB applies to host batches; device batches "
+                        "are converted on the GPU");
+    return STK_OK;
+}
+
 /* The targets as handed out: the dataset's, or float32 multi-hot rows (STK_P_MULTI_HOT). */
 static int targets_config(stk_loader *h)
 {
@@ -296,6 +342,8 @@ static int configure(stk_loader *h)
     if (h->aug.ratio_min > h->aug.ratio_max)
         return stk__err(h->err, STK_E_INVALID, "STK_P_RATIO_MIN = %g is above STK_P_RATIO_MAX = %g",
                         h->aug.ratio_min, h->aug.ratio_max);
+    if ((rc = augpolicy_config(h)) != STK_OK)
+        return rc;
     int64_t mh = pget_i(h, STK_P_MAX_OUT_HEIGHT), mw = pget_i(h, STK_P_MAX_OUT_WIDTH);
     h->resizable = mh > 0 || mw > 0;
     h->max_h = mh > 0 ? (int)mh : h->aug.out_h;
@@ -459,6 +507,11 @@ static int alloc_workers(stk_loader *h, size_t px)
         }
         if (!h->direct_out && !(w->scratch = stk__alloc_aligned(64, px)))
             return stk__err(h->err, STK_E_NOMEM, "out of memory for worker scratch (%zu bytes)", px);
+        if (h->aug_on && !(w->aug_scratch = stk__alloc_aligned(64, px)))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for augmentation scratch (%zu bytes)", px);
+        if ((stk__augprog_has_blur(&h->augprog) || h->augp.policy == STK__AUGP_AUGMIX) && !(w->aug_tmp = stk__alloc_aligned(64, px * sizeof(double))))
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for the blur / AugMix scratch (%zu bytes)",
+                            px * sizeof(double));
     }
     return STK_OK;
 }

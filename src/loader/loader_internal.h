@@ -30,6 +30,7 @@
 #define STK_LOADER_INTERNAL_H
 
 #include "augment.h"
+#include "augops.h"
 #include "convert.h"
 #include "common.h"
 #include "dataset.h"
@@ -94,6 +95,8 @@ typedef struct stk__worker {
     int running;
     stk__worker_ctx *ctx;
     uint8_t *scratch;    /* uint8 HWC sample when the slot needs a conversion */
+    uint8_t *aug_scratch; /* a sample for the augmentation ops (STK_P_AUG_POLICY), else NULL */
+    double *aug_tmp;      /* a sample of doubles for GaussianBlur or AugMix, else NULL */
     char err[STK__ERRLEN];
 } stk__worker;
 
@@ -125,6 +128,8 @@ struct stk_loader {
     float *lut;                  /* STK_P_LUT: 3 x 256 float outputs, or NULL */
     uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
     uint64_t nsubset;
+    stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
+    float erase_value[3];        /* STK_P_ERASE_VALUE */
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */
     stk_cpu_budget budget;       /* measured at create: STK_P_WORKERS' default and its note */
@@ -144,6 +149,10 @@ struct stk_loader {
     int shuffle, dist_mode;
     uint32_t rank, world;
     stk__aug_config aug;
+    stk__augpolicy augp;         /* STK_P_AUG_*: policy STK__AUGP_NONE when off */
+    int aug_on;                  /* a policy or steps to apply */
+    stk__erase erase;            /* STK_P_ERASE_*: p = 0 when off */
+    int erase_random;
     stk__reader_config rcfg;
     size_t host_sample_bytes;    /* bytes per sample in a host slot */
     size_t out_sample_bytes;     /* bytes per sample handed out */

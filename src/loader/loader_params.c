@@ -80,6 +80,15 @@ int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
     const stk__param_def *p = &stk__param_table[i];
     if (key == STK_P_LUT)
         return set_lut(h, p, v, n);
+    if (key == STK_P_AUG_STEPS) {
+        stk__augprog prog;
+        if (!v && n)
+            return stk__err(h->err, STK_E_INVALID, "%s: NULL with %zu values", p->name, n);
+        rc = stk__augprog_parse(v, n, &prog, h->err);
+        if (rc == STK_OK)
+            h->augprog = prog;
+        return rc;
+    }
     if (!v || (n != 1 && n != 3))
         return stk__err(h->err, STK_E_INVALID, "%s takes 3 values (or 1 for all channels), got %zu",
                         p->name, n);
@@ -90,7 +99,9 @@ int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
             return stk__err(h->err, STK_E_INVALID, "%s[%d] = %g is out of range", p->name, c, x);
         tmp[c] = (float)x;
     }
-    if (key == STK_P_MEAN) {
+    if (key == STK_P_ERASE_VALUE) {
+        memcpy(h->erase_value, tmp, sizeof tmp);
+    } else if (key == STK_P_MEAN) {
         memcpy(h->mean, tmp, sizeof tmp);
         h->have_mean = 1;
     } else {

@@ -154,6 +154,17 @@ static void convert(const stk_loader *h, const uint8_t *src, void *dst)
                             h->mean, h->std, dst);
 }
 
+/* RandomErasing on the delivered sample at DST (host batches) */
+static void erase(const stk_loader *h, const stk__read *rd, void *dst)
+{
+    int y, x, eh, ew;
+    stk__rng r;
+    if (stk__erase_params(&h->erase, h->seed, rd->epoch, rd->index, h->aug.out_h, h->aug.out_w, &y, &x, &eh, &ew,
+                          &r))
+        stk__erase_sample(dst, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout, y, x, eh, ew,
+                          h->erase_value, h->erase_random ? &r : NULL);
+}
+
 /* Substitute (and convert) the bad sample at DST. */
 static void substitute(stk_loader *h, stk__worker *w, uint8_t *dst)
 {
@@ -230,8 +241,14 @@ static void process(stk__worker *w, stk__read *rd)
         if (status != STK_OK) {
             reason = w->err;
             atomic_fetch_add(&h->tel.decode_errors, 1);
-        } else if (!h->direct_out) {
-            convert(h, w->scratch, dst);
+        } else {
+            if (h->aug_on)
+                stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h,
+                                   h->aug.out_w, w->aug_scratch, w->aug_tmp);
+            if (!h->direct_out)
+                convert(h, w->scratch, dst);
+            if (h->erase.p > 0 && dst)
+                erase(h, rd, dst);
         }
     }
     s->indices[i] = rd->index;

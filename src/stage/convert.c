@@ -11,6 +11,7 @@
  */
 #include "convert.h"
 
+#include <math.h>
 #include <string.h>
 
 size_t stk__dtype_size(int dtype)
@@ -115,6 +116,31 @@ void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout
             store(dst, at, dtype, v);
         }
     }
+}
+
+/* A standard normal from two uniforms (Box-Muller) */
+static float normal1(stk__rng *r)
+{
+    double u1 = 1.0 - stk__rng_uniform(r), u2 = stk__rng_uniform(r);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+void stk__erase_sample(void *dst, int h, int w, int dtype, int layout, int y, int x, int eh, int ew,
+                       const float value[3], stk__rng *r)
+{
+    size_t hw = (size_t)h * (size_t)w;
+    int chw = layout == STK_NCHW;
+    for (int c = 0; c < 3; c++)
+        for (int i = y; i < y + eh; i++)
+            for (int j = x; j < x + ew; j++) {
+                float v = r ? normal1(r) : value[c];
+                size_t px = (size_t)i * (size_t)w + (size_t)j;
+                size_t at = chw ? (size_t)c * hw + px : 3 * px + (size_t)c;
+                if (dtype == STK_DTYPE_UINT8)
+                    ((uint8_t *)dst)[at] = (uint8_t)(v > 255.f ? 255.f : v > 0.f ? v : 0.f);
+                else
+                    store(dst, at, dtype, v);
+            }
 }
 
 void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int layout,

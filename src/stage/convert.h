@@ -27,6 +27,12 @@ void stk__convert_sample(const uint8_t *src, int h, int w, int dtype, int layout
  * operations (x / 255 then - mean then / std, as torchvision does). */
 void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int layout,
                              const float *lut, void *dst);
+/* RandomErasing's F.erase on a converted sample DST (h x w, DTYPE, LAYOUT): the box of EH x EW at
+ * (Y, X) gets VALUE[c] per channel, or with R a standard normal draw per element (value='random';
+ * channel-major order, as torch's [c, h, w] tensor). uint8 takes the value clamped to 0..255 and
+ * truncated. */
+void stk__erase_sample(void *dst, int h, int w, int dtype, int layout, int y, int x, int eh, int ew,
+                       const float value[3], stk__rng *r);
 size_t stk__dtype_size(int dtype);
 uint16_t stk__f32_to_f16(float f);
 uint16_t stk__f32_to_bf16(float f);

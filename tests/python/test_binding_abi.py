@@ -46,7 +46,7 @@ def _c_layout(tmp_path):
     for name in dir(_lib):
         if not isinstance(getattr(_lib, name), int):
             continue
-        if name.startswith(("STK_E_", "P_", "BOTTLENECK_", "VERDICT_", "TDT_", "TARGET_")) or name in ("STK_OK", "STK_END", "STK_TIMEOUT"):
+        if name.startswith(("STK_E_", "P_", "BOTTLENECK_", "VERDICT_", "TDT_", "TARGET_", "AUG_")) or name in ("STK_OK", "STK_END", "STK_TIMEOUT"):
             cname = name if name.startswith("STK_") else "STK_" + name
             lines.append('printf("const %s %%d\\n", (int)%s);' % (name, cname))
     lines.append("return 0; }")

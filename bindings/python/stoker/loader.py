@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from . import _lib
+from . import augment as _augment
 from . import dataset as _dataset
 from . import errors as _errors
 from . import mix as _mix
@@ -402,6 +403,14 @@ class Loader:
       indices: read only these records (dataset indices; entries may repeat): every epoch is
         then over the list as torch.utils.data.Subset is, in the list's order without shuffle,
         a permutation of it with (stk_loader_set_indices).
+      augment: a per-sample augmentation policy applied after the crop and flip, on the uint8
+        image, equal byte for byte to torchvision's tensor implementation: a spec dict of
+        ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
+        or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
+        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), and ``ColorJitter``,
+        ``RandomGrayscale``, ``RandomVerticalFlip`` (objects or specs), a list of them run in
+        its order (one policy at most). Drawn from (seed, epoch, sample) like the crop
+        (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
@@ -453,7 +462,7 @@ class Loader:
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 options=None):
+                 augment=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -470,6 +479,7 @@ class Loader:
         self.drop_last = bool(drop_last)
         if target not in ("auto", "label", "both"):
             raise ValueError("target must be 'auto', 'label' or 'both', not %r" % (target,))
+        self._augment = _augment.params(augment)   # validated before any handle exists
         self.multi_hot = bool(multi_hot)
         if self.multi_hot and target == "label":
             raise ValueError("multi_hot=True expands the targets, which target='label' does not "
@@ -633,6 +643,12 @@ class Loader:
                 ctypes.POINTER(ctypes.c_float)), 768), "value_table")
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
+        for key, value, name in self._augment:
+            if key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE):
+                arr = (ctypes.c_float * len(value))(*value)
+                self._check(lib.stk_loader_set_floats(self._h, key, arr, len(value)), name)
+            else:
+                self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
 

@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: MIT
+"""Per-sample augmentation specs: what a torchvision (or timm) augmentation object asks for, as a
+plain dict the Loader turns into the library's STK_P_AUG_* parameters.
+
+``spec_for(step, position)`` looks at one step of a transform pipeline and returns
+
+  * a spec dict for what stoker reproduces exactly (equal byte for byte to torchvision's tensor
+    implementation on a uint8 image; tests/python/test_augops_equal.py):
+      {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
+      {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
+      {"op": "autoaugment", "policy": "imagenet", ...}
+    ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
+    or an (r, g, b) tuple of integers 0..255;
+  * None when STEP is not an augmentation this module knows (the caller decides what it is);
+      {"op": "augmix", "severity": 3, "mixture_width": 3, "chain_depth": -1, "alpha": 1.0,
+       "all_ops": True, ...}
+  * or raises ``Unsupported`` (a ValueError) when STEP is a known augmentation with settings
+    stoker does not reproduce — the message names the step, its position and what to use instead.
+
+Recognised without importing torchvision or timm, by module and class name: torchvision's
+``transforms.TrivialAugmentWide / RandAugment / AutoAugment / AugMix`` (v1,
+``torchvision.transforms.autoaugment``) and the same classes of ``torchvision.transforms.v2``;
+timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
+PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
+
+Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
+(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing``
+("random_erasing", which must come last: it works on the normalised image).
+
+Everything runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
+on the uint8 image, in the order of the list given to ``Loader(augment=...)``, drawn from (seed,
+epoch, sample index): the output does not depend on the worker count and resumes exactly. The
+random choices follow torchvision's distributions, not torch's random stream.
+``commutes_with_flip(spec)`` says which specs may stand before the flip in the user's pipeline.
+"""
+
+import math
+
+POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
+STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
+ERASING = "random_erasing"
+
+_TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
+               "AutoAugment": "autoaugment", "AugMix": "augmix"}
+_TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
+_TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
+             "GaussianBlur": "gaussian_blur"}
+_JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
+
+
+class Unsupported(ValueError):
+    """A known augmentation with settings stoker does not reproduce."""
+
+
+def _where(step, position):
+    return "transform %s (%s)" % (position, type(step).__name__)
+
+
+def _is_torchvision(mod):
+    return mod == "torchvision.transforms" or mod.startswith("torchvision.transforms.")
+
+
+def _interp_name(step, position, value):
+    """InterpolationMode (v1 / v2), its string value or a PIL resample constant -> name."""
+    v = getattr(value, "value", value)
+    if isinstance(v, str):
+        name = v.lower()
+    elif isinstance(v, int):  # PIL: NEAREST 0, BILINEAR 2, BICUBIC 3 (v2 accepts them)
+        name = {0: "nearest", 2: "bilinear", 3: "bicubic", 1: "lanczos", 4: "box", 5: "hamming"}.get(v, str(v))
+    else:
+        name = str(v)
+    if name not in ("nearest", "bilinear"):
+        raise Unsupported("%s: interpolation=%s is not reproduced (torchvision's tensor path "
+                          "has NEAREST and BILINEAR only); use InterpolationMode.NEAREST or "
+                          "BILINEAR" % (_where(step, position), name.upper()))
+    return name
+
+
+def _fill(step, position, fill, interp):
+    """fill=None, a number or a sequence of 1 or 3 -> None or an (r, g, b) tuple of ints."""
+    if isinstance(fill, dict):  # v2: {type: value}; one value for every type is the same thing
+        vals = list(fill.values())
+        if not vals or any(v != vals[0] for v in vals[1:]):
+            raise Unsupported("%s: a fill that differs per input type (%r) is not reproduced; "
+                              "give one fill" % (_where(step, position), fill))
+        fill = vals[0]
+    if fill is None:
+        return None
+    if isinstance(fill, (int, float)):
+        fill = [fill]
+    vals = [float(v) for v in fill]
+    if len(vals) == 1:
+        vals = vals * 3
+    if len(vals) != 3 or not all(math.isfinite(v) and 0.0 <= v <= 255.0 for v in vals):
+        raise Unsupported("%s: fill=%r must be one or three values in 0..255"
+                          % (_where(step, position), fill))
+    out = []
+    for v in vals:
+        if v != int(v):
+            if interp != "nearest":
+                raise Unsupported("%s: a fractional fill (%r) with BILINEAR is not reproduced; "
+                                  "give integers" % (_where(step, position), fill))
+            v = float(round(v))  # NEAREST rounds the fill half to even, as torch.round
+        out.append(int(v))
+    return tuple(out)
+
+
+def _common(step, position):
+    interp = _interp_name(step, position, getattr(step, "interpolation", "nearest"))
+    return {"interpolation": interp, "fill": _fill(step, position, getattr(step, "fill", None), interp)}
+
+
+def _torchvision_spec(step, position, kind):
+    spec = {"op": kind}
+    if kind == "augmix":
+        spec.update(severity=int(step.severity), mixture_width=int(step.mixture_width),
+                    chain_depth=int(step.chain_depth), alpha=float(step.alpha), all_ops=bool(step.all_ops))
+    elif kind == "trivialaugment":
+        spec["num_magnitude_bins"] = int(step.num_magnitude_bins)
+    elif kind == "randaugment":
+        spec.update(num_ops=int(step.num_ops), magnitude=int(step.magnitude),
+                    num_magnitude_bins=int(step.num_magnitude_bins))
+    else:
+        policy = getattr(step, "policy", "imagenet")
+        name = str(getattr(policy, "value", policy)).lower()
+        if name != "imagenet":
+            raise Unsupported("%s: policy %s is not implemented; stoker has "
+                              "AutoAugmentPolicy.IMAGENET" % (_where(step, position), name.upper()))
+        spec["policy"] = "imagenet"
+    spec.update(_common(step, position))
+    check(spec, _where(step, position))
+    return spec
+
+
+def _range(step, position, name, value, center):
+    """ColorJitter's stored range (v1 / v2: a (min, max) pair or None) -> (min, max)."""
+    if value is None:
+        return (center, center)
+    if isinstance(value, (int, float)):  # never stored like this by torchvision; accept it
+        value = (center - value, center + value) if name == "hue" else (max(0.0, center - value), center + value)
+    lo, hi = float(value[0]), float(value[1])
+    if name == "hue" and not -0.5 <= lo <= hi <= 0.5 or name != "hue" and not 0.0 <= lo <= hi:
+        raise Unsupported("%s: %s range %r is out of torchvision's bounds" % (_where(step, position), name, value))
+    return (lo, hi)
+
+
+def _step_spec(step, position, kind):
+    if kind in ("vflip", "grayscale"):
+        p = float(getattr(step, "p", 0.5 if kind == "vflip" else 0.1))
+        spec = {"op": kind, "p": p}
+    elif kind == "gaussian_blur":
+        ks, sg = step.kernel_size, step.sigma
+        ks = (int(ks), int(ks)) if isinstance(ks, (int, float)) else (int(ks[0]), int(ks[1]))
+        sg = (float(sg), float(sg)) if isinstance(sg, (int, float)) else (float(sg[0]), float(sg[1]))
+        spec = {"op": kind, "kernel_size": ks, "sigma": sg}
+    else:
+        spec = {"op": kind}
+        for name, center in _JITTER:
+            spec[name] = _range(step, position, name, getattr(step, name, None), center)
+    return check(spec, _where(step, position))
+
+
+def spec_for(step, position):
+    """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
+    augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
+    cls = type(step)
+    mod, name = getattr(cls, "__module__", "") or "", cls.__name__
+    if _is_torchvision(mod) and name in _TV_CLASSES:
+        return _torchvision_spec(step, position, _TV_CLASSES[name])
+    if _is_torchvision(mod) and name in _TV_STEPS:
+        return _step_spec(step, position, _TV_STEPS[name])
+    if _is_torchvision(mod) and name == "RandomErasing":
+        value = step.value
+        if isinstance(value, str):
+            if value != "random":
+                raise Unsupported("%s: value=%r (torchvision takes a number, a sequence or 'random')"
+                                  % (_where(step, position), value))
+        else:
+            value = [value] if isinstance(value, (int, float)) else list(value)
+            value = tuple(float(v) for v in (value * 3 if len(value) == 1 else value))
+        return check({"op": ERASING, "p": float(step.p), "scale": tuple(map(float, step.scale)),
+                      "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
+    if mod.startswith("timm.") and name == "RandomErasing":
+        raise Unsupported("%s: timm's RandomErasing (its own box count and modes) is not implemented in "
+                          "stoker; use torchvision.transforms.RandomErasing" % _where(step, position))
+    if mod.startswith("timm.") and name in _TIMM_CLASSES:
+        raise Unsupported(
+            "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
+            "noise, 'increasing' variants, random BILINEAR/BICUBIC) is not torchvision's and is not "
+            "implemented in stoker; use torchvision.transforms.RandAugment(num_ops=2, "
+            "magnitude=9), TrivialAugmentWide() or AutoAugment()" % (_where(step, position), name))
+    return None
+
+
+def commutes_with_flip(spec):
+    """Whether SPEC gives the same pixels before or after a horizontal flip, so that a pipeline
+    with it before RandomHorizontalFlip (or before the crop's flip) is reproduced by the loader,
+    which runs every spec after the flip: the per-pixel ops (ColorJitter, RandomGrayscale) and
+    RandomVerticalFlip exactly, GaussianBlur within its one level; not the policies (their
+    shears, rotations and translations are not mirror-symmetric) nor RandomErasing."""
+    return spec["op"] in ("color_jitter", "grayscale", "vflip", "gaussian_blur")
+
+
+def check(spec, where="augment"):
+    """Validate a spec dict (as spec_for returns, or written by hand); raises ValueError."""
+    if not isinstance(spec, dict) or spec.get("op") not in POLICIES + STEPS + (ERASING,):
+        raise ValueError("%s: an augment spec is a dict with 'op' one of %s, got %r"
+                         % (where, ", ".join(POLICIES + STEPS + (ERASING,)), spec))
+    if spec["op"] == ERASING:
+        v = spec.get("value", (0.0, 0.0, 0.0))
+        (s0, s1), (r0, r1) = spec.get("scale", (0.02, 0.33)), spec.get("ratio", (0.3, 3.3))
+        if set(spec) - {"op", "p", "scale", "ratio", "value"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
+                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or not (v == "random" or len(v) == 3):
+            raise ValueError("%s: random_erasing takes p in [0, 1], scale (0, 1], ratio > 0 and value "
+                             "(3 numbers) or 'random', got %r" % (where, spec))
+        return spec
+    if spec["op"] in ("vflip", "grayscale"):
+        if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
+            raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
+        return spec
+    if spec["op"] == "gaussian_blur":
+        kx, ky = spec.get("kernel_size", (0, 0))
+        lo, hi = spec.get("sigma", (0.1, 2.0))
+        if set(spec) - {"op", "kernel_size", "sigma"} or not all(k % 2 == 1 and 1 <= k <= 255 for k in (kx, ky)) \
+                or not 0 < lo <= hi:
+            raise ValueError("%s: gaussian_blur takes kernel_size (kx, ky), odd 1..255, and sigma "
+                             "(min, max) with 0 < min <= max, got %r" % (where, spec))
+        return spec
+    if spec["op"] == "color_jitter":
+        if set(spec) - {"op", "brightness", "contrast", "saturation", "hue"}:
+            raise ValueError("%s: color_jitter takes brightness, contrast, saturation, hue" % where)
+        for name, center in _JITTER:
+            lo, hi = spec.get(name) or (center, center)
+            ok = -0.5 <= lo <= hi <= 0.5 if name == "hue" else 0.0 <= lo <= hi
+            if not ok:
+                raise ValueError("%s: color_jitter %s range (%r, %r) is invalid" % (where, name, lo, hi))
+        return spec
+    known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy", "severity",
+             "mixture_width", "chain_depth", "alpha", "all_ops"}
+    extra = set(spec) - known
+    if extra:
+        raise ValueError("%s: unknown augment spec keys %s" % (where, sorted(extra)))
+    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
+        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+                         % (where, spec.get("interpolation")))
+    fill = spec.get("fill")
+    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
+        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    bins = int(spec.get("num_magnitude_bins", 31))
+    if not 2 <= bins <= 1024:
+        raise ValueError("%s: num_magnitude_bins must be 2..1024, not %d" % (where, bins))
+    if spec["op"] == "randaugment":
+        if not 0 <= int(spec.get("num_ops", 2)) <= 16:
+            raise ValueError("%s: num_ops must be 0..16, not %r" % (where, spec.get("num_ops")))
+        if not 0 <= int(spec.get("magnitude", 9)) < bins:
+            raise ValueError("%s: magnitude must be 0..num_magnitude_bins - 1 = %d, not %r"
+                             % (where, bins - 1, spec.get("magnitude")))
+    if spec["op"] == "augmix":
+        if not (1 <= int(spec.get("severity", 3)) <= 10 and 1 <= int(spec.get("mixture_width", 3)) <= 8
+                and int(spec.get("chain_depth", -1)) <= 8 and float(spec.get("alpha", 1.0)) > 0):
+            raise ValueError("%s: augmix takes severity 1..10, mixture_width 1..8, chain_depth <= 8 and "
+                             "alpha > 0, got %r" % (where, spec))
+    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") != "imagenet":
+        raise ValueError("%s: the AutoAugment policy must be 'imagenet'" % where)
+    return spec
+
+
+def params(specs):
+    """[(STK_P_* key, value, name)] for the Loader: SPECS is None, a spec, a torchvision object or
+    a list of them, applied in that order (at most one policy: the library applies one per sample;
+    the steps go to STK_P_AUG_STEPS as a list of floats)."""
+    from . import _lib
+    if specs is None:
+        return []
+    if isinstance(specs, dict) or not isinstance(specs, (list, tuple)):
+        specs = [specs]
+    resolved = []
+    for i, s in enumerate(specs):
+        if not isinstance(s, dict):
+            obj, s = s, spec_for(s, i)
+            if s is None:
+                raise ValueError("augment[%d]: %s is not an augmentation stoker knows (give a spec "
+                                 "dict or TrivialAugmentWide / RandAugment / AutoAugment)"
+                                 % (i, type(obj).__name__))
+        resolved.append(check(s, "augment[%d]" % i))
+    erasing = [k for k, s in enumerate(resolved) if s["op"] == ERASING]
+    if erasing and erasing != [len(resolved) - 1]:
+        raise ValueError("augment: random_erasing works on the delivered (normalised) image: it must "
+                         "come last, once")
+    out = []
+    if erasing:
+        e = resolved.pop()
+        v = e.get("value", (0.0, 0.0, 0.0))
+        out += [(_lib.P_ERASE_PROB, float(e.get("p", 0.5)), "RandomErasing p"),
+                (_lib.P_ERASE_SCALE_MIN, float(e.get("scale", (0.02, 0.33))[0]), "RandomErasing scale"),
+                (_lib.P_ERASE_SCALE_MAX, float(e.get("scale", (0.02, 0.33))[1]), "RandomErasing scale"),
+                (_lib.P_ERASE_RATIO_MIN, float(e.get("ratio", (0.3, 3.3))[0]), "RandomErasing ratio"),
+                (_lib.P_ERASE_RATIO_MAX, float(e.get("ratio", (0.3, 3.3))[1]), "RandomErasing ratio")]
+        if v == "random":
+            out.append((_lib.P_ERASE_RANDOM, 1, "RandomErasing value"))
+        else:
+            out.append((_lib.P_ERASE_VALUE, [float(x) for x in v], "RandomErasing value"))
+    policies = [s for s in resolved if s["op"] in POLICIES]
+    if len(policies) > 1:
+        raise ValueError("augment: one policy per loader, got %d (%s)"
+                         % (len(policies), ", ".join(s["op"] for s in policies)))
+    if len(resolved) > 16:
+        raise ValueError("augment: at most 16 steps, got %d" % len(resolved))
+    if len(resolved) > len(policies):      # steps: a program for STK_P_AUG_STEPS, in order
+        prog = []
+        for s in resolved:
+            if s["op"] in POLICIES:
+                prog.append(4)
+            elif s["op"] == "gaussian_blur":
+                prog += [5, *s["kernel_size"], *s["sigma"]]
+            elif s["op"] == "color_jitter":
+                prog.append(3)
+                for name, center in _JITTER:
+                    prog.extend(s.get(name) or (center, center))
+            else:
+                prog += [1 if s["op"] == "vflip" else 2, float(s.get("p", 0.5))]
+        out.append((_lib.P_AUG_STEPS, prog, "augment"))
+    if not policies:
+        return out
+    s = policies[0]
+    policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
+              "autoaugment": _lib.AUG_AUTO, "augmix": _lib.AUG_AUGMIX}[s["op"]]
+    fill = s.get("fill")
+    out += [(_lib.P_AUG_POLICY, policy, "augment"),
+           (_lib.P_AUG_BINS, int(s.get("num_magnitude_bins", 31)), "augment num_magnitude_bins"),
+           (_lib.P_AUG_INTERP, _lib.AUG_INTERP_BILINEAR if s.get("interpolation") == "bilinear"
+            else _lib.AUG_INTERP_NEAREST, "augment interpolation"),
+           (_lib.P_AUG_FILL, -1 if fill is None else (fill[0] << 16) | (fill[1] << 8) | fill[2],
+            "augment fill")]
+    if s["op"] == "augmix":
+        out += [(_lib.P_AUGMIX_SEVERITY, int(s.get("severity", 3)), "AugMix severity"),
+                (_lib.P_AUGMIX_WIDTH, int(s.get("mixture_width", 3)), "AugMix mixture_width"),
+                (_lib.P_AUGMIX_DEPTH, max(-1, int(s.get("chain_depth", -1))), "AugMix chain_depth"),
+                (_lib.P_AUGMIX_ALPHA, float(s.get("alpha", 1.0)), "AugMix alpha"),
+                (_lib.P_AUGMIX_ALL_OPS, int(bool(s.get("all_ops", True))), "AugMix all_ops")]
+    if s["op"] == "randaugment":
+        out += [(_lib.P_AUG_NUM_OPS, int(s.get("num_ops", 2)), "augment num_ops"),
+                (_lib.P_AUG_MAGNITUDE, int(s.get("magnitude", 9)), "augment magnitude")]
+    return out

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * augops.h — torchvision's per-sample augmentation ops (the op table of autoaugment.py's
+ * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation; the policies
+ * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET, AugMix) from the
+ * per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur)
+ * and RandomErasing's box. Implemented in augops.c, which explains the arithmetic. Internal.
+ */
+#ifndef STK_AUGOPS_H
+#define STK_AUGOPS_H
+
+#include "common.h"
+
+/* The ops, in the order of torchvision's RandAugment / TrivialAugmentWide op tables (Identity
+ * first); Invert (AutoAugment only) last. */
+enum stk__augop {
+    STK__OP_IDENTITY,
+    STK__OP_SHEAR_X,
+    STK__OP_SHEAR_Y,
+    STK__OP_TRANSLATE_X,
+    STK__OP_TRANSLATE_Y,
+    STK__OP_ROTATE,
+    STK__OP_BRIGHTNESS,
+    STK__OP_COLOR,
+    STK__OP_CONTRAST,
+    STK__OP_SHARPNESS,
+    STK__OP_POSTERIZE,
+    STK__OP_SOLARIZE,
+    STK__OP_AUTOCONTRAST,
+    STK__OP_EQUALIZE,
+    STK__OP_INVERT,
+    STK__OP_COUNT
+};
+
+/* Interpolation of the geometric ops (torchvision: NEAREST default, BILINEAR). */
+enum { STK__INTERP_NEAREST = 0, STK__INTERP_BILINEAR = 1 };
+
+/* The op named NAME (torchvision's spelling: "ShearX", "Equalize", ...), or -1. */
+int stk__augop_find(const char *name);
+const char *stk__augop_name(int op);
+
+/* How a geometric op fills the pixels it uncovers: FILL_ON 0 = zeros without a fill mask
+ * (torchvision's fill=None), 1 = the values FILL (0..255 each, rounded half to even). */
+typedef struct stk__augfill {
+    int on;
+    float v[3];
+} stk__augfill;
+
+/*
+ * Apply OP with MAGNITUDE (the value _apply_op receives: a signed shear factor, translation in
+ * pixels (truncated toward zero, as int(magnitude)), degrees, blend factor - 1, posterize bits,
+ * solarize threshold; ignored by the rest) to IMG (H x W x 3, rows 3W apart) in place. SCRATCH holds
+ * H * W * 3 bytes (used by the geometric ops and Sharpness). H, W >= 1.
+ */
+void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *fill, uint8_t *img,
+                      int h, int w, uint8_t *scratch);
+
+/* ---- policies ---------------------------------------------------------------------------- */
+
+enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };
+
+#define STK__AUGMIX_MAX_WIDTH 8
+#define STK__AUGMIX_MAX_DEPTH 8
+
+#define STK__AUG_MAX_OPS 16
+
+typedef struct stk__augpolicy {
+    int policy;    /* STK__AUGP_* */
+    int num_ops;   /* RandAugment: ops per sample (0..STK__AUG_MAX_OPS) */
+    int magnitude; /* RandAugment: the bin index (0..bins-1) */
+    int bins;      /* TrivialAugmentWide / RandAugment: num_magnitude_bins (>= 2) */
+    int interp;    /* STK__INTERP_* */
+    stk__augfill fill;
+    /* AugMix: severity 1..10, mixture_width 1..8, chain_depth (<= 0: 1..3 at random), alpha,
+     * all_ops */
+    int severity, width, depth, all_ops;
+    double alpha;
+} stk__augpolicy;
+
+/* One chosen op: what torchvision's _apply_op would be called with. */
+typedef struct stk__augstep {
+    int op;
+    double magnitude;
+} stk__augstep;
+
+/* The magnitude table of OP for POLICY (torchvision's _augmentation_space with BINS bins for an
+ * image of H x W; AutoAugment uses 10 bins): float32 values into OUT[BINS]; returns the number of
+ * entries (0 for ops without magnitudes) and *SIGNED (1 when the sign is drawn). */
+int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out, int *signed_op);
+
+/* The ops POLICY applies to sample INDEX of EPOCH for an image of H x W, drawn from the PRNG keyed
+ * (seed, epoch, index) on a stream separate from the crop's: into STEPS (room for
+ * STK__AUG_MAX_OPS); returns their count. A pure function of its arguments. */
+int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h,
+                        int w, stk__augstep *steps);
+
+/* AugMix's draws for a sample: the Beta weight M0 of the original, each chain's weight W[i]
+ * (float32, as torchvision's Dirichlet products) and its ops. */
+typedef struct stk__augmix_draws {
+    float m0, w[STK__AUGMIX_MAX_WIDTH];
+    int depth[STK__AUGMIX_MAX_WIDTH];
+    stk__augstep steps[STK__AUGMIX_MAX_WIDTH][STK__AUGMIX_MAX_DEPTH];
+} stk__augmix_draws;
+/* AugMix's magnitude table of OP (10 bins, its _augmentation_space), as stk__augpolicy_table. */
+int stk__augmix_table(int op, int h, int w, float *out, int *signed_op);
+void stk__augmix_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                      stk__augmix_draws *d);
+
+/* Draw and apply the policy to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes; TMP
+ * H * W * 3 doubles for AugMix (else unused, may be NULL). */
+void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
+                          int h, int w, uint8_t *scratch, double *tmp);
+
+/* ---- steps: ColorJitter, RandomGrayscale, RandomVerticalFlip, in a given order ----------- */
+
+/* Step kinds as stk_loader_set_floats(STK_P_AUG_STEPS) takes them: the kind, then its values. */
+enum {
+    STK__STEP_VFLIP = 1,     /* p: RandomVerticalFlip(p) */
+    STK__STEP_GRAYSCALE = 2, /* p: RandomGrayscale(p) */
+    STK__STEP_JITTER = 3,    /* bmin bmax cmin cmax smin smax hmin hmax: ColorJitter's ranges */
+    STK__STEP_POLICY = 4,    /* (none): where the STK_P_AUG_POLICY policy runs */
+    STK__STEP_BLUR = 5,      /* kx ky smin smax: GaussianBlur((kx, ky), (smin, smax)) */
+    STK__STEP_KINDS
+};
+
+#define STK__AUG_MAX_STEPS 16
+
+typedef struct stk__augprog {
+    int n;
+    struct {
+        int kind;
+        float a[8];
+    } s[STK__AUG_MAX_STEPS];
+} stk__augprog;
+
+/* Parse N floats V (kind, its values, kind, ...) into PROG: STK_OK, or STK_E_INVALID with the
+ * reason in ERR (STK__ERRLEN) naming the step. */
+int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
+
+/* ColorJitter with fixed draws: ORDER a permutation of 0..3 (brightness, contrast, saturation,
+ * hue: torchvision's fn_idx), F the four factors; a factor that is NaN is off (torchvision's None). */
+void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4]);
+
+/* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
+ * makes, applied separably with double sums (torch sums the 2-D kernel in float32: the two differ
+ * by one level where the exact value lies within float rounding of a half). KX, KY odd >= 1.
+ * SCRATCH: H * W * 3 bytes; TMP: H * W * 3 doubles. */
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp);
+
+/* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
+ * ORDER and F for a jitter, F[0] the sigma of a blur. */
+void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int *on,
+                       int order[4], double f[4]);
+
+/* Run PROG on IMG (H x W x 3) in place: each step with its draws; POLICY where a STK__STEP_POLICY
+ * stands, else after the last step (when its policy is not NONE). SCRATCH: H * W * 3 bytes;
+ * TMP: H * W * 3 doubles when PROG has a blur step (stk__augprog_has_blur), else unused. */
+void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, uint64_t seed, uint64_t epoch,
+                        uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch, double *tmp);
+int stk__augprog_has_blur(const stk__augprog *prog);
+
+/* ---- RandomErasing: its box, drawn per sample; the erase itself is stage/convert.c's ---------- */
+
+typedef struct stk__erase {
+    double p, scale_lo, scale_hi, ratio_lo, ratio_hi;
+} stk__erase;
+
+/* torchvision's RandomErasing: with probability P, up to ten tries of area * U(scale) and
+ * exp(U(log ratio)), h = round(sqrt(area * ratio)), w = round(sqrt(area / ratio)), kept when
+ * h < H and w < W, then i = randint(0, H - h), j = randint(0, W - w). Returns 1 with the box in
+ * *Y, *X, *EH, *EW, and R (for value='random') seeded for the sample, or 0: no erasing. */
+int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
+                      int *x, int *eh, int *ew, stk__rng *r);
+
+#endif

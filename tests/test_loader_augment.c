@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* test_loader_augment.c — STK_P_AUG_* in the loader.
+ *  - with TrivialAugmentWide on, an epoch from 1 worker equals one from 3 workers byte for byte
+ *    (the second through the uint8 NCHW conversion), and an epoch interrupted after 3 batches and
+ *    resumed by stk_loader_seek in a new loader equals the uninterrupted one;
+ *  - each augmented sample equals the same sample without augmentation (same crop: the policy's
+ *    stream leaves the crop draws alone) with stk__augpolicy_apply on it, for TrivialAugmentWide,
+ *    RandAugment (BILINEAR, fill) and AutoAugment; most samples change;
+ *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
+ *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
+ *    time naming the step; (NULL, 0) removes it (the plain crops again);
+ *  - STK_P_AUG_MAGNITUDE >= STK_P_AUG_BINS is refused at start (STK_E_INVALID, naming both);
+ *  - STK_P_ERASE_PROB with device batches is refused at start (STK_E_UNSUPPORTED, naming it).
+ * stk-test: concurrency
+ */
+#include "test_loader_util.h"
+#include "augops.h"
+
+#define N 60
+#define BS 8
+#define OH 32
+#define OW 32
+#define SB ((size_t)OH * OW * 3)
+
+static int g_workers = 1;
+
+static stk_loader *aug_loader(const char *path, int workers, int policy, int layout)
+{
+    stk_loader *h = tl_loader(path, BS, workers);
+    T_OK(stk_loader_set(h, STK_P_OUT_LAYOUT, layout));
+    T_OK(stk_loader_set(h, STK_P_EPOCH, 2));
+    if (policy != STK_AUG_NONE)
+        T_OK(stk_loader_set(h, STK_P_AUG_POLICY, policy));
+    return h;
+}
+
+static void run_epoch(stk_loader *h, tl_epoch *e)
+{
+    T_OK(stk_loader_start(h));
+    T_CHECK(tl_run(h, e, -1) == STK_END, "one epoch");
+    T_CHECK(e->n == N, "epoch of %zu samples", e->n);
+}
+
+/* NCHW uint8 -> HWC in place */
+static void to_hwc(uint8_t *img, size_t n)
+{
+    uint8_t *tmp = malloc(SB);
+    for (size_t s = 0; s < n; s++) {
+        uint8_t *p = img + s * SB;
+        for (int c = 0; c < 3; c++)
+            for (int i = 0; i < OH * OW; i++)
+                tmp[(size_t)i * 3 + (size_t)c] = p[(size_t)c * OH * OW + (size_t)i];
+        memcpy(p, tmp, SB);
+    }
+    free(tmp);
+}
+
+static void check_applied(const tl_epoch *base, const tl_epoch *aug, const stk__augpolicy *p, const char *what)
+{
+    uint8_t *img = malloc(SB), *scratch = malloc(SB);
+    int changed = 0;
+    for (size_t i = 0; i < N; i++) {
+        T_CHECK(base->index[i] == aug->index[i], "%s: same order", what);
+        memcpy(img, base->images + i * SB, SB);
+        stk__augpolicy_apply(p, 7, 2, base->index[i], img, OH, OW, scratch, NULL);
+        T_CHECK(memcmp(img, aug->images + i * SB, SB) == 0,
+                "%s: sample %zu (record %llu) is not the crop augmented by the policy", what, i,
+                (unsigned long long)base->index[i]);
+        changed += memcmp(img, base->images + i * SB, SB) != 0;
+    }
+    printf("%s: %d of %d samples changed\n", what, changed, N);
+    T_CHECK(changed >= N / 2, "%s: only %d of %d samples changed", what, changed, N);
+    free(img);
+    free(scratch);
+}
+
+int main(void)
+{
+    tl_data D;
+    tl_data_make(&D, "loader-augment", N);
+    tl_write(&D);
+    tl_epoch base, one, three, part, rest;
+
+    stk_loader *h = aug_loader(D.path, g_workers, STK_AUG_NONE, STK_NHWC);
+    run_epoch(h, &base);
+    stk_loader_destroy(h);
+
+    h = aug_loader(D.path, 1, STK_AUG_TRIVIAL, STK_NHWC);
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+
+    h = aug_loader(D.path, 3, STK_AUG_TRIVIAL, STK_NCHW);
+    run_epoch(h, &three);
+    stk_loader_destroy(h);
+    to_hwc(three.images, three.n);
+    T_CHECK(memcmp(one.index, three.index, N * 8) == 0, "same order for 1 and 3 workers");
+    T_CHECK(memcmp(one.images, three.images, N * SB) == 0, "TrivialAugment: 1 and 3 workers give the same bytes");
+
+    stk__augpolicy p = {.policy = STK__AUGP_TRIVIAL, .num_ops = 2, .magnitude = 9, .bins = 31};
+    check_applied(&base, &one, &p, "trivialaugment");
+
+    /* interrupted after 3 batches, resumed in a new loader */
+    h = aug_loader(D.path, 2, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_start(h));
+    T_OK(tl_run(h, &part, 3));
+    uint64_t e, s;
+    T_OK(stk_loader_tell(h, &e, &s));
+    stk_loader_destroy(h);
+    T_CHECK(e == 2 && s == 3 * BS, "tell mid-epoch");
+    h = aug_loader(D.path, 2, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_start(h));
+    T_OK(stk_loader_seek(h, e, s));
+    T_CHECK(tl_run(h, &rest, -1) == STK_END, "rest of the epoch");
+    stk_loader_destroy(h);
+    T_CHECK(part.n + rest.n == N, "sizes add up");
+    T_CHECK(memcmp(one.images, part.images, part.n * SB) == 0 &&
+                memcmp(one.images + part.n * SB, rest.images, rest.n * SB) == 0,
+            "TrivialAugment: the resumed epoch equals the uninterrupted one");
+    tl_epoch_free(&one);
+    tl_epoch_free(&three);
+    tl_epoch_free(&part);
+    tl_epoch_free(&rest);
+
+    /* RandAugment, bilinear, fill (10, 200, 77) */
+    h = aug_loader(D.path, 2, STK_AUG_RAND, STK_NHWC);
+    T_OK(stk_loader_set(h, STK_P_AUG_NUM_OPS, 3));
+    T_OK(stk_loader_set(h, STK_P_AUG_MAGNITUDE, 14));
+    T_OK(stk_loader_set(h, STK_P_AUG_INTERP, STK_AUG_INTERP_BILINEAR));
+    T_OK(stk_loader_set(h, STK_P_AUG_FILL, 0x0AC84D));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    stk__augpolicy pr = {.policy = STK__AUGP_RAND, .num_ops = 3, .magnitude = 14, .bins = 31,
+                         .interp = STK__INTERP_BILINEAR, .fill = {1, {10, 200, 77}}};
+    check_applied(&base, &one, &pr, "randaugment");
+    tl_epoch_free(&one);
+
+    h = aug_loader(D.path, 2, STK_AUG_AUTO, STK_NHWC);
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    stk__augpolicy pa = {.policy = STK__AUGP_AUTO, .bins = 31};
+    check_applied(&base, &one, &pa, "autoaugment");
+    tl_epoch_free(&one);
+
+    /* steps (vflip, jitter, policy, grayscale) around TrivialAugment, 1 vs 3 workers */
+    static const float prog[] = {1, 0.5f, 3, 0.6f, 1.4f, 0.6f, 1.4f, 0.6f, 1.4f, -0.1f, 0.1f, 4, 2, 0.3f};
+    stk__augprog ap;
+    char err[STK__ERRLEN];
+    T_OK(stk__augprog_parse(prog, STK__ARRAY_LEN(prog), &ap, err));
+    h = aug_loader(D.path, 1, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    h = aug_loader(D.path, 3, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    run_epoch(h, &three);
+    stk_loader_destroy(h);
+    T_CHECK(memcmp(one.images, three.images, N * SB) == 0, "steps: 1 and 3 workers give the same bytes");
+    {
+        uint8_t *img = malloc(SB), *scratch = malloc(SB);
+        for (size_t i = 0; i < N; i++) {
+            memcpy(img, base.images + i * SB, SB);
+            stk__augprog_apply(&ap, &p, 7, 2, base.index[i], img, OH, OW, scratch, NULL);
+            T_CHECK(memcmp(img, one.images + i * SB, SB) == 0, "steps: sample %zu is not the program's output", i);
+        }
+        free(img);
+        free(scratch);
+    }
+    tl_epoch_free(&one);
+    tl_epoch_free(&three);
+    /* a bad program is refused at set time, naming the step; (NULL, 0) removes it */
+    h = aug_loader(D.path, 1, STK_AUG_NONE, STK_NHWC);
+    static const float badp[] = {1, 0.5f, 9};
+    T_CHECK(stk_loader_set_floats(h, STK_P_AUG_STEPS, badp, 3) == STK_E_INVALID, "unknown kind refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "step 1"), "names the step: %s", stk_loader_last_error(h));
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, NULL, 0));
+    run_epoch(h, &one);
+    T_CHECK(memcmp(one.images, base.images, N * SB) == 0, "removed steps: the plain crops");
+    tl_epoch_free(&one);
+    stk_loader_destroy(h);
+
+    /* a magnitude outside the bins */
+    h = aug_loader(D.path, 1, STK_AUG_RAND, STK_NHWC);
+    T_OK(stk_loader_set(h, STK_P_AUG_BINS, 10));
+    T_OK(stk_loader_set(h, STK_P_AUG_MAGNITUDE, 10));
+    T_CHECK(stk_loader_start(h) == STK_E_INVALID, "magnitude 10 of 10 bins refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "STK_P_AUG_MAGNITUDE") &&
+                strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
+            "the error names both keys: %s", stk_loader_last_error(h));
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_AUGMIX + 1) == STK_E_INVALID, "a policy past AUGMIX is out of range");
+    stk_loader_destroy(h);
+
+    /* RandomErasing needs host batches: device batches refuse it at start, naming the key */
+    h = aug_loader(D.path, 1, STK_AUG_NONE, STK_NHWC);
+    T_OK(stk_loader_set(h, STK_P_DEVICE, 0));
+    T_OK(stk_loader_set(h, STK_P_DTYPE, STK_DTYPE_FLOAT32));
+    T_OK(stk_loader_set_double(h, STK_P_ERASE_PROB, 0.5));
+    T_CHECK(stk_loader_start(h) == STK_E_UNSUPPORTED, "erasing on device batches refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "STK_P_ERASE_PROB"), "names the key: %s", stk_loader_last_error(h));
+    stk_loader_destroy(h);
+
+    tl_epoch_free(&base);
+    tl_data_free(&D);
+    printf("ok\n");
+    return 0;
+}

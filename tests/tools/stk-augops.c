@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* stk-augops — the augmentation ops and policies (src/decode/augops.c) as a command line, for the
+ * Python tests that compare them with torchvision's tensor implementation.
+ *
+ *   stk-augops op NAME MAG INTERP FILL H W IN OUT
+ *        apply op NAME (torchvision's name) with magnitude MAG to IN (H*W*3 uint8 HWC) -> OUT;
+ *        INTERP nearest|bilinear; FILL none or R,G,B
+ *   stk-augops tables POLICY BINS H W
+ *        prints "name signed v0 v1 ..." per op: the magnitude table (%.9g) for an H x W image
+ *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
+ *        draw and apply POLICY (trivialaugment|randaugment|autoaugment) for sample INDEX; prints
+ *        "name magnitude" (%.17g) per op applied, in order
+ *   stk-augops augmix SEVERITY WIDTH DEPTH ALPHA ALL_OPS INTERP FILL SEED EPOCH INDEX H W IN OUT
+ *        AugMix for sample INDEX; prints "m0 W0", then per chain "chain W" and its "name magnitude"
+ *   stk-augops jitter B C S HUE ORDER H W IN OUT
+ *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
+ *        0 brightness, 1 contrast, 2 saturation, 3 hue)
+ *   stk-augops steps V0,V1,... SEED EPOCH INDEX H W IN OUT
+ *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
+ *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off),
+ *        "blur SIGMA"
+ */
+#include "testutil.h"
+#include "augops.h"
+
+#include <string.h>
+
+static int policy_of(const char *s)
+{
+    if (strcmp(s, "trivialaugment") == 0)
+        return STK__AUGP_TRIVIAL;
+    if (strcmp(s, "randaugment") == 0)
+        return STK__AUGP_RAND;
+    if (strcmp(s, "autoaugment") == 0)
+        return STK__AUGP_AUTO;
+    if (strcmp(s, "augmix") == 0)
+        return STK__AUGP_AUGMIX;
+    fprintf(stderr, "stk-augops: unknown policy %s\n", s);
+    exit(2);
+}
+
+static void parse_fill(const char *s, stk__augfill *f)
+{
+    memset(f, 0, sizeof *f);
+    if (strcmp(s, "none") == 0)
+        return;
+    f->on = 1;
+    if (sscanf(s, "%f,%f,%f", &f->v[0], &f->v[1], &f->v[2]) != 3) {
+        fprintf(stderr, "stk-augops: bad fill %s\n", s);
+        exit(2);
+    }
+}
+
+static uint8_t *load(const char *path, int h, int w)
+{
+    size_t len;
+    uint8_t *b = t_read_file(path, &len);
+    if (!b || len != (size_t)h * w * 3) {
+        fprintf(stderr, "stk-augops: %s is not %d x %d x 3 bytes\n", path, h, w);
+        exit(2);
+    }
+    return b;
+}
+
+static int cmd_op(char **a)
+{
+    int op = stk__augop_find(a[0]);
+    if (op < 0) {
+        fprintf(stderr, "stk-augops: unknown op %s\n", a[0]);
+        return 2;
+    }
+    stk__augfill fill;
+    parse_fill(a[3], &fill);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
+    stk__augop_apply(op, atof(a[1]), strcmp(a[2], "bilinear") == 0, &fill, img, h, w, scratch);
+    t_write_file(a[7], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
+static int cmd_tables(char **a)
+{
+    int policy = policy_of(a[0]), bins = atoi(a[1]), h = atoi(a[2]), w = atoi(a[3]);
+    float *t = malloc(sizeof(float) * (size_t)(bins > 10 ? bins : 10));
+    for (int op = 0; op < STK__OP_COUNT; op++) {
+        int sgn;
+        int n = policy == STK__AUGP_AUGMIX ? stk__augmix_table(op, h, w, t, &sgn)
+                                           : stk__augpolicy_table(policy, op, bins, h, w, t, &sgn);
+        printf("%s %d", stk__augop_name(op), sgn);
+        for (int i = 0; i < n; i++)
+            printf(" %.9g", t[i]);
+        printf("\n");
+    }
+    free(t);
+    return 0;
+}
+
+static int cmd_policy(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = policy_of(a[0]);
+    p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
+    p.interp = strcmp(a[4], "bilinear") == 0;
+    parse_fill(a[5], &p.fill);
+    uint64_t seed = strtoull(a[6], NULL, 10), epoch = strtoull(a[7], NULL, 10), index = strtoull(a[8], NULL, 10);
+    int h = atoi(a[9]), w = atoi(a[10]);
+    uint8_t *img = load(a[11], h, w), *scratch = malloc((size_t)h * w * 3);
+    stk__augstep steps[STK__AUG_MAX_OPS];
+    int n = stk__augpolicy_draw(&p, seed, epoch, index, h, w, steps);
+    for (int i = 0; i < n; i++)
+        printf("%s %.17g\n", stk__augop_name(steps[i].op), steps[i].magnitude);
+    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch, NULL);
+    t_write_file(a[12], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
+static int cmd_augmix(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = STK__AUGP_AUGMIX;
+    p.severity = atoi(a[0]), p.width = atoi(a[1]), p.depth = atoi(a[2]), p.alpha = atof(a[3]);
+    p.all_ops = atoi(a[4]);
+    p.interp = strcmp(a[5], "bilinear") == 0;
+    parse_fill(a[6], &p.fill);
+    uint64_t seed = strtoull(a[7], NULL, 10), epoch = strtoull(a[8], NULL, 10), index = strtoull(a[9], NULL, 10);
+    int h = atoi(a[10]), w = atoi(a[11]);
+    uint8_t *img = load(a[12], h, w), *scratch = malloc((size_t)h * w * 3);
+    double *tmp = malloc(sizeof(double) * (size_t)h * w * 3);
+    stk__augmix_draws d;
+    stk__augmix_draw(&p, seed, epoch, index, h, w, &d);
+    printf("m0 %.9g\n", (double)d.m0);
+    for (int c = 0; c < p.width; c++) {
+        printf("chain %.9g\n", (double)d.w[c]);
+        for (int k = 0; k < d.depth[c]; k++)
+            printf("%s %.17g\n", stk__augop_name(d.steps[c][k].op), d.steps[c][k].magnitude);
+    }
+    stk__augpolicy_apply(&p, seed, epoch, index, img, h, w, scratch, tmp);
+    t_write_file(a[13], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    free(tmp);
+    return 0;
+}
+
+static int cmd_jitter(char **a)
+{
+    double f[4];
+    int order[4];
+    for (int j = 0; j < 4; j++) {
+        f[j] = strtod(a[j], NULL);
+        order[j] = a[4][j] - '0';
+    }
+    int h = atoi(a[5]), w = atoi(a[6]);
+    uint8_t *img = load(a[7], h, w);
+    stk__augop_jitter(img, h, w, order, f);
+    t_write_file(a[8], img, (size_t)h * w * 3);
+    free(img);
+    return 0;
+}
+
+static int cmd_steps(char **a)
+{
+    float v[256];
+    size_t n = 0;
+    for (char *p = a[0], *end; *p && n < 256; p = *end ? end + 1 : end)
+        v[n++] = strtof(p, &end);
+    stk__augprog prog;
+    char err[STK__ERRLEN];
+    if (stk__augprog_parse(v, n, &prog, err) != STK_OK) {
+        printf("error %s\n", err);
+        return 3;
+    }
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10), index = strtoull(a[3], NULL, 10);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
+    for (int k = 0; k < prog.n; k++) {
+        int on, order[4] = {0, 1, 2, 3};
+        double f[4] = {0, 0, 0, 0};
+        stk__augstep_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, &on, order, f);
+        if (prog.s[k].kind == STK__STEP_VFLIP)
+            printf("vflip %d\n", on);
+        else if (prog.s[k].kind == STK__STEP_GRAYSCALE)
+            printf("grayscale %d\n", on);
+        else if (prog.s[k].kind == STK__STEP_BLUR)
+            printf("blur %.17g\n", f[0]);
+        else if (prog.s[k].kind == STK__STEP_JITTER)
+            printf("jitter %d%d%d%d %.17g %.17g %.17g %.17g\n", order[0], order[1], order[2], order[3], f[0], f[1],
+                   f[2], f[3]);
+    }
+    double *tmp = malloc(sizeof(double) * (size_t)h * w * 3);
+    stk__augprog_apply(&prog, NULL, seed, epoch, index, img, h, w, scratch, tmp);
+    free(tmp);
+    t_write_file(a[7], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 10 && strcmp(argv[1], "op") == 0)
+        return cmd_op(argv + 2);
+    if (argc == 6 && strcmp(argv[1], "tables") == 0)
+        return cmd_tables(argv + 2);
+    if (argc == 15 && strcmp(argv[1], "policy") == 0)
+        return cmd_policy(argv + 2);
+    if (argc == 16 && strcmp(argv[1], "augmix") == 0)
+        return cmd_augmix(argv + 2);
+    if (argc == 11 && strcmp(argv[1], "jitter") == 0)
+        return cmd_jitter(argv + 2);
+    if (argc == 10 && strcmp(argv[1], "steps") == 0)
+        return cmd_steps(argv + 2);
+    fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
+    return 2;
+}

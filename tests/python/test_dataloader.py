@@ -231,7 +231,7 @@ def test_refusals(folder):
     _refused("ImageFolder(loader=", lambda: stoker.DataLoader(
         ImageFolder(folder, good, loader=lambda p: None)))
     cases = {
-        "ColorJitter": [T.RandomResizedCrop(16), T.ColorJitter(0.4), T.ToTensor()],
+        "RandomPerspective": [T.RandomResizedCrop(16), T.RandomPerspective(), T.ToTensor()],
         "RandomHorizontalFlip first": [T.RandomHorizontalFlip(), T.RandomResizedCrop(16),
                                        T.ToTensor()],
         "Resize without a CenterCrop": [T.Resize(20), T.ToTensor()],

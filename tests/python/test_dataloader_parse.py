@@ -108,22 +108,59 @@ def test_float16_conversion_equals_torch(folder):
     assert out[0][0].dtype == torch.float16
 
 
-def test_reference_recipe_refused_at_trivialaugment(folder):
-    """torchvision's classification reference (v1 backend): the first unsupported step is named
-    with its module, its position and the whole list."""
-    tf = T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(0.5),
-                    T.TrivialAugmentWide(), T.PILToTensor(),
-                    T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD),
-                    T.RandomErasing(0.1)])
-    _refusal(ImageFolder(folder, tf), "torchvision.transforms.TrivialAugmentWide at position 2 "
-             "of transforms.Compose([RandomResizedCrop, RandomHorizontalFlip, "
-             "TrivialAugmentWide, PILToTensor, ConvertImageDtype, Normalize, RandomErasing])")
+def _reference(p_erase=0.1, augment=True):
+    """torchvision's classification reference recipe (v1 backend), at 16 px."""
+    steps = [T.RandomResizedCrop(16), T.RandomHorizontalFlip(0.5)]
+    if augment:
+        steps.append(T.TrivialAugmentWide())
+    steps += [T.PILToTensor(), T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD)]
+    if p_erase:
+        steps.append(T.RandomErasing(p_erase))
+    return T.Compose(steps)
 
 
-def test_random_erasing_refused_after_normalize(folder):
-    tf = T.Compose([T.RandomResizedCrop(16), T.ToTensor(), T.Normalize(MEAN, STD),
-                    T.RandomErasing(0.1)])
-    _refusal(ImageFolder(folder, tf), "torchvision.transforms.RandomErasing at position 3")
+def _epoch(ds, **kw):
+    import stoker
+    with stoker.DataLoader(ds, batch_size=4, **kw) as dl:
+        return [(x.clone(), y.clone()) for x, y in dl]
+
+
+def test_reference_recipe_end_to_end(folder):
+    """The reference recipe runs through stoker.DataLoader: torch's labels in torch's order,
+    the same batches for 1 and 2 workers and from run to run, and TrivialAugmentWide really
+    applied (the batches differ from the recipe without it, whose crops are the same)."""
+    ds = ImageFolder(folder, _reference())
+    one = _epoch(ds, num_workers=1)
+    two = _epoch(ds, num_workers=2)
+    ref = _batches(TorchDataLoader(ImageFolder(folder, _reference(0, False)), batch_size=4))
+    assert len(one) == len(two) == len(ref)
+    plain = _epoch(ImageFolder(folder, _reference(0, False)), num_workers=1)
+    changed = 0
+    for (x, y), (u, v), (_, t), (p, _) in zip(one, two, ref, plain):
+        assert x.dtype == torch.float32 and x.shape[1:] == (3, 16, 16)
+        assert torch.equal(x, u) and torch.equal(y, v) and torch.equal(y, t)
+        changed += int(not torch.equal(x, p))
+    assert changed > 0
+    again = _epoch(ds, num_workers=2)
+    assert all(torch.equal(x, u) for (x, _), (u, _) in zip(one, again))
+
+
+def test_random_erasing_after_normalize_erases_a_box(folder):
+    """RandomErasing(p=1) after Normalize: every sample gets one box of exact zeros (value 0 in
+    normalised units), and outside it the sample is the unerased one."""
+    erased = _epoch(ImageFolder(folder, _reference(1.0, False)), num_workers=1)
+    plain = _epoch(ImageFolder(folder, _reference(0, False)), num_workers=1)
+    for (x, _), (p, _) in zip(erased, plain):
+        for a, b in zip(x, p):
+            diff = (a != b).any(0)
+            assert diff.any()
+            rows = diff.any(1).nonzero().flatten()
+            cols = diff.any(0).nonzero().flatten()
+            box = (slice(int(rows[0]), int(rows[-1]) + 1), slice(int(cols[0]), int(cols[-1]) + 1))
+            assert bool((a[:, box[0], box[1]] == 0).all())
+            outside = torch.ones_like(diff)
+            outside[box] = False
+            assert torch.equal(a[:, outside], b[:, outside])
 
 
 def test_unknown_step_and_nested_position(folder):

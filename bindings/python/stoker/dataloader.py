@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _lib
 from .dataset import Dataset
+from . import augment as _augment
 from . import mix as _mix
 from .loader import Loader
 
@@ -31,23 +32,27 @@ SUPPORTED = """stoker.DataLoader supports:
            packed copy from `stoker pack`)
   transform: a Compose (torchvision.transforms or .v2, nested ones flattened, timm's
            create_transform output) of, in this order:
-      geometry, train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR) or timm's
-                       RandomResizedCropAndInterpolation (one interpolation, not 'random')
-                       [, RandomHorizontalFlip(p)]
-                eval:  Resize(int, interpolation=BILINEAR, max_size=None), CenterCrop(size)
+      geometry, train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR | BICUBIC
+                       | NEAREST) or timm's RandomResizedCropAndInterpolation (one
+                       interpolation, not 'random') [, RandomHorizontalFlip(p)]
+                eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
+                       max_size=None) [, CenterCrop(size)]
+    then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
+           (IMAGENET), AugMix (one policy at most), ColorJitter, RandomGrayscale,
+           RandomVerticalFlip, GaussianBlur
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
-    then [Normalize(mean, std)] [, v2.ToPureTensor()]
+    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
   in_order: True or False (the order is deterministic either way)
   collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
   not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
-           batch_size=None, a custom ImageFolder loader or is_valid_file; per-sample
-           augmentations (TrivialAugmentWide, RandAugment, AutoAugment, ColorJitter, ...) and
-           RandomErasing are refused by name"""
+           batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
+           augmentations (RandomAffine, RandomPerspective, timm's RandAugment, ...) are refused
+           by name and position"""
 
 
 def _refuse(what, why=None, instead=None):
@@ -287,11 +292,7 @@ _AUGMENT_NAMES = {
 def _augment_step(step, position, names):
     """The Loader's spec for the per-sample augmentation STEP (at POSITION of the list NAMES),
     or ValueError naming it and what to use instead."""
-    try:
-        from . import augment as _augment
-    except ImportError:
-        _augment = None
-    spec = _augment.spec_for(step, position) if _augment is not None else None
+    spec = _augment.spec_for(step, position)
     if spec is not None:
         return spec
     fam, name = _kind(step)
@@ -306,11 +307,7 @@ def _augment_step(step, position, names):
 def _erasing_step(step, position, names):
     """The Loader's spec for RandomErasing STEP after the conversion and Normalize, or
     ValueError naming it."""
-    try:
-        from . import augment as _augment
-    except ImportError:
-        _augment = None
-    spec = _augment.spec_for(step, position) if _augment is not None else None
+    spec = _augment.spec_for(step, position)
     if spec is not None:
         return spec
     _refuse("%s at position %d of %s" % (_full_name(step), position, names),

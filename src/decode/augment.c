@@ -262,6 +262,31 @@ static double bicubic(double x)
     return 0.0;
 }
 
+/* The XMAX weights of one output into K, tap x at (x + xmin - center + 0.5) * ss (Pillow's
+ * expression, in its order); their sum. One loop per filter: the bilinear loop, which runs for
+ * every tap of every output, stays free of the filter test. */
+static double taps_triangle(double *k, int xmax, int xmin, double center, double ss)
+{
+    double ww = 0.0;
+    for (int x = 0; x < xmax; x++) {
+        double wt = triangle((x + xmin - center + 0.5) * ss);
+        k[x] = wt;
+        ww += wt;
+    }
+    return ww;
+}
+
+static double taps_bicubic(double *k, int xmax, int xmin, double center, double ss)
+{
+    double ww = 0.0;
+    for (int x = 0; x < xmax; x++) {
+        double wt = bicubic((x + xmin - center + 0.5) * ss);
+        k[x] = wt;
+        ww += wt;
+    }
+    return ww;
+}
+
 /* Room for OUT outputs of KSIZE taps each; resets the window to empty at END (the input's end
  * in scaled-image pixels: its size plus its shift). */
 static int axis_reserve(axis *a, int out, int ksize, int end)
@@ -352,13 +377,9 @@ static int axis_build(axis *a, int filter, int out, double in0, double scale, in
             xmin = STK__MIN(STK__MAX(xmin, 0), in_size - 1);
             xmax = 1;
         }
-        double *k = a->pre, ww = 0.0;
-        for (int x = 0; x < xmax; x++) {
-            double t = (x + xmin - center + 0.5) * ss;
-            double wt = filter == STK_INTERP_BICUBIC ? bicubic(t) : triangle(t);
-            k[x] = wt;
-            ww += wt;
-        }
+        double *k = a->pre;
+        double ww = filter == STK_INTERP_BICUBIC ? taps_bicubic(k, xmax, xmin, center, ss)
+                                                 : taps_triangle(k, xmax, xmin, center, ss);
         int32_t *kk = a->k + (size_t)xx * (size_t)ksize;
         for (int x = 0; x < ksize; x++) { /* one loop: a separate zero fill became a memset call */
             int32_t q = 0;

@@ -115,6 +115,12 @@ if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
     grep -q "^7. verdict: " "$T/err" || fail "no verdict for a crashing job"
     $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3, d['job']; assert d['job']['exit_code']==1" "$T/c.json" || fail "crash json"
     $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/c.svg" || fail "svg is not XML"
+    # the events stay compact: 3000 sub-millisecond batches as binary records, every one read back
+    expect 0 "3000 batches" -- --events "$T/tiny.ev" --json "$T/t.json" -- $PY "$JOBS" tiny --steps 3000
+    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3000, d['job']" "$T/t.json" \
+        || fail "tiny json"
+    ev=$(stat -c %s "$T/tiny.ev")
+    [ "$ev" -le $((3000 * 20)) ] || fail "events file of $ev bytes for 3000 batches (> 20 bytes a batch)"
 else
     echo "skip: the torch part (no torch for $PY)"
 fi

@@ -105,6 +105,11 @@ if [ -x "$PY" ]; then
     [ "$(cat "$T/mark" 2>/dev/null)" = ran ] || fail "the existing sitecustomize did not run"
     grep -q "^H " "$T/ev" || fail "no hello event from the hook"
     expect 0 "no Python process of the job loaded the hook" -- $PY -I -c 'pass'
+    # the plot of a long run: one element per pixel column, not per batch (the old one: 14 MB),
+    # well-formed, every label inside the picture
+    D="$(dirname "$0")/doctor"
+    expect 0 "200000 batches" -- --plot "$T/long.svg" -- $PY -I "$D/long_events_job.py"
+    $PY "$D/svg_check.py" "$T/long.svg" 1000000 || fail "the long run's plot"
 fi
 
 # ---- torch: a job that crashes after 3 steps still gets its diagnosis and its exit status
@@ -115,6 +120,7 @@ if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
     grep -q "^7. verdict: " "$T/err" || fail "no verdict for a crashing job"
     $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3, d['job']; assert d['job']['exit_code']==1" "$T/c.json" || fail "crash json"
     $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/c.svg" || fail "svg is not XML"
+    $PY "$(dirname "$0")/doctor/svg_check.py" "$T/c.svg" 1000000 || fail "the crash job's plot"
     # the events stay compact: 3000 sub-millisecond batches as binary records, every one read back
     expect 0 "3000 batches" -- --events "$T/tiny.ev" --json "$T/t.json" -- $PY "$JOBS" tiny --steps 3000
     $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3000, d['job']" "$T/t.json" \

@@ -121,9 +121,10 @@ if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
     $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3, d['job']; assert d['job']['exit_code']==1" "$T/c.json" || fail "crash json"
     $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/c.svg" || fail "svg is not XML"
     $PY "$(dirname "$0")/doctor/svg_check.py" "$T/c.svg" 1000000 || fail "the crash job's plot"
-    # the events stay compact: 3000 sub-millisecond batches as binary records, every one read back
+    # the events stay compact: 3000 sub-millisecond batches as binary records, every one read back;
+    # the hook's own time per batch reported
     expect 0 "3000 batches" -- --events "$T/tiny.ev" --json "$T/t.json" -- $PY "$JOBS" tiny --steps 3000
-    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3000, d['job']" "$T/t.json" \
+    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3000, d['job']; assert 0 < d['watching']['hook_us_per_batch'] < 1000, d['watching']" "$T/t.json" \
         || fail "tiny json"
     ev=$(stat -c %s "$T/tiny.ev")
     [ "$ev" -le $((3000 * 20)) ] || fail "events file of $ev bytes for 3000 batches (> 20 bytes a batch)"

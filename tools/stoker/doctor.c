@@ -260,7 +260,7 @@ static void on_event(dr_run *r, char *line)
             parse_counters(line + n, r->x_c);
         }
         break;
-    case 'K': /* the hook's own time on the batches it timed itself on */
+    case 'K': /* the hook's own time per batch: the median of the batches it timed itself on */
         if (sscanf(line, "K %d %lld %lld", &pid, &a, &b) == 3 && pid == r->main_pid && a > 0) {
             r->hook_timed = a;
             r->hook_ns = b;

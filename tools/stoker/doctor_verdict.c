@@ -1125,8 +1125,8 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core", r->self_cpu_s,
             a->run_s, 100 * r->self_cpu_s / job);
     if (r->hook_timed)
-        fprintf(f, "; the hook %.1f us per batch in the job's thread, timed on %lld batches", 1e-3 * (double)r->hook_ns /
-                (double)r->hook_timed, (long long)r->hook_timed);
+        fprintf(f, "; the hook %.1f us per batch in the job's thread, median of %lld batches", 1e-3 * (double)r->hook_ns,
+                (long long)(r->hook_timed < 1024 ? r->hook_timed : 1024));
     fprintf(f, ")\n");
 }
 
@@ -1319,7 +1319,7 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "interval_s", r->interval, 1);
     jnum(f, "samples", (double)r->nticks, r->hook_timed != 0);
     if (r->hook_timed)
-        jnum(f, "hook_us_per_batch", 1e-3 * (double)r->hook_ns / (double)r->hook_timed, 0);
+        jnum(f, "hook_us_per_batch", 1e-3 * (double)r->hook_ns, 0);
     fprintf(f, "}\n}\n");
     return fclose(f) == 0 ? 0 : -1;
 }

@@ -5,8 +5,10 @@ each step (~0.3 ms of CPU a step). The job runs in a fresh interpreter, alternat
 the hook loaded exactly as `stoker doctor` loads it (sitecustomize.py first on PYTHONPATH, events
 to a file), without the doctor's sampler. Each run reports the CPU time of its own loop
 (getrusage, user + system: a loaded machine stretches the wall clock, not this) divided by its
-batches; medians over the runs, and the fastest run of each (load only adds). Also the events
-file's bytes per batch.
+batches, and the median wall time of its steps and of its loss.item() calls (a median within a
+run shrugs off the moments the machine's load takes the CPU away; run-to-run CPU totals do not);
+over the runs, the medians and the fastest run of each (load only adds). Also the events file's
+bytes per batch.
 
     /usr/bin/python3 bench/doctor_hook_cost.py [--runs 7] [--batches 20000]   (needs torch)
 """
@@ -22,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, os.pardir, "tools", "stoker", "doctor_hook.py")
 
 JOB = r"""
-import resource, sys, torch
+import resource, statistics, sys, time, torch
 torch.set_num_threads(1)
 n = int(sys.argv[1])
 ds = torch.utils.data.TensorDataset(torch.randn(4096, 32), torch.randint(0, 10, (4096,)))
@@ -30,25 +32,35 @@ dl = torch.utils.data.DataLoader(ds, batch_size=16, shuffle=True, num_workers=0)
 model = torch.nn.Linear(32, 10)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 lossf = torch.nn.CrossEntropyLoss()
+pc = time.perf_counter_ns
+steps, items = [], []
 
 def run(k):
     done = 0
     while done < k:
+        t = pc()
         for x, y in dl:
             opt.zero_grad()
             loss = lossf(model(x), y)
             loss.backward()
             opt.step()
+            a = pc()
             loss.item()
+            b = pc()
+            steps.append(b - t)
+            items.append(b - a)
+            t = b
             done += 1
             if done == k:
                 break
 
 run(300)                                   # warm-up: imports, first iterator, allocator
+del steps[:], items[:]
 r0 = resource.getrusage(resource.RUSAGE_SELF)
 run(n)
 r1 = resource.getrusage(resource.RUSAGE_SELF)
-print((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / n * 1e6)
+print((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / n * 1e6,
+      statistics.median(steps) / 1e3, statistics.median(items) / 1e3)
 """
 
 
@@ -61,7 +73,7 @@ def one(batches, hookdir, events):
         open(events, "w").close()
     out = subprocess.run([sys.executable, "-c", JOB, str(batches)], env=env, check=True,
                          stdout=subprocess.PIPE, text=True).stdout
-    return float(out.split()[-1])
+    return [float(v) for v in out.split()[-3:]]
 
 
 def main():
@@ -78,12 +90,14 @@ def main():
             plain.append(one(a.batches, None, events))
             hooked.append(one(a.batches, tmp, events))
             ev_bytes = os.path.getsize(events)
-        p, h = statistics.median(plain), statistics.median(hooked)
-        print("plain  us CPU/batch: %s  median %.1f" % (" ".join("%.1f" % v for v in plain), p))
-        print("hooked us CPU/batch: %s  median %.1f" % (" ".join("%.1f" % v for v in hooked), h))
-        print("hook cost: %+.1f us CPU per batch (%+.1f%% of a %.0f us step), medians; %+.1f us, fastest runs;"
-              " events %.1f bytes per batch"
-              % (h - p, 100 * (h - p) / p, p, min(hooked) - min(plain), ev_bytes / (a.batches + 300)))
+        for k, what in ((0, "CPU per batch (getrusage)"), (1, "step wall, the run's median"),
+                        (2, "loss.item() wall, the run's median")):
+            pv, hv = [v[k] for v in plain], [v[k] for v in hooked]
+            p, h = statistics.median(pv), statistics.median(hv)
+            print("%-36s plain %s | hooked %s us" % (what, " ".join("%.1f" % v for v in pv),
+                                                     " ".join("%.1f" % v for v in hv)))
+            print("%-36s %+.1f us (medians), %+.1f us (fastest runs)" % ("", h - p, min(hv) - min(pv)))
+        print("events: %.1f bytes per batch" % (ev_bytes / (a.batches + 300)))
     finally:
         shutil.rmtree(tmp)
 

@@ -49,8 +49,11 @@ expect 137 "killed by signal 9" -- sh -c 'kill -9 $$'
 # ---- a failing job: its status, runtime and last stderr lines in the report; its stderr still
 # reaches the terminal; a job's own 2 is not the doctor's usage 2
 expect 3 "FAILED     the job exited with code 3 after [0-9.]* s (0 training steps); its last stderr lines:" -- \
-    sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
+    --plot "$T/f.svg" -- sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
 grep -q "^              | no such dataset: /data/x$" "$T/err" || { cat "$T/err"; fail "last stderr line not in the report"; }
+# the plot has the advice but not the report's stderr lines: no "(above)" pointing at nothing
+grep -q "fix the error its last stderr lines show, then" "$T/f.svg" || fail "the plot lacks the failed job's advice"
+! grep -q "(above)" "$T/f.svg" || fail "the plot refers to lines above that it does not have"
 grep -q "^7. verdict: the job failed: it exited with code 3 after [0-9.]* s, before any training step: no such dataset: /data/x; next: fix" "$T/err" || { cat "$T/err"; fail "failure verdict"; }
 [ "$(grep -c '^no such dataset: /data/x$' "$T/err")" = 1 ] || fail "the job's stderr is not passed through once"
 expect 125 "exited with code 2" -- sh -c 'echo "usage: train.py [-h]" >&2; exit 2'

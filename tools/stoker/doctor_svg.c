@@ -191,7 +191,11 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     esc(f, stage);
     fprintf(f, "</text>\n");
     double y0 = para(f, "", figs, 61, 12, 3, " fill=\"#b00\"");
-    para(f, "next: ", nx, y0 + 2, 12, 2, " font-weight=\"bold\"");
+    char nxs[1024]; /* the report's "(above)" points at lines the picture does not have */
+    snprintf(nxs, sizeof nxs, "%s", nx);
+    for (char *q; (q = strstr(nxs, " (above)"));)
+        memmove(q, q + 8, strlen(q + 8) + 1);
+    para(f, "next: ", nxs, y0 + 2, 12, 2, " font-weight=\"bold\"");
 
     /* checkpoints, behind everything */
     double ybot = TOP + lanes * (LANE + GAP) - GAP;

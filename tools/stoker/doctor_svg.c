@@ -2,7 +2,8 @@
 /*
  * stoker doctor's --plot: one SVG timeline of the run, lanes sharing the time axis: GPU
  * utilisation, CPU cores by role (stacked) against the cores the job may use, disk throughput,
- * and the wait for each batch; torch.save calls are shaded across all lanes. Plain SVG 1.1 so that
+ * and the wait for each batch; torch.save calls are shaded across all lanes. Drawn per pixel column,
+ * not per sample, so an hour-long run stays small; text kept inside the width. Plain SVG 1.1 so that
  * a browser, rsvg-convert or an editor shows it the same.
  */
 #include "doctor.h"

@@ -1,72 +1,105 @@
 # SPDX-License-Identifier: MIT
-"""The CPU the doctor's in-process hook adds per training step, measured in one process so that
-the load of a shared machine cancels out: each wrapper the hook installs (batch __next__, .item())
-is rebuilt around a trivial function and timed against that function alone, in interleaved blocks;
-medians of the blocks.
+"""The CPU the doctor's in-process hook adds per batch, on a real (tiny) training job: a
+TensorDataset in memory, a torch DataLoader (num_workers=0), Linear(32, 10), SGD and loss.item()
+each step (~0.3 ms of CPU a step). The job runs in a fresh interpreter, alternately plain and with
+the hook loaded exactly as `stoker doctor` loads it (sitecustomize.py first on PYTHONPATH, events
+to a file), without the doctor's sampler. Each run reports the CPU time of its own loop
+(getrusage, user + system: a loaded machine stretches the wall clock, not this) divided by its
+batches, and the median wall time of its steps and of its loss.item() calls (a median within a
+run shrugs off the moments the machine's load takes the CPU away; run-to-run CPU totals do not);
+over the runs, the medians and the fastest run of each (load only adds). Also the events file's
+bytes per batch.
 
-    /usr/bin/python3 bench/doctor_hook_cost.py            (needs torch)
+    /usr/bin/python3 bench/doctor_hook_cost.py [--runs 7] [--batches 20000]   (needs torch)
 """
+import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
-import time
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, os.pardir, "tools", "stoker", "doctor_hook.py")
 
+JOB = r"""
+import resource, statistics, sys, time, torch
+torch.set_num_threads(1)
+n = int(sys.argv[1])
+ds = torch.utils.data.TensorDataset(torch.randn(4096, 32), torch.randint(0, 10, (4096,)))
+dl = torch.utils.data.DataLoader(ds, batch_size=16, shuffle=True, num_workers=0)
+model = torch.nn.Linear(32, 10)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+lossf = torch.nn.CrossEntropyLoss()
+pc = time.perf_counter_ns
+steps, items = [], []
 
-def rewrap(wrapper, inner):
-    """wrapper's code with its captured `orig` replaced by inner"""
-    names = wrapper.__code__.co_freevars
-    cells = tuple(types.CellType(inner) if n == "orig" else c
-                  for n, c in zip(names, wrapper.__closure__))
-    return types.FunctionType(wrapper.__code__, wrapper.__globals__, "w", None, cells)
+def run(k):
+    done = 0
+    while done < k:
+        t = pc()
+        for x, y in dl:
+            opt.zero_grad()
+            loss = lossf(model(x), y)
+            loss.backward()
+            opt.step()
+            a = pc()
+            loss.item()
+            b = pc()
+            steps.append(b - t)
+            items.append(b - a)
+            t = b
+            done += 1
+            if done == k:
+                break
+
+run(300)                                   # warm-up: imports, first iterator, allocator
+del steps[:], items[:]
+r0 = resource.getrusage(resource.RUSAGE_SELF)
+run(n)
+r1 = resource.getrusage(resource.RUSAGE_SELF)
+print((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / n * 1e6,
+      statistics.median(steps) / 1e3, statistics.median(items) / 1e3)
+"""
 
 
-def per_call_ns(fn, arg, n=2000, blocks=41):
-    out = []
-    for _ in range(blocks):
-        t = time.perf_counter_ns()
-        for _ in range(n):
-            fn(arg)
-        out.append((time.perf_counter_ns() - t) / n)
-    return out
+def one(batches, hookdir, events):
+    env = dict(os.environ)
+    env.pop("STOKER_DOCTOR_EVENTS", None)
+    if hookdir:
+        env["PYTHONPATH"] = hookdir + os.pathsep + env.get("PYTHONPATH", "")
+        env["STOKER_DOCTOR_EVENTS"] = events
+        open(events, "w").close()
+    out = subprocess.run([sys.executable, "-c", JOB, str(batches)], env=env, check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return [float(v) for v in out.split()[-3:]]
 
 
 def main():
-    fd, ev = tempfile.mkstemp(prefix="stoker-hook-cost-")
-    os.close(fd)
-    os.environ["STOKER_DOCTOR_EVENTS"] = ev
-    src = open(HOOK).read()
-    exec(compile(src, HOOK, "exec"), {"__name__": "stk_doctor_hook", "__file__": HOOK})
-    import torch
-    import torch.utils.data.dataloader as D
-    torch.set_num_threads(1)
-    batch = (torch.zeros(32, 3, 8, 8), torch.zeros(32, dtype=torch.int64))
-
-    def plain_next(self):
-        return batch
-    hooked_next = rewrap(D._BaseDataLoaderIter.__next__, plain_next)
-    t = torch.zeros(())
-    plain_item = torch._C._TensorBase.item
-    hooked_item = rewrap(torch.Tensor.item, plain_item)
-
-    res = {}
-    for name, a, b, arg in (("batch __next__", plain_next, hooked_next, None),
-                            (".item()", plain_item, hooked_item, t)):
-        pa, pb = [], []
-        for _ in range(3):   # interleave
-            pa += per_call_ns(a, arg)
-            pb += per_call_ns(b, arg)
-        res[name] = statistics.median(pb) - statistics.median(pa)
-        print("%-15s plain %7.0f ns, hooked %7.0f ns: +%.2f us per call (medians of %d blocks)"
-              % (name, statistics.median(pa), statistics.median(pb), res[name] / 1e3, len(pa)))
-    os.unlink(ev)
-    per_step = res["batch __next__"] + res[".item()"]
-    print("hook per step with one .item(): %.1f us = %.3f%% of a 10 ms step, %.4f%% of a 100 ms step"
-          % (per_step / 1e3, 100 * per_step / 1e7, 100 * per_step / 1e8))
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--batches", type=int, default=20000)
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="stoker-hook-cost-")
+    try:
+        shutil.copy(HOOK, os.path.join(tmp, "sitecustomize.py"))
+        events = os.path.join(tmp, "events")
+        plain, hooked = [], []
+        for _ in range(a.runs):            # alternate, so that the machine's load drifts evenly
+            plain.append(one(a.batches, None, events))
+            hooked.append(one(a.batches, tmp, events))
+            ev_bytes = os.path.getsize(events)
+        for k, what in ((0, "CPU per batch (getrusage)"), (1, "step wall, the run's median"),
+                        (2, "loss.item() wall, the run's median")):
+            pv, hv = [v[k] for v in plain], [v[k] for v in hooked]
+            p, h = statistics.median(pv), statistics.median(hv)
+            print("%-36s plain %s | hooked %s us" % (what, " ".join("%.1f" % v for v in pv),
+                                                     " ".join("%.1f" % v for v in hv)))
+            print("%-36s %+.1f us (medians), %+.1f us (fastest runs)" % ("", h - p, min(hv) - min(pv)))
+        print("events: %.1f bytes per batch" % (ev_bytes / (a.batches + 300)))
+    finally:
+        shutil.rmtree(tmp)
 
 
 if __name__ == "__main__":

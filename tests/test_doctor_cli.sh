@@ -49,8 +49,11 @@ expect 137 "killed by signal 9" -- sh -c 'kill -9 $$'
 # ---- a failing job: its status, runtime and last stderr lines in the report; its stderr still
 # reaches the terminal; a job's own 2 is not the doctor's usage 2
 expect 3 "FAILED     the job exited with code 3 after [0-9.]* s (0 training steps); its last stderr lines:" -- \
-    sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
+    --plot "$T/f.svg" -- sh -c 'echo first line >&2; echo "no such dataset: /data/x" >&2; exit 3'
 grep -q "^              | no such dataset: /data/x$" "$T/err" || { cat "$T/err"; fail "last stderr line not in the report"; }
+# the plot has the advice but not the report's stderr lines: no "(above)" pointing at nothing
+grep -q "fix the error its last stderr lines show, then" "$T/f.svg" || fail "the plot lacks the failed job's advice"
+! grep -q "(above)" "$T/f.svg" || fail "the plot refers to lines above that it does not have"
 grep -q "^7. verdict: the job failed: it exited with code 3 after [0-9.]* s, before any training step: no such dataset: /data/x; next: fix" "$T/err" || { cat "$T/err"; fail "failure verdict"; }
 [ "$(grep -c '^no such dataset: /data/x$' "$T/err")" = 1 ] || fail "the job's stderr is not passed through once"
 expect 125 "exited with code 2" -- sh -c 'echo "usage: train.py [-h]" >&2; exit 2'
@@ -105,6 +108,11 @@ if [ -x "$PY" ]; then
     [ "$(cat "$T/mark" 2>/dev/null)" = ran ] || fail "the existing sitecustomize did not run"
     grep -q "^H " "$T/ev" || fail "no hello event from the hook"
     expect 0 "no Python process of the job loaded the hook" -- $PY -I -c 'pass'
+    # the plot of a long run: one element per pixel column, not per batch (the old one: 14 MB),
+    # well-formed, every label inside the picture
+    D="$(dirname "$0")/doctor"
+    expect 0 "200000 batches" -- --plot "$T/long.svg" -- $PY -I "$D/long_events_job.py"
+    $PY "$D/svg_check.py" "$T/long.svg" 1000000 || fail "the long run's plot"
 fi
 
 # ---- torch: a job that crashes after 3 steps still gets its diagnosis and its exit status
@@ -115,6 +123,14 @@ if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
     grep -q "^7. verdict: " "$T/err" || fail "no verdict for a crashing job"
     $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3, d['job']; assert d['job']['exit_code']==1" "$T/c.json" || fail "crash json"
     $PY -c "import sys, xml.dom.minidom as m; m.parse(sys.argv[1])" "$T/c.svg" || fail "svg is not XML"
+    $PY "$(dirname "$0")/doctor/svg_check.py" "$T/c.svg" 1000000 || fail "the crash job's plot"
+    # the events stay compact: 3000 sub-millisecond batches as binary records, every one read back;
+    # the hook's own time per batch reported
+    expect 0 "3000 batches" -- --events "$T/tiny.ev" --json "$T/t.json" -- $PY "$JOBS" tiny --steps 3000
+    $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['job']['batches']==3000, d['job']; assert 0 < d['watching']['hook_us_per_batch'] < 1000, d['watching']" "$T/t.json" \
+        || fail "tiny json"
+    ev=$(stat -c %s "$T/tiny.ev")
+    [ "$ev" -le $((3000 * 20)) ] || fail "events file of $ev bytes for 3000 batches (> 20 bytes a batch)"
 else
     echo "skip: the torch part (no torch for $PY)"
 fi

@@ -56,7 +56,7 @@ static const char usage_doctor[] =
     "  --plot FILE     a timeline as SVG: GPU use, CPU by role, disk, data wait per step,\n"
     "                  checkpoints\n"
     "  --interval MS   sampling interval [100]\n"
-    "  --events FILE   keep the hook's raw event lines in FILE\n"
+    "  --events FILE   keep the hook's raw events in FILE (docs/doctor.md)\n"
     "  --gpu-step-ms MS  for a CPU-only job: the step's time on the GPU it would move to; the\n"
     "                  doctor then says whether the input side would keep up (without it: the\n"
     "                  CPU step 20-50x faster, stated as an assumption)\n"
@@ -120,6 +120,68 @@ static void parse_counters(const char *p, int64_t c[DR_NC])
     }
 }
 
+static void add_step(dr_run *r, const dr_step *s)
+{
+    if (r->nsteps == 0)
+        r->main_pid = s->pid;
+    GROW(r->steps, r->nsteps, r->capsteps);
+    r->steps[r->nsteps++] = *s;
+}
+
+static uint64_t le(const unsigned char *b, int n)
+{
+    uint64_t v = 0;
+    while (n--)
+        v = v << 8 | b[n];
+    return v;
+}
+
+#define BLOCK_MAX 8000 /* the hook writes < 4.1 KB of records a block; the tail buffer is 8 KiB */
+
+/* "B pid base lid dtype count nbytes": the bytes of records that follow, or -1 */
+static long block_len(const char *line)
+{
+    int pid, lid, count;
+    long long base;
+    long nb;
+    char dt[16];
+    if (sscanf(line, "B %d %lld %d %15s %d %ld", &pid, &base, &lid, dt, &count, &nb) != 6 || nb < 0 ||
+        nb > BLOCK_MAX)
+        return -1;
+    return nb;
+}
+
+/* a block of batch records (docs/doctor.md, "The event format"): per batch the gap since the
+ * previous batch's end (the first: since base), the wait, the batch size, a mask of the counters
+ * that follow as int64; all little-endian */
+static void on_block(dr_run *r, const char *line, const unsigned char *b, size_t nb)
+{
+    dr_step s;
+    memset(&s, 0, sizeof s);
+    long long base;
+    int count;
+    long len;
+    if (sscanf(line, "B %d %lld %d %15s %d %ld", &s.pid, &base, &s.lid, s.dtype, &count, &len) != 6)
+        return;
+    int64_t prev = base;
+    for (size_t o = 0; count-- > 0 && o + 14 <= nb;) {
+        s.t0 = prev + (int64_t)le(b + o, 4);
+        s.t1 = s.t0 + (int64_t)le(b + o + 4, 4);
+        s.bs = (int)le(b + o + 8, 2);
+        uint32_t mask = (uint32_t)le(b + o + 10, 4);
+        o += 14;
+        for (int i = 0; i < DR_NC; i++) {
+            s.c[i] = 0;
+            if (mask & (1u << i) && o + 8 <= nb) {
+                s.c[i] = (int64_t)le(b + o, 8);
+                o += 8;
+            }
+        }
+        prev = s.t1;
+        add_step(r, &s);
+    }
+}
+
 static void on_event(dr_run *r, char *line)
 {
     int pid, n;
@@ -160,10 +222,7 @@ static void on_event(dr_run *r, char *line)
             s.t0 = a;
             s.t1 = a + b; /* the wait, not the end time: shorter lines */
             parse_counters(line + n, s.c);
-            if (r->nsteps == 0)
-                r->main_pid = s.pid;
-            GROW(r->steps, r->nsteps, r->capsteps);
-            r->steps[r->nsteps++] = s;
+            add_step(r, &s);
         }
         break;
     }
@@ -201,6 +260,12 @@ static void on_event(dr_run *r, char *line)
             parse_counters(line + n, r->x_c);
         }
         break;
+    case 'K': /* the hook's own time per batch: the median of the batches it timed itself on */
+        if (sscanf(line, "K %d %lld %lld", &pid, &a, &b) == 3 && pid == r->main_pid && a > 0) {
+            r->hook_timed = a;
+            r->hook_ns = b;
+        }
+        break;
     case 'F':
         if (!r->hook_fail[0])
             snprintf(r->hook_fail, sizeof r->hook_fail, "%.200s", line);
@@ -224,6 +289,15 @@ static void tail_read(tail *t, dr_run *r)
         t->buf[t->len] = 0;
         char *p = t->buf, *nl;
         while ((nl = memchr(p, '\n', t->len - (size_t)(p - t->buf)))) {
+            long nb = p[0] == 'B' ? block_len(p) : -1;
+            if (nb >= 0) { /* a block header: its records follow, maybe not all read yet */
+                if (t->len - (size_t)(nl + 1 - t->buf) < (size_t)nb)
+                    break;
+                *nl = 0;
+                on_block(r, p, (const unsigned char *)nl + 1, (size_t)nb);
+                p = nl + 1 + nb;
+                continue;
+            }
             *nl = 0;
             on_event(r, p);
             p = nl + 1;

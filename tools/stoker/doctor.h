@@ -123,6 +123,7 @@ typedef struct dr_run {
     int nworkers_seen;
     int max_workers;               /* largest num_workers of an iterator */
     char hook_fail[256];           /* F: a patch failed */
+    int64_t hook_timed, hook_ns;   /* K: batches the hook timed its own work on, its median ns */
 
     /* devices, GPUs */
     dr_dev devs[DR_MAXDEV];

@@ -4,8 +4,8 @@
 # start-up, without any change to the training script. It then chains to the sitecustomize it
 # shadows (Debian's, a virtualenv's). It imports nothing heavy: torch and stoker are patched
 # only when the job itself imports them (a meta-path finder wraps their module loaders).
-# Everything it measures goes as one short text line per event, appended with one write() to the
-# file named by STOKER_DOCTOR_EVENTS (format in docs/doctor.md); all analysis is in the doctor.
+# Everything it measures is appended to the file named by STOKER_DOCTOR_EVENTS: one text line per
+# event, batches as blocks of binary records (format in docs/doctor.md); all analysis is in the doctor.
 import os
 import sys
 
@@ -31,30 +31,45 @@ def _stk_doctor_install():
     # and checkpoint files opened for writing outside a save call
     C = [0] * 18
 
-    buf = []
+    # batches go into a preallocated block of binary records (docs/doctor.md, "The event format"),
+    # written with one write() when it is nearly full or 0.2 s old: no formatting, no syscall per
+    # batch; every other event flushes the block first (the file stays in order) and goes at once
+    import struct
+    pack_into = struct.Struct("<IIHI").pack_into
+    kinds = {}                              # which counters are non-zero -> record layout
+    BLK = 3900                              # + one record (<= 158 bytes) + header: < the reader's 8 KiB
+    blk = bytearray(BLK + 160)
+    pos = count = base = prev = flushed = 0
+    blid = 0
+    bdt = "-"
     ZERO = [0] * len(C)
     ZERO_S = "-"                            # all counters zero: most batches
 
     def forked():
-        # a forked child (a DataLoader worker): its parent's pending lines are not its own
-        del buf[:]
+        # a forked child (a DataLoader worker): its parent's pending batches are not its own
+        nonlocal pos, count
+        pos = count = 0
         st["pid"] = os.getpid()
     os.register_at_fork(after_in_child=forked)
 
-    def emit(line, t=0):
-        # batch lines (t: their time) are written in groups, every 32 lines or 0.2 s: one write()
-        # per step cost more than the rest of the hook together; everything else goes out at once
-        buf.append(line)
-        if t and len(buf) < 32 and t - st["flushed"] < 200000000:
-            return
+    def write(data):
         f = st["fd"]
         if f is not None:
             try:
-                os.write(f, "".join(buf).encode())
+                os.write(f, data)
             except OSError:
                 st["fd"] = None
-        del buf[:]
-        st["flushed"] = now()
+
+    def flush_block():
+        nonlocal pos, count, flushed
+        if count:
+            write(b"B %d %d %d %s %d %d\n" % (st["pid"], base, blid, bdt.encode(), count, pos) + blk[:pos])
+        pos = count = 0
+        flushed = prev
+
+    def emit(line):
+        flush_block()
+        write(line.encode())
 
     def counters():
         if not any(C):
@@ -62,6 +77,44 @@ def _stk_doctor_install():
         s = " ".join(map(str, C))
         C[:] = ZERO
         return s
+
+    K = [0] * 1025                          # batches the hook timed itself on, its ns in the last 1024
+
+    def batch(t0, t1, n, dt, lid):
+        # one record: the gap since the previous batch's end, the wait, the batch size, a mask of
+        # the non-zero counters and those counters; anything that does not fit: a text N line
+        nonlocal pos, count, base, prev, blid, bdt
+        if count and (lid != blid or dt != bdt):
+            flush_block()
+        if not count:
+            base = prev = t0
+            blid = lid
+            bdt = dt
+        gap = t0 - prev
+        if gap >> 32 or (t1 - t0) >> 32 or n >> 16 or gap < 0:
+            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, lid, counters()))
+            prev = t1
+            return
+        if any(C):
+            # the same counters are non-zero step after step (loss.item(): c0 and c8): their
+            # mask, record layout and size are looked up, not rebuilt
+            key = tuple(map(bool, C))
+            kind = kinds.get(key)
+            if kind is None:
+                idx = [i for i, v in enumerate(key) if v]
+                kind = kinds[key] = (sum(1 << i for i in idx), idx, 14 + 8 * len(idx),
+                                     struct.Struct("<IIHI%dq" % len(idx)).pack_into)
+            mask, idx, size, pk = kind
+            pk(blk, pos, gap, t1 - t0, n, mask, *[C[i] for i in idx])
+            pos += size
+            C[:] = ZERO
+        else:
+            pack_into(blk, pos, gap, t1 - t0, n, 0)
+            pos += 14
+        count += 1
+        prev = t1
+        if pos >= BLK or t1 - flushed > 200000000:
+            flush_block()
 
     emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
     install_writes(st, C, now, emit)
@@ -85,7 +138,10 @@ def _stk_doctor_install():
             t0 = now()
             st["in_next"] = True
             st["buf_saved"] = False
-            st["nb"] += 1
+            nb = st["nb"] = st["nb"] + 1
+            timed = not nb & 63             # the hook times its own work on 1 batch in 64
+            if timed:
+                tb = now()
             try:
                 b = orig(self)
             except StopIteration:
@@ -94,9 +150,16 @@ def _stk_doctor_install():
             finally:
                 st["in_next"] = False
             t1 = now()
-            n, dt = batch_size(b)
-            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, getattr(self, "_stk_lid", 0),
-                                               counters()), t1)
+            try:                            # the usual batch: a tuple or list of tensors
+                x = b[0] if type(b) is tuple or type(b) is list else b
+                n = len(x)
+                dt = dtypes[x.dtype]
+            except Exception:
+                n, dt = batch_size(b)
+            batch(t0, t1, n, dt, getattr(self, "_stk_lid", 0))
+            if timed:
+                K[K[0] % 1024 + 1] = tb - t0 + now() - t1
+                K[0] += 1
             return b
         return __next__
 
@@ -327,6 +390,9 @@ def _stk_doctor_install():
 
     def at_exit():
         if os.getpid() == pid:
+            if K[0]:                        # the median: a preempted batch does not count
+                ks = sorted(K[1:min(K[0], 1024) + 1])
+                emit("K %d %d %d\n" % (pid, K[0], ks[len(ks) // 2]))
             emit("X %d %d %s\n" % (pid, now(), counters()))
     atexit.register(at_exit)
 

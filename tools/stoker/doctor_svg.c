@@ -2,7 +2,8 @@
 /*
  * stoker doctor's --plot: one SVG timeline of the run, lanes sharing the time axis: GPU
  * utilisation, CPU cores by role (stacked) against the cores the job may use, disk throughput,
- * and the wait for each batch; torch.save calls are shaded across all lanes. Plain SVG 1.1 so that
+ * and the wait for each batch; torch.save calls are shaded across all lanes. Drawn per pixel column,
+ * not per sample, so an hour-long run stays small; text kept inside the width. Plain SVG 1.1 so that
  * a browser, rsvg-convert or an editor shows it the same.
  */
 #include "doctor.h"
@@ -81,7 +82,8 @@ static void legend(const plot *p, double y, int i, const char *col, const char *
             W - RIGHT + 12, y + 6 + 18 * i, col, W - RIGHT + 30, y + 16 + 18 * i, txt);
 }
 
-/* a line through (t, v) of the ticks, v picked by fn */
+/* a line through (t, v) of the ticks, v picked by fn; where several ticks share a pixel column
+ * (a long run), the column's min and max: the line stays the envelope, the file stays small */
 static void series(const plot *p, const dr_run *r, double y, double ymax, double (*fn)(const dr_tick *, int),
                    int arg, const char *col, const char *dash)
 {
@@ -89,12 +91,58 @@ static void series(const plot *p, const dr_run *r, double y, double ymax, double
         return;
     fprintf(p->f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\"%s%s%s points=\"", col,
             dash ? " stroke-dasharray=\"" : "", dash ? dash : "", dash ? "\"" : "");
-    for (size_t i = 0; i < r->nticks; i++) {
-        double v = fn(&r->ticks[i], arg);
-        v = v > ymax ? ymax : v < 0 ? 0 : v;
-        fprintf(p->f, "%.1f,%.1f ", X(p, r->ticks[i].t), y + LANE - LANE * v / ymax);
+    for (size_t i = 0; i < r->nticks;) {
+        double x = X(p, r->ticks[i].t), lo = INFINITY, hi = -INFINITY;
+        size_t j = i;
+        for (; j < r->nticks && floor(X(p, r->ticks[j].t)) == floor(x); j++) {
+            double v = fn(&r->ticks[j], arg);
+            v = v > ymax ? ymax : v < 0 ? 0 : v;
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        fprintf(p->f, "%.1f,%.1f ", x, y + LANE - LANE * lo / ymax);
+        if (hi > lo)
+            fprintf(p->f, "%.1f,%.1f ", x, y + LANE - LANE * hi / ymax);
+        i = j;
     }
     fprintf(p->f, "\"/>\n");
+}
+
+/* text of `len` characters at font size `fs`: its width, roughly (DejaVu Sans averages ~0.6 em) */
+static double text_w(size_t len, double fs) { return 0.62 * fs * (double)len; }
+
+/* the characters of s (from its start) that fit in `px` at font size fs, cut at a space */
+static size_t fit(const char *s, double px, double fs)
+{
+    size_t len = strlen(s), n = (size_t)(px / (0.62 * fs));
+    if (len <= n)
+        return len;
+    size_t cut = n;
+    while (cut > n / 2 && s[cut] != ' ')
+        cut--;
+    return cut > n / 2 ? cut : n;
+}
+
+/* a paragraph wrapped to the plot's width, at most `lines` lines; returns the next line's y */
+static double para(FILE *f, const char *prefix, const char *s, double y, double fs, int lines, const char *attr)
+{
+    size_t pl = strlen(prefix);
+    for (int line = 0; *s && line < lines; line++, y += fs + 3) {
+        double avail = W - LEFT - 10 - (line == 0 ? text_w(pl, fs) : 0);
+        size_t cut = fit(s, avail, fs);
+        int last = line == lines - 1 && cut < strlen(s);
+        if (last && cut > 3)
+            cut -= 3;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%g\"%s>%s", LEFT, y, fs, attr, line == 0 ? prefix : "");
+        char part[400];
+        snprintf(part, sizeof part, "%.*s%s", (int)(cut < 390 ? cut : 390), s, last ? "..." : "");
+        esc(f, part);
+        fprintf(f, "</text>\n");
+        s += cut;
+        while (*s == ' ')
+            s++;
+    }
+    return y;
 }
 
 static double f_gpu(const dr_tick *k, int g) { return k->gpu_util[g]; }
@@ -130,6 +178,9 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", q == r->argv ? "" : " ", *q);
     if (n >= sizeof cmd)
         n = sizeof cmd - 1;
+    size_t room = (size_t)((W - LEFT - 10) / (0.62 * 16)) - 15; /* after "stoker doctor: " */
+    if (n > room && room > 4)
+        snprintf(cmd + room - 3, sizeof cmd - (room - 3), "...");
     esc(f, cmd);
     fprintf(f, "</text>\n");
     /* the verdict, its figures wrapped at a word, the next step */
@@ -140,36 +191,32 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     fprintf(f, "<text x=\"%.1f\" y=\"44\" font-size=\"14\" font-weight=\"bold\" fill=\"#b00\">verdict: ", LEFT);
     esc(f, stage);
     fprintf(f, "</text>\n");
-    double y0 = 61;
-    const char *fq = figs;
-    for (int line = 0; *fq && line < 3; line++, y0 += 15) {
-        size_t len = strlen(fq), cut = len;
-        if (len > 150) {
-            cut = 150;
-            while (cut > 60 && fq[cut] != ' ')
-                cut--;
-        }
-        char part[160];
-        snprintf(part, sizeof part, "%.*s", (int)cut, fq);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"12\" fill=\"#b00\">", LEFT, y0);
-        esc(f, part);
-        fprintf(f, "</text>\n");
-        fq += cut;
-        while (*fq == ' ')
-            fq++;
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" font-weight=\"bold\">next: ", LEFT, y0 + 2);
-    esc(f, nx);
-    fprintf(f, "</text>\n");
+    double y0 = para(f, "", figs, 61, 12, 3, " fill=\"#b00\"");
+    char nxs[1024]; /* the report's "(above)" points at lines the picture does not have */
+    snprintf(nxs, sizeof nxs, "%s", nx);
+    for (char *q; (q = strstr(nxs, " (above)"));)
+        memmove(q, q + 8, strlen(q + 8) + 1);
+    para(f, "next: ", nxs, y0 + 2, 12, 2, " font-weight=\"bold\"");
 
     /* checkpoints, behind everything */
     double ybot = TOP + lanes * (LANE + GAP) - GAP;
-    for (size_t i = 0; i < r->nsaves + r->nckfiles; i++) { /* save calls, then the files written after */
-        const dr_save *sv = i < r->nsaves ? &r->saves[i] : &r->ckfiles[i - r->nsaves];
-        double a0 = (double)(sv->t0 - r->t_start) / 1e9, a1 = (double)(sv->t1 - r->t_start) / 1e9;
-        double x0 = X(&p, a0), x1 = X(&p, a1);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff9800\" opacity=\"0.18\"/>\n", x0,
-                TOP - 14, x1 - x0 > 1 ? x1 - x0 : 1, ybot - TOP + 14);
+    double cx0 = -1, cx1 = -1; /* the pending shade: saves closer than a pixel are merged */
+    for (size_t i = 0; i <= r->nsaves + r->nckfiles; i++) { /* save calls, then the files written after */
+        double x0 = W, x1 = W;
+        if (i < r->nsaves + r->nckfiles) {
+            const dr_save *sv = i < r->nsaves ? &r->saves[i] : &r->ckfiles[i - r->nsaves];
+            x0 = X(&p, (double)(sv->t0 - r->t_start) / 1e9);
+            x1 = X(&p, (double)(sv->t1 - r->t_start) / 1e9);
+            if (cx0 >= 0 && x0 <= cx1 + 1 && x0 >= cx0) {
+                cx1 = x1 > cx1 ? x1 : cx1;
+                continue;
+            }
+        }
+        if (cx0 >= 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#ff9800\" opacity=\"0.18\"/>\n",
+                    cx0, TOP - 14, cx1 - cx0 > 1 ? cx1 - cx0 : 1, ybot - TOP + 14);
+        cx0 = x0;
+        cx1 = x1;
     }
 
     /* 1: GPU */
@@ -197,25 +244,34 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     double cmax = ceil(r->allowed > 0 ? r->allowed : 1);
     lane(&p, y, "CPU cores by role", " cores", cmax);
     for (int j = DR_NROLES - 1; j >= 0 && r->nticks; j--) {
-        /* area from 0 to the sum of roles 0..j */
+        /* area from 0 to the sum of roles 0..j; ticks sharing a pixel column: their mean */
         fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.85\" points=\"%.1f,%.1f ", role_col[j], X(&p, r->ticks[0].t - r->ticks[0].dt), y + LANE);
-        for (size_t i = 0; i < r->nticks; i++) {
-            double s = 0;
-            for (int q = 0; q <= j; q++)
-                s += r->ticks[i].cpu[q];
-            s = s > cmax ? cmax : s;
-            fprintf(f, "%.1f,%.1f %.1f,%.1f ", X(&p, r->ticks[i].t - r->ticks[i].dt), y + LANE - LANE * s / cmax,
-                    X(&p, r->ticks[i].t), y + LANE - LANE * s / cmax);
+        for (size_t i = 0; i < r->nticks;) {
+            double xa = X(&p, r->ticks[i].t - r->ticks[i].dt), sum = 0;
+            size_t k = i;
+            for (; k < r->nticks && (k == i || floor(X(&p, r->ticks[k].t)) == floor(X(&p, r->ticks[i].t))); k++) {
+                double s = 0;
+                for (int q = 0; q <= j; q++)
+                    s += r->ticks[k].cpu[q];
+                sum += s > cmax ? cmax : s;
+            }
+            double s = sum / (double)(k - i);
+            fprintf(f, "%.1f,%.1f %.1f,%.1f ", xa, y + LANE - LANE * s / cmax, X(&p, r->ticks[k - 1].t),
+                    y + LANE - LANE * s / cmax);
+            i = k;
         }
         fprintf(f, "%.1f,%.1f\"/>\n", X(&p, r->ticks[r->nticks - 1].t), y + LANE);
     }
     series(&p, r, y, cmax, f_rq, 0, "#000", "4,3");
+    double lastmark = -1;
     for (size_t i = 0; i < r->nticks; i++) { /* clipped: a red tick above the lane */
         double st = 0;
         for (int j = 0; j < DR_NROLES; j++)
             st += r->ticks[i].cpu[j];
-        if (st > cmax * 1.02 || f_rq(&r->ticks[i], 0) > cmax * 1.02)
+        if ((st > cmax * 1.02 || f_rq(&r->ticks[i], 0) > cmax * 1.02) && floor(X(&p, r->ticks[i].t)) != lastmark) {
+            lastmark = floor(X(&p, r->ticks[i].t)); /* one mark a pixel column */
             fprintf(f, "<path d=\"M%.1f %.1fl-3 -5h6z\" fill=\"#c62828\"/>\n", X(&p, r->ticks[i].t), y - 1);
+        }
     }
     double ya = y + LANE - LANE * (r->allowed > cmax ? cmax : r->allowed) / cmax;
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"1.2\"/>\n", LEFT, ya,
@@ -257,16 +313,33 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     if (!r->nsteps)
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#777\">no batches seen</text>\n", LEFT + 12,
                 y + LANE / 2);
+    /* per pixel column the longest wait in it (an hour of batches stays ~800 bars), adjacent
+     * columns of the same height as one bar */
+    enum { NCOL = (int)(W - LEFT - RIGHT) + 2 };
+    double colh[NCOL];
+    for (int c = 0; c < NCOL; c++)
+        colh[c] = -1;
     for (size_t i = 0; i < r->nsteps; i++) {
         const dr_step *s = &r->steps[i];
         if (s->pid != r->main_pid)
             continue;
         double ms = (double)(s->t1 - s->t0) / 1e6, h = LANE * (ms > wmax ? wmax : ms) / wmax;
         double x0 = X(&p, (double)(s->t0 - r->t_start) / 1e9), x1 = X(&p, (double)(s->t1 - r->t_start) / 1e9);
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#c62828\"/>\n", x0, y + LANE - h,
-                x1 - x0 > 1.2 ? x1 - x0 : 1.2, h > 0.5 ? h : 0.5);
+        h = h > 0.5 ? h : 0.5;
+        for (int c = (int)(x0 - LEFT); c <= (int)(x1 - LEFT) && c < NCOL; c++)
+            if (c >= 0 && h > colh[c])
+                colh[c] = h;
     }
-    legend(&p, y, 0, "#c62828", "wait (bar = its span)");
+    for (int c = 0; c < NCOL;) {
+        int e = c + 1;
+        while (e < NCOL && colh[e] == colh[c])
+            e++;
+        if (colh[c] > 0)
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#c62828\"/>\n", LEFT + c,
+                    y + LANE - colh[c], e - c, colh[c]);
+        c = e;
+    }
+    legend(&p, y, 0, "#c62828", "wait, max a pixel");
 
     /* time axis */
     double yb = y + LANE;
@@ -278,8 +351,9 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     if (w0 > r->t_start && w0 < w1 && r->nsteps) {
         double xw = X(&p, (double)(w0 - r->t_start) / 1e9);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2e7d32\" stroke-dasharray=\"2,2\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#2e7d32\" text-anchor=\"end\">training loop starts</text>\n",
-                xw, TOP - 14, xw, yb, xw - 3, TOP - 2);
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#2e7d32\" text-anchor=\"%s\">training loop starts</text>\n",
+                xw, TOP - 14, xw, yb, xw - 3 - text_w(20, 11) < 2 ? xw + 3 : xw - 3, TOP - 2,
+                xw - 3 - text_w(20, 11) < 2 ? "start" : "end");
     }
     if (r->t_stop) {
         double xs = X(&p, (double)(r->t_stop - r->t_start) / 1e9);

@@ -1122,8 +1122,12 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
         fprintf(f, "   note       the hook could not patch everything: %s\n", r->hook_fail);
     fprintf(f, "7. %s\n", a->line);
     double job = a->run_s > 0 ? a->run_s : 1;
-    fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core)\n", r->self_cpu_s,
+    fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core", r->self_cpu_s,
             a->run_s, 100 * r->self_cpu_s / job);
+    if (r->hook_timed)
+        fprintf(f, "; the hook %.1f us per batch in the job's thread, median of %lld batches", 1e-3 * (double)r->hook_ns,
+                (long long)(r->hook_timed < 1024 ? r->hook_timed : 1024));
+    fprintf(f, ")\n");
 }
 
 /* ---- JSON ------------------------------------------------------------------------------------- */
@@ -1313,7 +1317,9 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     fprintf(f, "},\n  \"watching\": {");
     jnum(f, "doctor_cpu_s", r->self_cpu_s, 1);
     jnum(f, "interval_s", r->interval, 1);
-    jnum(f, "samples", (double)r->nticks, 0);
+    jnum(f, "samples", (double)r->nticks, r->hook_timed != 0);
+    if (r->hook_timed)
+        jnum(f, "hook_us_per_batch", 1e-3 * (double)r->hook_ns, 0);
     fprintf(f, "}\n}\n");
     return fclose(f) == 0 ? 0 : -1;
 }

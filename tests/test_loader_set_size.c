@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { N = 23, BS = 5 };
 
@@ -75,6 +76,24 @@ static size_t stk_threads(long *tids, size_t cap)
     return n;
 }
 
+/* stk_threads once the list holds still: a thread of a loader just destroyed stays listed in
+ * /proc/self/task for a moment after pthread_join returns (the kernel clears its tid before it
+ * releases the task), so two equal snapshots 20 ms apart are taken as the loader's threads. */
+static size_t stk_threads_settled(long *tids, size_t cap)
+{
+    long again[64];
+    size_t n = stk_threads(tids, cap);
+    for (int tries = 0; tries < 250; tries++) {
+        usleep(20000);
+        size_t m = stk_threads(again, cap < 64 ? cap : 64);
+        if (m == n && memcmp(again, tids, n * sizeof(long)) == 0)
+            return n;
+        memcpy(tids, again, m * sizeof(long));
+        n = m;
+    }
+    return n;
+}
+
 static void same_epoch(const tl_epoch *a, const tl_epoch *b, int h, int w, const char *what)
 {
     T_CHECK(a->n == b->n && a->nbatches == b->nbatches, "%s %dx%d: %zu samples / %zu batches, fresh %zu / %zu",
@@ -106,7 +125,7 @@ static void run_mode(const tl_data *d, int mode)
     for (uint64_t e = 0; e < 4; e++) {
         int h = sizes[e][0], w = sizes[e][1];
         if (e == 1) { /* every thread has named itself by now */
-            nt0 = stk_threads(t0, 64);
+            nt0 = stk_threads_settled(t0, 64);
             T_CHECK(nt0 >= 3, "expected the loader's threads, found %zu", nt0);
         }
         if (e > 0)
@@ -129,7 +148,7 @@ static void run_mode(const tl_data *d, int mode)
         tl_epoch_free(&got);
         tl_epoch_free(&want);
     }
-    size_t nt1 = stk_threads(t1, 64);
+    size_t nt1 = stk_threads_settled(t1, 64);
     T_CHECK(nt1 == nt0 && memcmp(t0, t1, nt0 * sizeof(long)) == 0,
             "%s: the loader's threads changed across set_output_size (%zu before, %zu after)",
             what, nt0, nt1);

@@ -560,6 +560,15 @@ static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
     m->want = (int)ceil(m->cb * best * 0.98);
     if (m->want < 1)
         m->want = 1;
+    /* cores the limit, two or more of them: the count that balances the model leaves a core idle
+     * whenever one of its workers waits on its queue or on the main process's hand-off; two
+     * workers per core keep the cores busy (docs/doctor.md, "Worker counts"). On one core the
+     * step and the worker take turns whatever the count. */
+    if (m->cpu_bound && r->allowed >= 2) {
+        int two = (int)ceil(2 * r->allowed);
+        if (m->want < two)
+            m->want = two;
+    }
     double w = a->workers > 0 ? a->workers : 1;
     m->rate_now = w / m->cb < best ? w / m->cb : best;
     m->rate_want = m->want / m->cb < best ? m->want / m->cb : best;

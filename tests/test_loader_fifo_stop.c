@@ -37,11 +37,18 @@ int main(void)
     T_CHECK(rc == STK_END, "the epoch ended with %d (%s): %s", rc, stk_strerror(rc), stk_loader_last_error(h));
     T_CHECK(delivered == n && bad == 1, "%llu samples delivered (want %zu), %llu substituted (want 1)",
             (unsigned long long)delivered, n, (unsigned long long)bad);
-    T_CHECK(stk_loader_error_count(h) == 1, "%llu record errors", (unsigned long long)stk_loader_error_count(h));
-    stk_record_error e;
-    T_OK(stk_loader_error_get(h, 0, &e));
-    T_CHECK(strstr(e.where, "class_001/") && strstr(e.reason, "not a regular file"), "error: %s: %s", e.where,
-            e.reason);
+    /* the loader already prefetches epoch 1, which may meet the FIFO too before stop: epoch 0
+     * has exactly one error, and every error is that file's */
+    uint64_t nerr = stk_loader_error_count(h), in_epoch0 = 0;
+    T_CHECK(nerr >= 1 && nerr <= 2, "%llu record errors", (unsigned long long)nerr);
+    for (uint64_t i = 0; i < nerr; i++) {
+        stk_record_error e;
+        T_OK(stk_loader_error_get(h, i, &e));
+        T_CHECK(strstr(e.where, "class_001/") && strstr(e.reason, "not a regular file"), "error: %s: %s",
+                e.where, e.reason);
+        in_epoch0 += e.epoch == 0;
+    }
+    T_CHECK(in_epoch0 == 1, "%llu record errors in epoch 0", (unsigned long long)in_epoch0);
     T_OK(stk_loader_stop(h));
     stk_loader_destroy(h);
     t_rmtree(dir);

@@ -27,7 +27,8 @@ Every (interpreter, recipe, loader) is one child process (this script with --chi
 builds the loader, runs one epoch (shuffle=True, --workers: stoker's decode threads / torch's
 worker processes, batch --batch) and prints one JSON line. Runs are interleaved (stoker, torch,
 stoker, torch, ... for every recipe, then the next repeat) so both see the same machine
-weather; the table gives medians over --repeats. images/s is timed from the loader's creation
+weather; the table gives medians over --repeats, the ratio of the medians and the median of
+the same-repeat ratios (stoker / torch of one repeat). images/s is timed from the loader's creation
 to its last batch (worker start-up counts for torch, thread start-up for stoker); CPU ms/img
 is the child's user+sys CPU time including reaped worker processes (torch's workers exit at
 the epoch's end), divided by the images. For stoker the per-stage ms/img are stats() busy_s
@@ -212,16 +213,25 @@ def report(results, cfgs):
         ratio = (s["images_per_s"] / t["images_per_s"]
                  if "images_per_s" in s and "images_per_s" in t else None)
         row["ratio"] = ratio
+        pairs = [x["images_per_s"] / y["images_per_s"]
+                 for x, y in zip(results[(label, recipe, "stoker")],
+                                 results[(label, recipe, "torch")])
+                 if "images_per_s" in x and "images_per_s" in y]
+        row["pair_ratios"] = pairs
         for loader in ("stoker", "torch"):
             m = row[loader]
             if "images_per_s" not in m:
                 continue
             def f(v, digits=2):
                 return "%9.*f" % (digits, v) if v is not None else "%9s" % "-"
-            print("%-11s %-9s %-7s %9.1f %9.1f %s %s %s %8s   runs %s" % (
+            extra = ""
+            if loader == "stoker" and pairs:
+                extra = "  same-repeat ratios %s, median %.2fx" % (
+                    ["%.2f" % x for x in pairs], statistics.median(pairs))
+            print("%-11s %-9s %-7s %9.1f %9.1f %s %s %s %8s   runs %s%s" % (
                 label, recipe, loader, m["images_per_s"], m["steady_images_per_s"],
                 f(m["cpu_ms_per_img"]), f(m["read_ms_per_img"], 3), f(m["decode_ms_per_img"]),
-                ("%.2fx" % ratio) if (ratio and loader == "stoker") else "", m["runs"]))
+                ("%.2fx" % ratio) if (ratio and loader == "stoker") else "", m["runs"], extra))
         summary["%s:%s" % (label, recipe)] = row
     for label in sorted({c[0] for c in cfgs}):
         full = summary.get("%s:tv" % label, {}).get("stoker", {})

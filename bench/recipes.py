@@ -21,7 +21,7 @@ Recipes (each a Compose handed unchanged to both loaders, over the same ImageFol
   timm     timm.data.create_transform(224, is_training=True, auto_augment='rand-m9-mstd0.5',
            interpolation='bilinear'); needs an interpreter with timm (--timm-python,
            --torch2-python). When stoker.DataLoader refuses the Compose, the run prints
-           "refused: <message>" and only torch's DataLoader is timmed.
+           "refused: <message>" and only torch's DataLoader is timed.
 
 Every (interpreter, recipe, loader) is one child process (this script with --child) that
 builds the loader, runs one epoch (shuffle=True, --workers: stoker's decode threads / torch's

@@ -28,8 +28,8 @@ builds the loader, runs one epoch (shuffle=True, --workers: stoker's decode thre
 worker processes, batch --batch) and prints one JSON line. Runs are interleaved (stoker, torch,
 stoker, torch, ... for every recipe, then the next repeat) so both see the same machine
 weather; the table gives medians over --repeats, the ratio of the medians and the median of
-the same-repeat ratios (stoker / torch of one repeat). images/s is timed from the loader's creation
-to its last batch (worker start-up counts for torch, thread start-up for stoker); CPU ms/img
+the same-repeat ratios (stoker / torch of one repeat). images/s is timed from the loader's
+creation to its last batch (worker start-up counts for torch, thread start-up for stoker); CPU ms/img
 is the child's user+sys CPU time including reaped worker processes (torch's workers exit at
 the epoch's end), divided by the images. For stoker the per-stage ms/img are stats() busy_s
 divided by the stage's items (read: I/O threads, decode: decode+augment+convert workers);

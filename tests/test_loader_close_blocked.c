@@ -9,6 +9,7 @@
  * stk-test: concurrency (stop/destroy racing a blocked consumer) */
 #include "loader_internal.h"
 #include "test_loader_util.h"
+#include "test_loader_inside.h"
 
 #include <string.h>
 #include <time.h>
@@ -26,20 +27,6 @@ static void *consume(void *arg)
     consumer *c = arg;
     c->rc = stk_loader_next(c->h, NULL, c->timeout_ms, &c->b);
     return NULL;
-}
-
-/* Wait (polling, at most 60 s) until a thread is inside stk_loader_next of H. */
-static void wait_inside_next(stk_loader *h)
-{
-    for (int i = 0; i < 60000; i++) {
-        pthread_mutex_lock(&h->mu);
-        int in = h->in_next;
-        pthread_mutex_unlock(&h->mu);
-        if (in)
-            return;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    T_FAIL("the consumer thread never entered stk_loader_next");
 }
 
 /* A started loader whose every read waits 2 s (DELAY_US), or none (DELAY_US = 0). */
@@ -67,7 +54,7 @@ static void stop_wakes_next(const tl_data *d)
     consumer c = {h, -1, 1, NULL};
     pthread_t th;
     T_CHECK(pthread_create(&th, NULL, consume, &c) == 0, "pthread_create");
-    wait_inside_next(h);
+    tl_wait_inside_next(h, "the consumer thread");
     T_OK(stk_loader_stop(h));
     pthread_join(th, NULL);
     T_CHECK(c.rc == STK_E_CANCELLED && c.b == NULL, "next woken by stop returned %d (%s), batch %p",
@@ -92,7 +79,7 @@ static void destroy_wakes_next(const tl_data *d)
     consumer c = {h, 100000, 1, NULL};
     pthread_t th;
     T_CHECK(pthread_create(&th, NULL, consume, &c) == 0, "pthread_create");
-    wait_inside_next(h);
+    tl_wait_inside_next(h, "the consumer thread");
     double t0 = now_s();
     stk_loader_destroy(h); /* returns only once the consumer has left next */
     pthread_join(th, NULL);

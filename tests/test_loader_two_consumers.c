@@ -7,6 +7,7 @@
  * stk-test: concurrency (two consumer threads on one loader) */
 #include "loader_internal.h"
 #include "test_loader_util.h"
+#include "test_loader_inside.h"
 
 #include <string.h>
 #include <time.h>
@@ -25,19 +26,6 @@ static void *consume(void *arg)
     return NULL;
 }
 
-static void wait_inside_next(stk_loader *h)
-{
-    for (int i = 0; i < 60000; i++) {
-        pthread_mutex_lock(&h->mu);
-        int in = h->in_next;
-        pthread_mutex_unlock(&h->mu);
-        if (in)
-            return;
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-    }
-    T_FAIL("the first consumer never entered stk_loader_next");
-}
-
 int main(void)
 {
     alarm(240);
@@ -54,7 +42,7 @@ int main(void)
     consumer c = {h, {0}, 1};
     pthread_t th;
     T_CHECK(pthread_create(&th, NULL, consume, &c) == 0, "pthread_create");
-    wait_inside_next(h);
+    tl_wait_inside_next(h, "the first consumer");
     /* batch 0 cannot be ready yet: the old code answered STK_TIMEOUT here (and with a longer
      * timeout waited for, and could take, the first thread's batch) */
     const stk_batch *b = (const stk_batch *)&c;

@@ -8,7 +8,10 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 /* The dataset: N records; record i is a JPEG of a size that varies with i and label (i*7) % 5. */
 typedef struct tl_data {
@@ -199,6 +202,32 @@ static inline int tl_sanitized(void)
 {
     const char *s = getenv("STOKER_SANITIZE");
     return s && *s;
+}
+
+/* Run FN(ARG) in a child under alarm(SECONDS): a signal (SIGBUS, say) or a hang fails the case
+ * instead of the test program; 1 when the case passed. */
+static inline int tl_in_child(const char *what, void (*fn)(int), int arg, unsigned seconds)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    T_CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        alarm(seconds);
+        fn(arg);
+        _exit(0);
+    }
+    int ws;
+    T_CHECK(waitpid(pid, &ws, 0) == pid, "waitpid");
+    if (WIFSIGNALED(ws)) {
+        fprintf(stderr, "FAIL %s: killed by signal %d (%s)%s\n", what, WTERMSIG(ws), strsignal(WTERMSIG(ws)),
+                WTERMSIG(ws) == SIGALRM ? ": it hung" : "");
+        return 0;
+    }
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+        fprintf(stderr, "FAIL %s: exit %d\n", what, WEXITSTATUS(ws));
+        return 0;
+    }
+    return 1;
 }
 
 #endif

@@ -149,31 +149,6 @@ static void cut_case(int half, int before_start)
 static void cut_before_start(int half) { cut_case(half, 1); }
 static void cut_while_running(int half) { cut_case(half, 0); }
 
-/* Run FN(ARG) in a child: a signal (SIGBUS) or a hang is a failure of this test, not a crash.
- * Returns 1 when the case passed. */
-static int in_child(const char *what, void (*fn)(int), int arg)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    T_CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        alarm(tl_sanitized() ? 240 : 60);
-        fn(arg);
-        _exit(0);
-    }
-    int ws;
-    T_CHECK(waitpid(pid, &ws, 0) == pid, "waitpid");
-    if (WIFSIGNALED(ws)) {
-        fprintf(stderr, "FAIL %s: killed by signal %d (%s)\n", what, WTERMSIG(ws), strsignal(WTERMSIG(ws)));
-        return 0;
-    }
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-        fprintf(stderr, "FAIL %s: exit %d\n", what, WEXITSTATUS(ws));
-        return 0;
-    }
-    return 1;
-}
-
 int main(void)
 {
     /* every case on a fresh copy: a cut-and-restored shard is sparse, not the original */
@@ -194,7 +169,7 @@ int main(void)
         t_rmtree(g_dir);
         make_data();
         find_last_shard();
-        failed += !in_child(cases[i].what, cases[i].fn, cases[i].half);
+        failed += !tl_in_child(cases[i].what, cases[i].fn, cases[i].half, tl_sanitized() ? 240 : 60);
     }
     t_rmtree(tmp);
     free(tmp);

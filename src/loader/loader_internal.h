@@ -114,6 +114,9 @@ typedef struct stk__loader_tel {
     /* any thread */
     _Atomic uint64_t wait_ns, batches_out, samples_out;
     _Atomic uint64_t crc_errors, io_errors, decode_errors, substituted, decode_warnings;
+    /* decode workers: wall time in the per-sample augmentation (policy / steps, erasing), a
+     * part of dec_clock.busy_ns, and the samples it ran on; untouched without augmentation */
+    _Atomic uint64_t aug_ns, aug_items;
 } stk__loader_tel;
 
 /* ---- the loader ---------------------------------------------------------------------------- */

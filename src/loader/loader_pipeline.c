@@ -242,13 +242,27 @@ static void process(stk__worker *w, stk__read *rd)
             reason = w->err;
             atomic_fetch_add(&h->tel.decode_errors, 1);
         } else {
-            if (h->aug_on)
+            /* the augmentation's time (stats augment_s), without the convert between its two
+             * parts; no clock is read when there is no augmentation */
+            int erasing = h->erase.p > 0 && dst;
+            uint64_t aug_ns = 0;
+            if (h->aug_on) {
+                uint64_t t0 = stk__now_ns();
                 stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h,
                                    h->aug.out_w, w->aug_scratch, w->aug_tmp);
+                aug_ns = stk__now_ns() - t0;
+            }
             if (!h->direct_out)
                 convert(h, w->scratch, dst);
-            if (h->erase.p > 0 && dst)
+            if (erasing) {
+                uint64_t t0 = stk__now_ns();
                 erase(h, rd, dst);
+                aug_ns += stk__now_ns() - t0;
+            }
+            if (h->aug_on || erasing) {
+                stk__clock_add(&h->tel.aug_ns, aug_ns);
+                atomic_fetch_add(&h->tel.aug_items, 1);
+            }
         }
     }
     s->indices[i] = rd->index;

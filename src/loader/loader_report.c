@@ -7,7 +7,9 @@
  * keeps its own clock (its blocked time is the time WORK waited for a free ring slot); the
  * decode workers count busy time per sample and starved time waiting on the decode queue; the
  * stager thread counts busy time in the copy, starved time waiting for a done host batch and
- * blocked time waiting for the consumer to release a device buffer. wait_s is the time the
+ * blocked time waiting for the consumer to release a device buffer. Inside the workers' busy
+ * time, the per-sample augmentation (policy / steps, RandomErasing) is timed apart (augment_s,
+ * shown under the decode row), only when there is augmentation. wait_s is the time the
  * consumer spent blocked in stk_loader_next: the GPU waiting for data.
  *
  * The verdict line is the classifier of loader_verdict.c (stk_stats_verdict) put in words.
@@ -59,7 +61,8 @@ void stk__loader_stats_reset(stk_loader *h)
     t->t_start = stk__now();
     stk__cpu_times(&t->cpu_u0, &t->cpu_s0);
     _Atomic uint64_t *zero[] = {&t->wait_ns, &t->batches_out, &t->samples_out, &t->crc_errors,
-                                &t->io_errors, &t->decode_errors, &t->substituted, &t->decode_warnings};
+                                &t->io_errors, &t->decode_errors, &t->substituted, &t->decode_warnings,
+                                &t->aug_ns, &t->aug_items};
     for (size_t i = 0; i < STK__ARRAY_LEN(zero); i++)
         atomic_store(zero[i], 0);
     pthread_mutex_unlock(&h->stats_mu);
@@ -146,6 +149,8 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
     out->decode_errors = atomic_load(&h->tel.decode_errors);
     out->substituted = atomic_load(&h->tel.substituted);
     out->decode_warnings = atomic_load(&h->tel.decode_warnings);
+    out->augment_s = (double)atomic_load(&h->tel.aug_ns) * 1e-9;
+    out->augment_items = atomic_load(&h->tel.aug_items);
     return STK_OK;
 }
 
@@ -175,6 +180,23 @@ static void stage_row(rbuf *b, const char *name, const stk_stage_stats *s, doubl
     rb_printf(b, "  %-8s %7u %6.1f%% %7.1f%% %7.1f%% %10llu %9.1f %7llu\n", name, s->threads,
               100.0 * frac(s->busy_s, t), 100.0 * frac(s->starved_s, t), 100.0 * frac(s->blocked_s, t),
               (unsigned long long)s->items, (double)s->bytes / 1e6, (unsigned long long)s->errors);
+}
+
+/* The augmentation's share of the decode workers' busy time (stats augment_s), under their row:
+ * busy % of the same thread-time as the decode row, then per-sample times and the ratio of
+ * augmenting to the rest of the workers' work (decoding, resizing, converting). */
+static void augment_row(rbuf *b, const stk_stats *st, double wall)
+{
+    const stk_stage_stats *d = &st->decode;
+    if (!st->augment_items)
+        return;
+    double t = wall * (d->threads ? d->threads : 1);
+    double rest = d->busy_s > st->augment_s ? d->busy_s - st->augment_s : 0.0;
+    double n = (double)(d->items ? d->items : 1);
+    rb_printf(b, "   augment %6s %6.1f%%  of decode busy; per sample %.3f ms augment, %.3f ms decode without it "
+                 "(augment/decode %.0f%%)\n",
+              "", 100.0 * frac(st->augment_s, t), 1e3 * st->augment_s / n, 1e3 * rest / n,
+              100.0 * frac(st->augment_s, rest));
 }
 
 static const char *backend_name(int b)
@@ -259,6 +281,7 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
               "blocked", "items", "MB", "errors");
     stage_row(&b, "read", &st.read, wall);
     stage_row(&b, "decode", &st.decode, wall);
+    augment_row(&b, &st, wall);
     if (st.stager.threads)
         stage_row(&b, "stager", &st.stager, wall);
     rb_printf(&b, "  consumer waited %.3f s in next() (%.1f%% of the time); CPU %.2f s user + %.2f s sys "

@@ -77,6 +77,20 @@ def test_struct_layouts_and_constants_match_the_header(tmp_path, stoker_mod):
     assert checked > 150
 
 
+def test_stats_keeps_its_size_when_fields_take_reserved_words(stoker_mod):
+    """stk_stats is filled by the library into the caller's struct: a field added in a release
+    takes reserved words at the end, so a caller built against 0.3's header (552 bytes on
+    LP64, reserved at 504) still passes a buffer of the right size."""
+    import ctypes
+    from stoker import _lib
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        pytest.skip("sizes pinned for LP64")
+    assert ctypes.sizeof(_lib.Stats) == 552
+    assert _lib.Stats.augment_s.offset == 504          # 0.3's reserved[0]
+    assert _lib.Stats.augment_items.offset == 512      # 0.3's reserved[1]
+    assert _lib.Stats.reserved.offset == 520 and _lib.Stats.reserved.size == 4 * 8
+
+
 def test_version_and_symbols(stoker_mod):
     from stoker import _lib
     lib = _lib.get()

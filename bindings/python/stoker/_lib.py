@@ -378,7 +378,9 @@ class Stats(ctypes.Structure):
         ("detached", c_uint64),
         ("pin_reason", c_int),
         ("reserved_i", c_int),
-        ("reserved", c_uint64 * 6),
+        ("augment_s", c_double),          # since 0.4: two of the former reserved[6]
+        ("augment_items", c_uint64),
+        ("reserved", c_uint64 * 4),
     ]
 
 

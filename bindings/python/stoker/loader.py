@@ -255,6 +255,15 @@ def _stage_dict(s):
             "items": s.items, "bytes": s.bytes, "errors": s.errors, "threads": s.threads}
 
 
+def _per_image(st):
+    """Busy ms per image of read, decode without augmentation and augment; augment / decode."""
+    decode_s = max(st.decode.busy_s - st.augment_s, 0.0)
+    n = max(st.decode.items, 1)
+    ms = {"read": 1e3 * st.read.busy_s / max(st.read.items, 1), "decode": 1e3 * decode_s / n,
+          "augment": 1e3 * st.augment_s / n}
+    return ms, (st.augment_s / decode_s if decode_s > 0 else 0.0)
+
+
 class _Held:
     """A batch handed out by reference: the library's batch (ADDR) until it is released or its
     image memory detached (PTR, freed by the last reference's finaliser)."""
@@ -1527,6 +1536,11 @@ class Loader:
         bad records kept (dicts with index, epoch, status, where, reason), "error_count",
         "workers_note": how the number of decode workers was chosen, and "verdict"
         (stk_loader_verdict: bottleneck, bottleneck_name, the shares behind it).
+        "augment_s" is the part of decode's busy_s spent in the per-sample augmentation (policy,
+        steps, RandomErasing; 0.0 without any); "ms_per_img" gives busy milliseconds per image
+        for "read", "decode" (without the augmentation) and "augment" (busy time is wall time
+        inside the work, summed over a stage's threads), and "augment_per_decode" the ratio of
+        the last two (0.0 without augmentation).
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib
@@ -1550,6 +1564,7 @@ class Loader:
                     v = _lib.text(v)
                 d[name] = v
             d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
+            d["ms_per_img"], d["augment_per_decode"] = _per_image(st)
             d["workers_note"] = _lib.workers_note(lib, self._h)
             count = int(lib.stk_loader_error_count(self._h))
             d["error_count"] = count

@@ -214,6 +214,9 @@ typedef enum stk_param {
     STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
     STK_P_AUGMIX_ALPHA = 237,   /**< D > 0: the Dirichlet / Beta parameter alpha [1.0] */
     STK_P_AUGMIX_ALL_OPS = 238, /**< I 0/1: all_ops (the colour ops too) [1] */
+    /* 250..: more of torchvision's and timm's per-sample augmentation (since 0.4) */
+    STK_P_AUG_AUTO_POLICY = 250, /**< I: STK_AUG_AUTO_* table of STK_AUG_AUTO (torchvision's
+                                      AutoAugmentPolicy) [STK_AUG_AUTO_IMAGENET] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -272,10 +275,12 @@ enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 /** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
- *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), AugMix(STK_P_AUGMIX_*),
+ *  magnitude, num_magnitude_bins), AutoAugment(STK_P_AUG_AUTO_POLICY), AugMix(STK_P_AUGMIX_*),
  *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
 enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
+/** STK_P_AUG_AUTO_POLICY: AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN (since 0.4) */
+enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG_AUTO_SVHN = 2 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

@@ -78,6 +78,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_AUGMIX_DEPTH, L, STK__PW_START, -1, 8, -1),
     D_ROW(STK_P_AUGMIX_ALPHA, 1, 0.0, 1000.0, 1.0),
     I_ROW(STK_P_AUGMIX_ALL_OPS, L, STK__PW_START, 0, 1, 1),
+    I_ROW(STK_P_AUG_AUTO_POLICY, L, STK__PW_START, STK_AUG_AUTO_IMAGENET, STK_AUG_AUTO_SVHN, STK_AUG_AUTO_IMAGENET),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -2,9 +2,9 @@
 /*
  * augops.c — torchvision's augmentation op table on uint8 RGB HWC, equal to its tensor path
  * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), the
- * TrivialAugmentWide / RandAugment / AutoAugment / AugMix policies drawn from the per-sample PRNG,
- * the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur steps and RandomErasing's
- * box. Each user of the PRNG starts the sample's counter in a range of its own (crop 0, policy
+ * TrivialAugmentWide / RandAugment / AutoAugment (IMAGENET, CIFAR10, SVHN) / AugMix policies drawn
+ * from the per-sample PRNG, the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur
+ * steps and RandomErasing's box. Each user of the PRNG starts the sample's counter in a range of its own (crop 0, policy
  * 2^31, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
@@ -450,12 +450,15 @@ int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out,
     }
 }
 
-/* AutoAugmentPolicy.IMAGENET: 25 sub-policies of two (op, probability, magnitude bin or -1) */
-static const struct {
+/* One slot of an AutoAugment sub-policy: (op, probability, magnitude bin or -1) */
+typedef struct aa_slot {
     signed char op;
     float p;
     signed char bin;
-} aa_imagenet[25][2] = {
+} aa_slot;
+
+/* AutoAugmentPolicy.IMAGENET: 25 sub-policies of two slots */
+static const aa_slot aa_imagenet[25][2] = {
 #define O(n) STK__OP_##n
     {{O(POSTERIZE), 0.4f, 8}, {O(ROTATE), 0.6f, 9}},       {{O(SOLARIZE), 0.6f, 5}, {O(AUTOCONTRAST), 0.6f, -1}},
     {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},    {{O(POSTERIZE), 0.6f, 7}, {O(POSTERIZE), 0.6f, 6}},
@@ -472,6 +475,49 @@ static const struct {
     {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},
 #undef O
 };
+
+/* AutoAugmentPolicy.CIFAR10 and SVHN, as torchvision's autoaugment.py lists them */
+static const aa_slot aa_cifar10[25][2] = {
+#define O(n) STK__OP_##n
+    {{O(INVERT), 0.1f, -1}, {O(CONTRAST), 0.2f, 6}},       {{O(ROTATE), 0.7f, 2}, {O(TRANSLATE_X), 0.3f, 9}},
+    {{O(SHARPNESS), 0.8f, 1}, {O(SHARPNESS), 0.9f, 3}},    {{O(SHEAR_Y), 0.5f, 8}, {O(TRANSLATE_Y), 0.7f, 9}},
+    {{O(AUTOCONTRAST), 0.5f, -1}, {O(EQUALIZE), 0.9f, -1}}, {{O(SHEAR_Y), 0.2f, 7}, {O(POSTERIZE), 0.3f, 7}},
+    {{O(COLOR), 0.4f, 3}, {O(BRIGHTNESS), 0.6f, 7}},       {{O(SHARPNESS), 0.3f, 9}, {O(BRIGHTNESS), 0.7f, 9}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(EQUALIZE), 0.5f, -1}},    {{O(CONTRAST), 0.6f, 7}, {O(SHARPNESS), 0.6f, 5}},
+    {{O(COLOR), 0.7f, 7}, {O(TRANSLATE_X), 0.5f, 8}},      {{O(EQUALIZE), 0.3f, -1}, {O(AUTOCONTRAST), 0.4f, -1}},
+    {{O(TRANSLATE_Y), 0.4f, 3}, {O(SHARPNESS), 0.2f, 6}},  {{O(BRIGHTNESS), 0.9f, 6}, {O(COLOR), 0.2f, 8}},
+    {{O(SOLARIZE), 0.5f, 2}, {O(INVERT), 0.0f, -1}},       {{O(EQUALIZE), 0.2f, -1}, {O(AUTOCONTRAST), 0.6f, -1}},
+    {{O(EQUALIZE), 0.2f, -1}, {O(EQUALIZE), 0.6f, -1}},    {{O(COLOR), 0.9f, 9}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(AUTOCONTRAST), 0.8f, -1}, {O(SOLARIZE), 0.2f, 8}}, {{O(BRIGHTNESS), 0.1f, 3}, {O(COLOR), 0.7f, 0}},
+    {{O(SOLARIZE), 0.4f, 5}, {O(AUTOCONTRAST), 0.9f, -1}}, {{O(TRANSLATE_Y), 0.9f, 9}, {O(TRANSLATE_Y), 0.7f, 9}},
+    {{O(AUTOCONTRAST), 0.9f, -1}, {O(SOLARIZE), 0.8f, 3}}, {{O(EQUALIZE), 0.8f, -1}, {O(INVERT), 0.1f, -1}},
+    {{O(TRANSLATE_Y), 0.7f, 9}, {O(AUTOCONTRAST), 0.9f, -1}},
+#undef O
+};
+
+static const aa_slot aa_svhn[25][2] = {
+#define O(n) STK__OP_##n
+    {{O(SHEAR_X), 0.9f, 4}, {O(INVERT), 0.2f, -1}},        {{O(SHEAR_Y), 0.9f, 8}, {O(INVERT), 0.7f, -1}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(SOLARIZE), 0.6f, 6}},     {{O(INVERT), 0.9f, -1}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(ROTATE), 0.9f, 3}},       {{O(SHEAR_X), 0.9f, 4}, {O(AUTOCONTRAST), 0.8f, -1}},
+    {{O(SHEAR_Y), 0.9f, 8}, {O(INVERT), 0.4f, -1}},        {{O(SHEAR_Y), 0.9f, 5}, {O(SOLARIZE), 0.2f, 6}},
+    {{O(INVERT), 0.9f, -1}, {O(AUTOCONTRAST), 0.8f, -1}},  {{O(EQUALIZE), 0.6f, -1}, {O(ROTATE), 0.9f, 3}},
+    {{O(SHEAR_X), 0.9f, 4}, {O(SOLARIZE), 0.3f, 3}},       {{O(SHEAR_Y), 0.8f, 8}, {O(INVERT), 0.7f, -1}},
+    {{O(EQUALIZE), 0.9f, -1}, {O(TRANSLATE_Y), 0.6f, 6}},  {{O(INVERT), 0.9f, -1}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(CONTRAST), 0.3f, 3}, {O(ROTATE), 0.8f, 4}},        {{O(INVERT), 0.8f, -1}, {O(TRANSLATE_Y), 0.0f, 2}},
+    {{O(SHEAR_Y), 0.7f, 6}, {O(SOLARIZE), 0.4f, 8}},       {{O(INVERT), 0.6f, -1}, {O(ROTATE), 0.8f, 4}},
+    {{O(SHEAR_Y), 0.3f, 7}, {O(TRANSLATE_X), 0.9f, 3}},    {{O(SHEAR_X), 0.1f, 6}, {O(INVERT), 0.6f, -1}},
+    {{O(SOLARIZE), 0.7f, 2}, {O(TRANSLATE_Y), 0.6f, 7}},   {{O(SHEAR_Y), 0.8f, 4}, {O(INVERT), 0.8f, -1}},
+    {{O(SHEAR_X), 0.7f, 9}, {O(TRANSLATE_Y), 0.8f, 3}},    {{O(SHEAR_Y), 0.8f, 5}, {O(AUTOCONTRAST), 0.7f, -1}},
+    {{O(SHEAR_X), 0.7f, 2}, {O(INVERT), 0.1f, -1}},
+#undef O
+};
+
+/* The sub-policies of STK__AA_* (each table has 25) */
+static const aa_slot (*aa_policy(int which))[2]
+{
+    return which == STK__AA_CIFAR10 ? aa_cifar10 : which == STK__AA_SVHN ? aa_svhn : aa_imagenet;
+}
 
 /* The policy stream: the crop's key (seed, epoch, index) with the draw counter started at 2^31,
  * far past the few blocks a crop uses, so that turning a policy on changes no crop. */
@@ -518,13 +564,14 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
         }
         break;
     case STK__AUGP_AUTO: {
+        const aa_slot(*aa)[2] = aa_policy(p->aa_policy);
         int id = (int)stk__rng_below(&r, 25);
         double u[2] = {stk__rng_uniform(&r), stk__rng_uniform(&r)};
         int s[2] = {(int)stk__rng_below(&r, 2), (int)stk__rng_below(&r, 2)};
         for (int i = 0; i < 2; i++) {
-            if (!(u[i] <= (double)aa_imagenet[id][i].p))
+            if (!(u[i] <= (double)aa[id][i].p))
                 continue;
-            int op = aa_imagenet[id][i].op, bin = aa_imagenet[id][i].bin;
+            int op = aa[id][i].op, bin = aa[id][i].bin;
             float tab[10];
             int sgn = 0;
             int nb = stk__augpolicy_table(STK__AUGP_AUTO, op, 10, h, w, tab, &sgn);

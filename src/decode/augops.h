@@ -2,8 +2,8 @@
 /*
  * augops.h — torchvision's per-sample augmentation ops (the op table of autoaugment.py's
  * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation; the policies
- * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET, AugMix) from the
- * per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur)
+ * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET / CIFAR10 / SVHN,
+ * AugMix) from the per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur)
  * and RandomErasing's box. Implemented in augops.c, which explains the arithmetic. Internal.
  */
 #ifndef STK_AUGOPS_H
@@ -75,7 +75,11 @@ typedef struct stk__augpolicy {
      * all_ops */
     int severity, width, depth, all_ops;
     double alpha;
+    int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
 } stk__augpolicy;
+
+/* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */
+enum { STK__AA_IMAGENET = 0, STK__AA_CIFAR10 = 1, STK__AA_SVHN = 2 };
 
 /* One chosen op: what torchvision's _apply_op would be called with. */
 typedef struct stk__augstep {

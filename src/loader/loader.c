@@ -227,7 +227,8 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
-                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
+                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
+                   (int)STK_AUG_AUTO_CIFAR10 == (int)STK__AA_CIFAR10 && (int)STK_AUG_AUTO_SVHN == (int)STK__AA_SVHN,
                "the public and internal policy numbers agree");
 
 /* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */
@@ -245,6 +246,7 @@ static int augpolicy_config(stk_loader *h)
     p->depth = (int)pget_i(h, STK_P_AUGMIX_DEPTH);
     p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
     p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
+    p->aa_policy = (int)pget_i(h, STK_P_AUG_AUTO_POLICY); /* STK_AUG_AUTO_* == STK__AA_* */
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     if (fill >= 0) {
         p->fill.on = 1;

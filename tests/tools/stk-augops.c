@@ -12,6 +12,10 @@
  *        "name magnitude" (%.17g) per op applied, in order
  *   stk-augops augmix SEVERITY WIDTH DEPTH ALPHA ALL_OPS INTERP FILL SEED EPOCH INDEX H W IN OUT
  *        AugMix for sample INDEX; prints "m0 W0", then per chain "chain W" and its "name magnitude"
+ *        (POLICY autoaugment-cifar10 / autoaugment-svhn: AutoAugment with that policy table)
+ *   stk-augops draws POLICY SEED EPOCH N H W
+ *        the ops POLICY draws (num_ops 2, magnitude 9, 31 bins) for samples 0..N-1: one line each,
+ *        "name magnitude" (%.9g) per op applied
  *   stk-augops jitter B C S HUE ORDER H W IN OUT
  *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
  *        0 brightness, 1 contrast, 2 saturation, 3 hue)
@@ -31,12 +35,20 @@ static int policy_of(const char *s)
         return STK__AUGP_TRIVIAL;
     if (strcmp(s, "randaugment") == 0)
         return STK__AUGP_RAND;
-    if (strcmp(s, "autoaugment") == 0)
+    if (strncmp(s, "autoaugment", 11) == 0)
         return STK__AUGP_AUTO;
     if (strcmp(s, "augmix") == 0)
         return STK__AUGP_AUGMIX;
     fprintf(stderr, "stk-augops: unknown policy %s\n", s);
     exit(2);
+}
+
+/* autoaugment's table: "autoaugment" (IMAGENET), "autoaugment-cifar10", "autoaugment-svhn" */
+static int aa_of(const char *s)
+{
+    return strcmp(s, "autoaugment-cifar10") == 0 ? STK__AA_CIFAR10
+           : strcmp(s, "autoaugment-svhn") == 0  ? STK__AA_SVHN
+                                                 : STK__AA_IMAGENET;
 }
 
 static void parse_fill(const char *s, stk__augfill *f)
@@ -101,6 +113,7 @@ static int cmd_policy(char **a)
 {
     stk__augpolicy p = {0};
     p.policy = policy_of(a[0]);
+    p.aa_policy = aa_of(a[0]);
     p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
     p.interp = strcmp(a[4], "bilinear") == 0;
     parse_fill(a[5], &p.fill);
@@ -200,6 +213,25 @@ static int cmd_steps(char **a)
     return 0;
 }
 
+static int cmd_draws(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = policy_of(a[0]);
+    p.aa_policy = aa_of(a[0]);
+    p.num_ops = 2, p.magnitude = 9, p.bins = 31;
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10);
+    long n = atol(a[3]);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    for (long i = 0; i < n; i++) {
+        stk__augstep steps[STK__AUG_MAX_OPS];
+        int k = stk__augpolicy_draw(&p, seed, epoch, (uint64_t)i, h, w, steps);
+        for (int j = 0; j < k; j++)
+            printf("%s%s %.9g", j ? " " : "", stk__augop_name(steps[j].op), steps[j].magnitude);
+        printf("\n");
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 10 && strcmp(argv[1], "op") == 0)
@@ -214,6 +246,8 @@ int main(int argc, char **argv)
         return cmd_jitter(argv + 2);
     if (argc == 10 && strcmp(argv[1], "steps") == 0)
         return cmd_steps(argv + 2);
+    if (argc == 8 && strcmp(argv[1], "draws") == 0)
+        return cmd_draws(argv + 2);
     fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
     return 2;
 }

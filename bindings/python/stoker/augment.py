@@ -8,7 +8,7 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
     implementation on a uint8 image; tests/python/test_augops_equal.py):
       {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
       {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
-      {"op": "autoaugment", "policy": "imagenet", ...}
+      {"op": "autoaugment", "policy": "imagenet" | "cifar10" | "svhn", ...}
     ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
     or an (r, g, b) tuple of integers 0..255;
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
@@ -39,6 +39,7 @@ import math
 POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
 ERASING = "random_erasing"
+AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
@@ -123,10 +124,11 @@ def _torchvision_spec(step, position, kind):
     else:
         policy = getattr(step, "policy", "imagenet")
         name = str(getattr(policy, "value", policy)).lower()
-        if name != "imagenet":
-            raise Unsupported("%s: policy %s is not implemented; stoker has "
-                              "AutoAugmentPolicy.IMAGENET" % (_where(step, position), name.upper()))
-        spec["policy"] = "imagenet"
+        if name not in AUTO_POLICIES:
+            raise Unsupported("%s: policy %s is not implemented; stoker has AutoAugmentPolicy.%s"
+                              % (_where(step, position), name.upper(),
+                                 ", ".join(p.upper() for p in AUTO_POLICIES)))
+        spec["policy"] = name
     spec.update(_common(step, position))
     check(spec, _where(step, position))
     return spec
@@ -260,8 +262,9 @@ def check(spec, where="augment"):
                 and int(spec.get("chain_depth", -1)) <= 8 and float(spec.get("alpha", 1.0)) > 0):
             raise ValueError("%s: augmix takes severity 1..10, mixture_width 1..8, chain_depth <= 8 and "
                              "alpha > 0, got %r" % (where, spec))
-    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") != "imagenet":
-        raise ValueError("%s: the AutoAugment policy must be 'imagenet'" % where)
+    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") not in AUTO_POLICIES:
+        raise ValueError("%s: the AutoAugment policy must be one of %s, not %r"
+                         % (where, ", ".join(AUTO_POLICIES), spec.get("policy")))
     return spec
 
 
@@ -338,6 +341,9 @@ def params(specs):
                 (_lib.P_AUGMIX_DEPTH, max(-1, int(s.get("chain_depth", -1))), "AugMix chain_depth"),
                 (_lib.P_AUGMIX_ALPHA, float(s.get("alpha", 1.0)), "AugMix alpha"),
                 (_lib.P_AUGMIX_ALL_OPS, int(bool(s.get("all_ops", True))), "AugMix all_ops")]
+    if s["op"] == "autoaugment":
+        out.append((_lib.P_AUG_AUTO_POLICY, AUTO_POLICIES.index(s.get("policy", "imagenet")),
+                    "AutoAugment policy"))
     if s["op"] == "randaugment":
         out += [(_lib.P_AUG_NUM_OPS, int(s.get("num_ops", 2)), "augment num_ops"),
                 (_lib.P_AUG_MAGNITUDE, int(s.get("magnitude", 9)), "augment magnitude")]

@@ -38,7 +38,7 @@ SUPPORTED = """stoker.DataLoader supports:
                 eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
-           (IMAGENET), AugMix (one policy at most), ColorJitter, RandomGrayscale,
+           (IMAGENET, CIFAR10, SVHN), AugMix (one policy at most), ColorJitter, RandomGrayscale,
            RandomVerticalFlip, GaussianBlur
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)

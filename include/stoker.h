@@ -208,7 +208,10 @@ typedef enum stk_param {
     STK_P_ERASE_RATIO_MAX = 231, /**< D > 0: high [3.3] */
     STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
                                      normalisation; uint8: clamped, truncated) [0, 0, 0] */
-    STK_P_ERASE_RANDOM = 233,   /**< I 0/1: value='random': a standard normal per element [0] */
+    STK_P_ERASE_RANDOM = 233,   /**< I: STK_ERASE_RANDOM_*: 1 (PIXEL) value='random' (timm's
+                                     mode 'pixel'), a standard normal per element; 2 (CHANNEL,
+                                     since 0.4) timm's mode 'rand', one per channel and box;
+                                     0 (OFF) STK_P_ERASE_VALUE [0] */
     STK_P_AUGMIX_SEVERITY = 234, /**< I 1..10: AugMix's severity [3] */
     STK_P_AUGMIX_WIDTH = 235,   /**< I 1..8: mixture_width [3] */
     STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
@@ -217,6 +220,12 @@ typedef enum stk_param {
     /* 250..: more of torchvision's and timm's per-sample augmentation (since 0.4) */
     STK_P_AUG_AUTO_POLICY = 250, /**< I: STK_AUG_AUTO_* table of STK_AUG_AUTO (torchvision's
                                       AutoAugmentPolicy) [STK_AUG_AUTO_IMAGENET] */
+    STK_P_ERASE_MIN_COUNT = 251, /**< I 1..STK_ERASE_MAX_COUNT: timm's RandomErasing min_count:
+                                      each erased sample gets a count of boxes uniform on
+                                      [MIN_COUNT, MAX_COUNT], each drawn with the area scale
+                                      divided by the count; 1, 1 is torchvision's one box [1] */
+    STK_P_ERASE_MAX_COUNT = 252, /**< I 1..STK_ERASE_MAX_COUNT, >= MIN_COUNT (checked at start):
+                                      timm's max_count [1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -279,6 +288,9 @@ enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
  *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
 enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
+/** STK_P_ERASE_RANDOM's fills; the most boxes STK_P_ERASE_MAX_COUNT allows (since 0.4) */
+enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, STK_ERASE_RANDOM_CHANNEL = 2 };
+#define STK_ERASE_MAX_COUNT 16
 /** STK_P_AUG_AUTO_POLICY: AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN (since 0.4) */
 enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG_AUTO_SVHN = 2 };
 

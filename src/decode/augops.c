@@ -994,24 +994,31 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
 
 #define ERASE_CTR0 0xE0000000u /* its own counter range of the sample's key */
 
-int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
-                      int *x, int *eh, int *ew, stk__rng *r)
+int stk__erase_boxes(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                     stk__erase_box *boxes, stk__rng *r)
 {
     stk__rng_init(r, seed, epoch, index);
     r->ctr[0] = ERASE_CTR0;
     if (!(stk__rng_uniform(r) < e->p))
         return 0;
+    int lo = e->min_count < 1 ? 1 : e->min_count, hi = e->max_count < lo ? lo : e->max_count;
+    hi = hi > STK__ERASE_MAX_COUNT ? STK__ERASE_MAX_COUNT : hi;
+    lo = lo > hi ? hi : lo;
+    int count = lo == hi ? lo : lo + (int)stk__rng_below(r, (uint64_t)(hi - lo + 1)), n = 0;
     double area = (double)h * (double)w, lr0 = log(e->ratio_lo), lr1 = log(e->ratio_hi);
-    for (int t = 0; t < 10; t++) {
-        double a = area * (e->scale_lo + (e->scale_hi - e->scale_lo) * stk__rng_uniform(r));
-        double ar = exp(lr0 + (lr1 - lr0) * stk__rng_uniform(r));
-        int bh = (int)nearbyint(sqrt(a * ar)), bw = (int)nearbyint(sqrt(a / ar));
-        if (!(bh < h && bw < w))
-            continue;
-        *eh = bh, *ew = bw;
-        *y = (int)stk__rng_below(r, (uint64_t)(h - bh + 1));
-        *x = (int)stk__rng_below(r, (uint64_t)(w - bw + 1));
-        return 1;
-    }
-    return 0; /* torchvision then "erases" with the image itself: no change */
+    for (int k = 0; k < count; k++)
+        for (int t = 0; t < 10; t++) {
+            /* timm: uniform(min_area, max_area) * area / count, in that order */
+            double a = (e->scale_lo + (e->scale_hi - e->scale_lo) * stk__rng_uniform(r)) * area / count;
+            double ar = exp(lr0 + (lr1 - lr0) * stk__rng_uniform(r));
+            int bh = (int)nearbyint(sqrt(a * ar)), bw = (int)nearbyint(sqrt(a / ar));
+            if (!(bh < h && bw < w))
+                continue;
+            boxes[n].h = bh, boxes[n].w = bw;
+            boxes[n].y = (int)stk__rng_below(r, (uint64_t)(h - bh + 1));
+            boxes[n].x = (int)stk__rng_below(r, (uint64_t)(w - bw + 1));
+            n++;
+            break;
+        }
+    return n; /* no box: torchvision then "erases" with the image itself, timm skips it: no change */
 }

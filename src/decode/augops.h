@@ -165,15 +165,25 @@ int stk__augprog_has_blur(const stk__augprog *prog);
 
 /* ---- RandomErasing: its box, drawn per sample; the erase itself is stage/convert.c's ---------- */
 
+#define STK__ERASE_MAX_COUNT 16
+
 typedef struct stk__erase {
     double p, scale_lo, scale_hi, ratio_lo, ratio_hi;
+    int min_count, max_count; /* timm's box count range; 1, 1 for torchvision's */
 } stk__erase;
 
-/* torchvision's RandomErasing: with probability P, up to ten tries of area * U(scale) and
- * exp(U(log ratio)), h = round(sqrt(area * ratio)), w = round(sqrt(area / ratio)), kept when
- * h < H and w < W, then i = randint(0, H - h), j = randint(0, W - w). Returns 1 with the box in
- * *Y, *X, *EH, *EW, and R (for value='random') seeded for the sample, or 0: no erasing. */
-int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
-                      int *x, int *eh, int *ew, stk__rng *r);
+typedef struct stk__erase_box {
+    int y, x, h, w;
+} stk__erase_box;
+
+/* torchvision's RandomErasing, and timm's (its count range): with probability P, a count n
+ * uniform on [min_count, max_count] (drawn only when the two differ), then for each of the n
+ * boxes up to ten tries of area * U(scale) / n and exp(U(log ratio)), h = round(sqrt(area *
+ * ratio)), w = round(sqrt(area / ratio)), kept when h < H and w < W, then i = randint(0, H - h),
+ * j = randint(0, W - w); a box whose ten tries all fail is skipped. Returns the number of boxes
+ * put in BOXES (room for STK__ERASE_MAX_COUNT; 0: no erasing) and leaves R, seeded for the
+ * sample, to draw the fill values from. With a count of 1 this is torchvision's get_params. */
+int stk__erase_boxes(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                     stk__erase_box *boxes, stk__rng *r);
 
 #endif

@@ -16,6 +16,9 @@
  *   stk-augops draws POLICY SEED EPOCH N H W
  *        the ops POLICY draws (num_ops 2, magnitude 9, 31 bins) for samples 0..N-1: one line each,
  *        "name magnitude" (%.9g) per op applied
+ *   stk-augops erase P SMIN SMAX RMIN RMAX CMIN CMAX SEED EPOCH N H W
+ *        RandomErasing's boxes (stk__erase_boxes) for samples 0..N-1 of an H x W image: one line
+ *        each, "n y x h w ..." (n boxes; 0: not erased)
  *   stk-augops jitter B C S HUE ORDER H W IN OUT
  *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
  *        0 brightness, 1 contrast, 2 saturation, 3 hue)
@@ -232,6 +235,25 @@ static int cmd_draws(char **a)
     return 0;
 }
 
+static int cmd_erase(char **a)
+{
+    stk__erase e = {.p = atof(a[0]), .scale_lo = atof(a[1]), .scale_hi = atof(a[2]), .ratio_lo = atof(a[3]),
+                    .ratio_hi = atof(a[4]), .min_count = atoi(a[5]), .max_count = atoi(a[6])};
+    uint64_t seed = strtoull(a[7], NULL, 10), epoch = strtoull(a[8], NULL, 10);
+    long n = atol(a[9]);
+    int h = atoi(a[10]), w = atoi(a[11]);
+    for (long i = 0; i < n; i++) {
+        stk__erase_box b[STK__ERASE_MAX_COUNT];
+        stk__rng r;
+        int k = stk__erase_boxes(&e, seed, epoch, (uint64_t)i, h, w, b, &r);
+        printf("%d", k);
+        for (int j = 0; j < k; j++)
+            printf(" %d %d %d %d", b[j].y, b[j].x, b[j].h, b[j].w);
+        printf("\n");
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 10 && strcmp(argv[1], "op") == 0)
@@ -248,6 +270,8 @@ int main(int argc, char **argv)
         return cmd_steps(argv + 2);
     if (argc == 8 && strcmp(argv[1], "draws") == 0)
         return cmd_draws(argv + 2);
+    if (argc == 14 && strcmp(argv[1], "erase") == 0)
+        return cmd_erase(argv + 2);
     fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
     return 2;
 }

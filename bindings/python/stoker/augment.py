@@ -24,8 +24,10 @@ timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (ref
 PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
 
 Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
-(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing``
-("random_erasing", which must come last: it works on the normalised image).
+(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing`` of torchvision
+and of timm ("random_erasing", which must come last: it works on the normalised image; timm's adds
+"count": (min_count, max_count), and its modes give value (0, 0, 0), "random" ('pixel') or
+"random_channel" ('rand')).
 
 Everything runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
 on the uint8 image, in the order of the list given to ``Loader(augment=...)``, drawn from (seed,
@@ -40,6 +42,7 @@ POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
 ERASING = "random_erasing"
 AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
+_ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
@@ -162,6 +165,23 @@ def _step_spec(step, position, kind):
     return check(spec, _where(step, position))
 
 
+_TIMM_ERASE_MODES = {"const": (0.0, 0.0, 0.0), "": (0.0, 0.0, 0.0), "pixel": "random", "rand": "random_channel"}
+
+
+def _timm_erasing_spec(step, position):
+    """timm.data.random_erasing.RandomErasing -> a random_erasing spec with its count range.
+    Its num_splits only skips part of a batch, which a per-sample transform never sees; its
+    device is where it draws the noise (stoker erases the host sample)."""
+    mode = str(getattr(step, "mode", "const")).lower()
+    if mode not in _TIMM_ERASE_MODES:
+        raise Unsupported("%s: mode=%r (timm has 'const', 'rand' and 'pixel')" % (_where(step, position), mode))
+    lo, hi = step.log_aspect_ratio
+    spec = {"op": ERASING, "p": float(step.probability), "scale": (float(step.min_area), float(step.max_area)),
+            "ratio": (math.exp(lo), math.exp(hi)), "value": _TIMM_ERASE_MODES[mode],
+            "count": (int(step.min_count), int(step.max_count))}
+    return check(spec, _where(step, position))
+
+
 def spec_for(step, position):
     """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
     augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
@@ -183,8 +203,7 @@ def spec_for(step, position):
         return check({"op": ERASING, "p": float(step.p), "scale": tuple(map(float, step.scale)),
                       "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
     if mod.startswith("timm.") and name == "RandomErasing":
-        raise Unsupported("%s: timm's RandomErasing (its own box count and modes) is not implemented in "
-                          "stoker; use torchvision.transforms.RandomErasing" % _where(step, position))
+        return _timm_erasing_spec(step, position)
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
             "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
@@ -211,10 +230,15 @@ def check(spec, where="augment"):
     if spec["op"] == ERASING:
         v = spec.get("value", (0.0, 0.0, 0.0))
         (s0, s1), (r0, r1) = spec.get("scale", (0.02, 0.33)), spec.get("ratio", (0.3, 3.3))
-        if set(spec) - {"op", "p", "scale", "ratio", "value"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
-                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or not (v == "random" or len(v) == 3):
+        c0, c1 = spec.get("count", (1, 1))
+        if set(spec) - {"op", "p", "scale", "ratio", "value", "count"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
+                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or \
+                not (v in ("random", "random_channel") or (not isinstance(v, str) and len(v) == 3)):
             raise ValueError("%s: random_erasing takes p in [0, 1], scale (0, 1], ratio > 0 and value "
-                             "(3 numbers) or 'random', got %r" % (where, spec))
+                             "(3 numbers), 'random' or 'random_channel', got %r" % (where, spec))
+        if not 1 <= int(c0) <= int(c1) <= _ERASE_MAX_COUNT:
+            raise ValueError("%s: random_erasing's count (min_count, max_count) must satisfy 1 <= min <= max "
+                             "<= %d, got %r" % (where, _ERASE_MAX_COUNT, (c0, c1)))
         return spec
     if spec["op"] in ("vflip", "grayscale"):
         if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
@@ -300,9 +324,14 @@ def params(specs):
                 (_lib.P_ERASE_RATIO_MIN, float(e.get("ratio", (0.3, 3.3))[0]), "RandomErasing ratio"),
                 (_lib.P_ERASE_RATIO_MAX, float(e.get("ratio", (0.3, 3.3))[1]), "RandomErasing ratio")]
         if v == "random":
-            out.append((_lib.P_ERASE_RANDOM, 1, "RandomErasing value"))
+            out.append((_lib.P_ERASE_RANDOM, _lib.ERASE_RANDOM_PIXEL, "RandomErasing value"))
+        elif v == "random_channel":
+            out.append((_lib.P_ERASE_RANDOM, _lib.ERASE_RANDOM_CHANNEL, "RandomErasing mode"))
         else:
             out.append((_lib.P_ERASE_VALUE, [float(x) for x in v], "RandomErasing value"))
+        if "count" in e:
+            out += [(_lib.P_ERASE_MIN_COUNT, int(e["count"][0]), "RandomErasing min_count"),
+                    (_lib.P_ERASE_MAX_COUNT, int(e["count"][1]), "RandomErasing max_count")]
     policies = [s for s in resolved if s["op"] in POLICIES]
     if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"

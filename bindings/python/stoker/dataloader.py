@@ -43,7 +43,8 @@ SUPPORTED = """stoker.DataLoader supports:
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
-    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value)] [, v2.ToPureTensor()]
+    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value) | timm's RandomErasing
+           (mode const / rand / pixel, min_count, max_count)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
   in_order: True or False (the order is deterministic either way)

@@ -190,14 +190,20 @@ typedef enum stk_param {
                                      [NEAREST] */
     STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
                                      for torchvision's fill=None (zeros, no fill mask) [-1] */
-    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 144: per-sample steps run in this order after the
+    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 256: per-sample steps run in this order after the
                                      flip, each its kind then its values: 1 p (RandomVerticalFlip),
                                      2 p (RandomGrayscale), 3 bmin bmax cmin cmax smin smax hmin
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
                                      (GaussianBlur, kernel odd 1..255; within one level of
-                                     torchvision). At most 16 steps; set (NULL, 0) to remove.
+                                     torchvision), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
+                                     shy1 interp fill_on r g b (RandomAffine: translate in
+                                     0..1, scale 1 1 and shear 0 0 0 0 when None; interp
+                                     STK_AUG_INTERP_*; fill_on 0 = fill None), 7 dmin dmax
+                                     interp fill_on r g b (RandomRotation) (6, 7: since 0.4;
+                                     expand=False, center=None). At most 16 steps; set (NULL,
+                                     0) to remove.
                                      Equal to torchvision's tensor path [none] */
     STK_P_ERASE_PROB = 227,     /**< D 0..1: RandomErasing's p, on the delivered (converted,
                                      normalised) host sample, after everything else; device

@@ -25,7 +25,10 @@
  *   stk-augops steps V0,V1,... SEED EPOCH INDEX H W IN OUT
  *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
  *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off),
- *        "blur SIGMA"
+ *        "blur SIGMA", "affine|rotation ANGLE TX TY SCALE SHX SHY" (%.17g)
+ *   stk-augops affdraws V0,V1,... SEED EPOCH N H W
+ *        the draws of a program of one affine or rotation step for samples 0..N-1: one line
+ *        each, "angle tx ty scale shx shy"
  */
 #include "testutil.h"
 #include "augops.h"
@@ -196,6 +199,13 @@ static int cmd_steps(char **a)
     for (int k = 0; k < prog.n; k++) {
         int on, order[4] = {0, 1, 2, 3};
         double f[4] = {0, 0, 0, 0};
+        if (prog.s[k].kind == STK__STEP_AFFINE || prog.s[k].kind == STK__STEP_ROTATION) {
+            double d[6];
+            stk__affine_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, h, w, d);
+            printf("%s %.17g %.17g %.17g %.17g %.17g %.17g\n", prog.s[k].kind == STK__STEP_AFFINE ? "affine" : "rotation",
+                   d[0], d[1], d[2], d[3], d[4], d[5]);
+            continue;
+        }
         stk__augstep_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, &on, order, f);
         if (prog.s[k].kind == STK__STEP_VFLIP)
             printf("vflip %d\n", on);
@@ -231,6 +241,30 @@ static int cmd_draws(char **a)
         for (int j = 0; j < k; j++)
             printf("%s%s %.9g", j ? " " : "", stk__augop_name(steps[j].op), steps[j].magnitude);
         printf("\n");
+    }
+    return 0;
+}
+
+static int cmd_affdraws(char **a)
+{
+    float v[256];
+    size_t nv = 0;
+    for (char *p = a[0], *end; *p && nv < 256; p = *end ? end + 1 : end)
+        v[nv++] = strtof(p, &end);
+    stk__augprog prog;
+    char err[STK__ERRLEN];
+    if (stk__augprog_parse(v, nv, &prog, err) != STK_OK || prog.n != 1 ||
+        (prog.s[0].kind != STK__STEP_AFFINE && prog.s[0].kind != STK__STEP_ROTATION)) {
+        printf("error %s\n", prog.n == 1 ? err : "one affine or rotation step");
+        return 3;
+    }
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10);
+    long n = atol(a[3]);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    for (long i = 0; i < n; i++) {
+        double d[6];
+        stk__affine_draw(0, prog.s[0].kind, prog.s[0].a, seed, epoch, (uint64_t)i, h, w, d);
+        printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", d[0], d[1], d[2], d[3], d[4], d[5]);
     }
     return 0;
 }
@@ -272,6 +306,8 @@ int main(int argc, char **argv)
         return cmd_draws(argv + 2);
     if (argc == 14 && strcmp(argv[1], "erase") == 0)
         return cmd_erase(argv + 2);
+    if (argc == 8 && strcmp(argv[1], "affdraws") == 0)
+        return cmd_affdraws(argv + 2);
     fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
     return 2;
 }

@@ -23,8 +23,9 @@ Recognised without importing torchvision or timm, by module and class name: torc
 timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
 PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
 
-Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
-(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing`` of torchvision
+Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``,
+``RandomAffine``, ``RandomRotation`` (specs "color_jitter", "grayscale", "vflip", "gaussian_blur",
+"affine", "rotation"; the last two with expand=False and center=None only) and ``RandomErasing`` of torchvision
 and of timm ("random_erasing", which must come last: it works on the normalised image; timm's adds
 "count": (min_count, max_count), and its modes give value (0, 0, 0), "random" ('pixel') or
 "random_channel" ('rand')).
@@ -39,7 +40,7 @@ random choices follow torchvision's distributions, not torch's random stream.
 import math
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
-STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
+STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotation")
 ERASING = "random_erasing"
 AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
 _ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
@@ -49,6 +50,7 @@ _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugme
 _TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
+_TV_GEOMETRY = {"RandomAffine": "affine", "RandomRotation": "rotation"}
 _JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
 
 
@@ -182,6 +184,38 @@ def _timm_erasing_spec(step, position):
     return check(spec, _where(step, position))
 
 
+def _pair(step, position, name, value, lo=None):
+    """(a, b) of floats from a sequence of two, checked ordered (and >= LO)."""
+    a, b = float(value[0]), float(value[1])
+    if not (math.isfinite(a) and math.isfinite(b) and a <= b and (lo is None or a >= lo)):
+        raise Unsupported("%s: %s %r is not an ordered range" % (_where(step, position), name, value))
+    return (a, b)
+
+
+def _geometry_spec(step, position, kind):
+    """RandomAffine / RandomRotation (v1, v2) -> an "affine" / "rotation" spec: torchvision's
+    get_params draws and F.affine / F.rotate's tensor path; expand=False and center=None only."""
+    where = _where(step, position)
+    if getattr(step, "center", None) is not None:
+        raise Unsupported("%s: center=%r is not reproduced; use center=None (the image centre)"
+                          % (where, step.center))
+    if kind == "rotation" and getattr(step, "expand", False):
+        raise Unsupported("%s: expand=True (a larger output holding the whole rotated image) is not "
+                          "reproduced: every sample keeps the crop's size; use expand=False" % where)
+    spec = {"op": kind, "degrees": _pair(step, position, "degrees", step.degrees)}
+    if kind == "affine":
+        tr, sc, sh = step.translate, step.scale, step.shear
+        spec["translate"] = None if tr is None else (float(tr[0]), float(tr[1]))
+        spec["scale"] = None if sc is None else _pair(step, position, "scale", sc)
+        if sh is None:
+            spec["shear"] = None
+        else:
+            sh = [float(v) for v in sh]
+            spec["shear"] = tuple(sh) if len(sh) == 4 else (sh[0], sh[1], 0.0, 0.0)
+    spec.update(_common(step, position))
+    return check(spec, where)
+
+
 def spec_for(step, position):
     """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
     augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
@@ -191,6 +225,8 @@ def spec_for(step, position):
         return _torchvision_spec(step, position, _TV_CLASSES[name])
     if _is_torchvision(mod) and name in _TV_STEPS:
         return _step_spec(step, position, _TV_STEPS[name])
+    if _is_torchvision(mod) and name in _TV_GEOMETRY:
+        return _geometry_spec(step, position, _TV_GEOMETRY[name])
     if _is_torchvision(mod) and name == "RandomErasing":
         value = step.value
         if isinstance(value, str):
@@ -244,6 +280,8 @@ def check(spec, where="augment"):
         if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
             raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
         return spec
+    if spec["op"] in ("affine", "rotation"):
+        return _check_geometry(spec, where)
     if spec["op"] == "gaussian_blur":
         kx, ky = spec.get("kernel_size", (0, 0))
         lo, hi = spec.get("sigma", (0.1, 2.0))
@@ -290,6 +328,41 @@ def check(spec, where="augment"):
         raise ValueError("%s: the AutoAugment policy must be one of %s, not %r"
                          % (where, ", ".join(AUTO_POLICIES), spec.get("policy")))
     return spec
+
+
+def _check_geometry(spec, where):
+    keys = {"op", "degrees", "interpolation", "fill"} | ({"translate", "scale", "shear"} if spec["op"] == "affine"
+                                                         else set())
+    bad = set(spec) - keys
+    d = spec.get("degrees", (0.0, 0.0))
+    tr, sc, sh = spec.get("translate"), spec.get("scale"), spec.get("shear")
+    ok = not bad and len(d) == 2 and all(math.isfinite(v) for v in d) and d[0] <= d[1]
+    ok = ok and (tr is None or len(tr) == 2 and all(0.0 <= v <= 1.0 for v in tr))
+    ok = ok and (sc is None or len(sc) == 2 and 0.0 < sc[0] <= sc[1] and math.isfinite(sc[1]))
+    ok = ok and (sh is None or len(sh) == 4 and all(math.isfinite(v) for v in sh) and sh[0] <= sh[1]
+                 and sh[2] <= sh[3])
+    if not ok:
+        raise ValueError("%s: %s takes degrees (min, max)%s, interpolation and fill, got %r"
+                         % (where, spec["op"], ", translate (a, b) in [0, 1] or None, scale (min, max) > 0 or "
+                            "None, shear (x0, x1, y0, y1) or None" if spec["op"] == "affine" else "", spec))
+    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
+        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+                         % (where, spec.get("interpolation")))
+    fill = spec.get("fill")
+    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
+        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    return spec
+
+
+def _geometry_program(s):
+    """STK_P_AUG_STEPS values of an affine (6) or rotation (7) step."""
+    tail = [1 if s.get("interpolation") == "bilinear" else 0]
+    fill = s.get("fill")
+    tail += [0, 0, 0, 0] if fill is None else [1, *fill]
+    if s["op"] == "rotation":
+        return [7, *s["degrees"], *tail]
+    sh = s.get("shear") or (0.0, 0.0, 0.0, 0.0)
+    return [6, *s["degrees"], *(s.get("translate") or (0.0, 0.0)), *(s.get("scale") or (1.0, 1.0)), *sh, *tail]
 
 
 def params(specs):
@@ -345,6 +418,8 @@ def params(specs):
                 prog.append(4)
             elif s["op"] == "gaussian_blur":
                 prog += [5, *s["kernel_size"], *s["sigma"]]
+            elif s["op"] in ("affine", "rotation"):
+                prog += _geometry_program(s)
             elif s["op"] == "color_jitter":
                 prog.append(3)
                 for name, center in _JITTER:

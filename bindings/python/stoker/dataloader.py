@@ -39,7 +39,8 @@ SUPPORTED = """stoker.DataLoader supports:
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
            (IMAGENET, CIFAR10, SVHN), AugMix (one policy at most), ColorJitter, RandomGrayscale,
-           RandomVerticalFlip, GaussianBlur
+           RandomVerticalFlip, GaussianBlur, RandomAffine, RandomRotation (expand=False,
+           center=None)
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
@@ -52,7 +53,7 @@ SUPPORTED = """stoker.DataLoader supports:
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
   not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomAffine, RandomPerspective, timm's RandAugment, ...) are refused
+           augmentations (RandomPerspective, ElasticTransform, RandomApply, ...) are refused
            by name and position"""
 
 

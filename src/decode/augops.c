@@ -4,8 +4,9 @@
  * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), the
  * TrivialAugmentWide / RandAugment / AutoAugment (IMAGENET, CIFAR10, SVHN) / AugMix policies drawn
  * from the per-sample PRNG, the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur /
- * RandomAffine / RandomRotation steps and RandomErasing's boxes. Each user of the PRNG starts the sample's counter in a range of its own (crop 0, policy
- * 2^31, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing 0xE0000000).
+ * RandomAffine / RandomRotation steps and RandomErasing's boxes. Each user of the PRNG starts the
+ * sample's counter in a range of its own (crop 0, policy 2^31, AugMix 0xA0000000, steps
+ * 3 * 2^30 + 256 k, erasing 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
  * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then
@@ -215,10 +216,11 @@ static void inverse_affine(double cx, double cy, double angle, double tx, double
     m[5] += cy;
 }
 
+/* round half to even and clamp; NaN (a degenerate RandomAffine scale or shear can make one) is 0 */
 static inline uint8_t round_u8(float v)
 {
     v = nearbyintf(v);
-    return (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+    return v >= 255.f ? 255 : v > 0.f ? (uint8_t)v : 0;
 }
 
 /* One output pixel by grid_sample(align_corners=False, padding zeros) at source coordinates

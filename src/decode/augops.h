@@ -4,7 +4,8 @@
  * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation; the policies
  * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET / CIFAR10 / SVHN,
  * AugMix) from the per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip,
- * GaussianBlur, RandomAffine, RandomRotation) and RandomErasing's boxes. Implemented in augops.c, which explains the arithmetic. Internal.
+ * GaussianBlur, RandomAffine, RandomRotation) and RandomErasing's boxes. Implemented in augops.c,
+ * which explains the arithmetic. Internal.
  */
 #ifndef STK_AUGOPS_H
 #define STK_AUGOPS_H

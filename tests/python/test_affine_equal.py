@@ -110,6 +110,20 @@ def test_equals_torchvision_at_the_drawn_parameters(tmp_path, kind, kw, interp, 
     assert not bad, "\n".join(bad)
 
 
+def test_tiny_images(tmp_path):
+    """1x1 .. 7x2 images: equal to torchvision, no crash."""
+    _tool_or_skip()
+    torch_or_skip()
+    rng = np.random.default_rng(4)
+    for (h, w) in [(1, 1), (2, 7), (7, 2), (3, 3)]:
+        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        for kind, kw in CASES[:1] + CASES[2:3]:
+            for interp, fill in [("nearest", None), ("bilinear", (9, 99, 199))]:
+                for index in range(4):
+                    d, got = run_steps(program(kind, interp=interp, fill=fill, **kw), 1, 0, index, img, tmp_path)
+                    assert np.array_equal(got, reference(kind, img, d, interp, fill)), (h, w, kind, interp, d)
+
+
 def ks_crit(n, m, alpha=1e-6):
     return math.sqrt(-math.log(alpha / 2) / 2) * math.sqrt((n + m) / (n * m))
 

@@ -202,8 +202,8 @@ static int cmd_steps(char **a)
         if (prog.s[k].kind == STK__STEP_AFFINE || prog.s[k].kind == STK__STEP_ROTATION) {
             double d[6];
             stk__affine_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, h, w, d);
-            printf("%s %.17g %.17g %.17g %.17g %.17g %.17g\n", prog.s[k].kind == STK__STEP_AFFINE ? "affine" : "rotation",
-                   d[0], d[1], d[2], d[3], d[4], d[5]);
+            printf("%s %.17g %.17g %.17g %.17g %.17g %.17g\n",
+                   prog.s[k].kind == STK__STEP_AFFINE ? "affine" : "rotation", d[0], d[1], d[2], d[3], d[4], d[5]);
             continue;
         }
         stk__augstep_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, &on, order, f);

@@ -227,9 +227,10 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
-                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
-                   (int)STK_AUG_AUTO_CIFAR10 == (int)STK__AA_CIFAR10 && (int)STK_AUG_AUTO_SVHN == (int)STK__AA_SVHN,
+                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
                "the public and internal policy numbers agree");
+_Static_assert((int)STK_AUG_AUTO_CIFAR10 == (int)STK__AA_CIFAR10 && (int)STK_AUG_AUTO_SVHN == (int)STK__AA_SVHN,
+               "the public and internal AutoAugment table numbers agree");
 _Static_assert(STK_ERASE_MAX_COUNT == STK__ERASE_MAX_COUNT, "one limit on RandomErasing's boxes");
 
 /* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */

@@ -190,14 +190,20 @@ typedef enum stk_param {
                                      [NEAREST] */
     STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
                                      for torchvision's fill=None (zeros, no fill mask) [-1] */
-    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 144: per-sample steps run in this order after the
+    STK_P_AUG_STEPS = 226,      /**< F[n], n <= 256: per-sample steps run in this order after the
                                      flip, each its kind then its values: 1 p (RandomVerticalFlip),
                                      2 p (RandomGrayscale), 3 bmin bmax cmin cmax smin smax hmin
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
                                      (GaussianBlur, kernel odd 1..255; within one level of
-                                     torchvision). At most 16 steps; set (NULL, 0) to remove.
+                                     torchvision), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
+                                     shy1 interp fill_on r g b (RandomAffine: translate in
+                                     0..1, scale 1 1 and shear 0 0 0 0 when None; interp
+                                     STK_AUG_INTERP_*; fill_on 0 = fill None), 7 dmin dmax
+                                     interp fill_on r g b (RandomRotation) (6, 7: since 0.4;
+                                     expand=False, center=None). At most 16 steps; set (NULL,
+                                     0) to remove.
                                      Equal to torchvision's tensor path [none] */
     STK_P_ERASE_PROB = 227,     /**< D 0..1: RandomErasing's p, on the delivered (converted,
                                      normalised) host sample, after everything else; device
@@ -208,12 +214,24 @@ typedef enum stk_param {
     STK_P_ERASE_RATIO_MAX = 231, /**< D > 0: high [3.3] */
     STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
                                      normalisation; uint8: clamped, truncated) [0, 0, 0] */
-    STK_P_ERASE_RANDOM = 233,   /**< I 0/1: value='random': a standard normal per element [0] */
+    STK_P_ERASE_RANDOM = 233,   /**< I: STK_ERASE_RANDOM_*: 1 (PIXEL) value='random' (timm's
+                                     mode 'pixel'), a standard normal per element; 2 (CHANNEL,
+                                     since 0.4) timm's mode 'rand', one per channel and box;
+                                     0 (OFF) STK_P_ERASE_VALUE [0] */
     STK_P_AUGMIX_SEVERITY = 234, /**< I 1..10: AugMix's severity [3] */
     STK_P_AUGMIX_WIDTH = 235,   /**< I 1..8: mixture_width [3] */
     STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
     STK_P_AUGMIX_ALPHA = 237,   /**< D > 0: the Dirichlet / Beta parameter alpha [1.0] */
     STK_P_AUGMIX_ALL_OPS = 238, /**< I 0/1: all_ops (the colour ops too) [1] */
+    /* 250..: more of torchvision's and timm's per-sample augmentation (since 0.4) */
+    STK_P_AUG_AUTO_POLICY = 250, /**< I: STK_AUG_AUTO_* table of STK_AUG_AUTO (torchvision's
+                                      AutoAugmentPolicy) [STK_AUG_AUTO_IMAGENET] */
+    STK_P_ERASE_MIN_COUNT = 251, /**< I 1..STK_ERASE_MAX_COUNT: timm's RandomErasing min_count:
+                                      each erased sample gets a count of boxes uniform on
+                                      [MIN_COUNT, MAX_COUNT], each drawn with the area scale
+                                      divided by the count; 1, 1 is torchvision's one box [1] */
+    STK_P_ERASE_MAX_COUNT = 252, /**< I 1..STK_ERASE_MAX_COUNT, >= MIN_COUNT (checked at start):
+                                      timm's max_count [1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -272,10 +290,15 @@ enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 /** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
- *  magnitude, num_magnitude_bins), AutoAugment(AutoAugmentPolicy.IMAGENET), AugMix(STK_P_AUGMIX_*),
+ *  magnitude, num_magnitude_bins), AutoAugment(STK_P_AUG_AUTO_POLICY), AugMix(STK_P_AUGMIX_*),
  *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
 enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
+/** STK_P_ERASE_RANDOM's fills; the most boxes STK_P_ERASE_MAX_COUNT allows (since 0.4) */
+enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, STK_ERASE_RANDOM_CHANNEL = 2 };
+#define STK_ERASE_MAX_COUNT 16
+/** STK_P_AUG_AUTO_POLICY: AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN (since 0.4) */
+enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG_AUTO_SVHN = 2 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

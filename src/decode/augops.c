@@ -2,10 +2,11 @@
 /*
  * augops.c — torchvision's augmentation op table on uint8 RGB HWC, equal to its tensor path
  * (torchvision 0.14 functional_tensor.py as autoaugment.py's _apply_op calls it), the
- * TrivialAugmentWide / RandAugment / AutoAugment / AugMix policies drawn from the per-sample PRNG,
- * the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur steps and RandomErasing's
- * box. Each user of the PRNG starts the sample's counter in a range of its own (crop 0, policy
- * 2^31, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing 0xE0000000).
+ * TrivialAugmentWide / RandAugment / AutoAugment (IMAGENET, CIFAR10, SVHN) / AugMix policies drawn
+ * from the per-sample PRNG, the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur /
+ * RandomAffine / RandomRotation steps and RandomErasing's boxes. Each user of the PRNG starts the
+ * sample's counter in a range of its own (crop 0, policy 2^31, AugMix 0xA0000000, steps
+ * 3 * 2^30 + 256 k, erasing 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
  * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then
@@ -197,9 +198,9 @@ static void op_equalize(uint8_t *img, size_t px)
 #define DEG2RAD (M_PI / 180.0) /* Python's math.radians multiplies by this */
 #define RAD2DEG (180.0 / M_PI)
 
-/* torchvision.transforms.functional._get_inverse_affine_matrix (scale 1), in double */
-static void inverse_affine(double cx, double cy, double angle, double tx, double ty, double shx, double shy,
-                           double m[6])
+/* torchvision.transforms.functional._get_inverse_affine_matrix, in double */
+static void inverse_affine(double cx, double cy, double angle, double tx, double ty, double scale, double shx,
+                           double shy, double m[6])
 {
     double rot = angle * DEG2RAD, sx = shx * DEG2RAD, sy = shy * DEG2RAD;
     double a = cos(rot - sy) / cos(sy);
@@ -207,16 +208,19 @@ static void inverse_affine(double cx, double cy, double angle, double tx, double
     double c = sin(rot - sy) / cos(sy);
     double d = -sin(rot - sy) * tan(sx) / cos(sy) + cos(rot);
     m[0] = d, m[1] = -b, m[2] = 0.0, m[3] = -c, m[4] = a, m[5] = 0.0;
+    for (int i = 0; i < 6; i++)
+        m[i] = m[i] / scale;
     m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
     m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
     m[2] += cx;
     m[5] += cy;
 }
 
+/* round half to even and clamp; NaN (a degenerate RandomAffine scale or shear can make one) is 0 */
 static inline uint8_t round_u8(float v)
 {
     v = nearbyintf(v);
-    return (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+    return v >= 255.f ? 255 : v > 0.f ? (uint8_t)v : 0;
 }
 
 /* One output pixel by grid_sample(align_corners=False, padding zeros) at source coordinates
@@ -311,19 +315,19 @@ static void op_geometric(int op, double mag, int interp, const stk__augfill *fil
     double cx = -(w * 0.5), cy = -(h * 0.5); /* the shears' center=[0, 0], relative to the centre */
     switch (op) {
     case STK__OP_SHEAR_X:
-        inverse_affine(cx, cy, 0.0, 0.0, 0.0, atan(mag) * RAD2DEG, 0.0, m);
+        inverse_affine(cx, cy, 0.0, 0.0, 0.0, 1.0, atan(mag) * RAD2DEG, 0.0, m);
         break;
     case STK__OP_SHEAR_Y:
-        inverse_affine(cx, cy, 0.0, 0.0, 0.0, 0.0, atan(mag) * RAD2DEG, m);
+        inverse_affine(cx, cy, 0.0, 0.0, 0.0, 1.0, 0.0, atan(mag) * RAD2DEG, m);
         break;
     case STK__OP_TRANSLATE_X:
-        inverse_affine(0.0, 0.0, 0.0, (double)(int64_t)mag, 0.0, 0.0, 0.0, m);
+        inverse_affine(0.0, 0.0, 0.0, (double)(int64_t)mag, 0.0, 1.0, 0.0, 0.0, m);
         break;
     case STK__OP_TRANSLATE_Y:
-        inverse_affine(0.0, 0.0, 0.0, 0.0, (double)(int64_t)mag, 0.0, 0.0, m);
+        inverse_affine(0.0, 0.0, 0.0, 0.0, (double)(int64_t)mag, 1.0, 0.0, 0.0, m);
         break;
     default: /* Rotate: F.rotate passes -angle */
-        inverse_affine(0.0, 0.0, -mag, 0.0, 0.0, 0.0, 0.0, m);
+        inverse_affine(0.0, 0.0, -mag, 0.0, 0.0, 1.0, 0.0, 0.0, m);
         break;
     }
     warp(img, scratch, h, w, m, interp, fill);
@@ -450,12 +454,15 @@ int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out,
     }
 }
 
-/* AutoAugmentPolicy.IMAGENET: 25 sub-policies of two (op, probability, magnitude bin or -1) */
-static const struct {
+/* One slot of an AutoAugment sub-policy: (op, probability, magnitude bin or -1) */
+typedef struct aa_slot {
     signed char op;
     float p;
     signed char bin;
-} aa_imagenet[25][2] = {
+} aa_slot;
+
+/* AutoAugmentPolicy.IMAGENET: 25 sub-policies of two slots */
+static const aa_slot aa_imagenet[25][2] = {
 #define O(n) STK__OP_##n
     {{O(POSTERIZE), 0.4f, 8}, {O(ROTATE), 0.6f, 9}},       {{O(SOLARIZE), 0.6f, 5}, {O(AUTOCONTRAST), 0.6f, -1}},
     {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},    {{O(POSTERIZE), 0.6f, 7}, {O(POSTERIZE), 0.6f, 6}},
@@ -472,6 +479,49 @@ static const struct {
     {{O(EQUALIZE), 0.8f, -1}, {O(EQUALIZE), 0.6f, -1}},
 #undef O
 };
+
+/* AutoAugmentPolicy.CIFAR10 and SVHN, as torchvision's autoaugment.py lists them */
+static const aa_slot aa_cifar10[25][2] = {
+#define O(n) STK__OP_##n
+    {{O(INVERT), 0.1f, -1}, {O(CONTRAST), 0.2f, 6}},       {{O(ROTATE), 0.7f, 2}, {O(TRANSLATE_X), 0.3f, 9}},
+    {{O(SHARPNESS), 0.8f, 1}, {O(SHARPNESS), 0.9f, 3}},    {{O(SHEAR_Y), 0.5f, 8}, {O(TRANSLATE_Y), 0.7f, 9}},
+    {{O(AUTOCONTRAST), 0.5f, -1}, {O(EQUALIZE), 0.9f, -1}}, {{O(SHEAR_Y), 0.2f, 7}, {O(POSTERIZE), 0.3f, 7}},
+    {{O(COLOR), 0.4f, 3}, {O(BRIGHTNESS), 0.6f, 7}},       {{O(SHARPNESS), 0.3f, 9}, {O(BRIGHTNESS), 0.7f, 9}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(EQUALIZE), 0.5f, -1}},    {{O(CONTRAST), 0.6f, 7}, {O(SHARPNESS), 0.6f, 5}},
+    {{O(COLOR), 0.7f, 7}, {O(TRANSLATE_X), 0.5f, 8}},      {{O(EQUALIZE), 0.3f, -1}, {O(AUTOCONTRAST), 0.4f, -1}},
+    {{O(TRANSLATE_Y), 0.4f, 3}, {O(SHARPNESS), 0.2f, 6}},  {{O(BRIGHTNESS), 0.9f, 6}, {O(COLOR), 0.2f, 8}},
+    {{O(SOLARIZE), 0.5f, 2}, {O(INVERT), 0.0f, -1}},       {{O(EQUALIZE), 0.2f, -1}, {O(AUTOCONTRAST), 0.6f, -1}},
+    {{O(EQUALIZE), 0.2f, -1}, {O(EQUALIZE), 0.6f, -1}},    {{O(COLOR), 0.9f, 9}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(AUTOCONTRAST), 0.8f, -1}, {O(SOLARIZE), 0.2f, 8}}, {{O(BRIGHTNESS), 0.1f, 3}, {O(COLOR), 0.7f, 0}},
+    {{O(SOLARIZE), 0.4f, 5}, {O(AUTOCONTRAST), 0.9f, -1}}, {{O(TRANSLATE_Y), 0.9f, 9}, {O(TRANSLATE_Y), 0.7f, 9}},
+    {{O(AUTOCONTRAST), 0.9f, -1}, {O(SOLARIZE), 0.8f, 3}}, {{O(EQUALIZE), 0.8f, -1}, {O(INVERT), 0.1f, -1}},
+    {{O(TRANSLATE_Y), 0.7f, 9}, {O(AUTOCONTRAST), 0.9f, -1}},
+#undef O
+};
+
+static const aa_slot aa_svhn[25][2] = {
+#define O(n) STK__OP_##n
+    {{O(SHEAR_X), 0.9f, 4}, {O(INVERT), 0.2f, -1}},        {{O(SHEAR_Y), 0.9f, 8}, {O(INVERT), 0.7f, -1}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(SOLARIZE), 0.6f, 6}},     {{O(INVERT), 0.9f, -1}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(EQUALIZE), 0.6f, -1}, {O(ROTATE), 0.9f, 3}},       {{O(SHEAR_X), 0.9f, 4}, {O(AUTOCONTRAST), 0.8f, -1}},
+    {{O(SHEAR_Y), 0.9f, 8}, {O(INVERT), 0.4f, -1}},        {{O(SHEAR_Y), 0.9f, 5}, {O(SOLARIZE), 0.2f, 6}},
+    {{O(INVERT), 0.9f, -1}, {O(AUTOCONTRAST), 0.8f, -1}},  {{O(EQUALIZE), 0.6f, -1}, {O(ROTATE), 0.9f, 3}},
+    {{O(SHEAR_X), 0.9f, 4}, {O(SOLARIZE), 0.3f, 3}},       {{O(SHEAR_Y), 0.8f, 8}, {O(INVERT), 0.7f, -1}},
+    {{O(EQUALIZE), 0.9f, -1}, {O(TRANSLATE_Y), 0.6f, 6}},  {{O(INVERT), 0.9f, -1}, {O(EQUALIZE), 0.6f, -1}},
+    {{O(CONTRAST), 0.3f, 3}, {O(ROTATE), 0.8f, 4}},        {{O(INVERT), 0.8f, -1}, {O(TRANSLATE_Y), 0.0f, 2}},
+    {{O(SHEAR_Y), 0.7f, 6}, {O(SOLARIZE), 0.4f, 8}},       {{O(INVERT), 0.6f, -1}, {O(ROTATE), 0.8f, 4}},
+    {{O(SHEAR_Y), 0.3f, 7}, {O(TRANSLATE_X), 0.9f, 3}},    {{O(SHEAR_X), 0.1f, 6}, {O(INVERT), 0.6f, -1}},
+    {{O(SOLARIZE), 0.7f, 2}, {O(TRANSLATE_Y), 0.6f, 7}},   {{O(SHEAR_Y), 0.8f, 4}, {O(INVERT), 0.8f, -1}},
+    {{O(SHEAR_X), 0.7f, 9}, {O(TRANSLATE_Y), 0.8f, 3}},    {{O(SHEAR_Y), 0.8f, 5}, {O(AUTOCONTRAST), 0.7f, -1}},
+    {{O(SHEAR_X), 0.7f, 2}, {O(INVERT), 0.1f, -1}},
+#undef O
+};
+
+/* The sub-policies of STK__AA_* (each table has 25) */
+static const aa_slot (*aa_policy(int which))[2]
+{
+    return which == STK__AA_CIFAR10 ? aa_cifar10 : which == STK__AA_SVHN ? aa_svhn : aa_imagenet;
+}
 
 /* The policy stream: the crop's key (seed, epoch, index) with the draw counter started at 2^31,
  * far past the few blocks a crop uses, so that turning a policy on changes no crop. */
@@ -518,13 +568,14 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
         }
         break;
     case STK__AUGP_AUTO: {
+        const aa_slot(*aa)[2] = aa_policy(p->aa_policy);
         int id = (int)stk__rng_below(&r, 25);
         double u[2] = {stk__rng_uniform(&r), stk__rng_uniform(&r)};
         int s[2] = {(int)stk__rng_below(&r, 2), (int)stk__rng_below(&r, 2)};
         for (int i = 0; i < 2; i++) {
-            if (!(u[i] <= (double)aa_imagenet[id][i].p))
+            if (!(u[i] <= (double)aa[id][i].p))
                 continue;
-            int op = aa_imagenet[id][i].op, bin = aa_imagenet[id][i].bin;
+            int op = aa[id][i].op, bin = aa[id][i].bin;
             float tab[10];
             int sgn = 0;
             int nb = stk__augpolicy_table(STK__AUGP_AUTO, op, 10, h, w, tab, &sgn);
@@ -807,7 +858,7 @@ void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, d
 
 static int step_arity(int kind)
 {
-    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0, 4};
+    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0, 4, 15, 7};
     return kind > 0 && kind < STK__STEP_KINDS ? arity[kind] : -1;
 }
 
@@ -824,6 +875,88 @@ static int check_jitter(const float *a, int k, char *err)
     return STK_OK;
 }
 
+/* Each step's draws: the crop's key, counter from 3 * 2^30 + 256 k (the policy's start at 2^31
+ * and the crop's at 0 are far below) */
+#define STEP_CTR0 0xC0000000u
+
+/* ---- steps: RandomAffine, RandomRotation (expand=False, center=None) ------------------------ */
+
+/* The values of an affine step (RandomAffine: dmin dmax tx ty smin smax shx0 shx1 shy0 shy1 interp
+ * fill_on r g b) or a rotation step (dmin dmax interp fill_on r g b): where interp and the fill
+ * stand in A */
+static int affine_tail(int rotation) { return rotation ? 2 : 10; }
+
+static int check_affine(const float *a, int rotation, int k, char *err)
+{
+    const char *what = rotation ? "RandomRotation" : "RandomAffine";
+    int n = rotation ? 7 : 15, t = affine_tail(rotation);
+    for (int i = 0; i < n; i++)
+        if (!isfinite(a[i]))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): value %d is not finite", k, what, i);
+    if (!(a[0] <= a[1]))
+        return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): degrees [%g, %g] must be ordered", k, what,
+                        (double)a[0], (double)a[1]);
+    if (!rotation) {
+        if (!(a[2] >= 0.f && a[2] <= 1.f && a[3] >= 0.f && a[3] <= 1.f))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (RandomAffine): translate (%g, %g) must lie "
+                            "in [0, 1]", k, (double)a[2], (double)a[3]);
+        if (!(a[4] > 0.f && a[4] <= a[5]))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (RandomAffine): scale [%g, %g] must be "
+                            "0 < min <= max", k, (double)a[4], (double)a[5]);
+        if (!(a[6] <= a[7] && a[8] <= a[9]))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (RandomAffine): shear ranges [%g, %g], "
+                            "[%g, %g] must be ordered", k, (double)a[6], (double)a[7], (double)a[8], (double)a[9]);
+    }
+    const float *f = a + t;
+    if (!((f[0] == 0.f || f[0] == 1.f) && (f[1] == 0.f || f[1] == 1.f)))
+        return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): interpolation %g and fill flag %g must "
+                        "be 0 or 1", k, what, (double)f[0], (double)f[1]);
+    for (int c = 0; c < 3; c++)
+        if (!(f[2 + c] >= 0.f && f[2 + c] <= 255.f))
+            return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): fill %g is not in 0..255", k, what,
+                            (double)f[2 + c]);
+    return STK_OK;
+}
+
+/* float32(lo + (hi - lo) u): torch.empty(1).uniform_(lo, hi) */
+static double uniform_f32(stk__rng *r, double lo, double hi)
+{
+    return (double)(float)(lo + (hi - lo) * stk__rng_uniform(r));
+}
+
+void stk__affine_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                      double d[6])
+{
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = STEP_CTR0 + 256u * (uint32_t)k;
+    d[0] = uniform_f32(&r, a[0], a[1]);
+    d[1] = d[2] = d[4] = d[5] = 0.0;
+    d[3] = 1.0;
+    if (kind == STK__STEP_ROTATION)
+        return;
+    /* get_params: max_dx = translate[0] * width, tx = int(round(uniform(-max_dx, max_dx))) */
+    double mx = (double)a[2] * w, my = (double)a[3] * h;
+    d[1] = nearbyint(uniform_f32(&r, -mx, mx));
+    d[2] = nearbyint(uniform_f32(&r, -my, my));
+    d[3] = uniform_f32(&r, a[4], a[5]);
+    d[4] = uniform_f32(&r, a[6], a[7]);
+    d[5] = uniform_f32(&r, a[8], a[9]);
+}
+
+void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img, int h, int w, uint8_t *scratch)
+{
+    const float *f = a + affine_tail(kind == STK__STEP_ROTATION);
+    stk__augfill fill = {f[1] != 0.f, {f[2], f[3], f[4]}};
+    double m[6];
+    if (kind == STK__STEP_ROTATION) /* F.rotate: the matrix of -angle */
+        inverse_affine(0.0, 0.0, -d[0], 0.0, 0.0, 1.0, 0.0, 0.0, m);
+    else
+        inverse_affine(0.0, 0.0, d[0], d[1], d[2], d[3], d[4], d[5], m);
+    warp(img, scratch, h, w, m, f[0] != 0.f ? STK__INTERP_BILINEAR : STK__INTERP_NEAREST, &fill);
+    memcpy(img, scratch, (size_t)h * (size_t)w * 3);
+}
+
 int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
 {
     memset(prog, 0, sizeof *prog);
@@ -835,7 +968,7 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
         int kind = kf == floorf(kf) && kf > 0.f && kf < (float)STK__STEP_KINDS ? (int)kf : -1, ar = step_arity(kind);
         if (ar < 0)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: unknown kind %g (1 vflip, 2 grayscale, "
-                            "3 color jitter, 4 policy, 5 gaussian blur)", k, (double)kf);
+                            "3 color jitter, 4 policy, 5 gaussian blur, 6 affine, 7 rotation)", k, (double)kf);
         if (k == STK__AUG_MAX_STEPS)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: more than %d steps", STK__AUG_MAX_STEPS);
         if (i + 1 + (size_t)ar > n)
@@ -858,6 +991,9 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
                                 "1..%d and sigma 0 < %g <= %g", k, (double)a[0], (double)a[1], BLUR_MAX_K,
                                 (double)a[2], (double)a[3]);
         }
+        if ((kind == STK__STEP_AFFINE || kind == STK__STEP_ROTATION) &&
+            check_affine(prog->s[k].a, kind == STK__STEP_ROTATION, k, err) != STK_OK)
+            return STK_E_INVALID;
         if (kind == STK__STEP_POLICY && ++policies > 1)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: the policy appears more than once");
         prog->n++;
@@ -865,10 +1001,6 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
     }
     return STK_OK;
 }
-
-/* Each step's draws: the crop's key, counter from 3 * 2^30 + 256 k (the policy's start at 2^31
- * and the crop's at 0 are far below) */
-#define STEP_CTR0 0xC0000000u
 
 void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int *on,
                        int order[4], double f[4])
@@ -927,6 +1059,12 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
                 stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch, tmp);
             continue;
         }
+        if (kind == STK__STEP_AFFINE || kind == STK__STEP_ROTATION) {
+            double d[6];
+            stk__affine_draw(k, kind, prog->s[k].a, seed, epoch, index, h, w, d);
+            stk__affine_apply(kind, prog->s[k].a, d, img, h, w, scratch);
+            continue;
+        }
         stk__augstep_draw(k, kind, prog->s[k].a, seed, epoch, index, &on, order, f);
         if (!on)
             continue;
@@ -947,24 +1085,31 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
 
 #define ERASE_CTR0 0xE0000000u /* its own counter range of the sample's key */
 
-int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
-                      int *x, int *eh, int *ew, stk__rng *r)
+int stk__erase_boxes(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                     stk__erase_box *boxes, stk__rng *r)
 {
     stk__rng_init(r, seed, epoch, index);
     r->ctr[0] = ERASE_CTR0;
     if (!(stk__rng_uniform(r) < e->p))
         return 0;
+    int lo = e->min_count < 1 ? 1 : e->min_count, hi = e->max_count < lo ? lo : e->max_count;
+    hi = hi > STK__ERASE_MAX_COUNT ? STK__ERASE_MAX_COUNT : hi;
+    lo = lo > hi ? hi : lo;
+    int count = lo == hi ? lo : lo + (int)stk__rng_below(r, (uint64_t)(hi - lo + 1)), n = 0;
     double area = (double)h * (double)w, lr0 = log(e->ratio_lo), lr1 = log(e->ratio_hi);
-    for (int t = 0; t < 10; t++) {
-        double a = area * (e->scale_lo + (e->scale_hi - e->scale_lo) * stk__rng_uniform(r));
-        double ar = exp(lr0 + (lr1 - lr0) * stk__rng_uniform(r));
-        int bh = (int)nearbyint(sqrt(a * ar)), bw = (int)nearbyint(sqrt(a / ar));
-        if (!(bh < h && bw < w))
-            continue;
-        *eh = bh, *ew = bw;
-        *y = (int)stk__rng_below(r, (uint64_t)(h - bh + 1));
-        *x = (int)stk__rng_below(r, (uint64_t)(w - bw + 1));
-        return 1;
-    }
-    return 0; /* torchvision then "erases" with the image itself: no change */
+    for (int k = 0; k < count; k++)
+        for (int t = 0; t < 10; t++) {
+            /* timm: uniform(min_area, max_area) * area / count, in that order */
+            double a = (e->scale_lo + (e->scale_hi - e->scale_lo) * stk__rng_uniform(r)) * area / count;
+            double ar = exp(lr0 + (lr1 - lr0) * stk__rng_uniform(r));
+            int bh = (int)nearbyint(sqrt(a * ar)), bw = (int)nearbyint(sqrt(a / ar));
+            if (!(bh < h && bw < w))
+                continue;
+            boxes[n].h = bh, boxes[n].w = bw;
+            boxes[n].y = (int)stk__rng_below(r, (uint64_t)(h - bh + 1));
+            boxes[n].x = (int)stk__rng_below(r, (uint64_t)(w - bw + 1));
+            n++;
+            break;
+        }
+    return n; /* no box: torchvision then "erases" with the image itself, timm skips it: no change */
 }

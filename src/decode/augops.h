@@ -2,9 +2,10 @@
 /*
  * augops.h — torchvision's per-sample augmentation ops (the op table of autoaugment.py's
  * _apply_op) on uint8 RGB HWC images, equal to torchvision's tensor implementation; the policies
- * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET, AugMix) from the
- * per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur)
- * and RandomErasing's box. Implemented in augops.c, which explains the arithmetic. Internal.
+ * that choose among them (TrivialAugmentWide, RandAugment, AutoAugment IMAGENET / CIFAR10 / SVHN,
+ * AugMix) from the per-sample PRNG; ordered steps (ColorJitter, RandomGrayscale, RandomVerticalFlip,
+ * GaussianBlur, RandomAffine, RandomRotation) and RandomErasing's boxes. Implemented in augops.c,
+ * which explains the arithmetic. Internal.
  */
 #ifndef STK_AUGOPS_H
 #define STK_AUGOPS_H
@@ -75,7 +76,11 @@ typedef struct stk__augpolicy {
      * all_ops */
     int severity, width, depth, all_ops;
     double alpha;
+    int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
 } stk__augpolicy;
+
+/* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */
+enum { STK__AA_IMAGENET = 0, STK__AA_CIFAR10 = 1, STK__AA_SVHN = 2 };
 
 /* One chosen op: what torchvision's _apply_op would be called with. */
 typedef struct stk__augstep {
@@ -120,6 +125,9 @@ enum {
     STK__STEP_JITTER = 3,    /* bmin bmax cmin cmax smin smax hmin hmax: ColorJitter's ranges */
     STK__STEP_POLICY = 4,    /* (none): where the STK_P_AUG_POLICY policy runs */
     STK__STEP_BLUR = 5,      /* kx ky smin smax: GaussianBlur((kx, ky), (smin, smax)) */
+    STK__STEP_AFFINE = 6,    /* dmin dmax tx ty smin smax shx0 shx1 shy0 shy1 interp fill_on r g b:
+                                RandomAffine (translate 0 0, scale 1 1, shear 0 0 0 0 when None) */
+    STK__STEP_ROTATION = 7,  /* dmin dmax interp fill_on r g b: RandomRotation */
     STK__STEP_KINDS
 };
 
@@ -129,7 +137,7 @@ typedef struct stk__augprog {
     int n;
     struct {
         int kind;
-        float a[8];
+        float a[15];
     } s[STK__AUG_MAX_STEPS];
 } stk__augprog;
 
@@ -159,17 +167,37 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
                         uint64_t index, uint8_t *img, int h, int w, uint8_t *scratch, double *tmp);
 int stk__augprog_has_blur(const stk__augprog *prog);
 
+/* RandomAffine / RandomRotation (expand=False, center=None), step K of kind KIND with values A:
+ * the draws of get_params for an H x W image into D (angle, tx, ty, scale, shear x, shear y; a
+ * rotation draws the angle only: 0, 0, 1, 0, 0 for the rest), each a float32 uniform as torch's
+ * uniform_, the translations rounded half to even; and F.affine / F.rotate's tensor path with
+ * them on IMG (H x W x 3) in place: the inverse matrix, the affine grid and grid_sample of the
+ * op table. SCRATCH: H * W * 3 bytes. */
+void stk__affine_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                      double d[6]);
+void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img, int h, int w, uint8_t *scratch);
+
 /* ---- RandomErasing: its box, drawn per sample; the erase itself is stage/convert.c's ---------- */
+
+#define STK__ERASE_MAX_COUNT 16
 
 typedef struct stk__erase {
     double p, scale_lo, scale_hi, ratio_lo, ratio_hi;
+    int min_count, max_count; /* timm's box count range; 1, 1 for torchvision's */
 } stk__erase;
 
-/* torchvision's RandomErasing: with probability P, up to ten tries of area * U(scale) and
- * exp(U(log ratio)), h = round(sqrt(area * ratio)), w = round(sqrt(area / ratio)), kept when
- * h < H and w < W, then i = randint(0, H - h), j = randint(0, W - w). Returns 1 with the box in
- * *Y, *X, *EH, *EW, and R (for value='random') seeded for the sample, or 0: no erasing. */
-int stk__erase_params(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w, int *y,
-                      int *x, int *eh, int *ew, stk__rng *r);
+typedef struct stk__erase_box {
+    int y, x, h, w;
+} stk__erase_box;
+
+/* torchvision's RandomErasing, and timm's (its count range): with probability P, a count n
+ * uniform on [min_count, max_count] (drawn only when the two differ), then for each of the n
+ * boxes up to ten tries of area * U(scale) / n and exp(U(log ratio)), h = round(sqrt(area *
+ * ratio)), w = round(sqrt(area / ratio)), kept when h < H and w < W, then i = randint(0, H - h),
+ * j = randint(0, W - w); a box whose ten tries all fail is skipped. Returns the number of boxes
+ * put in BOXES (room for STK__ERASE_MAX_COUNT; 0: no erasing) and leaves R, seeded for the
+ * sample, to draw the fill values from. With a count of 1 this is torchvision's get_params. */
+int stk__erase_boxes(const stk__erase *e, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
+                     stk__erase_box *boxes, stk__rng *r);
 
 #endif

@@ -229,6 +229,9 @@ _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RA
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
                    (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
                "the public and internal policy numbers agree");
+_Static_assert((int)STK_AUG_AUTO_CIFAR10 == (int)STK__AA_CIFAR10 && (int)STK_AUG_AUTO_SVHN == (int)STK__AA_SVHN,
+               "the public and internal AutoAugment table numbers agree");
+_Static_assert(STK_ERASE_MAX_COUNT == STK__ERASE_MAX_COUNT, "one limit on RandomErasing's boxes");
 
 /* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */
 static int augpolicy_config(stk_loader *h)
@@ -245,6 +248,7 @@ static int augpolicy_config(stk_loader *h)
     p->depth = (int)pget_i(h, STK_P_AUGMIX_DEPTH);
     p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
     p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
+    p->aa_policy = (int)pget_i(h, STK_P_AUG_AUTO_POLICY); /* STK_AUG_AUTO_* == STK__AA_* */
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     if (fill >= 0) {
         p->fill.on = 1;
@@ -260,6 +264,10 @@ static int augpolicy_config(stk_loader *h)
     e->scale_lo = pget_d(h, STK_P_ERASE_SCALE_MIN), e->scale_hi = pget_d(h, STK_P_ERASE_SCALE_MAX);
     e->ratio_lo = pget_d(h, STK_P_ERASE_RATIO_MIN), e->ratio_hi = pget_d(h, STK_P_ERASE_RATIO_MAX);
     h->erase_random = (int)pget_i(h, STK_P_ERASE_RANDOM);
+    e->min_count = (int)pget_i(h, STK_P_ERASE_MIN_COUNT), e->max_count = (int)pget_i(h, STK_P_ERASE_MAX_COUNT);
+    if (e->p > 0 && e->min_count > e->max_count)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_ERASE_MIN_COUNT = %d must not exceed STK_P_ERASE_MAX_COUNT = %d",
+                        e->min_count, e->max_count);
     if (e->p > 0 && (e->scale_lo > e->scale_hi || e->ratio_lo > e->ratio_hi))
         return stk__err(h->err, STK_E_INVALID, "STK_P_ERASE_SCALE_MIN/MAX = %g, %g and RATIO_MIN/MAX = %g, %g "
                         "must be ordered ranges", e->scale_lo, e->scale_hi, e->ratio_lo, e->ratio_hi);

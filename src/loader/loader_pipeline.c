@@ -154,15 +154,24 @@ static void convert(const stk_loader *h, const uint8_t *src, void *dst)
                             h->mean, h->std, dst);
 }
 
-/* RandomErasing on the delivered sample at DST (host batches) */
+/* RandomErasing (torchvision's, or timm's with its box count and modes) on the delivered sample
+ * at DST (host batches): each box in turn, filled with STK_P_ERASE_VALUE, a normal per element
+ * (value='random', timm's 'pixel') or a normal per channel (timm's 'rand') */
 static void erase(const stk_loader *h, const stk__read *rd, void *dst)
 {
-    int y, x, eh, ew;
+    stk__erase_box b[STK__ERASE_MAX_COUNT];
     stk__rng r;
-    if (stk__erase_params(&h->erase, h->seed, rd->epoch, rd->index, h->aug.out_h, h->aug.out_w, &y, &x, &eh, &ew,
-                          &r))
-        stk__erase_sample(dst, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout, y, x, eh, ew,
-                          h->erase_value, h->erase_random ? &r : NULL);
+    int n = stk__erase_boxes(&h->erase, h->seed, rd->epoch, rd->index, h->aug.out_h, h->aug.out_w, b, &r);
+    for (int i = 0; i < n; i++) {
+        float v[3];
+        const float *value = h->erase_value;
+        if (h->erase_random == STK_ERASE_RANDOM_CHANNEL) {
+            stk__erase_channel_values(&r, v);
+            value = v;
+        }
+        stk__erase_sample(dst, h->aug.out_h, h->aug.out_w, h->out_dtype, h->out_layout, b[i].y, b[i].x, b[i].h,
+                          b[i].w, value, h->erase_random == STK_ERASE_RANDOM_PIXEL ? &r : NULL);
+    }
 }
 
 /* Substitute (and convert) the bad sample at DST. */

@@ -125,6 +125,12 @@ static float normal1(stk__rng *r)
     return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
 }
 
+void stk__erase_channel_values(stk__rng *r, float value[3])
+{
+    for (int c = 0; c < 3; c++)
+        value[c] = normal1(r);
+}
+
 void stk__erase_sample(void *dst, int h, int w, int dtype, int layout, int y, int x, int eh, int ew,
                        const float value[3], stk__rng *r)
 {

@@ -33,6 +33,8 @@ void stk__convert_sample_lut(const uint8_t *src, int h, int w, int dtype, int la
  * truncated. */
 void stk__erase_sample(void *dst, int h, int w, int dtype, int layout, int y, int x, int eh, int ew,
                        const float value[3], stk__rng *r);
+/* timm's mode='rand': one standard normal per channel for a box, drawn from R into VALUE. */
+void stk__erase_channel_values(stk__rng *r, float value[3]);
 size_t stk__dtype_size(int dtype);
 uint16_t stk__f32_to_f16(float f);
 uint16_t stk__f32_to_bf16(float f);

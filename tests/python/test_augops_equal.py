@@ -130,7 +130,8 @@ def test_tables_equal_torchvision(policy, bins):
     del torch
 
 
-@pytest.mark.parametrize("policy", ["trivialaugment", "randaugment", "autoaugment"])
+@pytest.mark.parametrize("policy", ["trivialaugment", "randaugment", "autoaugment", "autoaugment-cifar10",
+                                    "autoaugment-svhn"])
 @pytest.mark.parametrize("interp,fill", [("nearest", None), ("bilinear", (128, 128, 128))])
 def test_policy_equals_torchvision_ops(tmp_path, policy, interp, fill):
     """The policy applies the ops it draws exactly as torchvision's _apply_op chain would."""

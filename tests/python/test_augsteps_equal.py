@@ -147,7 +147,13 @@ def test_step_draws_follow_torchvision_distributions(tmp_path):
 
 
 @pytest.mark.parametrize("prog,match", [
-    ([7, 1.0], "step 0: unknown kind 7"),
+    ([99, 1.0], "step 0: unknown kind 99"),
+    ([7, 10, 5, 0, 0, 0, 0, 0], r"step 0 \(RandomRotation\): degrees \[10, 5\] must be ordered"),
+    ([1, 0.5, 6, 0, 0, 1.5, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], r"step 1 \(RandomAffine\): translate \(1.5, 0\)"),
+    ([6, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], r"step 0 \(RandomAffine\): scale \[0, 1\]"),
+    ([7, 0, 0, 2, 0, 0, 0, 0], r"step 0 \(RandomRotation\): interpolation 2"),
+    ([7, 0, 0, 0, 1, 0, 300, 0], r"step 0 \(RandomRotation\): fill 300 is not in 0..255"),
+    ([6, 0, 0, 0, 0, 1, 1], "step 0: kind 6 takes 15 values"),
     ([1, 1.5], "step 0: probability 1.5"),
     ([1, 0.5, 3, 0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.6, 0.1], r"step 1 \(ColorJitter\): hue"),
     ([1, 0.5, 3, 0.6, 1.4], "step 1: kind 3 takes 8 values"),

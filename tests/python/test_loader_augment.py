@@ -3,8 +3,9 @@
 
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
   classes recognised by module and class name) into spec dicts, returns None for other steps and
-  refuses what stoker does not reproduce (BICUBIC, AutoAugment CIFAR10, AugMix, fractional fill
-  with BILINEAR, timm's RandAugment) naming the step, its position and what to use instead;
+  refuses what stoker does not reproduce (BICUBIC, an AutoAugment policy it does not know, AugMix
+  beyond its bounds, fractional fill with BILINEAR, timm's RandAugment) naming the step, its
+  position and what to use instead;
 - Loader(augment=TrivialAugmentWide()) gives the same tensors for 1 and 3 workers and after a
   resume from state_dict mid-epoch;
 - every augmented sample equals torchvision's _apply_op chain (the ops stoker drew for that
@@ -59,13 +60,18 @@ def test_spec_for_torchvision_v1(stoker_mod):
                                        "fill": (10, 20, 30)}
     assert augment.spec_for(T.AutoAugment(fill=128), 1) == {
         "op": "autoaugment", "policy": "imagenet", "interpolation": "nearest", "fill": (128, 128, 128)}
+    for pol in ("CIFAR10", "SVHN"):
+        assert augment.spec_for(T.AutoAugment(getattr(T.AutoAugmentPolicy, pol)), 2) == {
+            "op": "autoaugment", "policy": pol.lower(), "interpolation": "nearest", "fill": None}
+    with pytest.raises(ValueError, match="transform 4 .*MNIST.*IMAGENET, CIFAR10, SVHN"):
+        augment.spec_for(_standin("torchvision.transforms.autoaugment", "AutoAugment", policy="mnist",
+                                  interpolation="nearest", fill=None), 4)
     assert augment.spec_for(T.Normalize((0.5,), (0.5,)), 3) is None
     assert augment.spec_for(T.RandomHorizontalFlip(), 1) is None
 
 
 @pytest.mark.parametrize("make,match", [
     (lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC), "transform 4 .*BICUBIC.*NEAREST"),
-    (lambda T: T.AutoAugment(T.AutoAugmentPolicy.CIFAR10), "transform 4 .*CIFAR10.*IMAGENET"),
     (lambda T: T.AugMix(mixture_width=9), "transform 4 .*mixture_width 1..8"),
     (lambda T: T.RandAugment(interpolation=T.InterpolationMode.BILINEAR, fill=[0.5, 1, 2]),
      "transform 4 .*fractional fill"),
@@ -160,7 +166,7 @@ def _drawn(policy, args, seed, epoch, index, img, tmp):
     return [(l.split()[0], float(l.split()[1])) for l in out.splitlines()]
 
 
-@pytest.mark.parametrize("which", ["trivial", "rand", "auto"])
+@pytest.mark.parametrize("which", ["trivial", "rand", "auto", "auto-svhn"])
 def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tmp_path, which):
     T = _tv()
     import torch
@@ -175,6 +181,10 @@ def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tm
                             interpolation=T.InterpolationMode.BILINEAR, fill=[200, 10, 60])
         policy, args = "randaugment", ["3", "13", "21", "bilinear", "200,10,60"]
         interp, fill = T.InterpolationMode.BILINEAR, [200.0, 10.0, 60.0]
+    elif which == "auto-svhn":
+        obj = T.AutoAugment(T.AutoAugmentPolicy.SVHN, interpolation=T.InterpolationMode.BILINEAR, fill=[9, 99, 199])
+        policy, args = "autoaugment-svhn", ["2", "9", "31", "bilinear", "9,99,199"]
+        interp, fill = T.InterpolationMode.BILINEAR, [9.0, 99.0, 199.0]
     else:
         obj, policy, args, interp, fill = T.AutoAugment(), "autoaugment", \
             ["2", "9", "31", "nearest", "none"], T.InterpolationMode.NEAREST, None

@@ -12,13 +12,23 @@
  *        "name magnitude" (%.17g) per op applied, in order
  *   stk-augops augmix SEVERITY WIDTH DEPTH ALPHA ALL_OPS INTERP FILL SEED EPOCH INDEX H W IN OUT
  *        AugMix for sample INDEX; prints "m0 W0", then per chain "chain W" and its "name magnitude"
+ *        (POLICY autoaugment-cifar10 / autoaugment-svhn: AutoAugment with that policy table)
+ *   stk-augops draws POLICY SEED EPOCH N H W
+ *        the ops POLICY draws (num_ops 2, magnitude 9, 31 bins) for samples 0..N-1: one line each,
+ *        "name magnitude" (%.9g) per op applied
+ *   stk-augops erase P SMIN SMAX RMIN RMAX CMIN CMAX SEED EPOCH N H W
+ *        RandomErasing's boxes (stk__erase_boxes) for samples 0..N-1 of an H x W image: one line
+ *        each, "n y x h w ..." (n boxes; 0: not erased)
  *   stk-augops jitter B C S HUE ORDER H W IN OUT
  *        ColorJitter with fixed factors (nan = off) applied in ORDER (four digits, e.g. 2031:
  *        0 brightness, 1 contrast, 2 saturation, 3 hue)
  *   stk-augops steps V0,V1,... SEED EPOCH INDEX H W IN OUT
  *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
  *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off),
- *        "blur SIGMA"
+ *        "blur SIGMA", "affine|rotation ANGLE TX TY SCALE SHX SHY" (%.17g)
+ *   stk-augops affdraws V0,V1,... SEED EPOCH N H W
+ *        the draws of a program of one affine or rotation step for samples 0..N-1: one line
+ *        each, "angle tx ty scale shx shy"
  */
 #include "testutil.h"
 #include "augops.h"
@@ -31,12 +41,20 @@ static int policy_of(const char *s)
         return STK__AUGP_TRIVIAL;
     if (strcmp(s, "randaugment") == 0)
         return STK__AUGP_RAND;
-    if (strcmp(s, "autoaugment") == 0)
+    if (strncmp(s, "autoaugment", 11) == 0)
         return STK__AUGP_AUTO;
     if (strcmp(s, "augmix") == 0)
         return STK__AUGP_AUGMIX;
     fprintf(stderr, "stk-augops: unknown policy %s\n", s);
     exit(2);
+}
+
+/* autoaugment's table: "autoaugment" (IMAGENET), "autoaugment-cifar10", "autoaugment-svhn" */
+static int aa_of(const char *s)
+{
+    return strcmp(s, "autoaugment-cifar10") == 0 ? STK__AA_CIFAR10
+           : strcmp(s, "autoaugment-svhn") == 0  ? STK__AA_SVHN
+                                                 : STK__AA_IMAGENET;
 }
 
 static void parse_fill(const char *s, stk__augfill *f)
@@ -101,6 +119,7 @@ static int cmd_policy(char **a)
 {
     stk__augpolicy p = {0};
     p.policy = policy_of(a[0]);
+    p.aa_policy = aa_of(a[0]);
     p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
     p.interp = strcmp(a[4], "bilinear") == 0;
     parse_fill(a[5], &p.fill);
@@ -180,6 +199,13 @@ static int cmd_steps(char **a)
     for (int k = 0; k < prog.n; k++) {
         int on, order[4] = {0, 1, 2, 3};
         double f[4] = {0, 0, 0, 0};
+        if (prog.s[k].kind == STK__STEP_AFFINE || prog.s[k].kind == STK__STEP_ROTATION) {
+            double d[6];
+            stk__affine_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, h, w, d);
+            printf("%s %.17g %.17g %.17g %.17g %.17g %.17g\n",
+                   prog.s[k].kind == STK__STEP_AFFINE ? "affine" : "rotation", d[0], d[1], d[2], d[3], d[4], d[5]);
+            continue;
+        }
         stk__augstep_draw(k, prog.s[k].kind, prog.s[k].a, seed, epoch, index, &on, order, f);
         if (prog.s[k].kind == STK__STEP_VFLIP)
             printf("vflip %d\n", on);
@@ -200,6 +226,68 @@ static int cmd_steps(char **a)
     return 0;
 }
 
+static int cmd_draws(char **a)
+{
+    stk__augpolicy p = {0};
+    p.policy = policy_of(a[0]);
+    p.aa_policy = aa_of(a[0]);
+    p.num_ops = 2, p.magnitude = 9, p.bins = 31;
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10);
+    long n = atol(a[3]);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    for (long i = 0; i < n; i++) {
+        stk__augstep steps[STK__AUG_MAX_OPS];
+        int k = stk__augpolicy_draw(&p, seed, epoch, (uint64_t)i, h, w, steps);
+        for (int j = 0; j < k; j++)
+            printf("%s%s %.9g", j ? " " : "", stk__augop_name(steps[j].op), steps[j].magnitude);
+        printf("\n");
+    }
+    return 0;
+}
+
+static int cmd_affdraws(char **a)
+{
+    float v[256];
+    size_t nv = 0;
+    for (char *p = a[0], *end; *p && nv < 256; p = *end ? end + 1 : end)
+        v[nv++] = strtof(p, &end);
+    stk__augprog prog;
+    char err[STK__ERRLEN];
+    if (stk__augprog_parse(v, nv, &prog, err) != STK_OK || prog.n != 1 ||
+        (prog.s[0].kind != STK__STEP_AFFINE && prog.s[0].kind != STK__STEP_ROTATION)) {
+        printf("error %s\n", prog.n == 1 ? err : "one affine or rotation step");
+        return 3;
+    }
+    uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10);
+    long n = atol(a[3]);
+    int h = atoi(a[4]), w = atoi(a[5]);
+    for (long i = 0; i < n; i++) {
+        double d[6];
+        stk__affine_draw(0, prog.s[0].kind, prog.s[0].a, seed, epoch, (uint64_t)i, h, w, d);
+        printf("%.17g %.17g %.17g %.17g %.17g %.17g\n", d[0], d[1], d[2], d[3], d[4], d[5]);
+    }
+    return 0;
+}
+
+static int cmd_erase(char **a)
+{
+    stk__erase e = {.p = atof(a[0]), .scale_lo = atof(a[1]), .scale_hi = atof(a[2]), .ratio_lo = atof(a[3]),
+                    .ratio_hi = atof(a[4]), .min_count = atoi(a[5]), .max_count = atoi(a[6])};
+    uint64_t seed = strtoull(a[7], NULL, 10), epoch = strtoull(a[8], NULL, 10);
+    long n = atol(a[9]);
+    int h = atoi(a[10]), w = atoi(a[11]);
+    for (long i = 0; i < n; i++) {
+        stk__erase_box b[STK__ERASE_MAX_COUNT];
+        stk__rng r;
+        int k = stk__erase_boxes(&e, seed, epoch, (uint64_t)i, h, w, b, &r);
+        printf("%d", k);
+        for (int j = 0; j < k; j++)
+            printf(" %d %d %d %d", b[j].y, b[j].x, b[j].h, b[j].w);
+        printf("\n");
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 10 && strcmp(argv[1], "op") == 0)
@@ -214,6 +302,12 @@ int main(int argc, char **argv)
         return cmd_jitter(argv + 2);
     if (argc == 10 && strcmp(argv[1], "steps") == 0)
         return cmd_steps(argv + 2);
+    if (argc == 8 && strcmp(argv[1], "draws") == 0)
+        return cmd_draws(argv + 2);
+    if (argc == 14 && strcmp(argv[1], "erase") == 0)
+        return cmd_erase(argv + 2);
+    if (argc == 8 && strcmp(argv[1], "affdraws") == 0)
+        return cmd_affdraws(argv + 2);
     fprintf(stderr, "usage: see the top of tests/tools/stk-augops.c\n");
     return 2;
 }

@@ -148,6 +148,14 @@ P_MEAN = 310
 P_STD = 311
 P_PIN_HOST = 312
 P_LUT = 313
+# AutoAugment's tables, timm's RandomErasing (since 0.4; numbered from 250, 239..249 are timm's
+# RandAugment's)
+P_AUG_AUTO_POLICY = 250
+P_ERASE_MIN_COUNT = 251
+P_ERASE_MAX_COUNT = 252
+AUG_AUTO_IMAGENET, AUG_AUTO_CIFAR10, AUG_AUTO_SVHN = 0, 1, 2
+ERASE_RANDOM_OFF, ERASE_RANDOM_PIXEL, ERASE_RANDOM_CHANNEL = 0, 1, 2
+ERASE_MAX_COUNT = 16
 
 # keys of type D (stk_loader_set_double); every other numeric key is type I
 DOUBLE_PARAMS = frozenset({P_FLIP_PROB, P_SCALE_MIN, P_SCALE_MAX, P_RATIO_MIN, P_RATIO_MAX, P_ERASE_PROB,

@@ -8,7 +8,7 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
     implementation on a uint8 image; tests/python/test_augops_equal.py):
       {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
       {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
-      {"op": "autoaugment", "policy": "imagenet", ...}
+      {"op": "autoaugment", "policy": "imagenet" | "cifar10" | "svhn", ...}
     ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
     or an (r, g, b) tuple of integers 0..255;
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
@@ -23,9 +23,12 @@ Recognised without importing torchvision or timm, by module and class name: torc
 timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
 PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
 
-Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
-(specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing``
-("random_erasing", which must come last: it works on the normalised image).
+Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``,
+``RandomAffine``, ``RandomRotation`` (specs "color_jitter", "grayscale", "vflip", "gaussian_blur",
+"affine", "rotation"; the last two with expand=False and center=None only) and ``RandomErasing`` of torchvision
+and of timm ("random_erasing", which must come last: it works on the normalised image; timm's adds
+"count": (min_count, max_count), and its modes give value (0, 0, 0), "random" ('pixel') or
+"random_channel" ('rand')).
 
 Everything runs in the decode worker after RandomResizedCrop / Resize + CenterCrop and the flip,
 on the uint8 image, in the order of the list given to ``Loader(augment=...)``, drawn from (seed,
@@ -37,14 +40,17 @@ random choices follow torchvision's distributions, not torch's random stream.
 import math
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
-STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur")
+STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotation")
 ERASING = "random_erasing"
+AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
+_ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
 _TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
+_TV_GEOMETRY = {"RandomAffine": "affine", "RandomRotation": "rotation"}
 _JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
 
 
@@ -123,10 +129,11 @@ def _torchvision_spec(step, position, kind):
     else:
         policy = getattr(step, "policy", "imagenet")
         name = str(getattr(policy, "value", policy)).lower()
-        if name != "imagenet":
-            raise Unsupported("%s: policy %s is not implemented; stoker has "
-                              "AutoAugmentPolicy.IMAGENET" % (_where(step, position), name.upper()))
-        spec["policy"] = "imagenet"
+        if name not in AUTO_POLICIES:
+            raise Unsupported("%s: policy %s is not implemented; stoker has AutoAugmentPolicy.%s"
+                              % (_where(step, position), name.upper(),
+                                 ", ".join(p.upper() for p in AUTO_POLICIES)))
+        spec["policy"] = name
     spec.update(_common(step, position))
     check(spec, _where(step, position))
     return spec
@@ -160,6 +167,55 @@ def _step_spec(step, position, kind):
     return check(spec, _where(step, position))
 
 
+_TIMM_ERASE_MODES = {"const": (0.0, 0.0, 0.0), "": (0.0, 0.0, 0.0), "pixel": "random", "rand": "random_channel"}
+
+
+def _timm_erasing_spec(step, position):
+    """timm.data.random_erasing.RandomErasing -> a random_erasing spec with its count range.
+    Its num_splits only skips part of a batch, which a per-sample transform never sees; its
+    device is where it draws the noise (stoker erases the host sample)."""
+    mode = str(getattr(step, "mode", "const")).lower()
+    if mode not in _TIMM_ERASE_MODES:
+        raise Unsupported("%s: mode=%r (timm has 'const', 'rand' and 'pixel')" % (_where(step, position), mode))
+    lo, hi = step.log_aspect_ratio
+    spec = {"op": ERASING, "p": float(step.probability), "scale": (float(step.min_area), float(step.max_area)),
+            "ratio": (math.exp(lo), math.exp(hi)), "value": _TIMM_ERASE_MODES[mode],
+            "count": (int(step.min_count), int(step.max_count))}
+    return check(spec, _where(step, position))
+
+
+def _pair(step, position, name, value, lo=None):
+    """(a, b) of floats from a sequence of two, checked ordered (and >= LO)."""
+    a, b = float(value[0]), float(value[1])
+    if not (math.isfinite(a) and math.isfinite(b) and a <= b and (lo is None or a >= lo)):
+        raise Unsupported("%s: %s %r is not an ordered range" % (_where(step, position), name, value))
+    return (a, b)
+
+
+def _geometry_spec(step, position, kind):
+    """RandomAffine / RandomRotation (v1, v2) -> an "affine" / "rotation" spec: torchvision's
+    get_params draws and F.affine / F.rotate's tensor path; expand=False and center=None only."""
+    where = _where(step, position)
+    if getattr(step, "center", None) is not None:
+        raise Unsupported("%s: center=%r is not reproduced; use center=None (the image centre)"
+                          % (where, step.center))
+    if kind == "rotation" and getattr(step, "expand", False):
+        raise Unsupported("%s: expand=True (a larger output holding the whole rotated image) is not "
+                          "reproduced: every sample keeps the crop's size; use expand=False" % where)
+    spec = {"op": kind, "degrees": _pair(step, position, "degrees", step.degrees)}
+    if kind == "affine":
+        tr, sc, sh = step.translate, step.scale, step.shear
+        spec["translate"] = None if tr is None else (float(tr[0]), float(tr[1]))
+        spec["scale"] = None if sc is None else _pair(step, position, "scale", sc)
+        if sh is None:
+            spec["shear"] = None
+        else:
+            sh = [float(v) for v in sh]
+            spec["shear"] = tuple(sh) if len(sh) == 4 else (sh[0], sh[1], 0.0, 0.0)
+    spec.update(_common(step, position))
+    return check(spec, where)
+
+
 def spec_for(step, position):
     """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
     augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
@@ -169,6 +225,8 @@ def spec_for(step, position):
         return _torchvision_spec(step, position, _TV_CLASSES[name])
     if _is_torchvision(mod) and name in _TV_STEPS:
         return _step_spec(step, position, _TV_STEPS[name])
+    if _is_torchvision(mod) and name in _TV_GEOMETRY:
+        return _geometry_spec(step, position, _TV_GEOMETRY[name])
     if _is_torchvision(mod) and name == "RandomErasing":
         value = step.value
         if isinstance(value, str):
@@ -181,8 +239,7 @@ def spec_for(step, position):
         return check({"op": ERASING, "p": float(step.p), "scale": tuple(map(float, step.scale)),
                       "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
     if mod.startswith("timm.") and name == "RandomErasing":
-        raise Unsupported("%s: timm's RandomErasing (its own box count and modes) is not implemented in "
-                          "stoker; use torchvision.transforms.RandomErasing" % _where(step, position))
+        return _timm_erasing_spec(step, position)
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
             "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
@@ -209,15 +266,22 @@ def check(spec, where="augment"):
     if spec["op"] == ERASING:
         v = spec.get("value", (0.0, 0.0, 0.0))
         (s0, s1), (r0, r1) = spec.get("scale", (0.02, 0.33)), spec.get("ratio", (0.3, 3.3))
-        if set(spec) - {"op", "p", "scale", "ratio", "value"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
-                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or not (v == "random" or len(v) == 3):
+        c0, c1 = spec.get("count", (1, 1))
+        if set(spec) - {"op", "p", "scale", "ratio", "value", "count"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
+                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or \
+                not (v in ("random", "random_channel") or (not isinstance(v, str) and len(v) == 3)):
             raise ValueError("%s: random_erasing takes p in [0, 1], scale (0, 1], ratio > 0 and value "
-                             "(3 numbers) or 'random', got %r" % (where, spec))
+                             "(3 numbers), 'random' or 'random_channel', got %r" % (where, spec))
+        if not 1 <= int(c0) <= int(c1) <= _ERASE_MAX_COUNT:
+            raise ValueError("%s: random_erasing's count (min_count, max_count) must satisfy 1 <= min <= max "
+                             "<= %d, got %r" % (where, _ERASE_MAX_COUNT, (c0, c1)))
         return spec
     if spec["op"] in ("vflip", "grayscale"):
         if set(spec) - {"op", "p"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0:
             raise ValueError("%s: %s takes 'p' in [0, 1], got %r" % (where, spec["op"], spec))
         return spec
+    if spec["op"] in ("affine", "rotation"):
+        return _check_geometry(spec, where)
     if spec["op"] == "gaussian_blur":
         kx, ky = spec.get("kernel_size", (0, 0))
         lo, hi = spec.get("sigma", (0.1, 2.0))
@@ -260,9 +324,45 @@ def check(spec, where="augment"):
                 and int(spec.get("chain_depth", -1)) <= 8 and float(spec.get("alpha", 1.0)) > 0):
             raise ValueError("%s: augmix takes severity 1..10, mixture_width 1..8, chain_depth <= 8 and "
                              "alpha > 0, got %r" % (where, spec))
-    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") != "imagenet":
-        raise ValueError("%s: the AutoAugment policy must be 'imagenet'" % where)
+    if spec["op"] == "autoaugment" and spec.get("policy", "imagenet") not in AUTO_POLICIES:
+        raise ValueError("%s: the AutoAugment policy must be one of %s, not %r"
+                         % (where, ", ".join(AUTO_POLICIES), spec.get("policy")))
     return spec
+
+
+def _check_geometry(spec, where):
+    keys = {"op", "degrees", "interpolation", "fill"} | ({"translate", "scale", "shear"} if spec["op"] == "affine"
+                                                         else set())
+    bad = set(spec) - keys
+    d = spec.get("degrees", (0.0, 0.0))
+    tr, sc, sh = spec.get("translate"), spec.get("scale"), spec.get("shear")
+    ok = not bad and len(d) == 2 and all(math.isfinite(v) for v in d) and d[0] <= d[1]
+    ok = ok and (tr is None or len(tr) == 2 and all(0.0 <= v <= 1.0 for v in tr))
+    ok = ok and (sc is None or len(sc) == 2 and 0.0 < sc[0] <= sc[1] and math.isfinite(sc[1]))
+    ok = ok and (sh is None or len(sh) == 4 and all(math.isfinite(v) for v in sh) and sh[0] <= sh[1]
+                 and sh[2] <= sh[3])
+    if not ok:
+        raise ValueError("%s: %s takes degrees (min, max)%s, interpolation and fill, got %r"
+                         % (where, spec["op"], ", translate (a, b) in [0, 1] or None, scale (min, max) > 0 or "
+                            "None, shear (x0, x1, y0, y1) or None" if spec["op"] == "affine" else "", spec))
+    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
+        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+                         % (where, spec.get("interpolation")))
+    fill = spec.get("fill")
+    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
+        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    return spec
+
+
+def _geometry_program(s):
+    """STK_P_AUG_STEPS values of an affine (6) or rotation (7) step."""
+    tail = [1 if s.get("interpolation") == "bilinear" else 0]
+    fill = s.get("fill")
+    tail += [0, 0, 0, 0] if fill is None else [1, *fill]
+    if s["op"] == "rotation":
+        return [7, *s["degrees"], *tail]
+    sh = s.get("shear") or (0.0, 0.0, 0.0, 0.0)
+    return [6, *s["degrees"], *(s.get("translate") or (0.0, 0.0)), *(s.get("scale") or (1.0, 1.0)), *sh, *tail]
 
 
 def params(specs):
@@ -297,9 +397,14 @@ def params(specs):
                 (_lib.P_ERASE_RATIO_MIN, float(e.get("ratio", (0.3, 3.3))[0]), "RandomErasing ratio"),
                 (_lib.P_ERASE_RATIO_MAX, float(e.get("ratio", (0.3, 3.3))[1]), "RandomErasing ratio")]
         if v == "random":
-            out.append((_lib.P_ERASE_RANDOM, 1, "RandomErasing value"))
+            out.append((_lib.P_ERASE_RANDOM, _lib.ERASE_RANDOM_PIXEL, "RandomErasing value"))
+        elif v == "random_channel":
+            out.append((_lib.P_ERASE_RANDOM, _lib.ERASE_RANDOM_CHANNEL, "RandomErasing mode"))
         else:
             out.append((_lib.P_ERASE_VALUE, [float(x) for x in v], "RandomErasing value"))
+        if "count" in e:
+            out += [(_lib.P_ERASE_MIN_COUNT, int(e["count"][0]), "RandomErasing min_count"),
+                    (_lib.P_ERASE_MAX_COUNT, int(e["count"][1]), "RandomErasing max_count")]
     policies = [s for s in resolved if s["op"] in POLICIES]
     if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"
@@ -313,6 +418,8 @@ def params(specs):
                 prog.append(4)
             elif s["op"] == "gaussian_blur":
                 prog += [5, *s["kernel_size"], *s["sigma"]]
+            elif s["op"] in ("affine", "rotation"):
+                prog += _geometry_program(s)
             elif s["op"] == "color_jitter":
                 prog.append(3)
                 for name, center in _JITTER:
@@ -338,6 +445,9 @@ def params(specs):
                 (_lib.P_AUGMIX_DEPTH, max(-1, int(s.get("chain_depth", -1))), "AugMix chain_depth"),
                 (_lib.P_AUGMIX_ALPHA, float(s.get("alpha", 1.0)), "AugMix alpha"),
                 (_lib.P_AUGMIX_ALL_OPS, int(bool(s.get("all_ops", True))), "AugMix all_ops")]
+    if s["op"] == "autoaugment":
+        out.append((_lib.P_AUG_AUTO_POLICY, AUTO_POLICIES.index(s.get("policy", "imagenet")),
+                    "AutoAugment policy"))
     if s["op"] == "randaugment":
         out += [(_lib.P_AUG_NUM_OPS, int(s.get("num_ops", 2)), "augment num_ops"),
                 (_lib.P_AUG_MAGNITUDE, int(s.get("magnitude", 9)), "augment magnitude")]

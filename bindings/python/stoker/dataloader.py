@@ -38,12 +38,14 @@ SUPPORTED = """stoker.DataLoader supports:
                 eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
-           (IMAGENET), AugMix (one policy at most), ColorJitter, RandomGrayscale,
-           RandomVerticalFlip, GaussianBlur
+           (IMAGENET, CIFAR10, SVHN), AugMix (one policy at most), ColorJitter, RandomGrayscale,
+           RandomVerticalFlip, GaussianBlur, RandomAffine, RandomRotation (expand=False,
+           center=None)
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
-    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value)] [, v2.ToPureTensor()]
+    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value) | timm's RandomErasing
+           (mode const / rand / pixel, min_count, max_count)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
            torch DistributedSampler, stoker.ExactDistributedSampler
   in_order: True or False (the order is deterministic either way)
@@ -51,7 +53,7 @@ SUPPORTED = """stoker.DataLoader supports:
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
   not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomAffine, RandomPerspective, timm's RandAugment, ...) are refused
+           augmentations (RandomPerspective, ElasticTransform, RandomApply, ...) are refused
            by name and position"""
 
 

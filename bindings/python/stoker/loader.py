@@ -416,9 +416,10 @@ class Loader:
         image, equal byte for byte to torchvision's tensor implementation: a spec dict of
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
         or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
-        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), and ``ColorJitter``,
-        ``RandomGrayscale``, ``RandomVerticalFlip`` (objects or specs), a list of them run in
-        its order (one policy at most). Drawn from (seed, epoch, sample) like the crop
+        ``AutoAugment(policy)`` IMAGENET, CIFAR10 or SVHN; NEAREST or BILINEAR; fill), and ``ColorJitter``,
+        ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``, ``RandomAffine``,
+        ``RandomRotation`` (objects or specs), a list of them run in its order (one policy at
+        most), then ``RandomErasing`` (torchvision's or timm's) last. Drawn from (seed, epoch, sample) like the crop
         (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
 

@@ -10,6 +10,7 @@
 #define STK_AUGOPS_H
 
 #include "common.h"
+#include "timmaug.h"
 
 /* The ops, in the order of torchvision's RandAugment / TrivialAugmentWide op tables (Identity
  * first); Invert (AutoAugment only) last. */
@@ -58,6 +59,8 @@ void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *
 /* ---- policies ---------------------------------------------------------------------------- */
 
 enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };
+/* timm's RandAugment (timmaug.h): its own ops, draws and parameters in stk__augpolicy.timm */
+enum { STK__AUGP_TIMM_RAND = 5 };
 
 #define STK__AUGMIX_MAX_WIDTH 8
 #define STK__AUGMIX_MAX_DEPTH 8
@@ -75,6 +78,7 @@ typedef struct stk__augpolicy {
      * all_ops */
     int severity, width, depth, all_ops;
     double alpha;
+    stk__timmra timm; /* STK__AUGP_TIMM_RAND */
 } stk__augpolicy;
 
 /* One chosen op: what torchvision's _apply_op would be called with. */

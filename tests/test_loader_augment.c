@@ -16,6 +16,8 @@
 #include "test_loader_util.h"
 #include "augops.h"
 
+#include <math.h>
+
 #define N 60
 #define BS 8
 #define OH 32
@@ -187,7 +189,14 @@ int main(void)
     T_CHECK(strstr(stk_loader_last_error(h), "STK_P_AUG_MAGNITUDE") &&
                 strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
             "the error names both keys: %s", stk_loader_last_error(h));
-    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_AUGMIX + 1) == STK_E_INVALID, "a policy past AUGMIX is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND + 1) == STK_E_INVALID,
+            "a policy past TIMM_RAND is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND) == STK_OK, "timm's RandAugment is a policy");
+    T_CHECK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_NEAREST) == STK_E_INVALID,
+            "timm's RandAugment has BILINEAR, BICUBIC or random (-1), not NEAREST");
+    T_CHECK(stk_loader_set_double(h, STK_P_TIMM_PROB, 1.5) == STK_E_INVALID, "timm's p is a probability");
+    T_CHECK(stk_loader_set_double(h, STK_P_TIMM_MSTD, INFINITY) == STK_E_INVALID,
+            "an infinite mstd is STK_P_TIMM_UNIFORM, not a value");
     stk_loader_destroy(h);
 
     /* RandomErasing needs host batches: device batches refuse it at start, naming the key */

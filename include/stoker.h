@@ -227,9 +227,10 @@ typedef enum stk_param {
     STK_P_TIMM_PROB = 243,      /**< D 0..1: 'p', the probability that a chosen op runs [0.5] */
     STK_P_TIMM_INCREASING = 244, /**< I 0/1: 'inc1', timm's _RAND_INCREASING_TRANSFORMS instead
                                      of _RAND_TRANSFORMS [0] */
-    STK_P_TIMM_RESAMPLE = 245,  /**< I -1..1: the geometric ops' filter, STK_INTERP_BILINEAR or
-                                     _BICUBIC (Pillow's), or -1: one of the two at random per op
-                                     (timm's default, hparams without interpolation) [-1] */
+    STK_P_TIMM_RESAMPLE = 245,  /**< I -1..2: the geometric ops' filter, STK_INTERP_BILINEAR,
+                                     _BICUBIC or _NEAREST (Pillow's), or -1: BILINEAR or BICUBIC
+                                     at random per op (timm's default, hparams without
+                                     interpolation) [-1] */
     STK_P_TIMM_TRANSLATE_PCT = 246, /**< D 0..1: hparams translate_pct of TranslateX/YRel [0.45] */
 
     /* 300..399: batches, host ring, stager. Before start. */

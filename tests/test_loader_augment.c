@@ -192,8 +192,8 @@ int main(void)
     T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND + 1) == STK_E_INVALID,
             "a policy past TIMM_RAND is out of range");
     T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND) == STK_OK, "timm's RandAugment is a policy");
-    T_CHECK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_NEAREST) == STK_E_INVALID,
-            "timm's RandAugment has BILINEAR, BICUBIC or random (-1), not NEAREST");
+    T_CHECK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_NEAREST + 1) == STK_E_INVALID,
+            "timm's RandAugment has BILINEAR, BICUBIC, NEAREST or random (-1)");
     T_CHECK(stk_loader_set_double(h, STK_P_TIMM_PROB, 1.5) == STK_E_INVALID, "timm's p is a probability");
     T_CHECK(stk_loader_set_double(h, STK_P_TIMM_MSTD, INFINITY) == STK_E_INVALID,
             "an infinite mstd is STK_P_TIMM_UNIFORM, not a value");

@@ -84,7 +84,7 @@ const stk__param_def stk__param_table[] = {
     D_ROW(STK_P_TIMM_MMAX, 0, 0.0, 1000.0, 10.0),
     D_ROW(STK_P_TIMM_PROB, 0, 0.0, 1.0, 0.5),
     I_ROW(STK_P_TIMM_INCREASING, L, STK__PW_START, 0, 1, 0),
-    I_ROW(STK_P_TIMM_RESAMPLE, L, STK__PW_START, -1, STK_INTERP_BICUBIC, -1),
+    I_ROW(STK_P_TIMM_RESAMPLE, L, STK__PW_START, -1, STK_INTERP_NEAREST, -1),
     D_ROW(STK_P_TIMM_TRANSLATE_PCT, 0, 0.0, 1.0, 0.45),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),

@@ -16,9 +16,11 @@
  *             the source point a(x + .5) + b(y + .5) + c, d(x + .5) + e(y + .5) + f in double;
  *             outside [0, w) x [0, h): the fill; else Pillow's bilinear (two lerps per row in
  *             double, edge-clamped, truncated) or bicubic (a = -1 spline rows, clamped to 0..255,
- *             truncated). rotate: angle % 360 with Pillow's fast paths (0, 180, 90 / 270 on a
- *             square), else the matrix of cos / sin rounded to 15 decimals (Python's round) about
- *             the centre (w / 2, h / 2).
+ *             truncated). NEAREST takes Pillow's own paths: a pure translation accumulates the
+ *             positions in double (ImagingScaleAffine), the rest walks them in 16.16 fixed
+ *             point (affine_fixed) or, beyond its range, in double. rotate: angle % 360 with
+ *             Pillow's fast paths (0, 180, 90 / 270 on a square), else the matrix of cos / sin
+ *             rounded to 15 decimals (Python's round) about the centre (w / 2, h / 2).
  * The file is compiled with -ffp-contract=off: Pillow's x86-64 builds have no fused multiply-add.
  *
  * Draws: per layer, the op uniformly with replacement (numpy's choice), then whether it runs
@@ -319,10 +321,90 @@ static void bicubic(const uint8_t *src, int h, int w, double xin, double yin, ui
     }
 }
 
-/* ImagingGenericTransform with affine_transform: SRC -> DST */
+#define COORD(v) ((v) < 0.0 ? -1 : (int)(v))
+
+static inline void put(uint8_t *dst, int w, int x, int y, const uint8_t *src, int sx, int sy)
+{
+    memcpy(dst + ((size_t)y * (size_t)w + (size_t)x) * 3, src + ((size_t)sy * (size_t)w + (size_t)sx) * 3, 3);
+}
+
+/* ImagingScaleAffine (NEAREST, no rotation or shear): positions accumulated in double from the
+ * first pixel's centre. Pillow tabulates the columns once; with a[0] > 0 (always 1 here) the
+ * columns inside the image are contiguous, so recomputing them per row gives its table. */
+static void nearest_scale(const uint8_t *src, uint8_t *dst, int h, int w, const double a[6])
+{
+    double yo = a[5] + a[4] * 0.5;
+    for (int y = 0; y < h; y++) {
+        int yi = COORD(yo);
+        double xo = a[2] + a[0] * 0.5;
+        for (int x = 0; x < w && yi >= 0 && yi < h; x++) {
+            int xin = COORD(xo);
+            if (xin >= 0 && xin < w)
+                put(dst, w, x, y, src, xin, yi);
+            xo += a[0];
+        }
+        yo += a[4];
+    }
+}
+
+static inline int fits_fixed(const double a[6], int x, int y)
+{
+    return fabs(x * a[0] + y * a[1] + a[2]) < 32768.0 && fabs(x * a[3] + y * a[4] + a[5]) < 32768.0;
+}
+
+/* ImagingTransformAffine with NEAREST: 16.16 fixed point when the corners fit (affine_fixed),
+ * else positions accumulated in double */
+static void nearest_affine(const uint8_t *src, uint8_t *dst, int h, int w, const double a[6])
+{
+    if (a[1] == 0 && a[3] == 0) {
+        nearest_scale(src, dst, h, w, a);
+        return;
+    }
+    if (fits_fixed(a, 0, 0) && fits_fixed(a, w, h) && fits_fixed(a, 0, h) && fits_fixed(a, w, 0)) {
+#define FIX(v) pfloor((v) * 65536.0 + 0.5)
+        int a0 = FIX(a[0]), a1 = FIX(a[1]), a3 = FIX(a[3]), a4 = FIX(a[4]);
+        int a2 = FIX(a[2] + a[0] * 0.5 + a[1] * 0.5), a5 = FIX(a[5] + a[3] * 0.5 + a[4] * 0.5);
+#undef FIX
+        for (int y = 0; y < h; y++) {
+            int xx = a2, yy = a5;
+            for (int x = 0; x < w; x++) {
+                int xin = xx >> 16, yin = yy >> 16; /* arithmetic shifts: floor */
+                if (xin >= 0 && xin < w && yin >= 0 && yin < h)
+                    put(dst, w, x, y, src, xin, yin);
+                xx += a0;
+                yy += a3;
+            }
+            a2 += a1;
+            a5 += a4;
+        }
+        return;
+    }
+    double xo = a[2] + a[1] * 0.5 + a[0] * 0.5, yo = a[5] + a[4] * 0.5 + a[3] * 0.5;
+    for (int y = 0; y < h; y++) {
+        double xx = xo, yy = yo;
+        for (int x = 0; x < w; x++) {
+            int xin = COORD(xx), yin = COORD(yy);
+            if (xin >= 0 && xin < w && yin >= 0 && yin < h)
+                put(dst, w, x, y, src, xin, yin);
+            xx += a[0];
+            yy += a[3];
+        }
+        xo += a[1];
+        yo += a[4];
+    }
+}
+
+/* Image.transform(AFFINE) into a DST filled with FILL: NEAREST as above, the filters through
+ * ImagingGenericTransform with affine_transform */
 static void affine(const uint8_t *src, uint8_t *dst, int h, int w, const double a[6], int resample,
                    const uint8_t fill[3])
 {
+    if (resample == STK__TIMM_NEAREST) {
+        for (size_t i = 0; i < (size_t)h * (size_t)w; i++)
+            memcpy(dst + 3 * i, fill, 3);
+        nearest_affine(src, dst, h, w, a);
+        return;
+    }
     for (int y = 0; y < h; y++) {
         uint8_t *o = dst + (size_t)y * 3 * (size_t)w;
         for (int x = 0; x < w; x++, o += 3) {

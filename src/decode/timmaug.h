@@ -37,9 +37,10 @@ enum stk__timm_op {
     STK__TIMM_OP_COUNT
 };
 
-/* Pillow's resampling filters of the geometric ops (Image.BILINEAR, Image.BICUBIC); RANDOM is
- * timm's default (a random one of the two per geometric op applied). */
-enum { STK__TIMM_BILINEAR = 0, STK__TIMM_BICUBIC = 1, STK__TIMM_RANDOM = -1 };
+/* Pillow's resampling filters of the geometric ops (Image.BILINEAR, BICUBIC, NEAREST: the
+ * STK_INTERP_* numbers); RANDOM is timm's default (BILINEAR or BICUBIC at random per geometric
+ * op applied). */
+enum { STK__TIMM_BILINEAR = 0, STK__TIMM_BICUBIC = 1, STK__TIMM_NEAREST = 2, STK__TIMM_RANDOM = -1 };
 
 /* The op named NAME (timm's spelling), or -1; and back. */
 int stk__timm_find(const char *name);
@@ -54,7 +55,7 @@ typedef struct stk__timmra {
     double mmax;          /* the clip's upper bound: 'mmax' or 10 */
     double prob;          /* 'p': each chosen op is applied with this probability */
     double translate_pct; /* hparams translate_pct */
-    int resample;         /* STK__TIMM_BILINEAR / BICUBIC / RANDOM */
+    int resample;         /* STK__TIMM_BILINEAR / BICUBIC / NEAREST / RANDOM */
     uint8_t fill[3];      /* hparams img_mean: the geometric ops' fillcolor */
 } stk__timmra;
 
@@ -69,7 +70,7 @@ int stk__timm_geometric(int op);
 
 /* Apply OP with argument ARG (as timm's NAME_TO_OP[op](img, arg, fillcolor=FILL,
  * resample=RESAMPLE) computes it with Pillow) to IMG (H x W x 3, rows 3W apart) in place.
- * RESAMPLE is STK__TIMM_BILINEAR or BICUBIC. SCRATCH holds H * W * 3 bytes. */
+ * RESAMPLE is STK__TIMM_BILINEAR, BICUBIC or NEAREST. SCRATCH holds H * W * 3 bytes. */
 void stk__timm_apply(int op, double arg, int resample, const uint8_t fill[3], uint8_t *img, int h, int w,
                      uint8_t *scratch);
 

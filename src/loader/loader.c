@@ -228,7 +228,9 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
                    (int)STK_AUG_TIMM_RAND == (int)STK__AUGP_TIMM_RAND &&
-                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
+                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
+                   (int)STK_INTERP_BILINEAR == (int)STK__TIMM_BILINEAR &&
+                   (int)STK_INTERP_BICUBIC == (int)STK__TIMM_BICUBIC && (int)STK_INTERP_NEAREST == (int)STK__TIMM_NEAREST,
                "the public and internal policy numbers agree");
 
 /* STK_P_TIMM_*: timm's RandAugment; its fill is STK_P_AUG_FILL's colour or timm's default. */
@@ -243,8 +245,7 @@ static void timmra_config(stk_loader *h, stk__augpolicy *p)
     t->increasing = (int)pget_i(h, STK_P_TIMM_INCREASING);
     t->translate_pct = pget_d(h, STK_P_TIMM_TRANSLATE_PCT);
     int64_t rs = pget_i(h, STK_P_TIMM_RESAMPLE);
-    t->resample = rs == STK_INTERP_BICUBIC ? STK__TIMM_BICUBIC : rs == STK_INTERP_BILINEAR ? STK__TIMM_BILINEAR
-                                                                                            : STK__TIMM_RANDOM;
+    t->resample = rs < 0 ? STK__TIMM_RANDOM : (int)rs; /* STK_INTERP_* == STK__TIMM_* */
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     for (int c = 0; c < 3; c++)
         t->fill[c] = fill >= 0 ? (uint8_t)((fill >> (16 - 8 * c)) & 0xff) : 128;

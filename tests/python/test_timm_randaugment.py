@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 """timm's RandAugment in stoker (src/decode/timmaug.c, through tests/tools/stk-timmaug).
 
-- every op of timm's rand / rand-inc lists at fixed magnitudes (both signs, BILINEAR and BICUBIC,
-  levels above 10 with mmax, Rotate's 90 / 180 degree fast paths) equals the Pillow calls timm
-  makes, written out here (the reference that runs in every interpreter), and, where timm is
+- every op of timm's rand / rand-inc lists at fixed magnitudes (both signs, BILINEAR, BICUBIC
+  and NEAREST, levels above 10 with mmax, Rotate's 90 / 180 degree fast paths) equals the Pillow
+  calls timm makes, written out here (the reference that runs in every interpreter), and, where timm is
   importable, timm's own AugmentOp(prob=1, magnitude_std=0): equal byte for byte;
 - the draws (op choice with replacement, per-op probability, N(m, mstd) or U(0, m) magnitude
   noise with its clip, the random sign, random BILINEAR / BICUBIC) follow timm's distributions
@@ -102,7 +102,7 @@ def _posterize(im, bits):
 def pil_apply(img, name, arg, resample, fill):
     """timm's NAME_TO_OP[name](img, arg, fillcolor=fill, resample=resample) as Pillow calls."""
     from PIL import Image, ImageEnhance, ImageOps
-    res = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}[resample]
+    res = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[resample]
     im = Image.fromarray(img)
     kw = dict(resample=res, fillcolor=tuple(fill))
     base = name.replace("Increasing", "")
@@ -138,7 +138,7 @@ def timm_apply(img, name, level, negate, resample, fill, tpct):
     """timm's own AugmentOp(name, prob=1, magnitude=level) with its sign forced."""
     aa = pytest.importorskip("timm.data.auto_augment")
     from PIL import Image
-    res = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC}[resample]
+    res = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[resample]
     hp = dict(translate_const=100, img_mean=tuple(fill), interpolation=res, translate_pct=tpct,
               magnitude_max=max(10, math.ceil(level)))
     op = aa.AugmentOp(name, prob=1.0, magnitude=level, hparams=hp)
@@ -160,7 +160,7 @@ def _cases(name):
         levels = [0.0]
     for level in levels:
         for negate in ((0, 1) if name in SIGNED and level else (0,)):
-            for resample in (("bilinear", "bicubic") if name in GEOMETRIC else ("bilinear",)):
+            for resample in (("bilinear", "bicubic", "nearest") if name in GEOMETRIC else ("bilinear",)):
                 yield level, negate, resample
 
 
@@ -308,6 +308,7 @@ def run_policy(tmp, img, args, index):
     ["0", "3", "7", "0", "10", "0.5", "random", "124,116,104", "0.45"],
     ["1", "4", "9", "inf", "10", "1.0", "bicubic", "0,0,0", "0.3"],
     ["1", "2", "9", "3", "15", "0.9", "random", "200,10,60", "0.45"],
+    ["0", "3", "9", "1", "10", "0.8", "nearest", "124,116,104", "0.45"],
 ])
 def test_policy_equals_pillow_chain(args, tmp_path):
     _tool_or_skip()
@@ -320,7 +321,7 @@ def test_policy_equals_pillow_chain(args, tmp_path):
         for name, applied, level, negate, resample in steps:
             if applied:
                 arg = pil_arg(name, level, negate, float(args[8]), (128, 96))
-                want = pil_apply(want, name, arg, ("bilinear", "bicubic")[resample], fill)
+                want = pil_apply(want, name, arg, ("bilinear", "bicubic", "nearest")[resample], fill)
                 ran += 1
         assert np.array_equal(got, want), (index, steps)
     assert ran >= 20

@@ -5,12 +5,13 @@
  *
  *   stk-timmaug op NAME LEVEL NEGATE RESAMPLE FILL TPCT H W IN OUT
  *        apply timm op NAME at clipped magnitude LEVEL (NEGATE 0/1: _randomly_negate's outcome)
- *        to IN (H*W*3 uint8 HWC) -> OUT; RESAMPLE bilinear|bicubic; FILL R,G,B; TPCT
+ *        to IN (H*W*3 uint8 HWC) -> OUT; RESAMPLE bilinear|bicubic|nearest; FILL R,G,B; TPCT
  *        translate_pct; prints the op's argument (%.17g)
  *   stk-timmaug draw INC N MAG MSTD MMAX PROB RESAMPLE SEED EPOCH FIRST COUNT
  *        the layers of samples FIRST .. FIRST+COUNT-1: per sample a line "index" then, per layer,
- *        " name applied level negate resample" (level %.17g; resample 0 bilinear, 1 bicubic);
- *        MSTD "inf" = uniform; RESAMPLE bilinear|bicubic|random
+ *        " name applied level negate resample" (level %.17g; resample 0 bilinear, 1 bicubic,
+ *        2 nearest);
+ *        MSTD "inf" = uniform; RESAMPLE bilinear|bicubic|nearest|random
  *   stk-timmaug policy INC N MAG MSTD MMAX PROB RESAMPLE FILL TPCT SEED EPOCH INDEX H W IN OUT
  *        draw and apply the policy to sample INDEX; prints the layers as draw does, one per line
  */
@@ -37,6 +38,8 @@ static int resample_of(const char *s)
         return STK__TIMM_BILINEAR;
     if (strcmp(s, "bicubic") == 0)
         return STK__TIMM_BICUBIC;
+    if (strcmp(s, "nearest") == 0)
+        return STK__TIMM_NEAREST;
     if (strcmp(s, "random") == 0)
         return STK__TIMM_RANDOM;
     fprintf(stderr, "stk-timmaug: unknown resample %s\n", s);

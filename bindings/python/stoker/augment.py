@@ -16,8 +16,8 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
       {"op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "interpolation": "bilinear",
        "fill": (124, 116, 104), "translate_pct": 0.45}
-    ``interpolation`` "bilinear", "bicubic" or "random" (timm's default: one of the two per
-    geometric op); ``magnitude_std`` inf: uniform in [0, magnitude];
+    ``interpolation`` "bilinear", "bicubic", "nearest" or "random" (timm's default: BILINEAR or
+    BICUBIC per geometric op); ``magnitude_std`` inf: uniform in [0, magnitude];
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
       {"op": "augmix", "severity": 3, "mixture_width": 3, "chain_depth": -1, "alpha": 1.0,
        "all_ops": True, ...}
@@ -180,15 +180,15 @@ def _step_spec(step, position, kind):
 
 def _timm_resample(step, position, value):
     """AugmentOp's resample kwarg (a PIL filter or timm's (BILINEAR, BICUBIC) pair) -> name."""
-    names = {2: "bilinear", 3: "bicubic"}
+    names = {0: "nearest", 2: "bilinear", 3: "bicubic"}
     if isinstance(value, (list, tuple)):
         got = sorted(int(v) for v in value)
         if got == [2, 3]:
             return "random"
     elif int(value) in names:
         return names[int(value)]
-    raise Unsupported("%s: resample=%r is not reproduced (stoker has timm's BILINEAR, BICUBIC and their "
-                      "random choice); use interpolation='bilinear', 'bicubic' or 'random'"
+    raise Unsupported("%s: resample=%r is not reproduced (stoker has Pillow's BILINEAR, BICUBIC, NEAREST "
+                      "and timm's random choice); use interpolation='bilinear', 'bicubic', 'nearest' or 'random'"
                       % (_where(step, position), value))
 
 
@@ -349,12 +349,12 @@ def _check_timm(spec, where):
     ok = (0 <= int(spec.get("num_layers", 2)) <= 16 and 0.0 <= float(spec.get("magnitude", 10.0)) <= 1000.0
           and (mstd == math.inf or 0.0 <= mstd <= 1e6) and 0.0 <= float(spec.get("magnitude_max", 10.0)) <= 1000.0
           and 0.0 <= float(spec.get("prob", 0.5)) <= 1.0 and 0.0 <= float(spec.get("translate_pct", 0.45)) <= 1.0
-          and spec.get("interpolation", "random") in ("bilinear", "bicubic", "random")
+          and spec.get("interpolation", "random") in ("bilinear", "bicubic", "nearest", "random")
           and len(fill) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in fill))
     if not ok:
         raise ValueError("%s: timm_randaugment takes num_layers 0..16, magnitude 0..1000, magnitude_std "
                          "0..1e6 or inf, magnitude_max 0..1000, prob 0..1, translate_pct 0..1, "
-                         "interpolation 'bilinear' / 'bicubic' / 'random' and fill (three integers "
+                         "interpolation 'bilinear' / 'bicubic' / 'nearest' / 'random' and fill (three integers "
                          "0..255), got %r" % (where, spec))
     return spec
 
@@ -364,7 +364,8 @@ def _timm_params(s):
     from . import _lib
     fill = s.get("fill", (128, 128, 128))
     mstd = float(s.get("magnitude_std", 0.0))
-    resample = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC, "random": -1}
+    resample = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC, "nearest": _lib.INTERP_NEAREST,
+                "random": -1}
     return [(_lib.P_AUG_POLICY, _lib.AUG_TIMM_RAND, "augment"),
             (_lib.P_AUG_NUM_OPS, int(s.get("num_layers", 2)), "timm RandAugment num_layers"),
             (_lib.P_AUG_FILL, (fill[0] << 16) | (fill[1] << 8) | fill[2], "timm RandAugment img_mean"),

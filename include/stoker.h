@@ -232,6 +232,9 @@ typedef enum stk_param {
                                      at random per op (timm's default, hparams without
                                      interpolation) [-1] */
     STK_P_TIMM_TRANSLATE_PCT = 246, /**< D 0..1: hparams translate_pct of TranslateX/YRel [0.45] */
+    STK_P_TIMM_WEIGHTED = 247,  /**< I 0/1: 'tweights', timm's _RAND_WEIGHTED_0 ops and weights,
+                                     chosen without replacement (STK_P_TIMM_INCREASING is then
+                                     ignored; num_layers above 15 is refused at start) [0] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */

@@ -86,6 +86,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_TIMM_INCREASING, L, STK__PW_START, 0, 1, 0),
     I_ROW(STK_P_TIMM_RESAMPLE, L, STK__PW_START, -1, STK_INTERP_NEAREST, -1),
     D_ROW(STK_P_TIMM_TRANSLATE_PCT, 0, 0.0, 1.0, 0.45),
+    I_ROW(STK_P_TIMM_WEIGHTED, L, STK__PW_START, 0, 1, 0),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

@@ -23,7 +23,8 @@
  *             rounded to 15 decimals (Python's round) about the centre (w / 2, h / 2).
  * The file is compiled with -ffp-contract=off: Pillow's x86-64 builds have no fused multiply-add.
  *
- * Draws: per layer, the op uniformly with replacement (numpy's choice), then whether it runs
+ * Draws: per layer, the op uniformly with replacement (numpy's choice; 'tweights': by timm's
+ * weights without replacement), then whether it runs
  * (timm: skipped when random() > p), the magnitude noise (N(m, mstd) by Box-Muller, or U(0, m)
  * when mstd is infinite), the clip to [0, mmax], the sign (negated when random() > 0.5) and, for a
  * geometric op with random resampling, BILINEAR or BICUBIC with equal odds. The stream is the
@@ -537,6 +538,38 @@ static const int rand_ops[2][15] = {
      STK__TIMM_TRANSLATE_X_REL, STK__TIMM_TRANSLATE_Y_REL},
 };
 
+/* _RAND_WEIGHTED_0 ('tweights'), in timm's order, and its weights */
+static const int weighted_ops[15] = {
+    STK__TIMM_ROTATE,      STK__TIMM_SHEAR_X,        STK__TIMM_SHEAR_Y,       STK__TIMM_TRANSLATE_X_REL,
+    STK__TIMM_TRANSLATE_Y_REL, STK__TIMM_COLOR_INC,  STK__TIMM_SHARPNESS_INC, STK__TIMM_AUTOCONTRAST,
+    STK__TIMM_SOLARIZE_INC, STK__TIMM_SOLARIZE_ADD,  STK__TIMM_CONTRAST_INC,  STK__TIMM_BRIGHTNESS_INC,
+    STK__TIMM_EQUALIZE,    STK__TIMM_POSTERIZE_INC,  STK__TIMM_INVERT,
+};
+static const double weighted_w[15] = {3, 2, 2, 1, 1, .25, .25, .25, .05, .05, .05, .05, .05, .05, .05};
+
+/* numpy's choice(15, n, replace=False, p=w / sum(w)): each layer proportional to the weights of
+ * the ops not chosen yet (numpy redraws duplicates, which is the same distribution) */
+static int draw_weighted(stk__rng *r, int taken[15])
+{
+    double total = 0.0;
+    int last = -1;
+    for (int k = 0; k < 15; k++)
+        if (!taken[k])
+            total += weighted_w[k], last = k;
+    double u = stk__rng_uniform(r) * total, c = 0.0;
+    for (int k = 0; k < 15; k++) {
+        if (taken[k])
+            continue;
+        c += weighted_w[k];
+        if (u < c) {
+            taken[k] = 1;
+            return weighted_ops[k];
+        }
+    }
+    taken[last] = 1; /* u rounded up to the total */
+    return weighted_ops[last];
+}
+
 #define TIMM_CTR0 0x90000000u
 
 int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, stk__timmstep *steps)
@@ -546,10 +579,13 @@ int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64
     r.ctr[0] = TIMM_CTR0;
     int n = p->num_layers < 0 ? 0 : p->num_layers > STK__TIMM_MAX_LAYERS ? STK__TIMM_MAX_LAYERS : p->num_layers;
     const int *ops = rand_ops[p->increasing ? 1 : 0];
+    int taken[15] = {0};
+    if (p->weighted && n > 15)
+        n = 15;
     for (int i = 0; i < n; i++) {
         stk__timmstep *s = &steps[i];
         memset(s, 0, sizeof *s);
-        s->op = ops[stk__rng_below(&r, 15)];
+        s->op = p->weighted ? draw_weighted(&r, taken) : ops[stk__rng_below(&r, 15)];
         s->applied = !(p->prob < 1.0 && stk__rng_uniform(&r) > p->prob);
         if (!s->applied)
             continue;

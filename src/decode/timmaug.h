@@ -49,6 +49,8 @@ const char *stk__timm_name(int op);
 /* The configuration of a timm RandAugment: rand_augment_transform's sections and hparams. */
 typedef struct stk__timmra {
     int increasing;       /* 'inc1': _RAND_INCREASING_TRANSFORMS, else _RAND_TRANSFORMS */
+    int weighted;         /* 'tweights': _RAND_WEIGHTED_0, chosen without replacement (then
+                             increasing is ignored and at most 15 layers are drawn) */
     int num_layers;       /* 'n' (0..16) */
     double magnitude;     /* 'm' */
     double mstd;          /* 'mstd': 0 none, > 0 N(m, mstd), INFINITY U(0, m) */

@@ -234,7 +234,7 @@ _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RA
                "the public and internal policy numbers agree");
 
 /* STK_P_TIMM_*: timm's RandAugment; its fill is STK_P_AUG_FILL's colour or timm's default. */
-static void timmra_config(stk_loader *h, stk__augpolicy *p)
+static int timmra_config(stk_loader *h, stk__augpolicy *p)
 {
     stk__timmra *t = &p->timm;
     t->num_layers = p->num_ops;
@@ -249,6 +249,11 @@ static void timmra_config(stk_loader *h, stk__augpolicy *p)
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     for (int c = 0; c < 3; c++)
         t->fill[c] = fill >= 0 ? (uint8_t)((fill >> (16 - 8 * c)) & 0xff) : 128;
+    t->weighted = (int)pget_i(h, STK_P_TIMM_WEIGHTED);
+    if (t->weighted && t->num_layers > 15)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_NUM_OPS = %d: STK_P_TIMM_WEIGHTED chooses without "
+                        "replacement among 15 ops", t->num_layers);
+    return STK_OK;
 }
 
 /* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */
@@ -272,8 +277,8 @@ static int augpolicy_config(stk_loader *h)
         for (int c = 0; c < 3; c++)
             p->fill.v[c] = (float)((fill >> (16 - 8 * c)) & 0xff);
     }
-    if (p->policy == STK_AUG_TIMM_RAND)
-        timmra_config(h, p);
+    if (p->policy == STK_AUG_TIMM_RAND && timmra_config(h, p) != STK_OK)
+        return STK_E_INVALID;
     if (p->policy == STK_AUG_RAND && p->magnitude >= p->bins)
         return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
                         p->magnitude, p->bins);

@@ -106,8 +106,8 @@ def test_spec_for_torchvision_v2_by_module_and_class_name(stoker_mod):
 
 
 def test_spec_for_timm(stoker_mod):
-    """timm's RandAugment gives a timm_randaugment spec; its AutoAugment and weighted RandAugment
-    are refused naming them (tests/python/test_loader_timm_randaugment.py runs the spec)."""
+    """timm's RandAugment gives a timm_randaugment spec ('tweights' too); its AutoAugment and the
+    '3a' set are refused naming them (tests/python/test_loader_timm_randaugment.py runs the spec)."""
     from stoker import augment
     try:
         from timm.data import create_transform
@@ -119,12 +119,13 @@ def test_spec_for_timm(stoker_mod):
         return [t for t in tf.transforms if type(t).__name__ == kind][0]
     assert augment.spec_for(step("rand-m9-mstd0.5-inc1", "RandAugment"), 2) == {
         "op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
-        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "interpolation": "bilinear",
-        "fill": (124, 116, 104), "translate_pct": 0.45}
+        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
+        "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
     with pytest.raises(ValueError, match="transform 2 .*timm's AutoAugment"):
         augment.spec_for(step("original", "AutoAugment"), 2)
-    with pytest.raises(ValueError, match="transform 1 .*weighted op choice"):
-        augment.spec_for(step("rand-m9-tweights", "RandAugment"), 1)
+    assert augment.spec_for(step("rand-m9-tweights", "RandAugment"), 1)["weighted"] is True
+    with pytest.raises(ValueError, match="transform 1 .*transform list"):
+        augment.spec_for(step("rand-m9-t3a", "RandAugment"), 1)
 
 
 def test_loader_rejects_bad_augment_arguments(stoker_mod, shards):

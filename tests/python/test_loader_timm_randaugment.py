@@ -24,8 +24,8 @@ TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
 SIZE = 48
 BS = 8
 SPEC = {"op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
-        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "interpolation": "random",
-        "fill": (124, 116, 104), "translate_pct": 0.45}
+        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
+        "interpolation": "random", "fill": (124, 116, 104), "translate_pct": 0.45}
 
 
 def _epoch(loader):
@@ -40,7 +40,7 @@ def _loader(stoker, path, **kw):
 
 def _drawn(spec, seed, index, img, tmp):
     mstd = spec["magnitude_std"]
-    args = [str(int(spec["increasing"])), str(spec["num_layers"]), repr(spec["magnitude"]),
+    args = ["2" if spec.get("weighted") else str(int(spec["increasing"])), str(spec["num_layers"]), repr(spec["magnitude"]),
             "inf" if mstd == float("inf") else repr(mstd), repr(spec["magnitude_max"]), repr(spec["prob"]),
             spec["interpolation"], ",".join(map(str, spec["fill"])), repr(spec["translate_pct"])]
     src, dst = tmp / "in.rgb", tmp / "out.rgb"
@@ -57,6 +57,7 @@ def _drawn(spec, seed, index, img, tmp):
     dict(SPEC, magnitude_std=float("inf"), prob=0.9, interpolation="bicubic", fill=(0, 0, 0)),
     dict(SPEC, magnitude_max=15.0, magnitude_std=3.0, translate_pct=0.3),
     dict(SPEC, interpolation="nearest", prob=0.8),
+    dict(SPEC, weighted=True, num_layers=3),
 ])
 def test_loader_samples_equal_pillow_ops_on_the_crop(stoker_mod, shards, tmp_path, spec):
     if not (TOOLS / "stk-timmaug").is_file():
@@ -104,6 +105,7 @@ def test_same_for_any_workers_and_after_resume(stoker_mod, shards):
 
 @pytest.mark.parametrize("bad, match", [
     (dict(SPEC, num_layers=17), "num_layers 0..16"),
+    (dict(SPEC, num_layers=16, weighted=True), "0..15 weighted"),
     (dict(SPEC, interpolation="lanczos"), "interpolation"),
     (dict(SPEC, prob=1.5), "prob 0..1"),
     (dict(SPEC, fill=(1, 2)), "fill"),

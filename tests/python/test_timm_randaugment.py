@@ -239,6 +239,34 @@ def test_op_choice_uniform_with_replacement_and_probability():
     assert names0 == set(RAND)
 
 
+WEIGHTED = {"Rotate": 3, "ShearX": 2, "ShearY": 2, "TranslateXRel": 1, "TranslateYRel": 1, "ColorIncreasing": .25,
+            "SharpnessIncreasing": 0.25, "AutoContrast": 0.25, "SolarizeIncreasing": .05, "SolarizeAdd": .05,
+            "ContrastIncreasing": .05, "BrightnessIncreasing": .05, "Equalize": .05, "PosterizeIncreasing": 0.05,
+            "Invert": 0.05}  # timm's _RAND_WEIGHTED_0
+
+
+def test_weighted_choice_without_replacement_as_numpy():
+    """'tweights': numpy's choice(ops, 3, replace=False, p=weights) is the reference; how often each
+    op is first and how often it is among the three match numpy's own draws."""
+    names = list(WEIGHTED)
+    p = np.array([WEIGHTED[k] for k in names], np.float64)
+    p /= p.sum()
+    rows = draw(2, 3, 9, 0, 10, 1.0, "bilinear", 20000)
+    assert all(len({l[0] for l in ls}) == 3 for _, ls in rows)
+    first = np.array([sum(1 for _, ls in rows if ls[0][0] == k) for k in names])
+    e = len(rows) * p  # every expected count is above 100
+    assert ((first - e) ** 2 / e).sum() < CHI2_999[14], first
+    rng = np.random.default_rng(0)
+    ref = np.zeros(len(names))
+    m = 30000
+    for _ in range(m):
+        ref[rng.choice(len(names), 3, replace=False, p=p)] += 1
+    ref /= m
+    got = np.array([sum(1 for _, ls in rows if k in {l[0] for l in ls}) for k in names]) / len(rows)
+    tol = 4 * np.sqrt(ref * (1 - ref) * (1 / len(rows) + 1 / m)) + 1e-3
+    assert (np.abs(got - ref) <= tol).all(), (got, ref)
+
+
 def test_magnitude_noise_normal_clipped():
     levels = np.array([l[2] for _, ls in draw(0, 2, 5, 1.0, 10, 1.0, "bilinear", 20000) for l in ls])
     n = len(levels)

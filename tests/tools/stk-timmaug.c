@@ -8,6 +8,7 @@
  *        to IN (H*W*3 uint8 HWC) -> OUT; RESAMPLE bilinear|bicubic|nearest; FILL R,G,B; TPCT
  *        translate_pct; prints the op's argument (%.17g)
  *   stk-timmaug draw INC N MAG MSTD MMAX PROB RESAMPLE SEED EPOCH FIRST COUNT
+ *        (INC 0 the rand list, 1 rand-inc, 2 'tweights')
  *        the layers of samples FIRST .. FIRST+COUNT-1: per sample a line "index" then, per layer,
  *        " name applied level negate resample" (level %.17g; resample 0 bilinear, 1 bicubic,
  *        2 nearest);
@@ -80,7 +81,8 @@ static int cmd_op(char **a)
 static void parse_policy(char **a, stk__timmra *p)
 {
     memset(p, 0, sizeof *p);
-    p->increasing = atoi(a[0]);
+    p->increasing = atoi(a[0]) == 1;
+    p->weighted = atoi(a[0]) == 2;
     p->num_layers = atoi(a[1]);
     p->magnitude = atof(a[2]);
     p->mstd = strcmp(a[3], "inf") == 0 ? INFINITY : atof(a[3]);

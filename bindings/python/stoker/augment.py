@@ -14,8 +14,8 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
   * for timm's RandAugment (equal byte for byte to timm's PIL ops, Pillow 9.4 to 13;
     tests/python/test_timm_randaugment.py):
       {"op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
-       "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "interpolation": "bilinear",
-       "fill": (124, 116, 104), "translate_pct": 0.45}
+       "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
+       "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
     ``interpolation`` "bilinear", "bicubic", "nearest" or "random" (timm's default: BILINEAR or
     BICUBIC per geometric op); ``magnitude_std`` inf: uniform in [0, magnitude];
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
@@ -27,9 +27,9 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
 Recognised without importing torchvision or timm, by module and class name: torchvision's
 ``transforms.TrivialAugmentWide / RandAugment / AutoAugment / AugMix`` (v1,
 ``torchvision.transforms.autoaugment``) and the same classes of ``torchvision.transforms.v2``;
-timm's ``timm.data.auto_augment.RandAugment`` with timm's rand / rand-inc transform lists
-(rand_augment_transform's 'm', 'n', 'p', 'mstd', 'mmax', 'inc' sections), without choice
-weights; timm's ``AutoAugment / AugMixAugment`` and RandAugment's 't' transform sets are refused.
+timm's ``timm.data.auto_augment.RandAugment`` with timm's rand / rand-inc transform lists or
+'tweights' (rand_augment_transform's 'm', 'n', 'p', 'mstd', 'mmax', 'inc', 'tweights'
+sections); timm's ``AutoAugment / AugMixAugment`` and the '3a' transform sets are refused.
 
 Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``
 (specs "color_jitter", "grayscale", "vflip", "gaussian_blur") and ``RandomErasing``
@@ -59,8 +59,13 @@ _TIMM_RAND_INC_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize
                       "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing", "ContrastIncreasing",
                       "BrightnessIncreasing", "SharpnessIncreasing", "ShearX", "ShearY", "TranslateXRel",
                       "TranslateYRel")
+# _RAND_WEIGHTED_0 ('tweights'): its ops in order and their weights
+_TIMM_WEIGHTED = (("Rotate", 3), ("ShearX", 2), ("ShearY", 2), ("TranslateXRel", 1), ("TranslateYRel", 1),
+                  ("ColorIncreasing", .25), ("SharpnessIncreasing", 0.25), ("AutoContrast", 0.25),
+                  ("SolarizeIncreasing", .05), ("SolarizeAdd", .05), ("ContrastIncreasing", .05),
+                  ("BrightnessIncreasing", .05), ("Equalize", .05), ("PosterizeIncreasing", 0.05), ("Invert", 0.05))
 _TIMM_KEYS = {"op", "num_layers", "magnitude", "magnitude_std", "magnitude_max", "prob", "increasing",
-              "interpolation", "fill", "translate_pct"}
+              "weighted", "interpolation", "fill", "translate_pct"}
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
 _JITTER = (("brightness", 1.0), ("contrast", 1.0), ("saturation", 1.0), ("hue", 0.0))
@@ -196,13 +201,18 @@ def _timm_randaugment_spec(step, position):
     """timm's RandAugment object (rand_augment_transform) -> a timm_randaugment spec."""
     where = _where(step, position)
     ops = list(getattr(step, "ops", []) or [])
-    if getattr(step, "choice_weights", None) is not None:
-        raise Unsupported("%s: timm's weighted op choice ('tweights', without replacement) is not "
-                          "reproduced; leave out the 't' section" % where)
     names = tuple(getattr(op, "name", None) for op in ops)
-    if names not in (_TIMM_RAND_OPS, _TIMM_RAND_INC_OPS):
+    weights = getattr(step, "choice_weights", None)
+    weighted = weights is not None
+    if weighted:
+        total = sum(w for _, w in _TIMM_WEIGHTED)
+        if names != tuple(n for n, _ in _TIMM_WEIGHTED) or len(weights) != len(names) or any(
+                abs(float(p) - w / total) > 1e-9 for p, (_, w) in zip(weights, _TIMM_WEIGHTED)):
+            raise Unsupported("%s: timm's RandAugment with choice weights other than 'tweights' "
+                              "(_RAND_WEIGHTED_0) is not reproduced" % where)
+    elif names not in (_TIMM_RAND_OPS, _TIMM_RAND_INC_OPS):
         raise Unsupported("%s: timm's RandAugment with the transform list %r is not reproduced; stoker has "
-                          "timm's default lists ('rand-...' with inc0 or inc1, no 't' section)" % (where, names))
+                          "timm's default lists ('rand-...' with inc0 or inc1) and 'tweights'" % (where, names))
 
     def one(get, what):
         vals = [get(op) for op in ops]
@@ -222,7 +232,7 @@ def _timm_randaugment_spec(step, position):
             "magnitude_std": mstd if mstd > 0 else 0.0,
             "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
             "prob": min(1.0, max(0.0, float(one(lambda op: op.prob, "prob")))),
-            "increasing": names == _TIMM_RAND_INC_OPS,
+            "increasing": names == _TIMM_RAND_INC_OPS, "weighted": weighted,
             "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
             "fill": tuple(int(v) for v in fill),
             "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
@@ -346,14 +356,15 @@ def _check_timm(spec, where):
         raise ValueError("%s: unknown timm_randaugment spec keys %s" % (where, sorted(extra)))
     fill = spec.get("fill", (128, 128, 128))
     mstd = float(spec.get("magnitude_std", 0.0))
-    ok = (0 <= int(spec.get("num_layers", 2)) <= 16 and 0.0 <= float(spec.get("magnitude", 10.0)) <= 1000.0
-          and (mstd == math.inf or 0.0 <= mstd <= 1e6) and 0.0 <= float(spec.get("magnitude_max", 10.0)) <= 1000.0
+    ok = (0 <= int(spec.get("num_layers", 2)) <= (15 if spec.get("weighted") else 16)
+          and 0.0 <= float(spec.get("magnitude", 10.0)) <= 1000.0 and (mstd == math.inf or 0.0 <= mstd <= 1e6)
+          and 0.0 <= float(spec.get("magnitude_max", 10.0)) <= 1000.0
           and 0.0 <= float(spec.get("prob", 0.5)) <= 1.0 and 0.0 <= float(spec.get("translate_pct", 0.45)) <= 1.0
           and spec.get("interpolation", "random") in ("bilinear", "bicubic", "nearest", "random")
           and len(fill) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in fill))
     if not ok:
-        raise ValueError("%s: timm_randaugment takes num_layers 0..16, magnitude 0..1000, magnitude_std "
-                         "0..1e6 or inf, magnitude_max 0..1000, prob 0..1, translate_pct 0..1, "
+        raise ValueError("%s: timm_randaugment takes num_layers 0..16 (0..15 weighted), magnitude 0..1000, "
+                         "magnitude_std 0..1e6 or inf, magnitude_max 0..1000, prob 0..1, translate_pct 0..1, "
                          "interpolation 'bilinear' / 'bicubic' / 'nearest' / 'random' and fill (three integers "
                          "0..255), got %r" % (where, spec))
     return spec
@@ -364,8 +375,8 @@ def _timm_params(s):
     from . import _lib
     fill = s.get("fill", (128, 128, 128))
     mstd = float(s.get("magnitude_std", 0.0))
-    resample = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC, "nearest": _lib.INTERP_NEAREST,
-                "random": -1}
+    resample = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
+                "nearest": _lib.INTERP_NEAREST, "random": -1}
     return [(_lib.P_AUG_POLICY, _lib.AUG_TIMM_RAND, "augment"),
             (_lib.P_AUG_NUM_OPS, int(s.get("num_layers", 2)), "timm RandAugment num_layers"),
             (_lib.P_AUG_FILL, (fill[0] << 16) | (fill[1] << 8) | fill[2], "timm RandAugment img_mean"),
@@ -375,6 +386,7 @@ def _timm_params(s):
             (_lib.P_TIMM_MMAX, float(s.get("magnitude_max", 10.0)), "timm RandAugment magnitude_max"),
             (_lib.P_TIMM_PROB, float(s.get("prob", 0.5)), "timm RandAugment prob"),
             (_lib.P_TIMM_INCREASING, int(bool(s.get("increasing", False))), "timm RandAugment increasing"),
+            (_lib.P_TIMM_WEIGHTED, int(bool(s.get("weighted", False))), "timm RandAugment weights"),
             (_lib.P_TIMM_RESAMPLE, resample[s.get("interpolation", "random")], "timm RandAugment interpolation"),
             (_lib.P_TIMM_TRANSLATE_PCT, float(s.get("translate_pct", 0.45)), "timm RandAugment translate_pct")]
 

@@ -5,7 +5,8 @@
  *    resumed by stk_loader_seek in a new loader equals the uninterrupted one;
  *  - each augmented sample equals the same sample without augmentation (same crop: the policy's
  *    stream leaves the crop draws alone) with stk__augpolicy_apply on it, for TrivialAugmentWide,
- *    RandAugment (BILINEAR, fill) and AutoAugment; most samples change;
+ *    RandAugment (BILINEAR, fill), AutoAugment and timm's RandAugment (STK_AUG_TIMM_RAND with
+ *    its defaults for what is not set); most samples change;
  *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
  *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
  *    time naming the step; (NULL, 0) removes it (the plain crops again);
@@ -141,6 +142,21 @@ int main(void)
     stk_loader_destroy(h);
     stk__augpolicy pa = {.policy = STK__AUGP_AUTO, .bins = 31};
     check_applied(&base, &one, &pa, "autoaugment");
+    tl_epoch_free(&one);
+
+    /* timm's RandAugment: rand-m9-mstd0.5-inc1, p 0.7, random filter, timm's default fill */
+    h = aug_loader(D.path, 2, STK_AUG_TIMM_RAND, STK_NHWC);
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_MAGNITUDE, 9.0));
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_MSTD, 0.5));
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_PROB, 0.7));
+    T_OK(stk_loader_set(h, STK_P_TIMM_INCREASING, 1));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    stk__augpolicy pt = {.policy = STK__AUGP_TIMM_RAND,
+                         .timm = {.increasing = 1, .num_layers = 2, .magnitude = 9.0, .mstd = 0.5, .mmax = 10.0,
+                                  .prob = 0.7, .translate_pct = 0.45, .resample = STK__TIMM_RANDOM,
+                                  .fill = {128, 128, 128}}};
+    check_applied(&base, &one, &pt, "timm randaugment");
     tl_epoch_free(&one);
 
     /* steps (vflip, jitter, policy, grayscale) around TrivialAugment, 1 vs 3 workers */

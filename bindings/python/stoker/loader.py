@@ -407,7 +407,8 @@ class Loader:
         image, equal byte for byte to torchvision's tensor implementation: a spec dict of
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
         or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
-        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), and ``ColorJitter``,
+        ``AutoAugment()`` IMAGENET; NEAREST or BILINEAR; fill), timm's ``RandAugment``
+        (Pillow's arithmetic: {"op": "timm_randaugment", ...}), and ``ColorJitter``,
         ``RandomGrayscale``, ``RandomVerticalFlip`` (objects or specs), a list of them run in
         its order (one policy at most). Drawn from (seed, epoch, sample) like the crop
         (STK_P_AUG_*).

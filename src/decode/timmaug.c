@@ -313,8 +313,10 @@ static void bicubic(const uint8_t *src, int h, int w, double xin, double yin, ui
         rows[k] = y + k >= 0 && y + k < h ? src + (size_t)(y + k) * 3 * (size_t)w : NULL;
     for (int c = 0; c < 3; c++) {
         double v[4];
-        for (int k = 0; k < 4; k++) {
-            const uint8_t *r = rows[k];
+        const uint8_t *r = rows[0];
+        v[0] = cubic(r[xs[0] + c], r[xs[1] + c], r[xs[2] + c], r[xs[3] + c], dx);
+        for (int k = 1; k < 4; k++) {
+            r = rows[k];
             v[k] = r ? cubic(r[xs[0] + c], r[xs[1] + c], r[xs[2] + c], r[xs[3] + c], dx) : v[k - 1];
         }
         double t = cubic(v[0], v[1], v[2], v[3], dy);

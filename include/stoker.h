@@ -181,7 +181,7 @@ typedef enum stk_param {
      * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
      * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
     STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] (AUGMIX: since 0.3 too) */
-    STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops [2] */
+    STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops, timm's num_layers [2] */
     STK_P_AUG_MAGNITUDE = 222,  /**< I 0..1023: RandAugment's magnitude, a bin index below
                                      STK_P_AUG_BINS (checked at start) [9] */
     STK_P_AUG_BINS = 223,       /**< I 2..1024: num_magnitude_bins of TrivialAugmentWide and
@@ -223,6 +223,27 @@ typedef enum stk_param {
     STK_P_AUGMIX_DEPTH = 236,   /**< I -1..8: chain_depth; <= 0: 1..3 at random per chain [-1] */
     STK_P_AUGMIX_ALPHA = 237,   /**< D > 0: the Dirichlet / Beta parameter alpha [1.0] */
     STK_P_AUGMIX_ALL_OPS = 238, /**< I 0/1: all_ops (the colour ops too) [1] */
+    /* 239..249: timm's RandAugment (STK_AUG_TIMM_RAND; since 0.4), the sections of its
+     * 'rand-m9-n2-mstd0.5-inc1' strings; its num_layers is STK_P_AUG_NUM_OPS, its hparams
+     * img_mean STK_P_AUG_FILL (-1: timm's default (128, 128, 128)) */
+    STK_P_TIMM_MAGNITUDE = 239, /**< D 0..1000: 'm', the magnitude before noise and clip [10] */
+    STK_P_TIMM_MSTD = 240,      /**< D 0..1e6: 'mstd', the std of the normal noise added to the
+                                     magnitude per op applied; 0 = none [0] */
+    STK_P_TIMM_UNIFORM = 241,   /**< I 0/1: the magnitude drawn uniformly from [0, m] instead
+                                     (timm's magnitude_std = inf, 'mstd' above 100) [0] */
+    STK_P_TIMM_MMAX = 242,      /**< D 0..1000: the clip's upper bound, 'mmax' (timm: mmax or 10)
+                                     [10] */
+    STK_P_TIMM_PROB = 243,      /**< D 0..1: 'p', the probability that a chosen op runs [0.5] */
+    STK_P_TIMM_INCREASING = 244, /**< I 0/1: 'inc1', timm's _RAND_INCREASING_TRANSFORMS instead
+                                     of _RAND_TRANSFORMS [0] */
+    STK_P_TIMM_RESAMPLE = 245,  /**< I -1..2: the geometric ops' filter, STK_INTERP_BILINEAR,
+                                     _BICUBIC or _NEAREST (Pillow's), or -1: BILINEAR or BICUBIC
+                                     at random per op (timm's default, hparams without
+                                     interpolation) [-1] */
+    STK_P_TIMM_TRANSLATE_PCT = 246, /**< D 0..1: hparams translate_pct of TranslateX/YRel [0.45] */
+    STK_P_TIMM_WEIGHTED = 247,  /**< I 0/1: 'tweights', timm's _RAND_WEIGHTED_0 ops and weights,
+                                     chosen without replacement (STK_P_TIMM_INCREASING is then
+                                     ignored; num_layers above 15 is refused at start) [0] */
     /* 250..: more of torchvision's and timm's per-sample augmentation (since 0.4) */
     STK_P_AUG_AUTO_POLICY = 250, /**< I: STK_AUG_AUTO_* table of STK_AUG_AUTO (torchvision's
                                       AutoAugmentPolicy) [STK_AUG_AUTO_IMAGENET] */
@@ -291,8 +312,16 @@ enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 /** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
  *  magnitude, num_magnitude_bins), AutoAugment(STK_P_AUG_AUTO_POLICY), AugMix(STK_P_AUGMIX_*),
- *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL. */
-enum stk_aug_policy { STK_AUG_NONE = 0, STK_AUG_TRIVIAL = 1, STK_AUG_RAND = 2, STK_AUG_AUTO = 3, STK_AUG_AUGMIX = 4 };
+ *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL; TIMM_RAND: timm's RandAugment
+ *  (rand_augment_transform, STK_P_TIMM_*), its PIL ops equal to Pillow's (since 0.4). */
+enum stk_aug_policy {
+    STK_AUG_NONE = 0,
+    STK_AUG_TRIVIAL = 1,
+    STK_AUG_RAND = 2,
+    STK_AUG_AUTO = 3,
+    STK_AUG_AUGMIX = 4,
+    STK_AUG_TIMM_RAND = 5
+};
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
 /** STK_P_ERASE_RANDOM's fills; the most boxes STK_P_ERASE_MAX_COUNT allows (since 0.4) */
 enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, STK_ERASE_RANDOM_CHANNEL = 2 };

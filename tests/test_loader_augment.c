@@ -5,7 +5,8 @@
  *    resumed by stk_loader_seek in a new loader equals the uninterrupted one;
  *  - each augmented sample equals the same sample without augmentation (same crop: the policy's
  *    stream leaves the crop draws alone) with stk__augpolicy_apply on it, for TrivialAugmentWide,
- *    RandAugment (BILINEAR, fill) and AutoAugment; most samples change;
+ *    RandAugment (BILINEAR, fill), AutoAugment and timm's RandAugment (STK_AUG_TIMM_RAND with
+ *    its defaults for what is not set); most samples change;
  *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
  *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
  *    time naming the step; (NULL, 0) removes it (the plain crops again);
@@ -15,6 +16,8 @@
  */
 #include "test_loader_util.h"
 #include "augops.h"
+
+#include <math.h>
 
 #define N 60
 #define BS 8
@@ -141,6 +144,21 @@ int main(void)
     check_applied(&base, &one, &pa, "autoaugment");
     tl_epoch_free(&one);
 
+    /* timm's RandAugment: rand-m9-mstd0.5-inc1, p 0.7, random filter, timm's default fill */
+    h = aug_loader(D.path, 2, STK_AUG_TIMM_RAND, STK_NHWC);
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_MAGNITUDE, 9.0));
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_MSTD, 0.5));
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_PROB, 0.7));
+    T_OK(stk_loader_set(h, STK_P_TIMM_INCREASING, 1));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    stk__augpolicy pt = {.policy = STK__AUGP_TIMM_RAND,
+                         .timm = {.increasing = 1, .num_layers = 2, .magnitude = 9.0, .mstd = 0.5, .mmax = 10.0,
+                                  .prob = 0.7, .translate_pct = 0.45, .resample = STK__TIMM_RANDOM,
+                                  .fill = {128, 128, 128}}};
+    check_applied(&base, &one, &pt, "timm randaugment");
+    tl_epoch_free(&one);
+
     /* steps (vflip, jitter, policy, grayscale) around TrivialAugment, 1 vs 3 workers */
     static const float prog[] = {1, 0.5f, 3, 0.6f, 1.4f, 0.6f, 1.4f, 0.6f, 1.4f, -0.1f, 0.1f, 4, 2, 0.3f};
     stk__augprog ap;
@@ -187,7 +205,14 @@ int main(void)
     T_CHECK(strstr(stk_loader_last_error(h), "STK_P_AUG_MAGNITUDE") &&
                 strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
             "the error names both keys: %s", stk_loader_last_error(h));
-    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_AUGMIX + 1) == STK_E_INVALID, "a policy past AUGMIX is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND + 1) == STK_E_INVALID,
+            "a policy past TIMM_RAND is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND) == STK_OK, "timm's RandAugment is a policy");
+    T_CHECK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_NEAREST + 1) == STK_E_INVALID,
+            "timm's RandAugment has BILINEAR, BICUBIC, NEAREST or random (-1)");
+    T_CHECK(stk_loader_set_double(h, STK_P_TIMM_PROB, 1.5) == STK_E_INVALID, "timm's p is a probability");
+    T_CHECK(stk_loader_set_double(h, STK_P_TIMM_MSTD, INFINITY) == STK_E_INVALID,
+            "an infinite mstd is STK_P_TIMM_UNIFORM, not a value");
     stk_loader_destroy(h);
 
     /* RandomErasing needs host batches: device batches refuse it at start, naming the key */

@@ -716,6 +716,10 @@ static void augmix_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch,
 void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img,
                           int h, int w, uint8_t *scratch, double *tmp)
 {
+    if (p->policy == STK__AUGP_TIMM_RAND) {
+        stk__timmra_apply(&p->timm, seed, epoch, index, img, h, w, scratch);
+        return;
+    }
     if (p->policy == STK__AUGP_AUGMIX) {
         augmix_apply(p, seed, epoch, index, img, h, w, scratch, tmp);
         return;

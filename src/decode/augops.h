@@ -11,6 +11,7 @@
 #define STK_AUGOPS_H
 
 #include "common.h"
+#include "timmaug.h"
 
 /* The ops, in the order of torchvision's RandAugment / TrivialAugmentWide op tables (Identity
  * first); Invert (AutoAugment only) last. */
@@ -59,6 +60,8 @@ void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *
 /* ---- policies ---------------------------------------------------------------------------- */
 
 enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };
+/* timm's RandAugment (timmaug.h): its own ops, draws and parameters in stk__augpolicy.timm */
+enum { STK__AUGP_TIMM_RAND = 5 };
 
 #define STK__AUGMIX_MAX_WIDTH 8
 #define STK__AUGMIX_MAX_DEPTH 8
@@ -77,6 +80,7 @@ typedef struct stk__augpolicy {
     int severity, width, depth, all_ops;
     double alpha;
     int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
+    stk__timmra timm; /* STK__AUGP_TIMM_RAND */
 } stk__augpolicy;
 
 /* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */

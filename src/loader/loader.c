@@ -227,11 +227,37 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 /* Read the parameters into the fixed-at-start fields and check what single ranges cannot. */
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
-                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR,
+                   (int)STK_AUG_TIMM_RAND == (int)STK__AUGP_TIMM_RAND &&
+                   (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
+                   (int)STK_INTERP_BILINEAR == (int)STK__TIMM_BILINEAR &&
+                   (int)STK_INTERP_BICUBIC == (int)STK__TIMM_BICUBIC && (int)STK_INTERP_NEAREST == (int)STK__TIMM_NEAREST,
                "the public and internal policy numbers agree");
 _Static_assert((int)STK_AUG_AUTO_CIFAR10 == (int)STK__AA_CIFAR10 && (int)STK_AUG_AUTO_SVHN == (int)STK__AA_SVHN,
                "the public and internal AutoAugment table numbers agree");
 _Static_assert(STK_ERASE_MAX_COUNT == STK__ERASE_MAX_COUNT, "one limit on RandomErasing's boxes");
+
+/* STK_P_TIMM_*: timm's RandAugment; its fill is STK_P_AUG_FILL's colour or timm's default. */
+static int timmra_config(stk_loader *h, stk__augpolicy *p)
+{
+    stk__timmra *t = &p->timm;
+    t->num_layers = p->num_ops;
+    t->magnitude = pget_d(h, STK_P_TIMM_MAGNITUDE);
+    t->mstd = pget_i(h, STK_P_TIMM_UNIFORM) ? INFINITY : pget_d(h, STK_P_TIMM_MSTD);
+    t->mmax = pget_d(h, STK_P_TIMM_MMAX);
+    t->prob = pget_d(h, STK_P_TIMM_PROB);
+    t->increasing = (int)pget_i(h, STK_P_TIMM_INCREASING);
+    t->translate_pct = pget_d(h, STK_P_TIMM_TRANSLATE_PCT);
+    int64_t rs = pget_i(h, STK_P_TIMM_RESAMPLE);
+    t->resample = rs < 0 ? STK__TIMM_RANDOM : (int)rs; /* STK_INTERP_* == STK__TIMM_* */
+    int64_t fill = pget_i(h, STK_P_AUG_FILL);
+    for (int c = 0; c < 3; c++)
+        t->fill[c] = fill >= 0 ? (uint8_t)((fill >> (16 - 8 * c)) & 0xff) : 128;
+    t->weighted = (int)pget_i(h, STK_P_TIMM_WEIGHTED);
+    if (t->weighted && t->num_layers > 15)
+        return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_NUM_OPS = %d: STK_P_TIMM_WEIGHTED chooses without "
+                        "replacement among 15 ops", t->num_layers);
+    return STK_OK;
+}
 
 /* STK_P_AUG_*: the augmentation policy the workers apply after the crop. */
 static int augpolicy_config(stk_loader *h)
@@ -255,6 +281,8 @@ static int augpolicy_config(stk_loader *h)
         for (int c = 0; c < 3; c++)
             p->fill.v[c] = (float)((fill >> (16 - 8 * c)) & 0xff);
     }
+    if (p->policy == STK_AUG_TIMM_RAND && timmra_config(h, p) != STK_OK)
+        return STK_E_INVALID;
     if (p->policy == STK_AUG_RAND && p->magnitude >= p->bins)
         return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
                         p->magnitude, p->bins);

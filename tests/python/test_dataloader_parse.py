@@ -293,10 +293,19 @@ def test_timm_train_without_augment_accepted(folder):
     assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
 
 
-def test_timm_rand_augment_named(folder):
+def test_timm_rand_augment_accepted(folder):
+    import stoker
     timm_data = pytest.importorskip("timm.data")
-    tf = timm_data.create_transform(16, is_training=True, auto_augment="rand-m9-mstd0.5")
-    _refusal(ImageFolder(folder, tf), "timm.data.auto_augment.RandAugment at position 2 of "
+    tf = timm_data.create_transform(16, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+                                    interpolation="bilinear")
+    batches = list(stoker.DataLoader(ImageFolder(folder, tf), batch_size=4))
+    assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
+
+
+def test_timm_auto_augment_named(folder):
+    timm_data = pytest.importorskip("timm.data")
+    tf = timm_data.create_transform(16, is_training=True, auto_augment="original-mstd0.5")
+    _refusal(ImageFolder(folder, tf), "timm.data.auto_augment.AutoAugment at position 2 of "
              "transforms.Compose([RandomResizedCropAndInterpolation, ")
 
 

@@ -4,7 +4,7 @@
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
   classes recognised by module and class name) into spec dicts, returns None for other steps and
   refuses what stoker does not reproduce (BICUBIC, an AutoAugment policy it does not know, AugMix
-  beyond its bounds, fractional fill with BILINEAR, timm's RandAugment) naming the step, its
+  beyond its bounds, fractional fill with BILINEAR, timm's AutoAugment) naming the step, its
   position and what to use instead;
 - Loader(augment=TrivialAugmentWide()) gives the same tensors for 1 and 3 workers and after a
   resume from state_dict mid-epoch;
@@ -111,16 +111,27 @@ def test_spec_for_torchvision_v2_by_module_and_class_name(stoker_mod):
     assert (s["op"], s["num_ops"], s["magnitude"], s["fill"]) == ("randaugment", 1, 4, (7, 7, 7))
 
 
-def test_spec_for_timm_is_refused_naming_it(stoker_mod):
+def test_spec_for_timm(stoker_mod):
+    """timm's RandAugment gives a timm_randaugment spec ('tweights' too); its AutoAugment and the
+    '3a' set are refused naming them (tests/python/test_loader_timm_randaugment.py runs the spec)."""
     from stoker import augment
     try:
         from timm.data import create_transform
-        tf = create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1")
-        step = [t for t in tf.transforms if type(t).__name__ == "RandAugment"][0]
     except ImportError:
         pytest.skip("timm is not importable")
-    with pytest.raises(ValueError, match="transform 2 .*timm's RandAugment.*torchvision.transforms.RandAugment"):
-        augment.spec_for(step, 2)
+
+    def step(aa, kind):
+        tf = create_transform(224, is_training=True, auto_augment=aa, interpolation="bilinear")
+        return [t for t in tf.transforms if type(t).__name__ == kind][0]
+    assert augment.spec_for(step("rand-m9-mstd0.5-inc1", "RandAugment"), 2) == {
+        "op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
+        "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
+        "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
+    with pytest.raises(ValueError, match="transform 2 .*timm's AutoAugment"):
+        augment.spec_for(step("original", "AutoAugment"), 2)
+    assert augment.spec_for(step("rand-m9-tweights", "RandAugment"), 1)["weighted"] is True
+    with pytest.raises(ValueError, match="transform 1 .*transform list"):
+        augment.spec_for(step("rand-m9-t3a", "RandAugment"), 1)
 
 
 def test_loader_rejects_bad_augment_arguments(stoker_mod, shards):

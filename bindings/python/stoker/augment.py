@@ -11,6 +11,13 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
       {"op": "autoaugment", "policy": "imagenet" | "cifar10" | "svhn", ...}
     ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
     or an (r, g, b) tuple of integers 0..255;
+  * for timm's RandAugment (equal byte for byte to timm's PIL ops, Pillow 9.4 to 13;
+    tests/python/test_timm_randaugment.py):
+      {"op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
+       "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
+       "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
+    ``interpolation`` "bilinear", "bicubic", "nearest" or "random" (timm's default: BILINEAR or
+    BICUBIC per geometric op); ``magnitude_std`` inf: uniform in [0, magnitude];
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
       {"op": "augmix", "severity": 3, "mixture_width": 3, "chain_depth": -1, "alpha": 1.0,
        "all_ops": True, ...}
@@ -20,8 +27,9 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
 Recognised without importing torchvision or timm, by module and class name: torchvision's
 ``transforms.TrivialAugmentWide / RandAugment / AutoAugment / AugMix`` (v1,
 ``torchvision.transforms.autoaugment``) and the same classes of ``torchvision.transforms.v2``;
-timm's ``timm.data.auto_augment.RandAugment / AutoAugment / AugMixAugment`` (refused: timm's
-PIL-based ops, per-op probabilities and magnitude noise are not torchvision's).
+timm's ``timm.data.auto_augment.RandAugment`` with timm's rand / rand-inc transform lists or
+'tweights' (rand_augment_transform's 'm', 'n', 'p', 'mstd', 'mmax', 'inc', 'tweights'
+sections); timm's ``AutoAugment / AugMixAugment`` and the '3a' transform sets are refused.
 
 Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``,
 ``RandomAffine``, ``RandomRotation`` (specs "color_jitter", "grayscale", "vflip", "gaussian_blur",
@@ -39,7 +47,7 @@ random choices follow torchvision's distributions, not torch's random stream.
 
 import math
 
-POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix")
+POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix", "timm_randaugment")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotation")
 ERASING = "random_erasing"
 AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
@@ -47,7 +55,22 @@ _ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
-_TIMM_CLASSES = ("RandAugment", "AutoAugment", "AugMixAugment")
+_TIMM_CLASSES = ("AutoAugment", "AugMixAugment")
+# timm.data.auto_augment's _RAND_TRANSFORMS and _RAND_INCREASING_TRANSFORMS, in its order
+_TIMM_RAND_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd",
+                  "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateXRel",
+                  "TranslateYRel")
+_TIMM_RAND_INC_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing",
+                      "SolarizeIncreasing", "SolarizeAdd", "ColorIncreasing", "ContrastIncreasing",
+                      "BrightnessIncreasing", "SharpnessIncreasing", "ShearX", "ShearY", "TranslateXRel",
+                      "TranslateYRel")
+# _RAND_WEIGHTED_0 ('tweights'): its ops in order and their weights
+_TIMM_WEIGHTED = (("Rotate", 3), ("ShearX", 2), ("ShearY", 2), ("TranslateXRel", 1), ("TranslateYRel", 1),
+                  ("ColorIncreasing", .25), ("SharpnessIncreasing", 0.25), ("AutoContrast", 0.25),
+                  ("SolarizeIncreasing", .05), ("SolarizeAdd", .05), ("ContrastIncreasing", .05),
+                  ("BrightnessIncreasing", .05), ("Equalize", .05), ("PosterizeIncreasing", 0.05), ("Invert", 0.05))
+_TIMM_KEYS = {"op", "num_layers", "magnitude", "magnitude_std", "magnitude_max", "prob", "increasing",
+              "weighted", "interpolation", "fill", "translate_pct"}
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
 _TV_GEOMETRY = {"RandomAffine": "affine", "RandomRotation": "rotation"}
@@ -214,6 +237,63 @@ def _geometry_spec(step, position, kind):
             spec["shear"] = tuple(sh) if len(sh) == 4 else (sh[0], sh[1], 0.0, 0.0)
     spec.update(_common(step, position))
     return check(spec, where)
+def _timm_resample(step, position, value):
+    """AugmentOp's resample kwarg (a PIL filter or timm's (BILINEAR, BICUBIC) pair) -> name."""
+    names = {0: "nearest", 2: "bilinear", 3: "bicubic"}
+    if isinstance(value, (list, tuple)):
+        got = sorted(int(v) for v in value)
+        if got == [2, 3]:
+            return "random"
+    elif int(value) in names:
+        return names[int(value)]
+    raise Unsupported("%s: resample=%r is not reproduced (stoker has Pillow's BILINEAR, BICUBIC, NEAREST "
+                      "and timm's random choice); use interpolation='bilinear', 'bicubic', 'nearest' or 'random'"
+                      % (_where(step, position), value))
+
+
+def _timm_randaugment_spec(step, position):
+    """timm's RandAugment object (rand_augment_transform) -> a timm_randaugment spec."""
+    where = _where(step, position)
+    ops = list(getattr(step, "ops", []) or [])
+    names = tuple(getattr(op, "name", None) for op in ops)
+    weights = getattr(step, "choice_weights", None)
+    weighted = weights is not None
+    if weighted:
+        total = sum(w for _, w in _TIMM_WEIGHTED)
+        if names != tuple(n for n, _ in _TIMM_WEIGHTED) or len(weights) != len(names) or any(
+                abs(float(p) - w / total) > 1e-9 for p, (_, w) in zip(weights, _TIMM_WEIGHTED)):
+            raise Unsupported("%s: timm's RandAugment with choice weights other than 'tweights' "
+                              "(_RAND_WEIGHTED_0) is not reproduced" % where)
+    elif names not in (_TIMM_RAND_OPS, _TIMM_RAND_INC_OPS):
+        raise Unsupported("%s: timm's RandAugment with the transform list %r is not reproduced; stoker has "
+                          "timm's default lists ('rand-...' with inc0 or inc1) and 'tweights'" % (where, names))
+
+    def one(get, what):
+        vals = [get(op) for op in ops]
+        if any(v != vals[0] for v in vals[1:]):
+            raise Unsupported("%s: the ops of timm's RandAugment differ in %s (%r); stoker takes one value for "
+                              "all, as rand_augment_transform makes them" % (where, what, vals))
+        return vals[0]
+
+    mstd = float(one(lambda op: getattr(op, "magnitude_std", 0) or 0, "magnitude_std"))
+    mmax = one(lambda op: getattr(op, "magnitude_max", None), "magnitude_max")
+    fill = one(lambda op: op.kwargs.get("fillcolor", (128, 128, 128)), "fillcolor")
+    fill = (fill,) * 3 if isinstance(fill, (int, float)) else tuple(fill)
+    if len(fill) != 3 or not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in fill):
+        raise Unsupported("%s: img_mean / fillcolor %r must be three integers 0..255" % (where, fill))
+    spec = {"op": "timm_randaugment", "num_layers": int(step.num_layers),
+            "magnitude": float(one(lambda op: op.magnitude, "magnitude")),
+            "magnitude_std": mstd if mstd > 0 else 0.0,
+            "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
+            "prob": min(1.0, max(0.0, float(one(lambda op: op.prob, "prob")))),
+            "increasing": names == _TIMM_RAND_INC_OPS, "weighted": weighted,
+            "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
+            "fill": tuple(int(v) for v in fill),
+            "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
+    try:
+        return check(spec, where)
+    except ValueError as e:
+        raise Unsupported(str(e))
 
 
 def spec_for(step, position):
@@ -240,12 +320,13 @@ def spec_for(step, position):
                       "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
     if mod.startswith("timm.") and name == "RandomErasing":
         return _timm_erasing_spec(step, position)
+    if mod.startswith("timm.") and name == "RandAugment":
+        return _timm_randaugment_spec(step, position)
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
-            "%s: timm's %s (timm.data.auto_augment: PIL ops with per-op probability, magnitude "
-            "noise, 'increasing' variants, random BILINEAR/BICUBIC) is not torchvision's and is not "
-            "implemented in stoker; use torchvision.transforms.RandAugment(num_ops=2, "
-            "magnitude=9), TrivialAugmentWide() or AutoAugment()" % (_where(step, position), name))
+            "%s: timm's %s (timm.data.auto_augment) is not implemented in stoker; use timm's "
+            "RandAugment (auto_augment='rand-m9-mstd0.5-inc1'), or torchvision's "
+            "TrivialAugmentWide() / AutoAugment()" % (_where(step, position), name))
     return None
 
 
@@ -299,6 +380,8 @@ def check(spec, where="augment"):
             if not ok:
                 raise ValueError("%s: color_jitter %s range (%r, %r) is invalid" % (where, name, lo, hi))
         return spec
+    if spec["op"] == "timm_randaugment":
+        return _check_timm(spec, where)
     known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy", "severity",
              "mixture_width", "chain_depth", "alpha", "all_ops"}
     extra = set(spec) - known
@@ -363,6 +446,45 @@ def _geometry_program(s):
         return [7, *s["degrees"], *tail]
     sh = s.get("shear") or (0.0, 0.0, 0.0, 0.0)
     return [6, *s["degrees"], *(s.get("translate") or (0.0, 0.0)), *(s.get("scale") or (1.0, 1.0)), *sh, *tail]
+def _check_timm(spec, where):
+    extra = set(spec) - _TIMM_KEYS
+    if extra:
+        raise ValueError("%s: unknown timm_randaugment spec keys %s" % (where, sorted(extra)))
+    fill = spec.get("fill", (128, 128, 128))
+    mstd = float(spec.get("magnitude_std", 0.0))
+    ok = (0 <= int(spec.get("num_layers", 2)) <= (15 if spec.get("weighted") else 16)
+          and 0.0 <= float(spec.get("magnitude", 10.0)) <= 1000.0 and (mstd == math.inf or 0.0 <= mstd <= 1e6)
+          and 0.0 <= float(spec.get("magnitude_max", 10.0)) <= 1000.0
+          and 0.0 <= float(spec.get("prob", 0.5)) <= 1.0 and 0.0 <= float(spec.get("translate_pct", 0.45)) <= 1.0
+          and spec.get("interpolation", "random") in ("bilinear", "bicubic", "nearest", "random")
+          and len(fill) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in fill))
+    if not ok:
+        raise ValueError("%s: timm_randaugment takes num_layers 0..16 (0..15 weighted), magnitude 0..1000, "
+                         "magnitude_std 0..1e6 or inf, magnitude_max 0..1000, prob 0..1, translate_pct 0..1, "
+                         "interpolation 'bilinear' / 'bicubic' / 'nearest' / 'random' and fill (three integers "
+                         "0..255), got %r" % (where, spec))
+    return spec
+
+
+def _timm_params(s):
+    """STK_P_TIMM_* for a timm_randaugment spec."""
+    from . import _lib
+    fill = s.get("fill", (128, 128, 128))
+    mstd = float(s.get("magnitude_std", 0.0))
+    resample = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
+                "nearest": _lib.INTERP_NEAREST, "random": -1}
+    return [(_lib.P_AUG_POLICY, _lib.AUG_TIMM_RAND, "augment"),
+            (_lib.P_AUG_NUM_OPS, int(s.get("num_layers", 2)), "timm RandAugment num_layers"),
+            (_lib.P_AUG_FILL, (fill[0] << 16) | (fill[1] << 8) | fill[2], "timm RandAugment img_mean"),
+            (_lib.P_TIMM_MAGNITUDE, float(s.get("magnitude", 10.0)), "timm RandAugment magnitude"),
+            (_lib.P_TIMM_MSTD, 0.0 if mstd == math.inf else mstd, "timm RandAugment magnitude_std"),
+            (_lib.P_TIMM_UNIFORM, int(mstd == math.inf), "timm RandAugment magnitude_std"),
+            (_lib.P_TIMM_MMAX, float(s.get("magnitude_max", 10.0)), "timm RandAugment magnitude_max"),
+            (_lib.P_TIMM_PROB, float(s.get("prob", 0.5)), "timm RandAugment prob"),
+            (_lib.P_TIMM_INCREASING, int(bool(s.get("increasing", False))), "timm RandAugment increasing"),
+            (_lib.P_TIMM_WEIGHTED, int(bool(s.get("weighted", False))), "timm RandAugment weights"),
+            (_lib.P_TIMM_RESAMPLE, resample[s.get("interpolation", "random")], "timm RandAugment interpolation"),
+            (_lib.P_TIMM_TRANSLATE_PCT, float(s.get("translate_pct", 0.45)), "timm RandAugment translate_pct")]
 
 
 def params(specs):
@@ -430,6 +552,8 @@ def params(specs):
     if not policies:
         return out
     s = policies[0]
+    if s["op"] == "timm_randaugment":
+        return out + _timm_params(s)
     policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
               "autoaugment": _lib.AUG_AUTO, "augmix": _lib.AUG_AUGMIX}[s["op"]]
     fill = s.get("fill")

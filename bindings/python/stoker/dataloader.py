@@ -38,9 +38,9 @@ SUPPORTED = """stoker.DataLoader supports:
                 eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
-           (IMAGENET, CIFAR10, SVHN), AugMix (one policy at most), ColorJitter, RandomGrayscale,
-           RandomVerticalFlip, GaussianBlur, RandomAffine, RandomRotation (expand=False,
-           center=None)
+           (IMAGENET, CIFAR10, SVHN), AugMix, timm's RandAugment ('rand-m9-mstd0.5-inc1' etc.;
+           one policy at most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur,
+           RandomAffine, RandomRotation (expand=False, center=None)
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
@@ -53,7 +53,8 @@ SUPPORTED = """stoker.DataLoader supports:
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
   not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomPerspective, ElasticTransform, RandomApply, ...) are refused
+           augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AutoAugment,
+           ...) are refused
            by name and position"""
 
 
@@ -294,11 +295,14 @@ _AUGMENT_NAMES = {
 def _augment_step(step, position, names):
     """The Loader's spec for the per-sample augmentation STEP (at POSITION of the list NAMES),
     or ValueError naming it and what to use instead."""
-    spec = _augment.spec_for(step, position)
+    at = "%s at position %d of %s" % (_full_name(step), position, names)
+    try:
+        spec = _augment.spec_for(step, position)
+    except _augment.Unsupported as e:
+        _refuse(at, str(e), "change it as said, or keep torch's DataLoader for this recipe")
     if spec is not None:
         return spec
     fam, name = _kind(step)
-    at = "%s at position %d of %s" % (_full_name(step), position, names)
     if fam is not None and (name in _AUGMENT_NAMES or fam == "timm"):
         _refuse(at, "a per-sample augmentation stoker does not run yet",
                 "remove it, or keep torch's DataLoader for this recipe")

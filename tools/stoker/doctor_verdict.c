@@ -197,18 +197,17 @@ static void analyse_steps(const dr_run *r, dr_result *a)
             ws[nws++] = wait;
             bt[nb++] = (double)(s->t1 - prev_t1) / 1e9;
         }
-        /* counters of the step that ended with this batch (the first batch's are set-up's) */
-        if (prev_t1) {
-            for (int k = 0; k < 4; k++)
-                a->calls[k] += (double)s->c[k];
-            a->calls_dev += (double)s->c[4];
-            a->h2d_pin += (double)s->c[5];
-            a->h2d_page += (double)s->c[6];
-            a->h2d_bytes += (double)s->c[7];
-            a->sync_time += (double)s->c[8] / 1e9;
-            a->ac16 += s->c[9] > 0;
-            a->acbf += s->c[10] > 0;
-        }
+        /* counters of the steps that began with this batch's block (the hook drops the set-up's,
+         * before the first batch; the steps of autocast, not its entries, are counted) */
+        for (int k = 0; k < 4; k++)
+            a->calls[k] += (double)s->c[k];
+        a->calls_dev += (double)s->c[4];
+        a->h2d_pin += (double)s->c[5];
+        a->h2d_page += (double)s->c[6];
+        a->h2d_bytes += (double)s->c[7];
+        a->sync_time += (double)s->c[8] / 1e9;
+        a->ac16 += (int)s->c[9];
+        a->acbf += (int)s->c[10];
         for (int k = 0; k < 8; k++)
             if (bs_seen[k] == s->bs || !bs_cnt[k]) {
                 bs_seen[k] = s->bs;
@@ -220,10 +219,9 @@ static void analyse_steps(const dr_run *r, dr_result *a)
         prev_t0 = s->t0;
         a->nsteps++;
     }
-    /* the counters of batch k+1 are those of step k; the last step's come with the exit event */
-    a->csteps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    /* the counters a process has when it exits come with the exit event */
+    a->csteps = a->nsteps > 0 ? a->nsteps : 1;
     if (r->x_t && a->nsteps) {
-        a->csteps = a->nsteps;
         for (int k = 0; k < 4; k++)
             a->calls[k] += (double)r->x_c[k];
         a->calls_dev += (double)r->x_c[4];
@@ -862,9 +860,9 @@ static void decide_steps(const dr_run *r, dr_result *a)
     }
 }
 
-/* the job's own file writes (the hook's counters 11-17, on every batch of the main process but
- * its first, whose counters are the set-up's, and at its exit): a checkpoint's writes join the
- * save call that serialised it, so a save is serialisation + write + fsync */
+/* the job's own file writes (the hook's counters 11-17, on the batches of the main process, the
+ * set-up's left out by the hook, and at its exit): a checkpoint's writes join the save call that
+ * serialised it, so a save is serialisation + write + fsync */
 static void analyse_writes(const dr_run *r, dr_result *a)
 {
     int seen = 0;
@@ -872,13 +870,12 @@ static void analyse_writes(const dr_run *r, dr_result *a)
         const dr_step *s = &r->steps[i];
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
             continue;
-        if (seen++)
-            for (int k = 0; k < 3; k++) {
-                a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
-                a->wr_b[k] += (double)s->c[12 + 2 * k];
-            }
-        if (seen > 1)
-            a->ckpt_opens += (double)s->c[17];
+        seen++;
+        for (int k = 0; k < 3; k++) {
+            a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
+            a->wr_b[k] += (double)s->c[12 + 2 * k];
+        }
+        a->ckpt_opens += (double)s->c[17];
     }
     if (r->x_t && seen) {
         for (int k = 0; k < 3; k++) {
@@ -1123,8 +1120,8 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
             100 * a->log_share, mb(a->wr_b[2]), a->wr_s[2], 100 * a->other_share, mb(a->job_wr));
     fprintf(f, "6. precision  ");
     if (a->nsteps)
-        fprintf(f, "autocast fp16 in %d, bf16 in %d of %d steps; batches are %s\n", a->ac16, a->acbf,
-                a->nsteps > 1 ? a->nsteps - 1 : a->nsteps, a->dtype);
+        fprintf(f, "autocast fp16 in %d, bf16 in %d of %.0f steps; batches are %s\n", a->ac16, a->acbf,
+                a->csteps, a->dtype);
     else
         fprintf(f, "no steps seen\n");
     if (r->hook_fail[0])

@@ -1205,9 +1205,11 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     double job = a->run_s > 0 ? a->run_s : 1;
     fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core", r->self_cpu_s,
             a->run_s, 100 * r->self_cpu_s / job);
-    if (r->hook_timed)
-        fprintf(f, "; the hook %.1f us per batch in the job's thread, median of %lld batches", 1e-3 * (double)r->hook_ns,
-                (long long)(r->hook_timed < 1024 ? r->hook_timed : 1024));
+    if (r->hook_timed) {
+        long long k = r->hook_timed < 1024 ? r->hook_timed : 1024;
+        fprintf(f, "; the hook's batch path %.1f us per batch in the job's thread, median of %lld batch%s it timed",
+                1e-3 * (double)r->hook_ns, k, k == 1 ? "" : "es");
+    }
     fprintf(f, ")\n");
 }
 

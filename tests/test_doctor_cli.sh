@@ -131,6 +131,23 @@ if [ -x "$PY" ] && $PY -c 'import torch' 2>/dev/null; then
         || fail "tiny json"
     ev=$(stat -c %s "$T/tiny.ev")
     [ "$ev" -le $((3000 * 20)) ] || fail "events file of $ev bytes for 3000 batches (> 20 bytes a batch)"
+    # counters travel per block of batches, summed: per step exactly what each step did; autocast
+    # counts the steps it was entered in (twice a step here), not its entries
+    cat >"$T/ac.py" <<'PY'
+import torch
+ds = torch.utils.data.TensorDataset(torch.randn(1920, 32), torch.randint(0, 10, (1920,)))
+m = torch.nn.Linear(32, 10)
+for x, y in torch.utils.data.DataLoader(ds, batch_size=16):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = m(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = torch.nn.functional.cross_entropy(out.float(), y)
+    loss.item()
+    loss.item()
+    x.numpy()
+PY
+    expect 0 "autocast fp16 in 0, bf16 in 120 of 120 steps" -- $PY "$T/ac.py"
+    grep -q "per step: .item() 2.0, .cpu() 0.0, .numpy() 1.0" "$T/err" || { cat "$T/err"; fail "per-step counters"; }
 else
     echo "skip: the torch part (no torch for $PY)"
 fi

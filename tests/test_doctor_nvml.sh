@@ -4,7 +4,9 @@
 # found through LD_LIBRARY_PATH) reports one 80 GiB GPU, a set utilisation and memory, and the
 # job as a process with a context. The report and --json carry those figures; with torch, a
 # compute job on a "GPU" at 20% and 2 GiB is too small for it, at 95% it is compute-bound and
-# the next step is mixed precision (the job uses no autocast).
+# the next step is mixed precision (the job uses no autocast); a job of sub-millisecond steps whose
+# loader keeps up, on a "GPU" at 20%, is launch-bound: a batch that would fill the GPU, merged
+# steps, CUDA graphs, no worker advice; at 95% it is not.
 set -u
 STOKER=${STOKER:-build/stoker}
 FAKE=${FAKE_NVML_DIR:-build/tests/fake-nvml}
@@ -39,6 +41,17 @@ if $PY -c 'import torch' 2>/dev/null; then
     FAKE_NVML_UTIL=95 FAKE_NVML_USED_MIB=60000 "$STOKER" doctor --seconds 120 -- $PY "$JOBS" compute --steps 4 2>"$T/err" \
         || fail "doctor on compute"
     grep -q "^7. verdict: compute-bound: .*next: mixed precision" "$T/err" || fail "compute-bound on a GPU"
+    FAKE_NVML_UTIL=20 FAKE_NVML_USED_MIB=2048 "$STOKER" doctor --seconds 120 -- $PY "$JOBS" launch --steps 3000 \
+        2>"$T/err" || fail "doctor on launch"
+    grep -q "^7. verdict: too small for the GPU (launch-bound): GPU busy 20% of the time while a step takes" "$T/err" \
+        || fail "launch-bound"
+    grep -q "next: batch 64 -> 512 (scale the learning rate with it; 2.0 of 80.0 GiB in use), merge several steps' work into one .*CUDA graph" \
+        "$T/err" || fail "launch-bound: next"
+    grep "^7. verdict" "$T/err" | grep -q "workers [0-9]" && fail "launch-bound: worker advice"
+    FAKE_NVML_UTIL=95 FAKE_NVML_USED_MIB=2048 "$STOKER" doctor --seconds 120 -- $PY "$JOBS" launch --steps 3000 \
+        2>"$T/err" || fail "doctor on launch at 95%"
+    grep -q "^7. verdict: " "$T/err" || fail "launch at 95%: no verdict"
+    grep -q "launch-bound" "$T/err" && fail "launch-bound with the GPU busy 95% of the time"
 else
     echo "skip: the torch part (no torch for $PY)"
 fi

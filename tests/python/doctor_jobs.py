@@ -12,7 +12,9 @@ slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample
 --workers N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
 then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
 per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
-(3 epochs of a training loader, each followed by a validation pass of another loader). The job runs --steps steps or until
+(3 epochs of a training loader, each followed by a validation pass of another loader), launch (a
+step well under a millisecond on pre-made batches: loading costs next to nothing; the stand-in for
+a GPU job whose kernels are too short, test_doctor_nvml.sh). The job runs --steps steps or until
 it is stopped (SIGINT -> KeyboardInterrupt) and then writes its own measurements to --out as JSON: the
 reference the doctor's figures are checked against.
 """
@@ -197,9 +199,10 @@ def main():
         blob = {"weights": torch.randn(12 * 1024 * 1024)}   # 48 MB "optimizer state"
         ckpt = os.path.join(tempfile.gettempdir(), "stoker-doctor-ckpt-%d.%s" % (os.getpid(),
                             "pt" if m == "checkpoint" else "ckpt"))
-    elif m == "sync":  # pre-made batches: loading costs next to nothing, the step is the .item()s
+    elif m in ("sync", "launch"):  # pre-made batches: loading costs next to nothing
         g = torch.Generator().manual_seed(0)
-        batches = [(torch.randn(256, 64, generator=g), torch.randint(0, 10, (256,), generator=g))
+        n = 256 if m == "sync" else 64
+        batches = [(torch.randn(n, 64, generator=g), torch.randint(0, 10, (n,), generator=g))
                    for _ in range(16)]
         loader = torch.utils.data.DataLoader(batches, batch_size=None, shuffle=True)
         model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))

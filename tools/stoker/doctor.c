@@ -136,49 +136,43 @@ static uint64_t le(const unsigned char *b, int n)
     return v;
 }
 
-#define BLOCK_MAX 8000 /* the hook writes < 4.1 KB of records a block; the tail buffer is 8 KiB */
+#define BLOCK_MAX 8000 /* the hook writes <= 4000 bytes of records a block; the tail buffer is 8 KiB */
 
-/* "B pid base lid dtype count nbytes": the bytes of records that follow, or -1 */
+/* "B pid base lid dtype bs count nbytes counters": the bytes of records that follow, or -1 */
 static long block_len(const char *line)
 {
-    int pid, lid, count;
+    int pid, lid, bs, count;
     long long base;
     long nb;
     char dt[16];
-    if (sscanf(line, "B %d %lld %d %15s %d %ld", &pid, &base, &lid, dt, &count, &nb) != 6 || nb < 0 ||
+    if (sscanf(line, "B %d %lld %d %15s %d %d %ld", &pid, &base, &lid, dt, &bs, &count, &nb) != 7 || nb < 0 ||
         nb > BLOCK_MAX)
         return -1;
     return nb;
 }
 
 /* a block of batch records (docs/doctor.md, "The event format"): per batch the gap since the
- * previous batch's end (the first: since base), the wait, the batch size, a mask of the counters
- * that follow as int64; all little-endian */
+ * previous batch's end (the first: since base) and the wait, uint32 little-endian. The header
+ * has the loader, the dtype and size of the block's first batch, which every batch gets, and the
+ * counters summed over the steps that began with the block's batches, which its first batch gets */
 static void on_block(dr_run *r, const char *line, const unsigned char *b, size_t nb)
 {
     dr_step s;
     memset(&s, 0, sizeof s);
     long long base;
-    int count;
+    int count, n = 0;
     long len;
-    if (sscanf(line, "B %d %lld %d %15s %d %ld", &s.pid, &base, &s.lid, s.dtype, &count, &len) != 6)
+    if (sscanf(line, "B %d %lld %d %15s %d %d %ld %n", &s.pid, &base, &s.lid, s.dtype, &s.bs, &count, &len,
+               &n) < 7)
         return;
+    parse_counters(line + n, s.c);
     int64_t prev = base;
-    for (size_t o = 0; count-- > 0 && o + 14 <= nb;) {
+    for (size_t o = 0; count-- > 0 && o + 8 <= nb; o += 8) {
         s.t0 = prev + (int64_t)le(b + o, 4);
         s.t1 = s.t0 + (int64_t)le(b + o + 4, 4);
-        s.bs = (int)le(b + o + 8, 2);
-        uint32_t mask = (uint32_t)le(b + o + 10, 4);
-        o += 14;
-        for (int i = 0; i < DR_NC; i++) {
-            s.c[i] = 0;
-            if (mask & (1u << i) && o + 8 <= nb) {
-                s.c[i] = (int64_t)le(b + o, 8);
-                o += 8;
-            }
-        }
         prev = s.t1;
         add_step(r, &s);
+        memset(s.c, 0, sizeof s.c);
     }
 }
 

@@ -22,33 +22,36 @@ def _stk_doctor_install():
     import time
     now = time.monotonic_ns
     pid = os.getpid()
-    st = {"fd": fd, "in_next": False, "flushed": 0, "pid": pid, "in_save": False, "buf_saved": False,
-          "buf_t0": 0, "buf_t1": 0, "nb": 0}
-    # per-step counters, reset at every batch: .item() .cpu() .numpy() cuda.synchronize,
-    # of those on CUDA tensors, H2D pinned, H2D pageable, H2D bytes, ns inside the sync calls,
-    # autocast entries fp16, autocast entries bf16; then file writes outside the save calls
-    # (which time their own): ns and bytes to checkpoint files, to log files, to other files,
+    st = {"fd": fd, "pid": pid, "in_save": False, "buf_saved": -1, "buf_t0": 0, "buf_t1": 0}
+    in_next = False                         # inside a loader's __next__: calls there are the loader's
+    # counters, summed over the batches of a block and reset when it is written: .item() .cpu()
+    # .numpy() cuda.synchronize, of those on CUDA tensors, H2D pinned, H2D pageable, H2D bytes, ns
+    # inside the sync calls, steps with autocast fp16, with bf16; then file writes outside the save
+    # calls (which time their own): ns and bytes to checkpoint files, to log files, to other files,
     # and checkpoint files opened for writing outside a save call
     C = [0] * 18
 
     # batches go into a preallocated block of binary records (docs/doctor.md, "The event format"),
-    # written with one write() when it is nearly full or 0.2 s old: no formatting, no syscall per
-    # batch; every other event flushes the block first (the file stays in order) and goes at once
+    # written with one write() when it is full or 0.2 s old: no formatting, no syscall per batch;
+    # every other event writes the pending block first (the file stays in order) and goes at once.
+    # A record is the batch's two times; the block's header carries what changes slowly: the
+    # loader, the dtype and size of its first batch, the counters summed over its batches
     import struct
-    pack_into = struct.Struct("<IIHI").pack_into
-    kinds = {}                              # which counters are non-zero -> record layout
-    BLK = 3900                              # + one record (<= 158 bytes) + header: < the reader's 8 KiB
-    blk = bytearray(BLK + 160)
-    pos = count = base = prev = flushed = 0
-    blid = 0
+    pack_into = struct.Struct("<II").pack_into
+    BLK = 4000                              # bytes of records a block: with its header < the reader's 8 KiB
+    blk = bytearray(BLK)
+    pos = base = prev = flushed = bn = 0
+    blid = -1                               # the block's loader; -1: no block pending
     bdt = "-"
+    nb = 0                                  # batches asked for (file writes are told apart by step)
     ZERO = [0] * len(C)
-    ZERO_S = "-"                            # all counters zero: most batches
 
     def forked():
         # a forked child (a DataLoader worker): its parent's pending batches are not its own
-        nonlocal pos, count
-        pos = count = 0
+        nonlocal pos, blid
+        pos = 0
+        blid = -1
+        C[:] = ZERO
         st["pid"] = os.getpid()
     os.register_at_fork(after_in_child=forked)
 
@@ -60,85 +63,84 @@ def _stk_doctor_install():
             except OSError:
                 st["fd"] = None
 
+    def counters():
+        if not any(C):
+            return "-"                      # all counters zero
+        s = " ".join(map(str, C))
+        C[:] = ZERO
+        return s
+
     def flush_block():
-        nonlocal pos, count, flushed
-        if count:
-            write(b"B %d %d %d %s %d %d\n" % (st["pid"], base, blid, bdt.encode(), count, pos) + blk[:pos])
-        pos = count = 0
+        nonlocal pos, blid, flushed
+        if pos:
+            write(b"B %d %d %d %s %d %d %d %s\n" % (st["pid"], base, blid, bdt.encode(), bn, pos // 8, pos,
+                                                     counters().encode()) + blk[:pos])
+        pos = 0
+        blid = -1
         flushed = prev
 
     def emit(line):
         flush_block()
         write(line.encode())
 
-    def counters():
-        if not any(C):
-            return ZERO_S
-        s = " ".join(map(str, C))
-        C[:] = ZERO
-        return s
-
     K = [0] * 1025                          # batches the hook timed itself on, its ns in the last 1024
 
-    def batch(t0, t1, n, dt, lid):
-        # one record: the gap since the previous batch's end, the wait, the batch size, a mask of
-        # the non-zero counters and those counters; anything that does not fit: a text N line
-        nonlocal pos, count, base, prev, blid, bdt
-        if count and (lid != blid or dt != bdt):
-            flush_block()
-        if not count:
-            base = prev = t0
-            blid = lid
-            bdt = dt
-        gap = t0 - prev
-        if gap >> 32 or (t1 - t0) >> 32 or n >> 16 or gap < 0:
-            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, lid, counters()))
-            prev = t1
-            return
-        if any(C):
-            # the same counters are non-zero step after step (loss.item(): c0 and c8): their
-            # mask, record layout and size are looked up, not rebuilt
-            key = tuple(map(bool, C))
-            kind = kinds.get(key)
-            if kind is None:
-                idx = [i for i, v in enumerate(key) if v]
-                kind = kinds[key] = (sum(1 << i for i in idx), idx, 14 + 8 * len(idx),
-                                     struct.Struct("<IIHI%dq" % len(idx)).pack_into)
-            mask, idx, size, pk = kind
-            pk(blk, pos, gap, t1 - t0, n, mask, *[C[i] for i in idx])
-            pos += size
-            C[:] = ZERO
-        else:
-            pack_into(blk, pos, gap, t1 - t0, n, 0)
-            pos += 14
-        count += 1
-        prev = t1
-        if pos >= BLK or t1 - flushed > 200000000:
-            flush_block()
-
     emit("H %d %d %d %d.%d\n" % (pid, now(), os.getppid(), sys.version_info[0], sys.version_info[1]))
-    install_writes(st, C, now, emit)
+    install_writes(st, C, now, emit, lambda: nb)
 
-    dtypes = {}
+    dtypes = {}                             # dtype object -> its name in the events
 
     def batch_size(b):
+        # the size of a batch (a tensor, or a tuple, list or dict of them) and its dtype's name
         if isinstance(b, (list, tuple)) and b:
             b = b[0]
         elif isinstance(b, dict) and b:
             b = next(iter(b.values()))
         s = getattr(b, "shape", None)
         d = getattr(b, "dtype", None)
-        n = dtypes.get(d)
-        if n is None:
-            n = dtypes[d] = str(d).replace("torch.", "").replace(" ", "") if d is not None else "-"
-        return (int(s[0]) if s else 0), n
+        try:
+            n = int(s[0]) if s else 0
+        except (TypeError, IndexError, ValueError):
+            n = 0
+        try:
+            name = dtypes.get(d)
+        except TypeError:                   # not hashable
+            name = d = None
+        if name is None:
+            name = str(d).replace("torch.", "").replace(" ", "")[:15] if d is not None else "-"
+            if d is not None:
+                dtypes[d] = name
+        return n, name
+
+    def block_start(it, b, t0, t1):
+        # a batch that starts a block: the first after a write, of another loader, or after a gap
+        # over 4.29 s; one whose wait is over 4.29 s does not fit a record: a text line instead
+        nonlocal pos, base, prev, blid, bdt, bn
+        lid = it._stk_lid
+        n, dt = batch_size(b)
+        flush_block()
+        if nb == 1:
+            C[:] = ZERO                     # the set-up's, before the first batch: not a step's
+        if t1 - t0 >> 32:
+            emit("N %d %d %d %d %s %d %s\n" % (st["pid"], t0, t1 - t0, n, dt, lid, counters()))
+            prev = t1
+            return
+        base = t0
+        blid = lid
+        bdt = dt
+        bn = n
+        pack_into(blk, 0, 0, t1 - t0)
+        pos = 8
+        prev = t1
 
     def wrap_next(orig):
+        # the hook's hot path, once per batch: two clock reads, one pack_into a preallocated block;
+        # the rest only at a block's start (a new loader, every 0.2 s) or for a gap over 4.29 s
         def __next__(self):
+            nonlocal in_next, nb, pos, prev
             t0 = now()
-            st["in_next"] = True
-            st["buf_saved"] = False
-            nb = st["nb"] = st["nb"] + 1
+            in_next = True
+            nb += 1
             timed = not nb & 63             # the hook times its own work on 1 batch in 64
             if timed:
                 tb = now()
@@ -148,15 +150,20 @@ def _stk_doctor_install():
                 emit("E %d %d\n" % (os.getpid(), now()))
                 raise
             finally:
-                st["in_next"] = False
+                in_next = False
             t1 = now()
-            try:                            # the usual batch: a tuple or list of tensors
-                x = b[0] if type(b) is tuple or type(b) is list else b
-                n = len(x)
-                dt = dtypes[x.dtype]
-            except Exception:
-                n, dt = batch_size(b)
-            batch(t0, t1, n, dt, getattr(self, "_stk_lid", 0))
+            if self._stk_lid == blid and t1 - flushed < 200000000:
+                try:
+                    pack_into(blk, pos, t0 - prev, t1 - t0)
+                    pos += 8
+                    prev = t1
+                except struct.error:        # a gap or wait over 4.29 s
+                    block_start(self, b, t0, t1)
+                else:
+                    if pos == BLK:
+                        flush_block()
+            else:
+                block_start(self, b, t0, t1)
             if timed:
                 K[K[0] % 1024 + 1] = tb - t0 + now() - t1
                 K[0] += 1
@@ -219,7 +226,7 @@ def _stk_doctor_install():
                 except (OSError, ValueError, AttributeError, TypeError):
                     n = 0
                 if not outer:
-                    st["buf_saved"] = not path and not isinstance(getattr(f, "raw", f), io.FileIO)
+                    st["buf_saved"] = -1 if path or isinstance(getattr(f, "raw", f), io.FileIO) else nb
                     st["buf_t1"] = t1
                     emit("S %d %d %d %d %s\n" % (os.getpid(), t0, t1, n, kind))
         return save
@@ -232,6 +239,7 @@ def _stk_doctor_install():
             m.save_file = timed_save(m.save_file, "safetensors")
 
     def patch_dataloader(m):
+        m._BaseDataLoaderIter._stk_lid = 0      # an iterator not made by DataLoader.__iter__
         m._BaseDataLoaderIter.__next__ = wrap_next(m._BaseDataLoaderIter.__next__)
         m.DataLoader.__iter__ = wrap_iter(m.DataLoader.__iter__, "torch",
                                           lambda s: int(s.num_workers),
@@ -248,6 +256,7 @@ def _stk_doctor_install():
         m._worker_loop = _worker_loop
 
     def patch_stoker(m):
+        m._Iter._stk_lid = 0
         m._Iter.__next__ = wrap_next(m._Iter.__next__)
         m.Loader.__iter__ = wrap_iter(m.Loader.__iter__, "stoker",
                                       lambda s: int(getattr(s, "workers", 0) or 0),
@@ -261,11 +270,11 @@ def _stk_doctor_install():
         def user_call():
             # calls from torch's own code (optimizers reading step counters) and from the data
             # pipeline (transforms drawing random numbers while the loop waits) are not the step's
-            return not st["in_next"] and not getframe(2).f_code.co_filename.startswith(here)
+            return not in_next and not getframe(2).f_code.co_filename.startswith(here)
 
         def counted(orig, slot):
-            def call(self, *a, **k):
-                if not user_call():
+            def call(self, *a, **k):        # user_call() inlined: one Python call less per call
+                if in_next or getframe(1).f_code.co_filename.startswith(here):
                     return orig(self, *a, **k)
                 t = now()
                 r = orig(self, *a, **k)
@@ -275,6 +284,20 @@ def _stk_doctor_install():
                     C[4] += 1
                 return r
             return call
+
+        orig_item = T.item
+
+        def item(self):                     # counted(T.item, 0) without the *a, **k to pack: the
+                                            # one call most steps make (loss.item())
+            if in_next or getframe(1).f_code.co_filename.startswith(here):
+                return orig_item(self)
+            t = now()
+            r = orig_item(self)
+            C[8] += now() - t
+            C[0] += 1
+            if self.is_cuda:
+                C[4] += 1
+            return r
 
         def h2d(self):
             C[5 if self.is_pinned() else 6] += 1
@@ -315,7 +338,7 @@ def _stk_doctor_install():
                 h2d(self)
             return orig_cuda(self, *a, **k)
 
-        T.item = counted(T.item, 0)
+        T.item = item
         T.cpu = counted(T.cpu, 1)
         T.numpy = counted(T.numpy, 2)
         T.to = to
@@ -339,15 +362,16 @@ def _stk_doctor_install():
         AC = getattr(AC, "autocast", None)
         if AC is not None:
             orig_enter = AC.__enter__
+            ac_step = [-1, -1]
 
             def __enter__(self):
                 r = orig_enter(self)
                 if getattr(self, "_enabled", True):
                     dt = getattr(self, "fast_dtype", None)
-                    if dt == torch.float16:
-                        C[9] += 1
-                    elif dt == torch.bfloat16:
-                        C[10] += 1
+                    i = 9 if dt == torch.float16 else 10 if dt == torch.bfloat16 else 0
+                    if i and ac_step[i - 9] != nb:     # a step counts once
+                        ac_step[i - 9] = nb
+                        C[i] += 1
                 return r
             AC.__enter__ = __enter__
 
@@ -402,7 +426,7 @@ CKPT_EXT = (".pt", ".pth", ".ckpt", ".bin", ".safetensors", ".npy", ".npz", ".pk
 LOG_EXT = (".log", ".csv", ".txt", ".json", ".jsonl", ".yaml", ".out")
 
 
-def install_writes(st, C, now, emit):
+def install_writes(st, C, now, emit, step):
     """Time the job's file writes, by kind of file: builtins.open for writing returns the usual
     buffered (or text) file over a FileIO whose write() is timed; os.fsync / fdatasync are timed
     for the file they sync. Reads and other opens go straight to the real open()."""
@@ -416,8 +440,8 @@ def install_writes(st, C, now, emit):
         if st["in_save"]:
             return -1                       # inside a save call: timed by it
         name = os.fsdecode(file) if isinstance(file, (str, bytes, os.PathLike)) else ""
-        if st["buf_saved"]:                 # the file a save into a buffer is written to: the
-            st["buf_saved"] = False         # time since the save (getvalue()...) is the save's
+        if st["buf_saved"] == step():       # the file a save into a buffer is written to in the
+            st["buf_saved"] = -1            # same step: the time since the save (getvalue()...) is the save's
             st["buf_t0"] = st["buf_t1"]
             return 0
         low = name.lower()
@@ -442,7 +466,7 @@ def install_writes(st, C, now, emit):
             t = now()
             n = FileIO.write(self, b)
             C[12 + 2 * k] += n or 0
-            if st["nb"] != self._stk_b0:
+            if step() != self._stk_b0:
                 C[11 + 2 * k] += now() - t
             return n
 
@@ -455,8 +479,8 @@ def install_writes(st, C, now, emit):
             FileIO.close(self)
             if k >= 0 and not st["in_save"]:
                 t1 = now()
-                C[11 + 2 * k] += t1 - (self._stk_t0 if st["nb"] == self._stk_b0 else t)
-                if k == 0 and st["nb"] == self._stk_b0:   # a checkpoint file: its span, for the plot
+                C[11 + 2 * k] += t1 - (self._stk_t0 if step() == self._stk_b0 else t)
+                if k == 0 and step() == self._stk_b0:  # a checkpoint file: its span, for the plot
                     emit("C %d %d %d\n" % (st["pid"], self._stk_t0, t1))
 
     def open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True,
@@ -474,7 +498,7 @@ def install_writes(st, C, now, emit):
                     t0 = st["buf_t0"]
                     st["buf_t0"] = 0
                 raw._stk_t0 = t0
-                raw._stk_b0 = st["nb"]
+                raw._stk_b0 = step()
                 fdcls[raw.fileno()] = raw
             size = buffering
             if size < 0 or size == 1:
@@ -497,7 +521,7 @@ def install_writes(st, C, now, emit):
     def timed_sync(orig):
         def sync(fd):
             raw = fdcls.get(fd if isinstance(fd, int) else fd.fileno())
-            if raw is not None and st["nb"] == raw._stk_b0:
+            if raw is not None and step() == raw._stk_b0:
                 return orig(fd)             # inside its file's open..close, timed there
             k = raw._stk_k if raw is not None else 2
             t = now()

@@ -13,7 +13,11 @@
  *   checkpoint  torch.save >= 20% of the window.
  *   sync     time inside host-syncing calls >= 15%, or >= 32 such calls per step.
  * The largest share wins among input, checkpoint and (time-based) sync. Without any of them:
- * too small for the GPU (GPU used, mean utilisation < 50%, < 50% of its memory), else compute.
+ *   launch   a GPU job whose GPU is busy < 50% of the time (NVML) while a step takes < 2 ms:
+ *            too small for the GPU (launch-bound): the kernels are too short to fill it and the
+ *            Python loop that launches them is the step; batch size, merged steps, CUDA graphs;
+ * then too small for the hardware (CPU per step < 1 ms), too small for the GPU (GPU used, mean
+ * utilisation < 50%, < 50% of its memory), else compute.
  */
 #include "doctor.h"
 
@@ -35,6 +39,10 @@
 #define TH_DECODE 0.50
 #define TH_GPU_SMALL_UTIL 50.0
 #define TH_GPU_SMALL_MEM 0.50
+#define TH_LAUNCH_UTIL 50.0 /* a GPU busy under this share (%, NVML's mean over the window) ... */
+#define TH_LAUNCH_STEP 2e-3 /* ... while the median time between batches is under this: launch-bound */
+#define TH_LAUNCH_FILL 90.0 /* the GPU busy share the suggested batch size aims for */
+#define LAUNCH_MEM_USE 0.80 /* ... in at most this share of the GPU's memory */
 #define TH_TINY_STEP 1e-3  /* the job's CPU per step, loading included, under this: too small ... */
 #define TH_TINY_WALL 5e-3  /* ... when the wall time between batches (median) is also under this */
 #define TH_TINY_STEPS 20    /* ... over at least this many steps */
@@ -197,18 +205,17 @@ static void analyse_steps(const dr_run *r, dr_result *a)
             ws[nws++] = wait;
             bt[nb++] = (double)(s->t1 - prev_t1) / 1e9;
         }
-        /* counters of the step that ended with this batch (the first batch's are set-up's) */
-        if (prev_t1) {
-            for (int k = 0; k < 4; k++)
-                a->calls[k] += (double)s->c[k];
-            a->calls_dev += (double)s->c[4];
-            a->h2d_pin += (double)s->c[5];
-            a->h2d_page += (double)s->c[6];
-            a->h2d_bytes += (double)s->c[7];
-            a->sync_time += (double)s->c[8] / 1e9;
-            a->ac16 += s->c[9] > 0;
-            a->acbf += s->c[10] > 0;
-        }
+        /* counters of the steps that began with this batch's block (the hook drops the set-up's,
+         * before the first batch; the steps of autocast, not its entries, are counted) */
+        for (int k = 0; k < 4; k++)
+            a->calls[k] += (double)s->c[k];
+        a->calls_dev += (double)s->c[4];
+        a->h2d_pin += (double)s->c[5];
+        a->h2d_page += (double)s->c[6];
+        a->h2d_bytes += (double)s->c[7];
+        a->sync_time += (double)s->c[8] / 1e9;
+        a->ac16 += (int)s->c[9];
+        a->acbf += (int)s->c[10];
         for (int k = 0; k < 8; k++)
             if (bs_seen[k] == s->bs || !bs_cnt[k]) {
                 bs_seen[k] = s->bs;
@@ -220,10 +227,9 @@ static void analyse_steps(const dr_run *r, dr_result *a)
         prev_t0 = s->t0;
         a->nsteps++;
     }
-    /* the counters of batch k+1 are those of step k; the last step's come with the exit event */
-    a->csteps = a->nsteps > 1 ? a->nsteps - 1 : 1;
+    /* the counters a process has when it exits come with the exit event */
+    a->csteps = a->nsteps > 0 ? a->nsteps : 1;
     if (r->x_t && a->nsteps) {
-        a->csteps = a->nsteps;
         for (int k = 0; k < 4; k++)
             a->calls[k] += (double)r->x_c[k];
         a->calls_dev += (double)r->x_c[4];
@@ -625,6 +631,73 @@ static void decide_tiny(dr_result *a, double cpu_step)
              b, b * 8);
 }
 
+/* the busiest GPU's mean utilisation (%), and the memory in use (max) and in all, bytes */
+static double gpu_busy(const dr_run *r, const dr_result *a, double *used, double *total)
+{
+    double gu = 0;
+    *used = *total = 0;
+    for (int g = 0; g < r->ngpu; g++) {
+        gu = a->gutil[g] > gu ? a->gutil[g] : gu;
+        *used += a->gmem[g];
+        *total += r->gpus[g].mem_total;
+    }
+    return gu;
+}
+
+static long pow2_up(double v)
+{
+    long p = 1;
+    while (p < v && p < (1L << 30))
+        p *= 2;
+    return p;
+}
+
+/* short steps on a GPU that is mostly idle, the loader keeping up: each step launches its kernels
+ * one by one from Python, and they finish faster than the next is launched. The GPU's work per
+ * step grows with the batch while the launches stay as many, so the batch that would keep it busy
+ * is about B * TH_LAUNCH_FILL / busy%, within the memory it has */
+static void decide_launch(const dr_run *r, dr_result *a, double gu, double input)
+{
+    double gm, gt;
+    gpu_busy(r, a, &gm, &gt);
+    double step = a->between_med, gpu_ms = 1e3 * step * gu / 100;
+    snprintf(a->verdict, sizeof a->verdict, "too small for the GPU (launch-bound)");
+    snprintf(a->figures, sizeof a->figures,
+             "GPU busy %.0f%% of the time while a step takes %.2f ms (median between batches, of which %.2f ms "
+             "waiting for data): about %.2f ms of GPU work a step; the main thread on a CPU %.0f%% of the "
+             "time: the GPU waits for the Python loop to launch kernels that are too short to fill it",
+             gu, 1e3 * step, 1e3 * a->wait_med, gpu_ms, 100 * a->cpu[DR_MAIN]);
+    const char *graph = "launch the step as a CUDA graph (torch.compile(mode=\"reduce-overhead\"), "
+                        "torch.cuda.CUDAGraph)";
+    int b = a->bs;
+    long want = 0;
+    if (b > 0) {
+        want = pow2_up(b * TH_LAUNCH_FILL / (gu > 1 ? gu : 1));
+        if (want < 2L * b)
+            want = 2L * b;
+        double cap = gm > 0 && gt > 0 ? b * LAUNCH_MEM_USE * gt / gm : 0; /* all of it grows with B: an underestimate */
+        if (cap > 0 && want > cap) {
+            want = 1;
+            while (want * 2 <= cap)
+                want *= 2;
+        }
+    }
+    size_t n;
+    if (b <= 0)
+        n = (size_t)snprintf(a->next, sizeof a->next, "a larger batch, merge several steps' work into one (fewer, "
+                             "larger kernels), or %s", graph);
+    else if (want > b)
+        n = (size_t)snprintf(a->next, sizeof a->next, "batch %d -> %ld (scale the learning rate with it; %.1f of "
+                             "%.1f GiB in use), merge several steps' work into one (fewer, larger kernels), or %s",
+                             b, want, gm / 1073741824.0, gt / 1073741824.0, graph);
+    else
+        n = (size_t)snprintf(a->next, sizeof a->next, "%s: a larger batch does not fit (%.1f of %.1f GiB in use "
+                             "at batch %d)", graph, gm / 1073741824.0, gt / 1073741824.0, b);
+    if (n < sizeof a->next)
+        snprintf(a->next + n, sizeof a->next - n, "; not more loader workers: the loader keeps up (waiting %.0f%% "
+                 "of the time)", 100 * input);
+}
+
 /* a CPU-only compute-bound job: would its input side keep up with the step on a GPU? */
 static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t nc)
 {
@@ -747,6 +820,12 @@ static void decide_steps(const dr_run *r, dr_result *a)
     /* the job's CPU per step (the loader's included): CPU accounting, which a loaded machine does
      * not stretch as it stretches the wall clock between batches */
     double cpu_step = a->cpu_total * a->tick_s / a->nsteps;
+    double gm, gt, gu = gpu_busy(r, a, &gm, &gt);
+    if (!pick && gpu && r->nvml && r->ngpu && a->nticks >= TH_OUTSIDE_TICKS && a->nsteps >= TH_TINY_STEPS &&
+        gu < TH_LAUNCH_UTIL && a->between_med > 0 && a->between_med < TH_LAUNCH_STEP) {
+        decide_launch(r, a, gu, input);
+        return;
+    }
     if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 && cpu_step < TH_TINY_STEP &&
         a->between_med < TH_TINY_WALL) {
         decide_tiny(a, cpu_step);
@@ -835,12 +914,6 @@ static void decide_steps(const dr_run *r, dr_result *a)
         else
             snprintf(nx, nc, "keep per-step values on the device and read them every 100 steps, not every step");
     } else {
-        double gu = 0, gm = 0, gt = 0;
-        for (int g = 0; g < r->ngpu; g++) {
-            gu = a->gutil[g] > gu ? a->gutil[g] : gu;
-            gm += a->gmem[g];
-            gt += r->gpus[g].mem_total;
-        }
         double compute = 1 - input - a->save_share - a->sync_share - a->log_share - a->other_share;
         if (gpu && r->nvml && r->ngpu && gu < TH_GPU_SMALL_UTIL && gt > 0 && gm / gt < TH_GPU_SMALL_MEM) {
             snprintf(v, vc, "too small for the GPU");
@@ -862,9 +935,9 @@ static void decide_steps(const dr_run *r, dr_result *a)
     }
 }
 
-/* the job's own file writes (the hook's counters 11-17, on every batch of the main process but
- * its first, whose counters are the set-up's, and at its exit): a checkpoint's writes join the
- * save call that serialised it, so a save is serialisation + write + fsync */
+/* the job's own file writes (the hook's counters 11-17, on the batches of the main process, the
+ * set-up's left out by the hook, and at its exit): a checkpoint's writes join the save call that
+ * serialised it, so a save is serialisation + write + fsync */
 static void analyse_writes(const dr_run *r, dr_result *a)
 {
     int seen = 0;
@@ -872,13 +945,12 @@ static void analyse_writes(const dr_run *r, dr_result *a)
         const dr_step *s = &r->steps[i];
         if (s->pid != r->main_pid || s->t0 < a->w0 || s->t1 > a->w1)
             continue;
-        if (seen++)
-            for (int k = 0; k < 3; k++) {
-                a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
-                a->wr_b[k] += (double)s->c[12 + 2 * k];
-            }
-        if (seen > 1)
-            a->ckpt_opens += (double)s->c[17];
+        seen++;
+        for (int k = 0; k < 3; k++) {
+            a->wr_s[k] += (double)s->c[11 + 2 * k] / 1e9;
+            a->wr_b[k] += (double)s->c[12 + 2 * k];
+        }
+        a->ckpt_opens += (double)s->c[17];
     }
     if (r->x_t && seen) {
         for (int k = 0; k < 3; k++) {
@@ -1123,8 +1195,8 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
             100 * a->log_share, mb(a->wr_b[2]), a->wr_s[2], 100 * a->other_share, mb(a->job_wr));
     fprintf(f, "6. precision  ");
     if (a->nsteps)
-        fprintf(f, "autocast fp16 in %d, bf16 in %d of %d steps; batches are %s\n", a->ac16, a->acbf,
-                a->nsteps > 1 ? a->nsteps - 1 : a->nsteps, a->dtype);
+        fprintf(f, "autocast fp16 in %d, bf16 in %d of %.0f steps; batches are %s\n", a->ac16, a->acbf,
+                a->csteps, a->dtype);
     else
         fprintf(f, "no steps seen\n");
     if (r->hook_fail[0])
@@ -1133,9 +1205,11 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     double job = a->run_s > 0 ? a->run_s : 1;
     fprintf(f, "   (watching cost: the doctor used %.2f s of CPU in %.1f s, %.2f%% of one core", r->self_cpu_s,
             a->run_s, 100 * r->self_cpu_s / job);
-    if (r->hook_timed)
-        fprintf(f, "; the hook %.1f us per batch in the job's thread, median of %lld batches", 1e-3 * (double)r->hook_ns,
-                (long long)(r->hook_timed < 1024 ? r->hook_timed : 1024));
+    if (r->hook_timed) {
+        long long k = r->hook_timed < 1024 ? r->hook_timed : 1024;
+        fprintf(f, "; the hook's batch path %.1f us per batch in the job's thread, median of %lld batch%s it timed",
+                1e-3 * (double)r->hook_ns, k, k == 1 ? "" : "es");
+    }
     fprintf(f, ")\n");
 }
 

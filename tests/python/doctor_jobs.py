@@ -9,7 +9,7 @@ workers; the test runs it on one core), sync (.item() on every sample of every s
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
---workers N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
+--workers N), augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
 then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
 per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
 (3 epochs of a training loader, each followed by a validation pass of another loader). The job runs --steps steps or until
@@ -179,6 +179,11 @@ def main():
     elif m == "augment":
         loader = augment_loader(args.workers, args.batch)
         model = nn.Linear(32, 10)
+    elif m == "augstep":  # the augment loader behind a step that is longer than its batches' CPU
+        loader = augment_loader(args.workers, args.batch)
+        model = nn.Sequential(nn.Linear(32, 2048), nn.ReLU(),
+                              *[nn.Sequential(nn.Linear(2048, 2048), nn.ReLU()) for _ in range(6)],
+                              nn.Linear(2048, 10))
     elif m in ("npsave", "logging"):
         import numpy as np
         import pickle

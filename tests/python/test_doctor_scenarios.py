@@ -9,6 +9,7 @@ Runs serially (timing figures); each job is stopped by the doctor after a few se
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -165,6 +166,23 @@ def test_compute_bound_projected_gpu_step(tmp_path):
     nxt = d["verdict"]["next"]
     assert "there the step would take 0.2 ms, as --gpu-step-ms says" in nxt, nxt
     assert "then the input side" in nxt and "workers 0 -> " in nxt, nxt
+
+
+def test_projected_gpu_step_never_fewer_workers(tmp_path):
+    # 8 workers of the augment loader (~3 ms of CPU a sample, batch 8) behind a ~0.1 s CPU step,
+    # on 2 cores, with --gpu-step-ms 10: on such a GPU the one core left beside the main process
+    # could not feed the step, though 8 workers are more than enough. The count is not the limit,
+    # the cores are: the advice must not be "workers 8 -> N" with N < 8 (fewer deliver less).
+    if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs taskset and 2 cores")
+    v, d, job, err = doctor(tmp_path, ["augstep", "--workers", "8", "--batch", "8"], 30,
+                            prefix=["taskset", "-c", "0,1"], opts=["--gpu-step-ms", "10"])
+    assert v.startswith("7. verdict: compute-bound"), err
+    nxt = d["verdict"]["next"]
+    assert "then the input side" in nxt, nxt
+    m = re.search(r"workers 8 -> (\d+)", nxt)
+    assert m is None or int(m.group(1)) > 8, nxt
+    assert "more cores or lighter augmentation" in nxt, nxt
 
 
 def test_sync_bound(tmp_path):

@@ -662,11 +662,23 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
         return;
     }
     int want = (int)ceil(m.cb / lo);
-    snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the loader "
-             "needs %.1f ms of CPU per batch (%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could "
-             "take): workers %d -> %d%s", as, 1e3 * m.cb, W, W == 1 ? "" : "s", deliver, 1 / lo, W, want,
-             want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
-                                   : "");
+    char now[160];
+    if (W > 0)
+        snprintf(now, sizeof now, "%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could take", W,
+                 W == 1 ? "" : "s", deliver, 1 / lo);
+    else
+        snprintf(now, sizeof now, "the main thread loads each batch in line, between the steps: %.0f%% of the "
+                 "time waiting", 100 * share);
+    if (want > W)
+        snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the "
+                 "loader needs %.1f ms of CPU per batch (%s): workers %d -> %d%s", as, 1e3 * m.cb, now, W, want,
+                 want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
+                                       : "");
+    else /* the workers are already enough; the cores they can have are not: fewer would deliver less */
+        snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the "
+                 "loader needs %.1f ms of CPU per batch (%s): %d worker%s would keep up on %d free cores, beside "
+                 "the main process; the job may use %g: more cores or lighter augmentation, not fewer workers",
+                 as, 1e3 * m.cb, now, want, want == 1 ? "" : "s", want, r->allowed);
 }
 
 /* other processes holding the CPU: the job's threads waited for one while it ran on fewer cores

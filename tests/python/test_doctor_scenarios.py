@@ -185,6 +185,26 @@ def test_projected_gpu_step_never_fewer_workers(tmp_path):
     assert "more cores or lighter augmentation" in nxt, nxt
 
 
+def test_thread_pool_beside_contention(tmp_path):
+    # the compute job on 2 intra-op threads (batches of 256: each operator split between them),
+    # on cores 0 and 1, each shared with two CPU hogs (other processes): the pool's threads wait
+    # for a core at every operator; the next step is one thread per core the job got
+    if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs taskset and 2 cores")
+    hogs = [subprocess.Popen(["taskset", "-c", c, PY, "-c", "while True: pass"]) for c in "0011"]
+    try:
+        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 12, prefix=["taskset", "-c", "0,1"])
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert "other processes held the CPU" in v, v
+    nxt = d["verdict"]["next"]
+    m = re.match(r"OMP_NUM_THREADS=(\d+) \(or torch.set_num_threads\(\1\)\)", nxt)
+    assert m and int(m.group(1)) < 2, nxt
+
+
 def test_sync_bound(tmp_path):
     v, d, job, err = doctor(tmp_path, ["sync"], 60)
     assert v.startswith("7. verdict: sync-bound"), err

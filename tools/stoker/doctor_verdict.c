@@ -13,7 +13,9 @@
  *   checkpoint  torch.save >= 20% of the window.
  *   sync     time inside host-syncing calls >= 15%, or >= 32 such calls per step.
  * The largest share wins among input, checkpoint and (time-based) sync. Without any of them:
- * too small for the GPU (GPU used, mean utilisation < 50%, < 50% of its memory), else compute.
+ * too small for the GPU (GPU used, mean utilisation < 50%, < 50% of its memory), else compute;
+ * a CPU-only compute-bound step whose intra-op threads wait for cores other processes hold gets
+ * "one thread per core the job got" first.
  */
 #include "doctor.h"
 
@@ -30,6 +32,8 @@
 #define TH_SYNC_PER_STEP 32.0
 #define TH_LOG 0.15
 #define TH_CONTENTION 0.20 /* others' hold on the CPU named above this share of the allowed cores */ /* writes to log files (or other non-checkpoint files) */
+#define TH_POOL 0.25      /* the main process's other threads compute: this share of the main thread's CPU ... */
+#define TH_POOL_WAIT 0.5  /* ... and its threads waited for a CPU this share of the time they ran */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25
 #define TH_DECODE 0.50
@@ -681,6 +685,29 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
                  as, 1e3 * m.cb, now, want, want == 1 ? "" : "s", want, r->allowed);
 }
 
+/* A CPU-only step on a machine whose other processes hold the CPU: when the step runs on several
+ * threads (torch's intra-op pool: the main process's other threads compute) and they wait for a
+ * core about as long as they run, every operator waits for its slowest thread, so one thread per
+ * core the job actually gets is faster than the pool sized for the cores it may use. The GPU
+ * projection would start from that slowed step, so it is left for the next run. */
+static int threads_advice(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
+    double run = a->cpu[DR_MAIN] + a->cpu[DR_OTHER], wait = a->rq[DR_MAIN] + a->rq[DR_OTHER];
+    if (!a->nticks || c < TH_CONTENTION * r->allowed || a->cpu[DR_OTHER] < TH_POOL * a->cpu[DR_MAIN] ||
+        wait < TH_POOL_WAIT * run)
+        return 0;
+    int k = (int)floor(a->cpu_total + 0.25);
+    if (k < 1)
+        k = 1;
+    snprintf(nx, nc, "OMP_NUM_THREADS=%d (or torch.set_num_threads(%d)): the step's threads ran %.2f cores and "
+             "waited for one %.2f cores' worth while other processes held the CPU; they meet at every operator, "
+             "so each waits for the slowest, and %d thread%s for the %.2f cores the job got wait%s for none; "
+             "then run the doctor again (a GPU's step is projected from this CPU's)",
+             k, k, run, wait, k, k == 1 ? "" : "s", a->cpu_total, k == 1 ? "s" : "");
+    return 1;
+}
+
 /* other processes holding the CPU: the job's threads waited for one while it ran on fewer cores
  * than it may use (its own oversubscription is not counted: that part is the job's) */
 static void contention(const dr_run *r, dr_result *a)
@@ -868,7 +895,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
                 snprintf(nx, nc, "mixed precision: torch.autocast(\"cuda\", dtype=torch.bfloat16)");
             else if (gpu)
                 snprintf(nx, nc, "a faster GPU or more GPUs: the input side keeps up");
-            else
+            else if (!threads_advice(r, a, nx, nc))
                 gpu_projection(r, a, nx, nc);
         }
     }

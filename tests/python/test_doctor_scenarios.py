@@ -80,6 +80,12 @@ def test_decode_bound(tmp_path, images):
     # the loader (main thread) wanted a CPU (ran or was runnable) most of its waiting time
     assert d["data"]["loader_on_cpu_share"] + d["data"]["loader_waiting_for_cpu_share"] >= 0.5
     assert "workers 0 -> " in v
+    # with num_workers=0 the main thread loads in line, loading and step in turn: the rate now
+    # that the advice states is 1 / (loader CPU + step CPU) of the figures it gives (rounded)
+    m = re.search(r"the loader needs ([\d.]+) ms of CPU per batch, the step ([\d.]+) ms;.*\(now (\d+)/s\)", v)
+    assert m, v
+    inline = 1e3 / (float(m.group(1)) + float(m.group(2)))
+    assert abs(int(m.group(3)) - inline) <= 1.0, (v, inline)
 
 
 def test_cpu_starved(tmp_path, images):

@@ -573,8 +573,9 @@ static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
         if (m->want < two)
             m->want = two;
     }
-    double w = a->workers > 0 ? a->workers : 1;
-    m->rate_now = w / m->cb < best ? w / m->cb : best;
+    /* num_workers=0: the main thread loads in line, so loading and the step take turns */
+    double now = a->workers > 0 ? a->workers / m->cb : 1 / (m->sc + m->cb);
+    m->rate_now = now < best ? now : best;
     m->rate_want = m->want / m->cb < best ? m->want / m->cb : best;
     return 1;
 }
@@ -599,8 +600,8 @@ static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t n
                      m.want == 1 ? "s" : "", m.rate_now,
                      m.want < W ? ", more only share the same cores" : "", m.rate_step);
         else
-            snprintf(nx + n, nc - n, "%d worker%s deliver %.0f batches/s (now %.0f/s), as many as the step takes",
-                     m.want, m.want == 1 ? "" : "s", m.rate_want, m.rate_now);
+            snprintf(nx + n, nc - n, "%d worker%s deliver%s %.0f batches/s (now %.0f/s), as many as the step takes",
+                     m.want, m.want == 1 ? "" : "s", m.want == 1 ? "s" : "", m.rate_want, m.rate_now);
         return 1;
     }
     if (m.cpu_bound) {

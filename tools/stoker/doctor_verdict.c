@@ -32,7 +32,7 @@
 #define TH_SYNC_PER_STEP 32.0
 #define TH_LOG 0.15
 #define TH_CONTENTION 0.20 /* others' hold on the CPU named above this share of the allowed cores */ /* writes to log files (or other non-checkpoint files) */
-#define TH_POOL 0.25      /* the main process's other threads compute: this share of the main thread's CPU ... */
+#define TH_POOL 0.10      /* the main process's other threads compute: this share of the main thread's CPU ... */
 #define TH_POOL_WAIT 0.5  /* ... and its threads waited for a CPU this share of the time they ran */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25

@@ -9,7 +9,8 @@ workers; the test runs it on one core), sync (.item() on every sample of every s
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
---workers N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
+--workers N), augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), pool (the
+compute job on batches of 256, for --threads N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
 then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
 per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
 (3 epochs of a training loader, each followed by a validation pass of another loader), launch (a
@@ -155,8 +156,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--counts", default="1,2,3,4,8", help="sweep: the worker counts")
     ap.add_argument("--rounds", type=int, default=2, help="sweep: rounds over the counts")
+    ap.add_argument("--threads", type=int, default=1, help="torch's intra-op threads")
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     m = args.mode
     if m == "noloader":
@@ -174,13 +176,18 @@ def main():
     if m in ("decode", "storage", "starved"):
         loader = image_loader(args)
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
-    elif m == "compute":
-        loader = memory_loader(1024, (512,), 32)
+    elif m in ("compute", "pool"):  # pool: batches large enough for --threads to split each operator
+        loader = memory_loader(1024, (512,), 32 if m == "compute" else 256)
         model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
                               nn.Linear(512, 10))
     elif m == "augment":
         loader = augment_loader(args.workers, args.batch)
         model = nn.Linear(32, 10)
+    elif m == "augstep":  # the augment loader behind a step that is longer than its batches' CPU
+        loader = augment_loader(args.workers, args.batch)
+        model = nn.Sequential(nn.Linear(32, 2048), nn.ReLU(),
+                              *[nn.Sequential(nn.Linear(2048, 2048), nn.ReLU()) for _ in range(6)],
+                              nn.Linear(2048, 10))
     elif m in ("npsave", "logging"):
         import numpy as np
         import pickle

@@ -9,6 +9,7 @@ Runs serially (timing figures); each job is stopped by the doctor after a few se
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,12 @@ def test_decode_bound(tmp_path, images):
     # the loader (main thread) wanted a CPU (ran or was runnable) most of its waiting time
     assert d["data"]["loader_on_cpu_share"] + d["data"]["loader_waiting_for_cpu_share"] >= 0.5
     assert "workers 0 -> " in v
+    # with num_workers=0 the main thread loads in line, loading and step in turn: the rate now
+    # that the advice states is 1 / (loader CPU + step CPU) of the figures it gives (rounded)
+    m = re.search(r"the loader needs ([\d.]+) ms of CPU per batch, the step ([\d.]+) ms;.*\(now (\d+)/s\)", v)
+    assert m, v
+    inline = 1e3 / (float(m.group(1)) + float(m.group(2)))
+    assert abs(int(m.group(3)) - inline) <= 1.0, (v, inline)
 
 
 def test_cpu_starved(tmp_path, images):
@@ -165,6 +172,43 @@ def test_compute_bound_projected_gpu_step(tmp_path):
     nxt = d["verdict"]["next"]
     assert "there the step would take 0.2 ms, as --gpu-step-ms says" in nxt, nxt
     assert "then the input side" in nxt and "workers 0 -> " in nxt, nxt
+
+
+def test_projected_gpu_step_never_fewer_workers(tmp_path):
+    # 8 workers of the augment loader (~3 ms of CPU a sample, batch 8) behind a ~0.1 s CPU step,
+    # on 2 cores, with --gpu-step-ms 10: on such a GPU the one core left beside the main process
+    # could not feed the step, though 8 workers are more than enough. The count is not the limit,
+    # the cores are: the advice must not be "workers 8 -> N" with N < 8 (fewer deliver less).
+    if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs taskset and 2 cores")
+    v, d, job, err = doctor(tmp_path, ["augstep", "--workers", "8", "--batch", "8"], 30,
+                            prefix=["taskset", "-c", "0,1"], opts=["--gpu-step-ms", "10"])
+    assert v.startswith("7. verdict: compute-bound"), err
+    nxt = d["verdict"]["next"]
+    assert "then the input side" in nxt, nxt
+    m = re.search(r"workers 8 -> (\d+)", nxt)
+    assert m is None or int(m.group(1)) > 8, nxt
+    assert "more cores or lighter augmentation" in nxt, nxt
+
+
+def test_thread_pool_beside_contention(tmp_path):
+    # the compute job on 2 intra-op threads (batches of 256: each operator split between them),
+    # on cores 0 and 1, each shared with two CPU hogs (other processes): the pool's threads wait
+    # for a core at every operator; the next step is one thread per core the job got
+    if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs taskset and 2 cores")
+    hogs = [subprocess.Popen(["taskset", "-c", c, PY, "-c", "while True: pass"]) for c in "0011"]
+    try:
+        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 12, prefix=["taskset", "-c", "0,1"])
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert "other processes held the CPU" in v, v
+    nxt = d["verdict"]["next"]
+    m = re.match(r"OMP_NUM_THREADS=(\d+) \(or torch.set_num_threads\(\1\)\)", nxt)
+    assert m and int(m.group(1)) < 2, nxt
 
 
 def test_sync_bound(tmp_path):

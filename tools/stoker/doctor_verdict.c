@@ -17,7 +17,9 @@
  *            too small for the GPU (launch-bound): the kernels are too short to fill it and the
  *            Python loop that launches them is the step; batch size, merged steps, CUDA graphs;
  * then too small for the hardware (CPU per step < 1 ms), too small for the GPU (GPU used, mean
- * utilisation < 50%, < 50% of its memory), else compute.
+ * utilisation < 50%, < 50% of its memory), else compute; a CPU-only compute-bound step whose
+ * intra-op threads wait for cores other processes hold gets "one thread per core the job got"
+ * first.
  */
 #include "doctor.h"
 
@@ -34,6 +36,8 @@
 #define TH_SYNC_PER_STEP 32.0
 #define TH_LOG 0.15
 #define TH_CONTENTION 0.20 /* others' hold on the CPU named above this share of the allowed cores */ /* writes to log files (or other non-checkpoint files) */
+#define TH_POOL 0.10      /* the main process's other threads compute: this share of the main thread's CPU ... */
+#define TH_POOL_WAIT 0.5  /* ... and its threads waited for a CPU this share of the time they ran */
 #define TH_STARVED 0.25
 #define TH_STORAGE 0.25
 #define TH_DECODE 0.50
@@ -575,8 +579,9 @@ static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
         if (m->want < two)
             m->want = two;
     }
-    double w = a->workers > 0 ? a->workers : 1;
-    m->rate_now = w / m->cb < best ? w / m->cb : best;
+    /* num_workers=0: the main thread loads in line, so loading and the step take turns */
+    double now = a->workers > 0 ? a->workers / m->cb : 1 / (m->sc + m->cb);
+    m->rate_now = now < best ? now : best;
     m->rate_want = m->want / m->cb < best ? m->want / m->cb : best;
     return 1;
 }
@@ -601,8 +606,8 @@ static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t n
                      m.want == 1 ? "s" : "", m.rate_now,
                      m.want < W ? ", more only share the same cores" : "", m.rate_step);
         else
-            snprintf(nx + n, nc - n, "%d worker%s deliver %.0f batches/s (now %.0f/s), as many as the step takes",
-                     m.want, m.want == 1 ? "" : "s", m.rate_want, m.rate_now);
+            snprintf(nx + n, nc - n, "%d worker%s deliver%s %.0f batches/s (now %.0f/s), as many as the step takes",
+                     m.want, m.want == 1 ? "" : "s", m.want == 1 ? "s" : "", m.rate_want, m.rate_now);
         return 1;
     }
     if (m.cpu_bound) {
@@ -735,11 +740,46 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
         return;
     }
     int want = (int)ceil(m.cb / lo);
-    snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the loader "
-             "needs %.1f ms of CPU per batch (%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could "
-             "take): workers %d -> %d%s", as, 1e3 * m.cb, W, W == 1 ? "" : "s", deliver, 1 / lo, W, want,
-             want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
-                                   : "");
+    char now[160];
+    if (W > 0)
+        snprintf(now, sizeof now, "%d worker%s deliver %.0f batches/s against the %.0f/s the GPU could take", W,
+                 W == 1 ? "" : "s", deliver, 1 / lo);
+    else
+        snprintf(now, sizeof now, "the main thread loads each batch in line, between the steps: %.0f%% of the "
+                 "time waiting", 100 * share);
+    if (want > W)
+        snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the "
+                 "loader needs %.1f ms of CPU per batch (%s): workers %d -> %d%s", as, 1e3 * m.cb, now, W, want,
+                 want + 1 > r->allowed ? ", which needs more cores than the job may use now, or lighter augmentation"
+                                       : "");
+    else /* the workers are already enough; the cores they can have are not: fewer would deliver less */
+        snprintf(nx, nc, "run the step on a GPU, and then the input side: there the step would take %s, but the "
+                 "loader needs %.1f ms of CPU per batch (%s): %d worker%s would keep up on %d free cores, beside "
+                 "the main process; the job may use %g: more cores or lighter augmentation, not fewer workers",
+                 as, 1e3 * m.cb, now, want, want == 1 ? "" : "s", want, r->allowed);
+}
+
+/* A CPU-only step on a machine whose other processes hold the CPU: when the step runs on several
+ * threads (torch's intra-op pool: the main process's other threads compute) and they wait for a
+ * core about as long as they run, every operator waits for its slowest thread, so one thread per
+ * core the job actually gets is faster than the pool sized for the cores it may use. The GPU
+ * projection would start from that slowed step, so it is left for the next run. */
+static int threads_advice(const dr_run *r, const dr_result *a, char *nx, size_t nc)
+{
+    double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
+    double run = a->cpu[DR_MAIN] + a->cpu[DR_OTHER], wait = a->rq[DR_MAIN] + a->rq[DR_OTHER];
+    if (!a->nticks || c < TH_CONTENTION * r->allowed || a->cpu[DR_OTHER] < TH_POOL * a->cpu[DR_MAIN] ||
+        wait < TH_POOL_WAIT * run)
+        return 0;
+    int k = (int)floor(a->cpu_total + 0.25);
+    if (k < 1)
+        k = 1;
+    snprintf(nx, nc, "OMP_NUM_THREADS=%d (or torch.set_num_threads(%d)): the step's threads ran %.2f cores and "
+             "waited for one %.2f cores' worth while other processes held the CPU; they meet at every operator, "
+             "so each waits for the slowest, and %d thread%s for the %.2f cores the job got wait%s for none; "
+             "then run the doctor again (a GPU's step is projected from this CPU's)",
+             k, k, run, wait, k, k == 1 ? "" : "s", a->cpu_total, k == 1 ? "s" : "");
+    return 1;
 }
 
 /* other processes holding the CPU: the job's threads waited for one while it ran on fewer cores
@@ -929,7 +969,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
                 snprintf(nx, nc, "mixed precision: torch.autocast(\"cuda\", dtype=torch.bfloat16)");
             else if (gpu)
                 snprintf(nx, nc, "a faster GPU or more GPUs: the input side keeps up");
-            else
+            else if (!threads_advice(r, a, nx, nc))
                 gpu_projection(r, a, nx, nc);
         }
     }

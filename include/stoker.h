@@ -177,6 +177,13 @@ typedef enum stk_param {
                                      STK_P_RESIZE; the centre crop follows. 0 = off; set with
                                      STK_P_RESIZE_WIDTH, both or neither [0] (since 0.3) */
     STK_P_RESIZE_WIDTH = 218,   /**< I 0..65535: the same for the width [0] (since 0.3) */
+    STK_P_RESIZE_PASSES = 219,  /**< I: STK_RESIZE_PASSES_*, the order of the resize's two passes
+                                     (each rounds to 8 bits, so the order shows in the last bit):
+                                     Pillow 12 and older always run the horizontal one first,
+                                     Pillow 13 the vertical one when the height shrinks by more
+                                     than twice as many pixels as the width. Set the Pillow the
+                                     output must equal; stoker.Loader sets the installed one's
+                                     [STK_RESIZE_PASSES_PILLOW12] (since 0.4) */
     /* 220..229: per-sample augmentation after the crop/resize/flip, on the uint8 sample, equal
      * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
      * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
@@ -322,6 +329,8 @@ enum stk_aug_policy {
     STK_AUG_AUGMIX = 4,
     STK_AUG_TIMM_RAND = 5
 };
+/** STK_P_RESIZE_PASSES: the pass order of Pillow <= 12 or of Pillow >= 13 (since 0.4) */
+enum stk_resize_passes { STK_RESIZE_PASSES_PILLOW12 = 0, STK_RESIZE_PASSES_PILLOW13 = 1 };
 enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
 /** STK_P_ERASE_RANDOM's fills; the most boxes STK_P_ERASE_MAX_COUNT allows (since 0.4) */
 enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, STK_ERASE_RANDOM_CHANNEL = 2 };

@@ -180,6 +180,8 @@ struct stk__worker_ctx {
     size_t tmp_cap;
     uint8_t *hs;    /* horizontal pass scratch */
     size_t hs_cap;
+    uint8_t *vt;    /* vertical pass output when it runs first */
+    size_t vt_cap;
     int32_t *acc;   /* vertical pass accumulators, one row */
     size_t acc_cap;
 };
@@ -216,6 +218,7 @@ void stk__worker_ctx_destroy(stk__worker_ctx *w)
     axis_free(&w->ay);
     free(w->tmp);
     free(w->hs);
+    free(w->vt);
     free(w->acc);
     free(w);
 }
@@ -850,6 +853,40 @@ static void h_rows(void *user, const uint8_t *px, size_t stride, int y0, int n)
     resize_h_strip(&j->w->ax, px, stride, y0, n, j->w->tmp, j->dstride, j->flip, j->w->hs);
 }
 
+/* Whether Pillow runs the vertical pass first for this sample's resize: Pillow 13 does when the
+ * height shrinks by more pixels than twice what the width shrinks by (Pillow's horizontal_first
+ * test in ImagingResampleInner); Pillow <= 12 never does. The image Pillow resizes is the crop
+ * box in train (torchvision crops, then resizes) and the whole image in eval. NEAREST copies
+ * pixels, so its order does not show. */
+static int vertical_first(const stk__aug_config *c, const stk__crop *cr, int W, int H)
+{
+    if (c->passes != STK_RESIZE_PASSES_PILLOW13 || c->interp == STK_INTERP_NEAREST)
+        return 0;
+    int eval = c->mode == STK_MODE_EVAL;
+    int64_t dw = (int64_t)(eval ? W : cr->w) - (eval ? cr->resized_w : c->out_w);
+    int64_t dh = (int64_t)(eval ? H : cr->h) - (eval ? cr->resized_h : c->out_h);
+    return dh > 0 && dh > 2 * dw;
+}
+
+/* The vertical pass first, over the whole decoded window, into W->vt (rows of the window's
+ * width, 32 bytes of slack after the last for the horizontal pass), then the horizontal pass
+ * into W->tmp and out. */
+static int resize_vh(stk__worker_ctx *w, const uint8_t *px, size_t stride, int xw, int flip, uint8_t *out)
+{
+    int ow = w->ax.out, oh = w->ay.out;
+    size_t vn = (size_t)xw * 3, n = (size_t)ow * 3, ts = tmp_stride(ow);
+    if (reserve((void **)&w->vt, &w->vt_cap, vn * (size_t)oh + 32, 1) != 0 ||
+        reserve((void **)&w->acc, &w->acc_cap, vn, sizeof(int32_t)) != 0 ||
+        reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(oh), 1) != 0)
+        return STK_E_NOMEM;
+    memset(w->vt + vn * (size_t)oh, 0, 32);
+    resize_v(&w->ay, px, stride, (int)vn, w->vt, w->acc);
+    resize_h(&w->ax, w->vt, vn, oh, w->tmp, ts, flip, w->hs);
+    for (int y = 0; y < oh; y++)
+        memcpy(out + (size_t)y * n, w->tmp + (size_t)y * ts, n);
+    return STK_OK;
+}
+
 int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
                         uint64_t index, const uint8_t *data, size_t len, uint8_t *out,
                         int *warnings, char *err)
@@ -875,7 +912,8 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
     int xlo = w->ax.lo, ylo = w->ay.lo, xw = w->ax.hi - xlo, yh = w->ay.hi - ylo;
     axis_rebase(&w->ax, xlo);
     axis_rebase(&w->ay, ylo);
-    if (atomic_load_explicit(&fused_allowed, memory_order_relaxed)) {
+    int vfirst = vertical_first(c, &cr, W, H);
+    if (!vfirst && atomic_load_explicit(&fused_allowed, memory_order_relaxed)) {
         /* the horizontal pass strip by strip while the rows are in the L1 cache */
         hjob j = {w, ts, cr.flip};
         resize_h_prepare(&w->ax, w->hs, cr.flip);
@@ -888,6 +926,10 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
         rc = stk__dec_window(w->dec, m, xlo, ylo, xw, yh, c->strict, &px, &stride, warnings, err);
         if (rc != STK_OK)
             return rc;
+        if (vfirst)
+            return resize_vh(w, px, stride, xw, cr.flip, out) == STK_OK
+                       ? STK_OK
+                       : stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, c->out_h);
         resize_h(&w->ax, px, stride, yh, w->tmp, ts, cr.flip, w->hs);
     }
     resize_v(&w->ay, w->tmp, ts, (int)n, out, w->acc);

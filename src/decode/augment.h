@@ -18,6 +18,7 @@ typedef struct stk__aug_config {
     int dct_scaling;
     int interp;            /* STK_INTERP_*: the resize filter */
     int resize_h, resize_w; /* eval: both > 0: Resize((resize_h, resize_w)) instead of `resize` */
+    int passes;            /* STK_RESIZE_PASSES_*: Pillow <= 12's pass order or Pillow 13's */
 } stk__aug_config;
 
 void stk__aug_config_default(stk__aug_config *c);

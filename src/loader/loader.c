@@ -367,6 +367,7 @@ static int configure(stk_loader *h)
     h->aug.strict = (int)pget_i(h, STK_P_STRICT);
     h->aug.dct_scaling = (int)pget_i(h, STK_P_DCT_SCALING);
     h->aug.interp = (int)pget_i(h, STK_P_INTERP);
+    h->aug.passes = (int)pget_i(h, STK_P_RESIZE_PASSES);
     h->aug.resize_h = (int)pget_i(h, STK_P_RESIZE_HEIGHT);
     h->aug.resize_w = (int)pget_i(h, STK_P_RESIZE_WIDTH);
     if ((h->aug.resize_h > 0) != (h->aug.resize_w > 0))

@@ -25,6 +25,7 @@ torchvision = pytest.importorskip("torchvision")
 from PIL import Image  # noqa: E402
 import torchvision.transforms as T  # noqa: E402
 import torchvision.transforms.functional as F  # noqa: E402
+from stoker.loader import installed_pillow_passes  # noqa: E402
 
 TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
 DATA = Path("/work/data/imagenet-like")
@@ -55,7 +56,8 @@ def _run(mode, paths, tmp_path, seed=0, resize=256):
     lst.write_text("\n".join(paths) + "\n")
     out = tmp_path / f"{mode}.raw"
     r = subprocess.run([str(TOOLS / "stk-aug"), "process", mode, "224", "224", str(resize), "1", str(seed),
-                        "0", str(lst), str(out)], check=True, capture_output=True, text=True)
+                        "0", str(lst), str(out), "0", "0", "0", str(installed_pillow_passes())],
+                       check=True, capture_output=True, text=True)
     meta = [l.split() for l in r.stdout.splitlines()]
     imgs = np.fromfile(out, dtype=np.uint8).reshape(len(paths), 224, 224, 3)
     return meta, imgs

@@ -27,6 +27,7 @@ import torchvision.transforms as T  # noqa: E402
 import torchvision.transforms.functional as F  # noqa: E402
 
 import stoker  # noqa: E402
+from stoker.loader import installed_pillow_passes  # noqa: E402
 
 TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
 DATA = Path("/work/data/imagenet-like")
@@ -62,8 +63,8 @@ def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=No
     raw = tmp_path / "out.raw"
     args = [str(TOOLS / "stk-aug"), "process", mode, str(out[0]), str(out[1]), str(resize),
             str(dct), str(seed), "0", str(lst), str(raw), str(MODES[interp][0])]
-    if resize_hw:
-        args += [str(resize_hw[0]), str(resize_hw[1])]
+    rh, rw = resize_hw or (0, 0)
+    args += [str(rh), str(rw), str(installed_pillow_passes())]  # the Pillow torchvision calls here
     r = subprocess.run(args, check=True, capture_output=True, text=True)
     meta = [l.split() for l in r.stdout.splitlines()]
     return meta, np.fromfile(raw, dtype=np.uint8).reshape(len(paths), out[0], out[1], 3)

@@ -5,11 +5,12 @@
  *   stk-aug decode FILE OUT [X Y W H M]     RGB HWC bytes to OUT; prints "status w h warnings"
  *   stk-aug crops N W H SEED EPOCH SMIN SMAX RMIN RMAX FLIP OUT
  *                                           int32 x,y,w,h,flip,fallback per index 0..N-1 to OUT
- *   stk-aug process MODE OH OW RESIZE DCT SEED EPOCH LIST OUT [INTERP [RH RW]]
+ *   stk-aug process MODE OH OW RESIZE DCT SEED EPOCH LIST OUT [INTERP [RH RW [PASSES]]]
  *                                           MODE train|eval; LIST: one image path per line (its
  *                                           line number is the sample index); OUT: OH*OW*3 bytes
  *                                           per image; prints "index status m x y w h flip" lines;
  *                                           INTERP: STK_INTERP_* [0]; RH RW: eval's Resize((h, w))
+ *                                           (0 0: off); PASSES: STK_RESIZE_PASSES_* [0]
  *   stk-aug convert IN H W DTYPE LAYOUT NORM M0 M1 M2 S0 S1 S2 OUT
  *                                           IN: H*W*3 uint8 HWC; DTYPE 0..3 (STK_DTYPE_*),
  *                                           LAYOUT 0 NCHW / 1 NHWC
@@ -88,6 +89,8 @@ static int cmd_process(int argc, char **argv)
         c.interp = atoi(argv[9]);
     if (argc >= 12)
         c.resize_h = atoi(argv[10]), c.resize_w = atoi(argv[11]);
+    if (argc >= 13)
+        c.passes = atoi(argv[12]);
     c.mode = strcmp(argv[0], "eval") == 0 ? STK_MODE_EVAL : STK_MODE_TRAIN;
     c.out_h = atoi(argv[1]), c.out_w = atoi(argv[2]), c.resize = atoi(argv[3]);
     c.dct_scaling = atoi(argv[4]);
@@ -176,7 +179,7 @@ int main(int argc, char **argv)
         return cmd_decode(argc - 2, argv + 2);
     if (argc == 13 && strcmp(argv[1], "crops") == 0)
         return cmd_crops(argv + 2);
-    if ((argc == 11 || argc == 12 || argc == 14) && strcmp(argv[1], "process") == 0)
+    if ((argc == 11 || argc == 12 || argc == 14 || argc == 15) && strcmp(argv[1], "process") == 0)
         return cmd_process(argc - 2, argv + 2);
     if (argc == 15 && strcmp(argv[1], "convert") == 0)
         return cmd_convert(argv + 2);

@@ -139,6 +139,28 @@ INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC
 _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}   # PIL.Image.NEAREST, BILINEAR, BICUBIC
 
 
+def installed_pillow_passes():
+    """STK_RESIZE_PASSES_* of the Pillow this interpreter would import (Pillow 13 changed the
+    order of its resize passes), PILLOW12 when there is none."""
+    try:
+        from PIL import __version__ as v
+        major = int(str(v).split(".")[0])
+    except (ImportError, ValueError):
+        return _lib.RESIZE_PASSES_PILLOW12
+    return _lib.RESIZE_PASSES_PILLOW13 if major >= 13 else _lib.RESIZE_PASSES_PILLOW12
+
+
+def parse_resize_passes(value):
+    """None (the installed Pillow's), "pillow12" or "pillow13" -> STK_RESIZE_PASSES_*."""
+    if value is None:
+        return installed_pillow_passes()
+    names = {"pillow12": _lib.RESIZE_PASSES_PILLOW12, "pillow13": _lib.RESIZE_PASSES_PILLOW13}
+    if isinstance(value, str) and value.lower() in names:
+        return names[value.lower()]
+    raise ValueError("resize_passes must be None (the installed Pillow's), 'pillow12' or 'pillow13', "
+                     "not %r" % (value,))
+
+
 def parse_interpolation(interpolation):
     """'bilinear' | 'bicubic' | 'nearest' (any case), torchvision's InterpolationMode (its
     .value is that name) or Pillow's filter number -> STK_INTERP_*."""
@@ -363,6 +385,11 @@ class Loader:
         InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's
         RandomResizedCrop and eval's Resize: Pillow's, byte for byte at DCT scale 8/8
         (STK_P_INTERP). "nearest" always decodes at 8/8.
+      resize_passes: whose order of the resize's two passes to follow, "pillow12" (horizontal
+        first, Pillow 12 and older) or "pillow13" (vertical first where the height shrinks by
+        more than twice as many pixels as the width, Pillow 13); the last bit of some pixels
+        differs between the two (STK_P_RESIZE_PASSES). Default: the installed Pillow's, else
+        "pillow12".
       mix: batch-level MixUp / CutMix applied to each batch in place (stoker.MixUp,
         stoker.CutMix, stoker.RandomChoice([...]), torchvision v2's MixUp / CutMix /
         RandomChoice or timm's Mixup): the labels (or float targets) become soft N x classes
@@ -473,7 +500,7 @@ class Loader:
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 augment=None, options=None):
+                 augment=None, resize_passes=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -584,6 +611,7 @@ class Loader:
             (_lib.P_OUT_HEIGHT, self.height, "size"),
             (_lib.P_OUT_WIDTH, self.width, "size"),
             (_lib.P_INTERP, INTERP_NAMES[self.interpolation], "interpolation"),
+            (_lib.P_RESIZE_PASSES, parse_resize_passes(resize_passes), "resize_passes"),
             (_lib.P_SHUFFLE, int(self.shuffle), "shuffle"),
             (_lib.P_SEED, self.seed, "seed"),
             (_lib.P_DROP_LAST, int(self.drop_last), "drop_last"),

@@ -387,12 +387,7 @@ def check(spec, where="augment"):
     extra = set(spec) - known
     if extra:
         raise ValueError("%s: unknown augment spec keys %s" % (where, sorted(extra)))
-    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
-        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
-                         % (where, spec.get("interpolation")))
-    fill = spec.get("fill")
-    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
-        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    _check_interp_fill(spec, where)
     bins = int(spec.get("num_magnitude_bins", 31))
     if not 2 <= bins <= 1024:
         raise ValueError("%s: num_magnitude_bins must be 2..1024, not %d" % (where, bins))
@@ -413,6 +408,16 @@ def check(spec, where="augment"):
     return spec
 
 
+def _check_interp_fill(spec, where):
+    """The torchvision ops' interpolation (NEAREST or BILINEAR) and fill (None or a colour)."""
+    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
+        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+                         % (where, spec.get("interpolation")))
+    fill = spec.get("fill")
+    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
+        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+
+
 def _check_geometry(spec, where):
     keys = {"op", "degrees", "interpolation", "fill"} | ({"translate", "scale", "shear"} if spec["op"] == "affine"
                                                          else set())
@@ -428,12 +433,7 @@ def _check_geometry(spec, where):
         raise ValueError("%s: %s takes degrees (min, max)%s, interpolation and fill, got %r"
                          % (where, spec["op"], ", translate (a, b) in [0, 1] or None, scale (min, max) > 0 or "
                             "None, shear (x0, x1, y0, y1) or None" if spec["op"] == "affine" else "", spec))
-    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
-        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
-                         % (where, spec.get("interpolation")))
-    fill = spec.get("fill")
-    if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
-        raise ValueError("%s: fill must be None or three integers 0..255, not %r" % (where, fill))
+    _check_interp_fill(spec, where)
     return spec
 
 

@@ -260,6 +260,15 @@ typedef enum stk_param {
                                       divided by the count; 1, 1 is torchvision's one box [1] */
     STK_P_ERASE_MAX_COUNT = 252, /**< I 1..STK_ERASE_MAX_COUNT, >= MIN_COUNT (checked at start):
                                       timm's max_count [1] */
+    STK_P_AUG_TORCH = 253,      /**< I: STK_AUG_TORCH_*: whose float32 arithmetic the per-sample
+                                      augmentation equals bit for bit, as torch and torchvision
+                                      changed it at 2.0 / 0.15: torch.linspace behind the
+                                      magnitude tables (1.x computes runs of 2 x 8 points, 2 x 16
+                                      on AVX512 kernels, as vectors; 2.x every point alone) and
+                                      adjust_hue's return to uint8 (0.14: x 255, truncated; 0.15:
+                                      convert_image_dtype's x (256 - 1e-3), truncated). The Python
+                                      binding sets it from the torch it imports. Torch's DEFAULT
+                                      (no FMA) CPU kernels are not reproduced [STK_AUG_TORCH_1] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -337,6 +346,9 @@ enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, ST
 #define STK_ERASE_MAX_COUNT 16
 /** STK_P_AUG_AUTO_POLICY: AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN (since 0.4) */
 enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG_AUTO_SVHN = 2 };
+/** STK_P_AUG_TORCH: torch 1.x with torchvision <= 0.14 on its AVX2 CPU kernels; the same on its
+ *  AVX512 kernels; torch >= 2.0 with torchvision >= 0.15 (since 0.4) */
+enum stk_aug_torch { STK_AUG_TORCH_1 = 0, STK_AUG_TORCH_1_AVX512 = 1, STK_AUG_TORCH_2 = 2 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

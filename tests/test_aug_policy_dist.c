@@ -51,7 +51,7 @@ static int bin_of(int policy, int op, int bins, double mag)
 {
     float t[64] = {0};
     int sgn;
-    int n = stk__augpolicy_table(policy, op, bins, 224, 224, t, &sgn);
+    int n = stk__augpolicy_table(STK__TORCH_1, policy, op, bins, 224, 224, t, &sgn);
     for (int i = 0; i < n; i++)
         if ((double)t[i] == fabs(mag))
             return i;
@@ -69,7 +69,7 @@ static void trivial(void)
         T_CHECK(s[0].op >= 0 && s[0].op < 14, "op %d", s[0].op);
         ops[s[0].op]++;
         float t[31];
-        int sgn, nb = stk__augpolicy_table(STK__AUGP_TRIVIAL, s[0].op, 31, 224, 224, t, &sgn);
+        int sgn, nb = stk__augpolicy_table(STK__TORCH_1, STK__AUGP_TRIVIAL, s[0].op, 31, 224, 224, t, &sgn);
         if (nb) {
             int b = bin_of(STK__AUGP_TRIVIAL, s[0].op, 31, s[0].magnitude);
             T_CHECK(b >= 0, "%s magnitude %g not in its table", stk__augop_name(s[0].op), s[0].magnitude);
@@ -107,7 +107,7 @@ static void randaug(void)
         pairs[s[0].op * 14 + s[1].op]++;
         for (int j = 0; j < 2; j++) {
             float t[31];
-            int sgn, nb = stk__augpolicy_table(STK__AUGP_RAND, s[j].op, 31, 224, 224, t, &sgn);
+            int sgn, nb = stk__augpolicy_table(STK__TORCH_1, STK__AUGP_RAND, s[j].op, 31, 224, 224, t, &sgn);
             if (nb)
                 T_CHECK(fabs(s[j].magnitude) == (double)t[9], "%s magnitude %g is not bin 9's %g",
                         stk__augop_name(s[j].op), s[j].magnitude, (double)t[9]);
@@ -157,7 +157,7 @@ static void autoaug(void)
             if (b >= 0) {
                 float t[10];
                 int sgn;
-                stk__augpolicy_table(STK__AUGP_AUTO, op, 10, 224, 224, t, &sgn);
+                stk__augpolicy_table(STK__TORCH_1, STK__AUGP_AUTO, op, 10, 224, 224, t, &sgn);
                 b = bin_of(STK__AUGP_AUTO, op, 10, t[b]);
             }
             want[op][b + 1] += pol[i][j].p / 25.0;
@@ -171,7 +171,7 @@ static void autoaug(void)
         for (int j = 0; j < n; j++) {
             int b = bin_of(STK__AUGP_AUTO, s[j].op, 10, s[j].magnitude);
             float t[10];
-            int sgn, nb = stk__augpolicy_table(STK__AUGP_AUTO, s[j].op, 10, 224, 224, t, &sgn);
+            int sgn, nb = stk__augpolicy_table(STK__TORCH_1, STK__AUGP_AUTO, s[j].op, 10, 224, 224, t, &sgn);
             if (!nb)
                 b = -1;
             else

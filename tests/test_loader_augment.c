@@ -10,6 +10,8 @@
  *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
  *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
  *    time naming the step; (NULL, 0) removes it (the plain crops again);
+ *  - STK_P_AUG_TORCH = STK_AUG_TORCH_2: each sample equals stk__augprog_apply with torch 2.x's
+ *    arithmetic, and some differ from the default's (torch 1.x);
  *  - STK_P_AUG_MAGNITUDE >= STK_P_AUG_BINS is refused at start (STK_E_INVALID, naming both);
  *  - STK_P_ERASE_PROB with device batches is refused at start (STK_E_UNSUPPORTED, naming it).
  * stk-test: concurrency
@@ -180,6 +182,32 @@ int main(void)
             stk__augprog_apply(&ap, &p, 7, 2, base.index[i], img, OH, OW, scratch, NULL);
             T_CHECK(memcmp(img, one.images + i * SB, SB) == 0, "steps: sample %zu is not the program's output", i);
         }
+        free(img);
+        free(scratch);
+    }
+    tl_epoch_free(&three);
+    /* STK_P_AUG_TORCH: torch 2.x's arithmetic (the magnitude tables, adjust_hue's return to
+     * uint8) reaches the workers: each sample is the program's output with it, and some differ
+     * from the torch 1.x epoch */
+    h = aug_loader(D.path, 2, STK_AUG_TRIVIAL, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
+    T_CHECK(stk_loader_set(h, STK_P_AUG_TORCH, STK_AUG_TORCH_2 + 1) == STK_E_INVALID, "no torch past 2.x");
+    T_OK(stk_loader_set(h, STK_P_AUG_TORCH, STK_AUG_TORCH_2));
+    run_epoch(h, &three);
+    stk_loader_destroy(h);
+    {
+        uint8_t *img = malloc(SB), *scratch = malloc(SB);
+        stk__augprog a2 = ap;
+        stk__augpolicy p2 = p;
+        a2.torch = p2.torch = STK__TORCH_2;
+        int differ = 0;
+        for (size_t i = 0; i < N; i++) {
+            memcpy(img, base.images + i * SB, SB);
+            stk__augprog_apply(&a2, &p2, 7, 2, base.index[i], img, OH, OW, scratch, NULL);
+            T_CHECK(memcmp(img, three.images + i * SB, SB) == 0, "torch 2: sample %zu is not the program's output", i);
+            differ += memcmp(three.images + i * SB, one.images + i * SB, SB) != 0;
+        }
+        T_CHECK(differ > 0, "torch 2's arithmetic changes some samples");
         free(img);
         free(scratch);
     }

@@ -383,16 +383,19 @@ void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, 
 
 /* ---- policies ----------------------------------------------------------------------------- */
 
-/* torch.linspace(start, end, n) in float32 as its AVX2 CPU kernel computes it: the first half
- * forward from the start, the second half back from the end, each a fused multiply-add; runs of
- * 16 done as two 8-lane vectors, lane k = base + k * step (not fused) from the vector's first
- * index. Checked against torch by tests/python/test_augops_equal.py. */
+/* torch.linspace(start, end, n) in float32 as torch's CPU kernel computes it: the first half
+ * forward from the start, the second half back from the end, each a fused multiply-add (torch's
+ * AVX2 / AVX512 kernels contract start + step * i). Torch 1.x also vectorises: runs of two
+ * vectors (8 lanes on AVX2, 16 on AVX512) from the start, lane k = base + k * step (not fused)
+ * with base the value of the vector's first index; the leftover points one by one. Torch 2.0
+ * dropped the vector path (pytorch PR 89048): every point alone. Checked against the torch at
+ * hand by tests/python/test_augops_equal.py. */
 static float lin_at(float s, float e, float step, int n, int i)
 {
     return i < n / 2 ? fmaf(step, (float)i, s) : fmaf(-step, (float)(n - i - 1), e);
 }
 
-static void linspace_f(double start, double end, int n, float *out)
+static void linspace_f(int torch, double start, double end, int n, float *out)
 {
     float s = (float)start, e = (float)end;
     if (n == 1) {
@@ -400,10 +403,11 @@ static void linspace_f(double start, double end, int n, float *out)
         return;
     }
     float step = (e - s) / (float)(n - 1);
-    int vec = n / 16 * 16;
+    int lanes = torch == STK__TORCH_1 ? 8 : torch == STK__TORCH_1_AVX512 ? 16 : 0;
+    int vec = lanes ? n / (2 * lanes) * (2 * lanes) : 0;
     for (int i = 0; i < n; i++) {
         if (i < vec) {
-            int b = i / 8 * 8, k = i - b;
+            int b = i / lanes * lanes, k = i - b;
             float base = lin_at(s, e, step, n, b);
             out[i] = base + (float)k * step;
         } else {
@@ -412,29 +416,29 @@ static void linspace_f(double start, double end, int n, float *out)
     }
 }
 
-int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out, int *signed_op)
+int stk__augpolicy_table(int torch, int policy, int op, int bins, int h, int w, float *out, int *signed_op)
 {
     int wide = policy == STK__AUGP_TRIVIAL;
     *signed_op = 1;
     switch (op) {
     case STK__OP_SHEAR_X:
     case STK__OP_SHEAR_Y:
-        linspace_f(0.0, wide ? 0.99 : 0.3, bins, out);
+        linspace_f(torch, 0.0, wide ? 0.99 : 0.3, bins, out);
         return bins;
     case STK__OP_TRANSLATE_X:
-        linspace_f(0.0, wide ? 32.0 : 150.0 / 331.0 * w, bins, out);
+        linspace_f(torch, 0.0, wide ? 32.0 : 150.0 / 331.0 * w, bins, out);
         return bins;
     case STK__OP_TRANSLATE_Y:
-        linspace_f(0.0, wide ? 32.0 : 150.0 / 331.0 * h, bins, out);
+        linspace_f(torch, 0.0, wide ? 32.0 : 150.0 / 331.0 * h, bins, out);
         return bins;
     case STK__OP_ROTATE:
-        linspace_f(0.0, wide ? 135.0 : 30.0, bins, out);
+        linspace_f(torch, 0.0, wide ? 135.0 : 30.0, bins, out);
         return bins;
     case STK__OP_BRIGHTNESS:
     case STK__OP_COLOR:
     case STK__OP_CONTRAST:
     case STK__OP_SHARPNESS:
-        linspace_f(0.0, wide ? 0.99 : 0.9, bins, out);
+        linspace_f(torch, 0.0, wide ? 0.99 : 0.9, bins, out);
         return bins;
     case STK__OP_POSTERIZE: {
         /* 8 - (arange(bins) / ((bins - 1) / k)).round().int(), k = 6 (wide) or 4 */
@@ -446,7 +450,7 @@ int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out,
     }
     case STK__OP_SOLARIZE:
         *signed_op = 0;
-        linspace_f(255.0, 0.0, bins, out);
+        linspace_f(torch, 255.0, 0.0, bins, out);
         return bins;
     default:
         *signed_op = 0;
@@ -534,7 +538,7 @@ static double pick(const stk__augpolicy *p, stk__rng *r, int op, int bin, int h,
 {
     float tab[MAX_BINS];
     int sgn = 0;
-    int n = stk__augpolicy_table(p->policy, op, p->policy == STK__AUGP_AUTO ? 10 : p->bins, h, w, tab, &sgn);
+    int n = stk__augpolicy_table(p->torch, p->policy, op, p->policy == STK__AUGP_AUTO ? 10 : p->bins, h, w, tab, &sgn);
     double mag = 0.0;
     if (n > 0) {
         if (bin < 0)
@@ -578,7 +582,7 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
             int op = aa[id][i].op, bin = aa[id][i].bin;
             float tab[10];
             int sgn = 0;
-            int nb = stk__augpolicy_table(STK__AUGP_AUTO, op, 10, h, w, tab, &sgn);
+            int nb = stk__augpolicy_table(p->torch, STK__AUGP_AUTO, op, 10, h, w, tab, &sgn);
             double mag = nb > 0 && bin >= 0 ? (double)tab[bin] : 0.0;
             if (sgn && s[i] == 0)
                 mag = -mag;
@@ -636,15 +640,15 @@ static const int augmix_ops[13] = {STK__OP_SHEAR_X,   STK__OP_SHEAR_Y,   STK__OP
                                    STK__OP_EQUALIZE,  STK__OP_BRIGHTNESS, STK__OP_COLOR,      STK__OP_CONTRAST,
                                    STK__OP_SHARPNESS};
 
-int stk__augmix_table(int op, int h, int w, float *out, int *signed_op)
+int stk__augmix_table(int torch, int op, int h, int w, float *out, int *signed_op)
 {
     *signed_op = 1;
     switch (op) {
     case STK__OP_TRANSLATE_X:
-        linspace_f(0.0, w / 3.0, 10, out);
+        linspace_f(torch, 0.0, w / 3.0, 10, out);
         return 10;
     case STK__OP_TRANSLATE_Y:
-        linspace_f(0.0, h / 3.0, 10, out);
+        linspace_f(torch, 0.0, h / 3.0, 10, out);
         return 10;
     case STK__OP_POSTERIZE: /* 4 - (arange(10) / ((10 - 1) / 4)).round().int() */
         *signed_op = 0;
@@ -652,7 +656,7 @@ int stk__augmix_table(int op, int h, int w, float *out, int *signed_op)
             out[i] = (float)(4 - (int)nearbyintf((float)i / (float)(9 / 4.0)));
         return 10;
     default:
-        return stk__augpolicy_table(STK__AUGP_RAND, op, 10, h, w, out, signed_op);
+        return stk__augpolicy_table(torch, STK__AUGP_RAND, op, 10, h, w, out, signed_op);
     }
 }
 
@@ -677,7 +681,7 @@ void stk__augmix_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, ui
         for (int k = 0; k < d->depth[i]; k++) {
             int op = augmix_ops[stk__rng_below(&r, (uint64_t)nops)], sgn;
             float tab[10];
-            int n = stk__augmix_table(op, h, w, tab, &sgn);
+            int n = stk__augmix_table(p->torch, op, h, w, tab, &sgn);
             double mag = n ? (double)tab[stk__rng_below(&r, (uint64_t)sev)] : 0.0;
             if (sgn && stk__rng_below(&r, 2))
                 mag = -mag;
@@ -732,12 +736,13 @@ void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch
 
 /* ---- steps: ColorJitter, RandomGrayscale, RandomVerticalFlip ---------------------------------- */
 
-/* adjust_hue: uint8 / 255 to float32, _rgb2hsv, h = (h + factor) % 1.0, _hsv2rgb, * 255 and
- * truncate; every step one float32 rounding as the tensor ops make it (the einsum that picks
- * the channel values adds zeros: exact) */
-static void op_hue(uint8_t *img, size_t px, double factor)
+/* adjust_hue: uint8 / 255 to float32, _rgb2hsv, h = (h + factor) % 1.0, _hsv2rgb, then back to
+ * uint8: torchvision 0.14 multiplies by 255, 0.15 on (convert_image_dtype, vision PR 6830) by
+ * 255 + 1 - 1e-3 as a float32 scalar; both truncate. Every step one float32 rounding as the
+ * tensor ops make it (the einsum that picks the channel values adds zeros: exact) */
+static void op_hue(uint8_t *img, size_t px, double factor, int torch)
 {
-    float hf = (float)factor;
+    float hf = (float)factor, scale = torch == STK__TORCH_2 ? (float)(255.0 + 1.0 - 1e-3) : 255.f;
     for (size_t i = 0; i < px; i++) {
         uint8_t *p = img + 3 * i;
         float r = (float)p[0] / 255.f, g = (float)p[1] / 255.f, b = (float)p[2] / 255.f;
@@ -766,11 +771,11 @@ static void op_hue(uint8_t *img, size_t px, double factor)
         t = t < 0.f ? 0.f : t > 1.f ? 1.f : t;
         const float rgb[6][3] = {{v, t, pp}, {q, v, pp}, {pp, v, t}, {pp, q, v}, {t, pp, v}, {v, pp, q}};
         for (int c = 0; c < 3; c++)
-            p[c] = (uint8_t)(rgb[sector][c] * 255.f);
+            p[c] = (uint8_t)(rgb[sector][c] * scale);
     }
 }
 
-void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4])
+void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4], int torch)
 {
     size_t px = (size_t)h * (size_t)w;
     for (int j = 0; j < 4; j++) {
@@ -784,7 +789,7 @@ void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const dou
         else if (k == 2)
             op_color(img, px, f[k]);
         else
-            op_hue(img, px, f[k]);
+            op_hue(img, px, f[k], torch);
     }
 }
 
@@ -1079,7 +1084,7 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
         else if (kind == STK__STEP_BLUR)
             stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], tmp);
         else
-            stk__augop_jitter(img, h, w, order, f);
+            stk__augop_jitter(img, h, w, order, f, prog->torch);
     }
     if (!ran_policy && policy && policy->policy != STK__AUGP_NONE)
         stk__augpolicy_apply(policy, seed, epoch, index, img, h, w, scratch, tmp);

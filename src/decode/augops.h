@@ -80,9 +80,14 @@ typedef struct stk__augpolicy {
     int severity, width, depth, all_ops;
     double alpha;
     int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
+    int torch;     /* STK__TORCH_*: whose arithmetic (STK_P_AUG_TORCH) */
     stk__timmra timm; /* STK__AUGP_TIMM_RAND */
 } stk__augpolicy;
 
+/* Whose float32 arithmetic the ops equal, as STK_AUG_TORCH_* (augops.c explains the
+ * differences): torch 1.x / torchvision <= 0.14 on AVX2 or AVX512 kernels, torch >= 2.0 /
+ * torchvision >= 0.15 */
+enum { STK__TORCH_1 = 0, STK__TORCH_1_AVX512 = 1, STK__TORCH_2 = 2 };
 /* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */
 enum { STK__AA_IMAGENET = 0, STK__AA_CIFAR10 = 1, STK__AA_SVHN = 2 };
 
@@ -93,9 +98,10 @@ typedef struct stk__augstep {
 } stk__augstep;
 
 /* The magnitude table of OP for POLICY (torchvision's _augmentation_space with BINS bins for an
- * image of H x W; AutoAugment uses 10 bins): float32 values into OUT[BINS]; returns the number of
- * entries (0 for ops without magnitudes) and *SIGNED (1 when the sign is drawn). */
-int stk__augpolicy_table(int policy, int op, int bins, int h, int w, float *out, int *signed_op);
+ * image of H x W; AutoAugment uses 10 bins) as torch TORCH (STK__TORCH_*) computes it: float32
+ * values into OUT[BINS]; returns the number of entries (0 for ops without magnitudes) and
+ * *SIGNED (1 when the sign is drawn). */
+int stk__augpolicy_table(int torch, int policy, int op, int bins, int h, int w, float *out, int *signed_op);
 
 /* The ops POLICY applies to sample INDEX of EPOCH for an image of H x W, drawn from the PRNG keyed
  * (seed, epoch, index) on a stream separate from the crop's: into STEPS (room for
@@ -111,7 +117,7 @@ typedef struct stk__augmix_draws {
     stk__augstep steps[STK__AUGMIX_MAX_WIDTH][STK__AUGMIX_MAX_DEPTH];
 } stk__augmix_draws;
 /* AugMix's magnitude table of OP (10 bins, its _augmentation_space), as stk__augpolicy_table. */
-int stk__augmix_table(int op, int h, int w, float *out, int *signed_op);
+int stk__augmix_table(int torch, int op, int h, int w, float *out, int *signed_op);
 void stk__augmix_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
                       stk__augmix_draws *d);
 
@@ -139,6 +145,7 @@ enum {
 
 typedef struct stk__augprog {
     int n;
+    int torch; /* STK__TORCH_*: whose arithmetic (set by the caller; 0 after parsing) */
     struct {
         int kind;
         float a[15];
@@ -150,8 +157,9 @@ typedef struct stk__augprog {
 int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
 
 /* ColorJitter with fixed draws: ORDER a permutation of 0..3 (brightness, contrast, saturation,
- * hue: torchvision's fn_idx), F the four factors; a factor that is NaN is off (torchvision's None). */
-void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4]);
+ * hue: torchvision's fn_idx), F the four factors; a factor that is NaN is off (torchvision's None).
+ * TORCH (STK__TORCH_*) chooses adjust_hue's return to uint8. */
+void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4], int torch);
 
 /* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
  * makes, applied separably with double sums (torch sums the 2-D kernel in float32: the two differ

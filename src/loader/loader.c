@@ -275,6 +275,8 @@ static int augpolicy_config(stk_loader *h)
     p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
     p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
     p->aa_policy = (int)pget_i(h, STK_P_AUG_AUTO_POLICY); /* STK_AUG_AUTO_* == STK__AA_* */
+    p->torch = (int)pget_i(h, STK_P_AUG_TORCH);           /* STK_AUG_TORCH_* == STK__TORCH_* */
+    h->augprog.torch = p->torch;
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     if (fill >= 0) {
         p->fill.on = 1;

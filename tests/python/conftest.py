@@ -103,10 +103,15 @@ def shards(tmp_path_factory, imagefolder, stoker_mod):
 
 
 def torch_or_skip():
+    """torch, or skip. Also tells tests/tools/stk-augops whose arithmetic to reproduce
+    (STK_AUGOPS_TORCH: that of this torch, as the Loader gets it from the binding)."""
     try:
         import torch
     except ImportError:
         pytest.skip("torch is not importable")
+    if "STK_AUGOPS_TORCH" not in os.environ:
+        from stoker.augment import torch_arithmetic
+        os.environ["STK_AUGOPS_TORCH"] = str(torch_arithmetic(torch))
     return torch
 
 

@@ -252,14 +252,36 @@ def test_v2_train_recipe_accepted(folder):
     assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
 
 
+def _v2_recipe(v2, augment):
+    return v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), augment,
+                       v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
+                       v2.Normalize(MEAN, STD), v2.RandomErasing(0.1), v2.ToPureTensor()])
+
+
 def test_v2_unknown_op_named_with_position(folder):
+    """An augmentation stoker does not run (RandomPerspective, refused in v1 too) is named with
+    its module, position and the whole v2 list."""
     v2 = _v2()
-    tf = v2.Compose([v2.RandomResizedCrop(16), v2.RandomHorizontalFlip(), v2.TrivialAugmentWide(),
-                     v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True),
-                     v2.Normalize(MEAN, STD), v2.RandomErasing(0.1), v2.ToPureTensor()])
-    _refusal(ImageFolder(folder, tf), "torchvision.transforms.v2.TrivialAugmentWide at position 2 "
+    _refusal(ImageFolder(folder, _v2_recipe(v2, v2.RandomPerspective())),
+             "torchvision.transforms.v2.RandomPerspective at position 2 "
              "of transforms.v2.Compose([RandomResizedCrop, RandomHorizontalFlip, "
-             "TrivialAugmentWide, PILToTensor, ToDtype, Normalize, RandomErasing, ToPureTensor])")
+             "RandomPerspective, PILToTensor, ToDtype, Normalize, RandomErasing, ToPureTensor])")
+
+
+def test_v2_reference_recipe_parsed_as_v1(folder):
+    """The v2 reference recipe (TrivialAugmentWide, RandomErasing) gives the Loader the same
+    settings as the v1 recipe, but for the value tables: each is what its own torchvision steps
+    compute (v2's ToDtype + Normalize round a few values apart from v1's)."""
+    from stoker.dataloader import parse_transform
+    v2 = _v2()
+    got = parse_transform(_v2_recipe(v2, v2.TrivialAugmentWide()))
+    want = parse_transform(T.Compose([T.RandomResizedCrop(16), T.RandomHorizontalFlip(),
+                                      T.TrivialAugmentWide(), T.PILToTensor(),
+                                      T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD),
+                                      T.RandomErasing(0.1)]))
+    assert [s["op"] for s in got["augment"]] == ["trivialaugment", "random_erasing"]
+    assert got.pop("value_table").shape == want.pop("value_table").shape == (3, 256)
+    assert got == want
 
 
 def test_v2_tensor_backend_refused(folder):

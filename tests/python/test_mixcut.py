@@ -183,11 +183,13 @@ def test_dataloader_end_to_end(root):
         stoker.DataLoader(ds, batch_size=BS, collate_fn=lambda b: b)
 
 
-def test_timm_mixup_matches_timm(root, monkeypatch):
-    """timm.data.Mixup itself, fed stoker's draws, gives the same batch and targets."""
+@pytest.mark.parametrize("minmax", [None, (0.3, 0.8)])
+def test_timm_mixup_matches_timm(root, monkeypatch, minmax):
+    """timm.data.Mixup itself, fed stoker's draws, gives the same batch and targets (its
+    rand_bbox, or rand_bbox_minmax with cutmix_minmax, as the timm at hand computes them)."""
     mixup = pytest.importorskip("timm.data.mixup")
-    ref = mixup.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, prob=0.9, switch_prob=0.5,
-                      label_smoothing=0.1, num_classes=len(CLASSES))
+    ref = mixup.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, cutmix_minmax=minmax, prob=0.9,
+                      switch_prob=0.5, label_smoothing=0.1, num_classes=len(CLASSES))
     mix = smix.as_mix(ref)
     plain = _batches(root, drop_last=True)
     mixed = _batches(root, mix, drop_last=True)

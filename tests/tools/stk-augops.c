@@ -29,11 +29,16 @@
  *   stk-augops affdraws V0,V1,... SEED EPOCH N H W
  *        the draws of a program of one affine or rotation step for samples 0..N-1: one line
  *        each, "angle tx ty scale shx shy"
+ *
+ * STK_AUGOPS_TORCH=0|1|2 in the environment: whose arithmetic (STK_AUG_TORCH_*) [0]; the tests
+ * set it for the torch they compare with (tests/python/conftest.py).
  */
 #include "testutil.h"
 #include "augops.h"
 
 #include <string.h>
+
+static int g_torch; /* STK__TORCH_*, from STK_AUGOPS_TORCH */
 
 static int policy_of(const char *s)
 {
@@ -104,8 +109,8 @@ static int cmd_tables(char **a)
     float *t = malloc(sizeof(float) * (size_t)(bins > 10 ? bins : 10));
     for (int op = 0; op < STK__OP_COUNT; op++) {
         int sgn;
-        int n = policy == STK__AUGP_AUGMIX ? stk__augmix_table(op, h, w, t, &sgn)
-                                           : stk__augpolicy_table(policy, op, bins, h, w, t, &sgn);
+        int n = policy == STK__AUGP_AUGMIX ? stk__augmix_table(g_torch, op, h, w, t, &sgn)
+                                           : stk__augpolicy_table(g_torch, policy, op, bins, h, w, t, &sgn);
         printf("%s %d", stk__augop_name(op), sgn);
         for (int i = 0; i < n; i++)
             printf(" %.9g", t[i]);
@@ -118,6 +123,7 @@ static int cmd_tables(char **a)
 static int cmd_policy(char **a)
 {
     stk__augpolicy p = {0};
+    p.torch = g_torch;
     p.policy = policy_of(a[0]);
     p.aa_policy = aa_of(a[0]);
     p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
@@ -140,6 +146,7 @@ static int cmd_policy(char **a)
 static int cmd_augmix(char **a)
 {
     stk__augpolicy p = {0};
+    p.torch = g_torch;
     p.policy = STK__AUGP_AUGMIX;
     p.severity = atoi(a[0]), p.width = atoi(a[1]), p.depth = atoi(a[2]), p.alpha = atof(a[3]);
     p.all_ops = atoi(a[4]);
@@ -175,7 +182,7 @@ static int cmd_jitter(char **a)
     }
     int h = atoi(a[5]), w = atoi(a[6]);
     uint8_t *img = load(a[7], h, w);
-    stk__augop_jitter(img, h, w, order, f);
+    stk__augop_jitter(img, h, w, order, f, g_torch);
     t_write_file(a[8], img, (size_t)h * w * 3);
     free(img);
     return 0;
@@ -193,6 +200,7 @@ static int cmd_steps(char **a)
         printf("error %s\n", err);
         return 3;
     }
+    prog.torch = g_torch;
     uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10), index = strtoull(a[3], NULL, 10);
     int h = atoi(a[4]), w = atoi(a[5]);
     uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
@@ -229,6 +237,7 @@ static int cmd_steps(char **a)
 static int cmd_draws(char **a)
 {
     stk__augpolicy p = {0};
+    p.torch = g_torch;
     p.policy = policy_of(a[0]);
     p.aa_policy = aa_of(a[0]);
     p.num_ops = 2, p.magnitude = 9, p.bins = 31;
@@ -290,6 +299,8 @@ static int cmd_erase(char **a)
 
 int main(int argc, char **argv)
 {
+    const char *torch = getenv("STK_AUGOPS_TORCH");
+    g_torch = torch ? atoi(torch) : STK__TORCH_1;
     if (argc == 10 && strcmp(argv[1], "op") == 0)
         return cmd_op(argv + 2);
     if (argc == 6 && strcmp(argv[1], "tables") == 0)

@@ -487,6 +487,47 @@ def _timm_params(s):
             (_lib.P_TIMM_TRANSLATE_PCT, float(s.get("translate_pct", 0.45)), "timm RandAugment translate_pct")]
 
 
+_arith_cache = {}
+
+
+def _cpu_capability(torch):
+    """The CPU kernels torch runs: "AVX512", "AVX2", "DEFAULT", ... (torch 2.x asks
+    torch.backends.cpu; torch 1.x only prints it in torch.__config__.show())."""
+    get = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    if get is not None:
+        return str(get()).upper()
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip().upper()
+    return "AVX2"
+
+
+def torch_arithmetic(torch=None):
+    """STK_AUG_TORCH_* (the Loader's STK_P_AUG_TORCH) for TORCH, the torch module (imported when
+    None): whose float32 arithmetic the augmentation reproduces. torch >= 2.0 (with torchvision
+    >= 0.15) computes torch.linspace point by point and ends adjust_hue with
+    convert_image_dtype; torch 1.x vectorises linspace, 8 or 16 lanes by its CPU kernels. None
+    when torch cannot be imported: the library's default (torch 1.x, AVX2) then stands."""
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            return None
+    from . import _lib
+    key = id(torch)
+    if key not in _arith_cache:
+        try:
+            major = int(str(torch.__version__).split(".")[0])
+        except ValueError:
+            major = 2
+        if major >= 2:
+            _arith_cache[key] = _lib.AUG_TORCH_2
+        else:
+            avx512 = _cpu_capability(torch) == "AVX512"
+            _arith_cache[key] = _lib.AUG_TORCH_1_AVX512 if avx512 else _lib.AUG_TORCH_1
+    return _arith_cache[key]
+
+
 def params(specs):
     """[(STK_P_* key, value, name)] for the Loader: SPECS is None, a spec, a torchvision object or
     a list of them, applied in that order (at most one policy: the library applies one per sample;
@@ -527,6 +568,9 @@ def params(specs):
         if "count" in e:
             out += [(_lib.P_ERASE_MIN_COUNT, int(e["count"][0]), "RandomErasing min_count"),
                     (_lib.P_ERASE_MAX_COUNT, int(e["count"][1]), "RandomErasing max_count")]
+    arith = torch_arithmetic() if resolved else None
+    if arith is not None:
+        out.append((_lib.P_AUG_TORCH, arith, "the torch arithmetic (stoker.augment.torch_arithmetic)"))
     policies = [s for s in resolved if s["op"] in POLICIES]
     if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"

@@ -10,6 +10,7 @@ the distributions and arithmetic are torchvision's (roll by 1) or timm's (flip, 
 smoothing), so a batch equals what those classes give for the same draws.
 """
 import math
+import sys
 
 import numpy as np
 
@@ -162,15 +163,40 @@ def _flip(t):
     return t.flip(0)
 
 
+def _timm_bbox_style(mod):
+    """(full_cut, last_origin) of the timm.data.mixup module MOD: whether its rand_bbox spans
+    cut_h // 2 + (cut_h + 1) // 2 rows (the whole cut; older timm: 2 * (cut_h // 2), one short
+    when odd) and whether rand_bbox_minmax draws its origin from 0..H - cut_h inclusive (older:
+    exclusive). timm changed both in its mixup / cutmix bbox fixes of August 2026 (pull
+    requests 2739 and 2740), after 1.0.28. Found by running the two functions once on NumPy's
+    global generator, whose state is put back."""
+    if not (hasattr(mod, "rand_bbox") and hasattr(mod, "rand_bbox_minmax")):
+        return False, False                   # no timm module at hand: the older arithmetic
+    np_mod = getattr(mod, "np", np)
+    state = np_mod.random.get_state()
+    try:
+        np_mod.random.seed(0)
+        # cut = int(64 * 3.5 / 64) = 3 rows, the centre kept 3 rows from the border (margin 1)
+        yl, yh, _, _ = mod.rand_bbox((64, 64), 1.0 - (3.5 / 64) ** 2, margin=1.0)
+        np_mod.random.seed(0)
+        # cut_h = 9 of 10: the origin is 0 (older) or 0 / 1
+        yl2, _, _, _ = mod.rand_bbox_minmax((10, 10), (0.9, 1.0), count=64)
+    finally:
+        np_mod.random.set_state(state)
+    return int(yh) - int(yl) == 3, bool((np.asarray(yl2) == 1).any())
+
+
 class TimmMixup(_Base):
     """timm.data.Mixup (mode='batch') on stoker's batch: with probability `prob` a batch is
     mixed, by CutMix with probability switch_prob when both alphas are > 0; the partner is
     x.flip(0); CutMix's box is timm's rand_bbox (or rand_bbox_minmax) and lam is corrected to
-    the box area when correct_lam; targets are timm's mixup_target (label smoothing)."""
+    the box area when correct_lam; targets are timm's mixup_target (label smoothing).
+    full_cut and last_origin choose the box arithmetic of timm <= 1.0.28 (False, the default)
+    or of the later timm (True; _timm_bbox_style reads them from the timm at hand)."""
 
     def __init__(self, mixup_alpha=1.0, cutmix_alpha=0.0, cutmix_minmax=None, prob=1.0,
                  switch_prob=0.5, mode="batch", correct_lam=True, label_smoothing=0.1,
-                 num_classes=1000):
+                 num_classes=1000, full_cut=False, last_origin=False):
         if mode != "batch":
             raise ValueError("timm Mixup(mode=%r): stoker mixes whole batches (mode='batch') "
                              "only" % (mode,))
@@ -185,6 +211,7 @@ class TimmMixup(_Base):
             raise ValueError("timm Mixup with mixup_alpha = cutmix_alpha = 0 mixes nothing")
         self.prob, self.switch_prob = float(prob), float(switch_prob)
         self.correct_lam = bool(correct_lam)
+        self.full_cut, self.last_origin = bool(full_cut), bool(last_origin)
 
     @property
     def blends(self):
@@ -207,14 +234,16 @@ class TimmMixup(_Base):
             lo, hi = self.cutmix_minmax
             ch = int(rng.integers(int(h * lo), int(h * hi)))
             cw = int(rng.integers(int(w * lo), int(w * hi)))
-            yl, xl = int(rng.integers(0, h - ch)), int(rng.integers(0, w - cw))
+            last = 1 if self.last_origin else 0
+            yl, xl = int(rng.integers(0, h - ch + last)), int(rng.integers(0, w - cw + last))
             yh, xh = yl + ch, xl + cw
         else:
             ratio = math.sqrt(1 - lam)
             ch, cw = int(h * ratio), int(w * ratio)
             cy, cx = int(rng.integers(0, h)), int(rng.integers(0, w))
-            yl, yh = min(max(cy - ch // 2, 0), h), min(max(cy + ch // 2, 0), h)
-            xl, xh = min(max(cx - cw // 2, 0), w), min(max(cx + cw // 2, 0), w)
+            up = 1 if self.full_cut else 0
+            yl, yh = min(max(cy - ch // 2, 0), h), min(max(cy + (ch + up) // 2, 0), h)
+            xl, xh = min(max(cx - cw // 2, 0), w), min(max(cx + (cw + up) // 2, 0), w)
         if self.correct_lam or self.cutmix_minmax is not None:
             p["lam"] = 1.0 - (yh - yl) * (xh - xl) / float(h * w)
         p["box"] = (xl, yl, xh, yh)
@@ -256,10 +285,15 @@ def _foreign(obj):
         if name == "RandomChoice":
             return RandomChoice(obj.transforms, getattr(obj, "p", None))
     if mod.startswith("timm.data") and name == "Mixup":
+        if getattr(obj, "multi_label", False):
+            raise ValueError("timm Mixup(multi_label=True): stoker mixes class-index labels "
+                             "(one-hot rows, smoothed as timm does), not dense multi-label "
+                             "targets; use multi_label=False")
+        full_cut, last_origin = _timm_bbox_style(sys.modules.get(cls.__module__))
         return TimmMixup(obj.mixup_alpha, obj.cutmix_alpha, obj.cutmix_minmax,
                          getattr(obj, "mix_prob", 1.0) if getattr(obj, "mixup_enabled", True)
                          else 0.0, obj.switch_prob, obj.mode, obj.correct_lam,
-                         obj.label_smoothing, obj.num_classes)
+                         obj.label_smoothing, obj.num_classes, full_cut, last_origin)
     return None
 
 

@@ -162,11 +162,15 @@ def _c_api_epoch(path, params):
 @pytest.mark.parametrize("train", [True, False])
 def test_uint8_output_equals_the_c_api(stoker_mod, shards, train):
     from stoker import _lib
+    from stoker.loader import installed_pillow_passes
     path, _ = shards
     params = {_lib.P_BATCH_SIZE: BS, _lib.P_OUT_HEIGHT: SIZE, _lib.P_OUT_WIDTH: SIZE,
               _lib.P_SEED: 11, _lib.P_WORKERS: 2, _lib.P_RESIZE: 40,
               _lib.P_MODE: _lib.MODE_TRAIN if train else _lib.MODE_EVAL,
-              _lib.P_SHUFFLE: int(train)}
+              _lib.P_SHUFFLE: int(train),
+              # the pass order Loader sets for the installed Pillow (its one default taken from
+              # the environment; STK_P_RESIZE_PASSES)
+              _lib.P_RESIZE_PASSES: installed_pillow_passes()}
     c = _c_api_epoch(path, params)
     with _loader(stoker_mod, path, seed=11, train=train, resize=40) as py:
         p = _epoch(py)

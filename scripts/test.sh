@@ -17,6 +17,12 @@ echo "== normal build"
 # (tests ON: a build/ that scripts/run.sh configured first has them off)
 BUILD_DIR=build bash scripts/build.sh -DSTOKER_BUILD_TESTS=ON "$WERROR"
 ctest --test-dir build --output-on-failure -j"$J"
+if [ -n "${STK_TEST_TORCH2_PYTHON:-}" ]; then
+  # optional: the Python tests again under another interpreter, e.g. a venv with PyPI's torch 2.x,
+  # torchvision, timm and Pillow (the tests that need what it lacks, lmdb or Debian's data, skip)
+  echo "== Python tests under $STK_TEST_TORCH2_PYTHON"
+  STOKER_TEST_PYTHON="$STK_TEST_TORCH2_PYTHON" ctest --test-dir build --output-on-failure -j"$J" -L python
+fi
 if [ "${STK_TEST_QUICK:-0}" = 1 ]; then exit 0; fi
 echo "== Release (-O3), gcc"
 CC=gcc BUILD_DIR=build-release bash scripts/build.sh -DCMAKE_BUILD_TYPE=Release -DSTOKER_BUILD_TESTS=ON "$WERROR"

@@ -385,10 +385,16 @@ def test_worker_count_advice_holds(tmp_path):
         pytest.skip("needs root and a cpu cgroup controller, to measure rates apart from other load")
     enter = ["sh", "-c", "echo $$ > %s/cgroup.procs && exec \"$@\"" % cg, "sh"]
     try:
-        v, d, job, err = doctor(tmp_path, ["augment", "--workers", "8", "--batch", "8"], 300, prefix=enter)
+        for attempt in range(2):
+            v, d, job, err = doctor(tmp_path, ["augment", "--workers", "8", "--batch", "8"], 300, prefix=enter)
+            # the cgroup's weight does not stop a neighbour that had the cores first: when the
+            # doctor itself reports that other processes held the CPU the job ran on, the run
+            # measured them, not the job; it is made once more (the assert below stays whole)
+            m = re.search(r"next: workers 8 -> (\d+)\b", v)
+            if m or "other processes held the CPU" not in v:
+                break
+            print("attempt %d measured other processes' load: %s" % (attempt + 1, v))
         assert v.startswith("7. verdict: input-bound"), err
-        import re
-        m = re.search(r"next: workers 8 -> (\d+)\b", v)
         assert m, v
         want = int(m.group(1))
         counts = sorted({1, 2, 4, 8, want})

@@ -571,13 +571,14 @@ static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
     if (m->want < 1)
         m->want = 1;
     /* cores the limit, two or more of them: the count that balances the model leaves a core idle
-     * whenever one of its workers waits on its queue or on the main process's hand-off; two
-     * workers per core keep the cores busy (docs/doctor.md, "Worker counts"). On one core the
-     * step and the worker take turns whatever the count. */
+     * whenever one of its workers waits on its queue or on the main process's hand-off. Two to
+     * four workers per core keep the cores busy (docs/doctor.md, "Worker counts"): fewer than two
+     * per core become two, a count in that range stays, more than four become four. On one core
+     * the step and the worker take turns whatever the count. */
     if (m->cpu_bound && r->allowed >= 2) {
-        int two = (int)ceil(2 * r->allowed);
-        if (m->want < two)
-            m->want = two;
+        int two = (int)ceil(2 * r->allowed), four = (int)floor(4 * r->allowed);
+        int W = a->workers;
+        m->want = W < two ? two : W > four ? four : W;
     }
     /* num_workers=0: the main thread loads in line, so loading and the step take turns */
     double now = a->workers > 0 ? a->workers / m->cb : 1 / (m->sc + m->cb);

@@ -8,99 +8,34 @@
  * which W workers already deliver), more than four become four; on one core the count is 1. The
  * sweeps behind the range are in docs/doctor.md, "The loading model".
  */
-#include "doctor.h"
+#include "doctor/recorded.h"
 
 #include <stdio.h>
-#include <string.h>
-
-#define T0 1000000000LL /* the job's start, ns */
 
 static int failures;
 
-/* 600 batches of loader 1 (process 100), W workers on C cores: per tick of 100 ms the workers run
- * min(W, C * cb/(cb+sc)) cores, which sets the rate, and the main thread sc per batch; the workers
- * beyond the cores wait for one */
-static dr_result *analyse(int W, double C)
+/* 600 batches of 8 with W workers on C cores: per tick of 100 ms the workers run
+ * min(W, C * cb/(cb+sc)) cores, which sets the rate, and the main thread sc per batch; the
+ * workers beyond the cores wait for one. The verdict is input-bound and has WANT, not NOT_WANT */
+static void expect(const char *what, int W, double C, const char *want, const char *not_want)
 {
-    enum { NSTEPS = 600 };
-    static dr_step steps[NSTEPS];
+    static dr_step steps[600];
     static dr_tick ticks[2000];
     const double cb = 0.020, sc = 0.002;
     double wcpu = C * cb / (cb + sc) < W ? C * cb / (cb + sc) : W, rate = wcpu / cb;
     dr_iter it;
     dr_run r;
-    memset(&r, 0, sizeof r);
-    memset(&it, 0, sizeof it);
-    memset(steps, 0, sizeof steps);
-    memset(ticks, 0, sizeof ticks);
-    r.pid = r.main_pid = 100;
-    r.hooked = 1;
-    r.interval = 0.1;
-    r.ncpu_online = r.affinity = (int)C;
-    r.allowed = C;
-    r.mem_total = 64.0 * 1073741824.0;
-    r.t_start = T0;
-    it.pid = 100;
-    it.t0 = T0 + 500000000LL;
-    it.t1 = it.t0 + 100000;
-    snprintf(it.kind, sizeof it.kind, "torch");
-    it.workers = W;
-    it.bs = 8;
-    it.lid = 1;
-    r.iters = &it;
-    r.niters = 1;
-    int64_t prev = it.t1, between = (int64_t)(1e9 / rate), step = (int64_t)(sc * 1e9);
-    for (int i = 0; i < NSTEPS; i++) {
-        dr_step *s = &steps[i];
-        s->pid = 100;
-        s->lid = 1;
-        s->bs = 8;
-        snprintf(s->dtype, sizeof s->dtype, "float32");
-        s->t1 = prev + between;
-        s->t0 = prev + step;
-        prev = s->t1;
-    }
-    r.steps = steps;
-    r.nsteps = NSTEPS;
-    r.x_t = prev + 1000000;
-    r.t_end = r.x_t + 50000000;
-    double run = (double)(r.t_end - T0) / 1e9;
-    for (size_t k = 0; k < sizeof ticks / sizeof *ticks && (double)(k + 1) * 0.1 <= run + 0.1; k++) {
-        dr_tick *t = &ticks[r.nticks++];
-        t->t = (double)(k + 1) * 0.1;
-        t->dt = 0.1;
-        t->cpu[DR_MAIN] = rate * sc;
-        t->cpu[DR_WORKER] = wcpu;
-        t->rq[DR_WORKER] = W > C ? W - C : 0.5;
-        t->nthreads[DR_MAIN] = 1;
-        t->nthreads[DR_WORKER] = (float)W;
-        t->main_state = 'S';
-        t->sys_cores = C;
-        t->mem_avail = 32.0 * 1073741824.0;
-    }
-    r.ticks = ticks;
-    return dr_analyse(&r);
-}
-
-static void expect(const char *what, int W, double C, const char *want, const char *not_want)
-{
-    dr_result *a = analyse(W, C);
-    if (!a) {
-        printf("FAIL %s: dr_analyse returned NULL\n", what);
-        failures++;
-        return;
-    }
-    const char *line = dr_verdict_line(a);
-    int ok = strstr(line, "verdict: input-bound (") && strstr(line, want) &&
-             !(not_want && strstr(line, not_want));
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-    if (!ok) {
-        printf("     got    %s\n", line);
-        printf("     wanted CPU-starved, \"%s\"%s%s%s\n", want, not_want ? ", not \"" : "", not_want ? not_want : "",
-               not_want ? "\"" : "");
-        failures++;
-    }
-    dr_result_free(a);
+    rec_job(&r, &it, W, 8, C);
+    rec_steps(&r, steps, 600, (int64_t)(1e9 / rate), (int64_t)(1e9 / rate - sc * 1e9));
+    dr_tick t = {.main_state = 'S', .sys_cores = C, .mem_avail = 32.0 * 1073741824.0};
+    t.cpu[DR_MAIN] = rate * sc;
+    t.cpu[DR_WORKER] = wcpu;
+    t.rq[DR_WORKER] = W > C ? W - C : 0.5;
+    t.nthreads[DR_MAIN] = 1;
+    t.nthreads[DR_WORKER] = (float)W;
+    rec_ticks(&r, ticks, sizeof ticks / sizeof *ticks, &t);
+    const char *w[] = {"verdict: input-bound (", want, NULL};
+    rec_expect(&r, what, w, not_want, &failures);
 }
 
 int main(void)

@@ -440,6 +440,14 @@ char *stk__strdup(const char *s)
     return d;
 }
 
+int stk__name_index(const char *const *names, int n, const char *name)
+{
+    for (int i = 0; name && i < n; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 /* ---- Philox-4x32-10 ----------------------------------------------------------------------- */
 
 /*

@@ -82,6 +82,9 @@ int stk__grow(void **v, size_t *cap, size_t need, size_t elem);
 /* Duplicate a string (NULL on failure). */
 char *stk__strdup(const char *s);
 
+/* The index of NAME in the N strings of NAMES (a table of op names), -1 if absent or NULL. */
+int stk__name_index(const char *const *names, int n, const char *name);
+
 /* ---- Counter-based PRNG (Philox-4x32-10): pure function of (key, counter). -------------------
  * A stream keyed by (seed, a, b): e.g. (seed, epoch, sample index) for augmentation or
  * (seed, epoch, 0) for the epoch permutation. Identical results on any thread, in any order. */

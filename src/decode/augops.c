@@ -30,13 +30,7 @@ static const char *const op_names[STK__OP_COUNT] = {
     "Contrast", "Sharpness", "Posterize", "Solarize",   "AutoContrast", "Equalize", "Invert",
 };
 
-int stk__augop_find(const char *name)
-{
-    for (int i = 0; i < STK__OP_COUNT; i++)
-        if (name && strcmp(name, op_names[i]) == 0)
-            return i;
-    return -1;
-}
+int stk__augop_find(const char *name) { return stk__name_index(op_names, STK__OP_COUNT, name); }
 
 const char *stk__augop_name(int op) { return op >= 0 && op < STK__OP_COUNT ? op_names[op] : "?"; }
 

@@ -47,13 +47,7 @@ static const char *const names[STK__TIMM_OP_COUNT] = {
     "TranslateYRel",
 };
 
-int stk__timm_find(const char *name)
-{
-    for (int i = 0; i < STK__TIMM_OP_COUNT; i++)
-        if (name && strcmp(name, names[i]) == 0)
-            return i;
-    return -1;
-}
+int stk__timm_find(const char *name) { return stk__name_index(names, STK__TIMM_OP_COUNT, name); }
 
 const char *stk__timm_name(int op) { return op >= 0 && op < STK__TIMM_OP_COUNT ? names[op] : "?"; }
 
@@ -138,6 +132,15 @@ static inline uint8_t blend1(float alpha, int d, int i)
 }
 
 static inline int luma(const uint8_t *p) { return (p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16; }
+
+/* the four enhance ops and their "Increasing" variants, which follow each in the op enum and
+ * differ only in how the magnitude maps to the argument */
+_Static_assert(STK__TIMM_COLOR_INC == STK__TIMM_COLOR + 1 && STK__TIMM_CONTRAST == STK__TIMM_COLOR + 2 &&
+                   STK__TIMM_CONTRAST_INC == STK__TIMM_COLOR + 3 && STK__TIMM_BRIGHTNESS == STK__TIMM_COLOR + 4 &&
+                   STK__TIMM_BRIGHTNESS_INC == STK__TIMM_COLOR + 5 && STK__TIMM_SHARPNESS == STK__TIMM_COLOR + 6 &&
+                   STK__TIMM_SHARPNESS_INC == STK__TIMM_COLOR + 7,
+               "enhance ops in pairs");
+static int enhance_kind(int op) { return op - (op - STK__TIMM_COLOR) % 2; }
 
 /* Image.blend's shortcuts: alpha 0 gives the degenerate image, 1 the image */
 static void enhance(int kind, double factor, uint8_t *img, int h, int w, uint8_t *scratch)
@@ -505,19 +508,13 @@ void stk__timm_apply(int op, double arg, int resample, const uint8_t fill[3], ui
         break;
     case STK__TIMM_COLOR:
     case STK__TIMM_COLOR_INC:
-        enhance(STK__TIMM_COLOR, arg, img, h, w, scratch);
-        break;
     case STK__TIMM_CONTRAST:
     case STK__TIMM_CONTRAST_INC:
-        enhance(STK__TIMM_CONTRAST, arg, img, h, w, scratch);
-        break;
     case STK__TIMM_BRIGHTNESS:
     case STK__TIMM_BRIGHTNESS_INC:
-        enhance(STK__TIMM_BRIGHTNESS, arg, img, h, w, scratch);
-        break;
     case STK__TIMM_SHARPNESS:
     case STK__TIMM_SHARPNESS_INC:
-        enhance(STK__TIMM_SHARPNESS, arg, img, h, w, scratch);
+        enhance(enhance_kind(op), arg, img, h, w, scratch);
         break;
     default:
         if (stk__timm_geometric(op))

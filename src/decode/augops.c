@@ -88,26 +88,31 @@ static void op_contrast(uint8_t *img, size_t px, double f)
         img[i] = blend1(rf, sf, (float)img[i], mean);
 }
 
-/* adjust_sharpness: blend with the 3x3 [1 1 1; 1 5 1; 1 1 1] / 13 blur of the interior (border
- * pixels blend with themselves). The blur is rounded half to even in torch; k / 13 is never a
- * tie, so round(k / 13) = (2k + 13) / 26 whatever torch's float summation order. */
-static void op_sharpness(uint8_t *img, int h, int w, double f, uint8_t *scratch)
+/* The blur is rounded half to even in torch; k / 13 is never a tie, so round(k / 13) =
+ * (2k + 13) / 26 whatever torch's float summation order. */
+void stk__aug_smooth(const uint8_t *img, uint8_t *out, int h, int w)
 {
-    if (h <= 2 || w <= 2)
-        return;
     size_t row = 3 * (size_t)w;
-    memcpy(scratch, img, row * (size_t)h);
+    memcpy(out, img, row * (size_t)h);
     for (int y = 1; y < h - 1; y++) {
         const uint8_t *a = img + (size_t)(y - 1) * row, *b = a + row, *c = b + row;
-        uint8_t *o = scratch + (size_t)y * row;
+        uint8_t *o = out + (size_t)y * row;
         for (size_t x = 3; x < row - 3; x++) {
             unsigned k = a[x - 3] + a[x] + a[x + 3] + b[x - 3] + 5u * b[x] + b[x + 3] + c[x - 3] + c[x] +
                          c[x + 3];
             o[x] = (uint8_t)((2 * k + 13) / 26);
         }
     }
+}
+
+/* adjust_sharpness: blend with the blur of the interior (border pixels blend with themselves) */
+static void op_sharpness(uint8_t *img, int h, int w, double f, uint8_t *scratch)
+{
+    if (h <= 2 || w <= 2)
+        return;
+    stk__aug_smooth(img, scratch, h, w);
     float rf = (float)f, sf = (float)(1.0 - f);
-    size_t n = row * (size_t)h;
+    size_t n = 3 * (size_t)w * (size_t)h;
     for (size_t i = 0; i < n; i++)
         img[i] = blend1(rf, sf, (float)img[i], (float)scratch[i]);
 }

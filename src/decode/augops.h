@@ -57,6 +57,11 @@ typedef struct stk__augfill {
 void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *fill, uint8_t *img,
                       int h, int w, uint8_t *scratch);
 
+/* The 3 x 3 [1 1 1; 1 5 1; 1 1 1] / 13 blur of IMG's interior into OUT (H x W x 3, both), border
+ * pixels copied: the degenerate of torchvision's adjust_sharpness and of Pillow's
+ * ImageEnhance.Sharpness (ImageFilter.SMOOTH). H, W >= 3. */
+void stk__aug_smooth(const uint8_t *img, uint8_t *out, int h, int w);
+
 /* ---- policies ---------------------------------------------------------------------------- */
 
 enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };

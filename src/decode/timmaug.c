@@ -32,6 +32,7 @@
  * policies'.
  */
 #include "timmaug.h"
+#include "augops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -175,17 +176,7 @@ static void enhance(int kind, double factor, uint8_t *img, int h, int w, uint8_t
     /* Sharpness: the SMOOTH-filtered degenerate into SCRATCH (Pillow's filter needs 3 x 3) */
     if (h < 3 || w < 3)
         return;
-    size_t row = 3 * (size_t)w;
-    memcpy(scratch, img, n);
-    for (int y = 1; y < h - 1; y++) {
-        const uint8_t *p0 = img + (size_t)(y - 1) * row, *p1 = p0 + row, *p2 = p1 + row;
-        uint8_t *o = scratch + (size_t)y * row;
-        for (size_t x = 3; x < row - 3; x++) {
-            unsigned k = p0[x - 3] + p0[x] + p0[x + 3] + p1[x - 3] + 5u * p1[x] + p1[x + 3] + p2[x - 3] + p2[x] +
-                         p2[x + 3];
-            o[x] = (uint8_t)((2 * k + 13) / 26);
-        }
-    }
+    stk__aug_smooth(img, scratch, h, w);
     for (size_t i = 0; i < n; i++)
         img[i] = a == 0.f ? scratch[i] : blend1(a, scratch[i], img[i]);
 }

@@ -115,6 +115,18 @@ def torch_or_skip():
     return torch
 
 
+def loader_epochs(stoker, path, n, batch=8, **kw):
+    """N epochs of stoker.Loader(PATH, BATCH, return_index=True, **KW): the delivered images,
+    their record indices and the epoch of each, concatenated (host batches, copied out)"""
+    out = []
+    with stoker.Loader(path, batch, return_index=True, **kw) as ld:
+        for e in range(n):
+            ld.set_epoch(e)
+            for images, _, index in ld:
+                out.append((images.numpy().copy(), index.numpy().copy(), np.full(len(index), e)))
+    return tuple(np.concatenate([o[k] for o in out]) for k in range(3))
+
+
 def write_dataset(dst, items, classes=None):
     """A dataset written record by record with the C writer (stk_writer_*): ITEMS are
     (payload bytes, label); any bytes are accepted, so bad records can be planted."""

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from conftest import torch_or_skip
+from conftest import loader_epochs, torch_or_skip
 
 SIZE = 40
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
@@ -28,15 +28,10 @@ def _tv():
 
 
 def _epochs(stoker, path, n, **kw):
-    args = dict(size=SIZE, workers=2, return_index=True, dtype="float32", mean=MEAN, std=STD, seed=9)
+    """(images, record indices) of N epochs"""
+    args = dict(size=SIZE, workers=2, dtype="float32", mean=MEAN, std=STD, seed=9)
     args.update(kw)
-    out = []
-    with stoker.Loader(path, 8, **args) as ld:
-        for e in range(n):
-            ld.set_epoch(e)
-            for images, _, index in ld:
-                out.append((images.numpy().copy(), index.numpy().copy()))
-    return np.concatenate([o[0] for o in out]), np.concatenate([o[1] for o in out])
+    return loader_epochs(stoker, path, n, **args)[:2]
 
 
 def _box(diff):

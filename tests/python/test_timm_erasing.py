@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import torch_or_skip
+from conftest import loader_epochs, torch_or_skip
 
 TOOL = Path(os.environ.get("TEST_TOOLS_DIR", "")) / "stk-augops"
 SIZE = 40
@@ -147,15 +147,9 @@ def _standin(mode="const", probability=0.8, min_count=1, max_count=3, min_area=0
 
 
 def _epochs(stoker, path, n, **kw):
-    args = dict(size=SIZE, workers=2, return_index=True, dtype="float32", mean=MEAN, std=STD, seed=SEED)
+    args = dict(size=SIZE, workers=2, dtype="float32", mean=MEAN, std=STD, seed=SEED)
     args.update(kw)
-    out = []
-    with stoker.Loader(path, 8, **args) as ld:
-        for e in range(n):
-            ld.set_epoch(e)
-            for images, _, index in ld:
-                out.append((images.numpy().copy(), index.numpy().copy(), np.full(len(index), e)))
-    return tuple(np.concatenate([o[k] for o in out]) for k in range(3))
+    return loader_epochs(stoker, path, n, **args)
 
 
 @pytest.mark.parametrize("mode", ["const", "rand", "pixel"])

@@ -171,7 +171,8 @@ typedef enum stk_param {
     STK_P_INTERP = 216,         /**< I: STK_INTERP_* filter of the train crop's resize and of eval's
                                      Resize, Pillow's arithmetic byte for byte at DCT scale 8/8
                                      (torchvision's interpolation= on PIL images). NEAREST always
-                                     decodes at 8/8 [STK_INTERP_BILINEAR] (since 0.3) */
+                                     decodes at 8/8; RANDOM picks BILINEAR or BICUBIC per sample
+                                     [STK_INTERP_BILINEAR] (since 0.3) */
     STK_P_RESIZE_HEIGHT = 217,  /**< I 0..65535: eval: resize the whole image to exactly this height
                                      (torchvision Resize((h, w))) instead of the shorter side to
                                      STK_P_RESIZE; the centre crop follows. 0 = off; set with
@@ -321,8 +322,10 @@ enum stk_io_backend {
  */
 enum stk_dist_mode { STK_DIST_PAD = 0, STK_DIST_DROP = 1, STK_DIST_EXACT = 2 };
 enum stk_mode { STK_MODE_TRAIN = 0, STK_MODE_EVAL = 1 };
-/** STK_P_INTERP: Pillow's BILINEAR / BICUBIC (a = -0.5) antialiased filters, NEAREST (since 0.3) */
-enum stk_interp { STK_INTERP_BILINEAR = 0, STK_INTERP_BICUBIC = 1, STK_INTERP_NEAREST = 2 };
+/** STK_P_INTERP: Pillow's BILINEAR / BICUBIC (a = -0.5) antialiased filters, NEAREST (since 0.3);
+ *  RANDOM: timm's interpolation='random', BILINEAR or BICUBIC with equal odds for each sample, a
+ *  pure function of (seed, epoch, index) like the crop (since 0.4) */
+enum stk_interp { STK_INTERP_BILINEAR = 0, STK_INTERP_BICUBIC = 1, STK_INTERP_NEAREST = 2, STK_INTERP_RANDOM = 3 };
 enum stk_dtype { STK_DTYPE_UINT8 = 0, STK_DTYPE_FLOAT16 = 1, STK_DTYPE_BFLOAT16 = 2, STK_DTYPE_FLOAT32 = 3 };
 enum stk_out_layout { STK_NCHW = 0, STK_NHWC = 1 };
 enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };

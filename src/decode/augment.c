@@ -77,14 +77,39 @@ static void eval_crop(const stk__aug_config *c, int W, int H, stk__crop *o)
     o->w = STK__MAX(x1 - x0, 1), o->h = STK__MAX(y1 - y0, 1);
 }
 
+/* The sample's resize filter: the config's, or for STK_INTERP_RANDOM timm's
+ * random.choice((BILINEAR, BICUBIC)), from a counter range of the sample's key apart from the
+ * crop's draws and the augment ops' (docs/ARCHITECTURE.md, "Decode and augment") */
+#define INTERP_CTR0 0x70000000u
+
+static int sample_interp(const stk__aug_config *c, uint64_t seed, uint64_t epoch, uint64_t index)
+{
+    if (c->interp != STK_INTERP_RANDOM)
+        return c->interp;
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = INTERP_CTR0;
+    return stk__rng_below(&r, 2) ? STK_INTERP_BICUBIC : STK_INTERP_BILINEAR;
+}
+
+static void train_crop(const stk__aug_config *c, uint64_t seed, uint64_t epoch, uint64_t index, int width,
+                       int height, stk__crop *out);
+
 void stk__crop_params(const stk__aug_config *c, uint64_t seed, uint64_t epoch, uint64_t index,
                       int width, int height, stk__crop *out)
 {
     memset(out, 0, sizeof *out);
-    if (c->mode == STK_MODE_EVAL) {
+    if (c->mode == STK_MODE_EVAL)
         eval_crop(c, width, height, out);
-        return;
-    }
+    else
+        train_crop(c, seed, epoch, index, width, height, out);
+    out->interp = sample_interp(c, seed, epoch, index);
+}
+
+/* torchvision's RandomResizedCrop.get_params and the flip */
+static void train_crop(const stk__aug_config *c, uint64_t seed, uint64_t epoch, uint64_t index, int width,
+                       int height, stk__crop *out)
+{
     stk__rng r;
     stk__rng_init(&r, seed, epoch, index);
     double area = (double)width * (double)height;
@@ -130,7 +155,7 @@ flip:
 
 int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, int height)
 {
-    if (!c->dct_scaling || c->interp == STK_INTERP_NEAREST)
+    if (!c->dct_scaling || crop->interp == STK_INTERP_NEAREST)
         return 8; /* a scaled decode low-passes; NEAREST's result would not resemble Pillow's */
     int64_t cw = crop->w, ch = crop->h, tw = c->out_w, th = c->out_h;
     if (c->mode == STK_MODE_EVAL && crop->resized_w > 0) {
@@ -809,13 +834,13 @@ static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__cr
     int ws = stk__scaled(W, m), hs = stk__scaled(H, m);
     int ow = c->out_w, oh = c->out_h;
     int rc;
-    if (c->interp == STK_INTERP_NEAREST) /* always at 8/8 (stk__plan_scale) */
+    if (cr->interp == STK_INTERP_NEAREST) /* always at 8/8 (stk__plan_scale) */
         return plan_nearest(w, c, cr, W, H);
     if (c->mode == STK_MODE_EVAL) {
         double sx = ((double)W * m / 8.0) / cr->resized_w, sy = ((double)H * m / 8.0) / cr->resized_h;
-        rc = axis_build(&w->ax, c->interp, ow, 0.0, sx, cr->off_x, ws, 0, cr->resized_w);
+        rc = axis_build(&w->ax, cr->interp, ow, 0.0, sx, cr->off_x, ws, 0, cr->resized_w);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, c->interp, oh, 0.0, sy, cr->off_y, hs, 0, cr->resized_h);
+            rc = axis_build(&w->ay, cr->interp, oh, 0.0, sy, cr->off_y, hs, 0, cr->resized_h);
     } else {
         /* the crop box in scaled pixels: [x*m/8, (x+w)*m/8), decoded as the enclosing window */
         int x0 = (int)((int64_t)cr->x * m / 8), y0 = (int)((int64_t)cr->y * m / 8);
@@ -824,9 +849,9 @@ static int plan_axes(stk__worker_ctx *w, const stk__aug_config *c, const stk__cr
         double in0x = (double)((int64_t)cr->x * m % 8) / 8.0, in0y = (double)((int64_t)cr->y * m % 8) / 8.0;
         double sx = m == 8 ? (double)cr->w / ow : ((double)cr->w * m / 8.0) / ow;
         double sy = m == 8 ? (double)cr->h / oh : ((double)cr->h * m / 8.0) / oh;
-        rc = axis_build(&w->ax, c->interp, ow, in0x, sx, 0, x1 - x0, x0, 0);
+        rc = axis_build(&w->ax, cr->interp, ow, in0x, sx, 0, x1 - x0, x0, 0);
         if (rc == STK_OK)
-            rc = axis_build(&w->ay, c->interp, oh, in0y, sy, 0, y1 - y0, y0, 0);
+            rc = axis_build(&w->ay, cr->interp, oh, in0y, sy, 0, y1 - y0, y0, 0);
     }
     return rc;
 }
@@ -860,7 +885,7 @@ static void h_rows(void *user, const uint8_t *px, size_t stride, int y0, int n)
  * pixels, so its order does not show. */
 static int vertical_first(const stk__aug_config *c, const stk__crop *cr, int W, int H)
 {
-    if (c->passes != STK_RESIZE_PASSES_PILLOW13 || c->interp == STK_INTERP_NEAREST)
+    if (c->passes != STK_RESIZE_PASSES_PILLOW13 || cr->interp == STK_INTERP_NEAREST)
         return 0;
     int eval = c->mode == STK_MODE_EVAL;
     int64_t dw = (int64_t)(eval ? W : cr->w) - (eval ? cr->resized_w : c->out_w);

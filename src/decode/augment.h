@@ -38,6 +38,7 @@ typedef struct stk__crop {
     int fallback;            /* train: 1 when all ten tries failed (centre-crop fallback) */
     int resized_w, resized_h; /* eval only (0 in train) */
     int off_x, off_y;         /* eval only */
+    int interp;               /* this sample's filter: the config's, BILINEAR or BICUBIC for RANDOM */
 } stk__crop;
 
 /*

@@ -5,8 +5,9 @@
  * TrivialAugmentWide / RandAugment / AutoAugment (IMAGENET, CIFAR10, SVHN) / AugMix policies drawn
  * from the per-sample PRNG, the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur /
  * RandomAffine / RandomRotation steps and RandomErasing's boxes. Each user of the PRNG starts the
- * sample's counter in a range of its own (crop 0, policy 2^31, AugMix 0xA0000000, steps
- * 3 * 2^30 + 256 k, erasing 0xE0000000).
+ * sample's counter in a range of its own (crop 0, the crop's random filter 0x70000000, policy
+ * 2^31, timm's RandAugment 0x90000000, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing
+ * 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
  * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then

@@ -331,9 +331,18 @@ def test_timm_auto_augment_named(folder):
              "transforms.Compose([RandomResizedCropAndInterpolation, ")
 
 
-def test_timm_random_interpolation_named(folder):
+def test_timm_random_interpolation_accepted(folder):
+    # timm's default train interpolation, random.choice((BILINEAR, BICUBIC)) per image, becomes
+    # the Loader's interpolation='random' (its pixels: test_loader_interp_random.py); another
+    # tuple is refused by name
+    import stoker
     timm_data = pytest.importorskip("timm.data")
     tf = timm_data.create_transform(16, is_training=True, interpolation="random",
                                     color_jitter=None)
+    with stoker.DataLoader(ImageFolder(folder, tf), batch_size=4) as dl:
+        assert dl.interpolation == "random"
+        x, y = next(iter(dl))
+        assert x.shape == (4, 3, 16, 16) and x.dtype == torch.float32
+    tf.transforms[0].interpolation = (T.InterpolationMode.BILINEAR, T.InterpolationMode.NEAREST)
     _refusal(ImageFolder(folder, tf), "timm.data.transforms.RandomResizedCropAndInterpolation "
-             "at position 0", "interpolation='random'")
+             "at position 0", "interpolation='random' among ['bilinear', 'nearest']")

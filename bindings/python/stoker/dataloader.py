@@ -34,7 +34,8 @@ SUPPORTED = """stoker.DataLoader supports:
            create_transform output) of, in this order:
       geometry, train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR | BICUBIC
                        | NEAREST) or timm's RandomResizedCropAndInterpolation (one
-                       interpolation, not 'random') [, RandomHorizontalFlip(p)]
+                       interpolation, or 'random': BILINEAR or BICUBIC per image)
+                       [, RandomHorizontalFlip(p)]
                 eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
@@ -198,7 +199,7 @@ def _loader_knows(kwarg):
 
 def _interp_kw(mode, where):
     """Loader keyword arguments for a resampling MODE other than bilinear, or ValueError."""
-    if mode in ("bicubic", "nearest") and _loader_knows("interpolation"):
+    if mode in ("bicubic", "nearest", "random") and _loader_knows("interpolation"):
         return {"interpolation": mode}
     _refuse(where, "stoker resizes with BILINEAR only",
             "interpolation=InterpolationMode.BILINEAR, or torch's DataLoader")
@@ -207,8 +208,11 @@ def _interp_kw(mode, where):
 def _interp(ctx, interp):
     mode = _interp_name(interp)
     if isinstance(mode, tuple):
-        ctx.refuse("interpolation='random' (a random choice among %s per image)" % (list(mode),),
-                   "one interpolation, e.g. create_transform(..., interpolation='bilinear')")
+        # timm's interpolation='random': random.choice((BILINEAR, BICUBIC)) per image
+        if sorted(mode) != ["bicubic", "bilinear"]:
+            ctx.refuse("interpolation='random' among %s per image" % (list(mode),),
+                       "one interpolation, or timm's ('bilinear', 'bicubic') pair")
+        mode = "random"
     if mode == "bilinear":
         return {}
     return _interp_kw(mode, "%s(interpolation=%s) at %s" % (_full_name(ctx.peek()), interp,

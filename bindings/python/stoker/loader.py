@@ -133,7 +133,7 @@ def parse_layout(layout):
 
 
 INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
-                "nearest": _lib.INTERP_NEAREST}
+                "nearest": _lib.INTERP_NEAREST, "random": _lib.INTERP_RANDOM}
 
 
 _PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}   # PIL.Image.NEAREST, BILINEAR, BICUBIC
@@ -162,15 +162,16 @@ def parse_resize_passes(value):
 
 
 def parse_interpolation(interpolation):
-    """'bilinear' | 'bicubic' | 'nearest' (any case), torchvision's InterpolationMode (its
-    .value is that name) or Pillow's filter number -> STK_INTERP_*."""
+    """'bilinear' | 'bicubic' | 'nearest' | 'random' (any case), torchvision's InterpolationMode
+    (its .value is that name) or Pillow's filter number -> STK_INTERP_*."""
     name = getattr(interpolation, "value", interpolation)
     if isinstance(name, int) and not isinstance(name, bool):
         name = _PIL_FILTERS.get(int(name), name)
     if isinstance(name, str) and name.lower() in INTERP_NAMES:
         return INTERP_NAMES[name.lower()]
-    raise ValueError("interpolation must be 'bilinear', 'bicubic' or 'nearest' (Pillow's filters, "
-                     "byte for byte), not %r" % (interpolation,))
+    raise ValueError("interpolation must be 'bilinear', 'bicubic', 'nearest' (Pillow's filters, "
+                     "byte for byte) or 'random' (timm's: bilinear or bicubic per image), not %r"
+                     % (interpolation,))
 
 
 def parse_resize(resize):
@@ -384,7 +385,9 @@ class Loader:
       interpolation: "bilinear" (default), "bicubic" or "nearest" (or torchvision's
         InterpolationMode, or PIL.Image.BILINEAR / BICUBIC / NEAREST), the filter of train's
         RandomResizedCrop and eval's Resize: Pillow's, byte for byte at DCT scale 8/8
-        (STK_P_INTERP). "nearest" always decodes at 8/8.
+        (STK_P_INTERP). "nearest" always decodes at 8/8. "random" is timm's
+        interpolation='random': bilinear or bicubic with equal odds per sample, drawn from
+        (seed, epoch, index) like the crop.
       resize_passes: whose order of the resize's two passes to follow, "pillow12" (horizontal
         first, Pillow 12 and older) or "pillow13" (vertical first where the height shrinks by
         more than twice as many pixels as the width, Pillow 13); the last bit of some pixels

@@ -22,6 +22,9 @@ Recipes (each a Compose handed unchanged to both loaders, over the same ImageFol
            interpolation='bilinear'); needs an interpreter with timm (--timm-python,
            --torch2-python). When stoker.DataLoader refuses the Compose, the run prints
            "refused: <message>" and only torch's DataLoader is timed.
+  timm-deit  DeiT's training transform as timm's train.py builds it: create_transform(224,
+           is_training=True, auto_augment='rand-m9-mstd0.5-inc1', interpolation='random',
+           re_prob=0.25, re_mode='pixel'); timm as above
 
 Every (interpreter, recipe, loader) is one child process (this script with --child) that
 builds the loader, runs one epoch (shuffle=True, --workers: stoker's decode threads / torch's
@@ -85,6 +88,10 @@ def build_transform(recipe):
         from timm.data import create_transform
         return create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5",
                                 interpolation="bilinear")
+    if recipe == "timm-deit":
+        from timm.data import create_transform
+        return create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+                                interpolation="random", re_prob=0.25, re_mode="pixel")
     raise SystemExit("unknown recipe %r" % recipe)
 
 
@@ -183,7 +190,7 @@ def configs(a):
         out.append(("t1.13+timm", a.timm_python, "timm"))
     if a.torch2_python and os.path.exists(a.torch2_python):
         out += [("t2", a.torch2_python, "tv"), ("t2", a.torch2_python, "tv-v2"),
-                ("t2", a.torch2_python, "timm")]
+                ("t2", a.torch2_python, "timm"), ("t2", a.torch2_python, "timm-deit")]
     if a.only:
         keep = {"tv" if k == "reference" else k for k in a.only.split(",")}
         out = [c for c in out if "%s:%s" % (c[0], c[2]) in keep or c[2] in keep]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timmaug.c — timm's RandAugment with Pillow's arithmetic (Pillow 9.4 to 13 agree on every path
+ * timmaug.c — timm's RandAugment and AutoAugment with Pillow's arithmetic (Pillow 9.4 to 13 agree on every path
  * used here: libImaging Geometry.c, Blend.c, Filter.c, Convert.c and ImageOps / ImageEnhance).
  *
  *   enhance   ImageEnhance.X(img).enhance(f) = Image.blend(degenerate, img, f): f is passed to C
@@ -30,6 +30,11 @@
  * geometric op with random resampling, BILINEAR or BICUBIC with equal odds. The stream is the
  * sample's (seed, epoch, index) from counter 0x90000000, apart from the crop's and the other
  * policies'.
+ *
+ * AutoAugment (auto_augment_transform): the same ops (and PosterizeOriginal, 4..8 bits kept), its
+ * policy a table of sub-policies of (op, prob, magnitude). Per sample one sub-policy uniformly
+ * (random.choice), then each op with the draws above at its own probability and magnitude
+ * (AugmentOp.__call__), from counter 0xB0000000.
  */
 #include "timmaug.h"
 #include "augops.h"

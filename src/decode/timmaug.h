@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * timmaug.h — timm's RandAugment (timm.data.auto_augment: rand_augment_transform, the
- * 'rand-m9-mstd0.5-inc1' strings) on uint8 RGB HWC images: its PIL-based ops with Pillow's pixel
+ * 'rand-m9-mstd0.5-inc1' strings) and AutoAugment (auto_augment_transform: 'original-mstd0.5',
+ * 'originalr', 'v0', 'v0r') on uint8 RGB HWC images: its PIL-based ops with Pillow's pixel
  * arithmetic, its level-to-argument functions, and the per-sample draws (ops with replacement,
  * per-op probability, magnitude noise, random sign, random BILINEAR / BICUBIC) from stoker's
  * per-sample PRNG. Implemented in timmaug.c, which explains the arithmetic. Internal.

@@ -447,7 +447,8 @@ class Loader:
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
         or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
         ``AutoAugment(policy)`` IMAGENET, CIFAR10 or SVHN; NEAREST or BILINEAR; fill), timm's
-        ``RandAugment`` (Pillow's arithmetic: {"op": "timm_randaugment", ...}), and ``ColorJitter``,
+        ``RandAugment`` and ``AutoAugment`` (Pillow's arithmetic: {"op": "timm_randaugment" |
+        "timm_autoaugment", ...}), and ``ColorJitter``,
         ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``, ``RandomAffine``,
         ``RandomRotation`` (objects or specs), a list of them run in its order (one policy at
         most), then ``RandomErasing`` (torchvision's or timm's) last. Drawn from (seed, epoch, sample) like the crop

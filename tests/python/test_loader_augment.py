@@ -4,8 +4,8 @@
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
   classes recognised by module and class name) into spec dicts, returns None for other steps and
   refuses what stoker does not reproduce (BICUBIC, an AutoAugment policy it does not know, AugMix
-  beyond its bounds, fractional fill with BILINEAR, timm's AutoAugment) naming the step, its
-  position and what to use instead;
+  beyond its bounds, fractional fill with BILINEAR, timm's AugMixAugment and '3a' AutoAugment)
+  naming the step, its position and what to use instead;
 - Loader(augment=TrivialAugmentWide()) gives the same tensors for 1 and 3 workers and after a
   resume from state_dict mid-epoch;
 - every augmented sample equals torchvision's _apply_op chain (the ops stoker drew for that

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 """timm's RandAugment in stoker (src/decode/timmaug.c, through tests/tools/stk-timmaug).
 
-- every op of timm's rand / rand-inc lists (and AutoAugment's PosterizeOriginal) at fixed magnitudes (both signs, BILINEAR, BICUBIC
-  and NEAREST, levels above 10 with mmax, Rotate's 90 / 180 degree fast paths) equals the Pillow
-  calls timm makes, written out here (the reference that runs in every interpreter), and, where timm is
-  importable, timm's own AugmentOp(prob=1, magnitude_std=0): equal byte for byte;
+- every op of timm's rand / rand-inc lists (and AutoAugment's PosterizeOriginal) at fixed
+  magnitudes (both signs, BILINEAR, BICUBIC and NEAREST, levels above 10 with mmax, Rotate's 90 /
+  180 degree fast paths) equals the Pillow calls timm makes, written out here (the reference that
+  runs in every interpreter), and, where timm is importable, timm's own AugmentOp(prob=1,
+  magnitude_std=0): equal byte for byte;
 - the draws (op choice with replacement, per-op probability, N(m, mstd) or U(0, m) magnitude
   noise with its clip, the random sign, random BILINEAR / BICUBIC) follow timm's distributions
   (chi-square and moment tests over many samples) and are a pure function of (seed, epoch, index);

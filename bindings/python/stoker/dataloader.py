@@ -40,8 +40,9 @@ SUPPORTED = """stoker.DataLoader supports:
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
            (IMAGENET, CIFAR10, SVHN), AugMix, timm's RandAugment ('rand-m9-mstd0.5-inc1' etc.),
-           timm's AutoAugment ('original-mstd0.5', 'originalr', 'v0', 'v0r'; one policy at most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur,
-           RandomAffine, RandomRotation (expand=False, center=None)
+           timm's AutoAugment ('original-mstd0.5', 'originalr', 'v0', 'v0r'; one policy at
+           most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur, RandomAffine,
+           RandomRotation (expand=False, center=None)
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]

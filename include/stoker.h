@@ -270,6 +270,21 @@ typedef enum stk_param {
                                       convert_image_dtype's x (256 - 1e-3), truncated). The Python
                                       binding sets it from the torch it imports. Torch's DEFAULT
                                       (no FMA) CPU kernels are not reproduced [STK_AUG_TORCH_1] */
+    STK_P_TIMM_AUTO_POLICY = 254, /**< F[n], n <= 256: the policy of STK_AUG_TIMM_AUTO (timm's
+                                      AutoAugment, since 0.4): its sub-policies in order, each
+                                      its op count k (1..16) then k triples op, prob (0..1),
+                                      magnitude (0..1000) (timm's AugmentOp(name, prob,
+                                      magnitude)); op numbers: 0 AutoContrast, 1 Equalize,
+                                      2 Invert, 3 Rotate, 4 Posterize, 5 PosterizeIncreasing,
+                                      6 Solarize, 7 SolarizeIncreasing, 8 SolarizeAdd, 9 Color,
+                                      10 ColorIncreasing, 11 Contrast, 12 ContrastIncreasing,
+                                      13 Brightness, 14 BrightnessIncreasing, 15 Sharpness,
+                                      16 SharpnessIncreasing, 17 ShearX, 18 ShearY,
+                                      19 TranslateXRel, 20 TranslateYRel, 21 PosterizeOriginal.
+                                      At most 64 sub-policies and 128 ops; the hparams shared by
+                                      the ops are STK_P_TIMM_MSTD / _UNIFORM / _MMAX / _RESAMPLE
+                                      / _TRANSLATE_PCT and STK_P_AUG_FILL. (NULL, 0) empties it;
+                                      start refuses STK_AUG_TIMM_AUTO with an empty policy [none] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -332,14 +347,18 @@ enum stk_stage { STK_STAGE_READ = 0, STK_STAGE_DECODE = 1, STK_STAGE_FULL = 2 };
 /** STK_P_AUG_POLICY: torchvision's TrivialAugmentWide(num_magnitude_bins), RandAugment(num_ops,
  *  magnitude, num_magnitude_bins), AutoAugment(STK_P_AUG_AUTO_POLICY), AugMix(STK_P_AUGMIX_*),
  *  each with STK_P_AUG_INTERP and STK_P_AUG_FILL; TIMM_RAND: timm's RandAugment
- *  (rand_augment_transform, STK_P_TIMM_*), its PIL ops equal to Pillow's (since 0.4). */
+ *  (rand_augment_transform, STK_P_TIMM_*), its PIL ops equal to Pillow's (since 0.4);
+ *  TIMM_AUTO: timm's AutoAugment (auto_augment_transform: one sub-policy of
+ *  STK_P_TIMM_AUTO_POLICY uniformly per sample, each op with its probability), the same ops
+ *  (since 0.4). */
 enum stk_aug_policy {
     STK_AUG_NONE = 0,
     STK_AUG_TRIVIAL = 1,
     STK_AUG_RAND = 2,
     STK_AUG_AUTO = 3,
     STK_AUG_AUGMIX = 4,
-    STK_AUG_TIMM_RAND = 5
+    STK_AUG_TIMM_RAND = 5,
+    STK_AUG_TIMM_AUTO = 6
 };
 /** STK_P_RESIZE_PASSES: the pass order of Pillow <= 12 or of Pillow >= 13 (since 0.4) */
 enum stk_resize_passes { STK_RESIZE_PASSES_PILLOW12 = 0, STK_RESIZE_PASSES_PILLOW13 = 1 };
@@ -846,7 +865,8 @@ STK_API int stk_loader_set(stk_loader *h, int key, int64_t value);
 STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
 /** Set a float-vector parameter (type F): STK_P_MEAN / STK_P_STD / STK_P_ERASE_VALUE with N = 3
  *  (or 1: all channels);
- *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3). */
+ *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3);
+ *  STK_P_TIMM_AUTO_POLICY, a policy of N values (since 0.4). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
 /** Read any integer/double parameter's current value (as a double). */
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);

@@ -5,8 +5,11 @@
  *    resumed by stk_loader_seek in a new loader equals the uninterrupted one;
  *  - each augmented sample equals the same sample without augmentation (same crop: the policy's
  *    stream leaves the crop draws alone) with stk__augpolicy_apply on it, for TrivialAugmentWide,
- *    RandAugment (BILINEAR, fill), AutoAugment and timm's RandAugment (STK_AUG_TIMM_RAND with
- *    its defaults for what is not set); most samples change;
+ *    RandAugment (BILINEAR, fill), AutoAugment, timm's RandAugment (STK_AUG_TIMM_RAND with
+ *    its defaults for what is not set) and timm's AutoAugment (STK_AUG_TIMM_AUTO with a
+ *    STK_P_TIMM_AUTO_POLICY); most samples change;
+ *  - STK_AUG_TIMM_AUTO without a policy is refused at start, a bad policy at set time naming
+ *    the sub-policy and op, (NULL, 0) empties it;
  *  - STK_P_AUG_STEPS (vflip, ColorJitter, the policy's place, grayscale): 1 and 3 workers equal,
  *    each sample equal to stk__augprog_apply on the plain crop; a bad program refused at set
  *    time naming the step; (NULL, 0) removes it (the plain crops again);
@@ -161,6 +164,43 @@ int main(void)
     check_applied(&base, &one, &pt, "timm randaugment");
     tl_epoch_free(&one);
 
+    /* timm's AutoAugment: three sub-policies (PosterizeOriginal + Rotate, Equalize + Solarize,
+     * ShearX alone), mstd 0.5, BILINEAR, a fill */
+    static const float aapol[] = {2, 21, 0.8f, 8, 3, 0.6f, 9, 2, 1, 0.8f, 8, 6, 0.6f, 5, 1, 17, 1.0f, 7};
+    h = aug_loader(D.path, 2, STK_AUG_TIMM_AUTO, STK_NHWC);
+    T_OK(stk_loader_set_floats(h, STK_P_TIMM_AUTO_POLICY, aapol, STK__ARRAY_LEN(aapol)));
+    T_OK(stk_loader_set_double(h, STK_P_TIMM_MSTD, 0.5));
+    T_OK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_BILINEAR));
+    T_OK(stk_loader_set(h, STK_P_AUG_FILL, 0x7c7468));
+    run_epoch(h, &one);
+    stk_loader_destroy(h);
+    {
+        char aerr[STK__ERRLEN];
+        stk__augpolicy pa2 = {.policy = STK__AUGP_TIMM_AUTO,
+                              .timm = {.mstd = 0.5, .mmax = 10.0, .translate_pct = 0.45,
+                                       .resample = STK__TIMM_BILINEAR, .fill = {124, 116, 104}}};
+        T_OK(stk__timmaa_parse(aapol, STK__ARRAY_LEN(aapol), &pa2.timm.aa, aerr));
+        T_CHECK(pa2.timm.aa.nsub == 3 && pa2.timm.aa.off[3] == 5, "three sub-policies, five ops");
+        check_applied(&base, &one, &pa2, "timm autoaugment");
+    }
+    tl_epoch_free(&one);
+    h = aug_loader(D.path, 1, STK_AUG_TIMM_AUTO, STK_NHWC);
+    T_CHECK(stk_loader_start(h) == STK_E_INVALID, "timm's AutoAugment without a policy refused at start");
+    T_CHECK(strstr(stk_loader_last_error(h), "STK_P_TIMM_AUTO_POLICY"), "names the key: %s",
+            stk_loader_last_error(h));
+    stk_loader_destroy(h);
+    h = aug_loader(D.path, 1, STK_AUG_TIMM_AUTO, STK_NHWC);
+    static const float aabad[] = {1, 3, 0.5f, 9, 2, 1, 0.5f, 2, 22, 0.5f, 1};
+    T_CHECK(stk_loader_set_floats(h, STK_P_TIMM_AUTO_POLICY, aabad, STK__ARRAY_LEN(aabad)) == STK_E_INVALID,
+            "op 22 refused");
+    T_CHECK(strstr(stk_loader_last_error(h), "sub-policy 1 op 1") && strstr(stk_loader_last_error(h), "22"),
+            "names the sub-policy and op: %s", stk_loader_last_error(h));
+    T_CHECK(stk_loader_set_floats(h, STK_P_TIMM_AUTO_POLICY, aabad, 3) == STK_E_INVALID, "a cut triple refused");
+    T_OK(stk_loader_set_floats(h, STK_P_TIMM_AUTO_POLICY, aapol, STK__ARRAY_LEN(aapol)));
+    T_OK(stk_loader_set_floats(h, STK_P_TIMM_AUTO_POLICY, NULL, 0));
+    T_CHECK(stk_loader_start(h) == STK_E_INVALID, "an emptied policy refused at start");
+    stk_loader_destroy(h);
+
     /* steps (vflip, jitter, policy, grayscale) around TrivialAugment, 1 vs 3 workers */
     static const float prog[] = {1, 0.5f, 3, 0.6f, 1.4f, 0.6f, 1.4f, 0.6f, 1.4f, -0.1f, 0.1f, 4, 2, 0.3f};
     stk__augprog ap;
@@ -233,8 +273,8 @@ int main(void)
     T_CHECK(strstr(stk_loader_last_error(h), "STK_P_AUG_MAGNITUDE") &&
                 strstr(stk_loader_last_error(h), "STK_P_AUG_BINS"),
             "the error names both keys: %s", stk_loader_last_error(h));
-    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND + 1) == STK_E_INVALID,
-            "a policy past TIMM_RAND is out of range");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_AUTO + 1) == STK_E_INVALID,
+            "a policy past TIMM_AUTO is out of range");
     T_CHECK(stk_loader_set(h, STK_P_AUG_POLICY, STK_AUG_TIMM_RAND) == STK_OK, "timm's RandAugment is a policy");
     T_CHECK(stk_loader_set(h, STK_P_TIMM_RESAMPLE, STK_INTERP_NEAREST + 1) == STK_E_INVALID,
             "timm's RandAugment has BILINEAR, BICUBIC, NEAREST or random (-1)");

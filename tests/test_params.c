@@ -171,7 +171,8 @@ int main(void)
                 continue;
             if (p->type == STK__PT_INT)
                 check_int(hd, p);
-            else if (p->key != STK_P_AUG_STEPS) /* a program: per-kind ranges (test_loader_augment) */
+            else if (p->key != STK_P_AUG_STEPS && p->key != STK_P_TIMM_AUTO_POLICY)
+                /* programs: per-value ranges (test_loader_augment) */
                 check_real(p);
         }
     }

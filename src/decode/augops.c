@@ -6,8 +6,8 @@
  * from the per-sample PRNG, the ColorJitter / RandomGrayscale / RandomVerticalFlip / GaussianBlur /
  * RandomAffine / RandomRotation steps and RandomErasing's boxes. Each user of the PRNG starts the
  * sample's counter in a range of its own (crop 0, the crop's random filter 0x70000000, policy
- * 2^31, timm's RandAugment 0x90000000, AugMix 0xA0000000, steps 3 * 2^30 + 256 k, erasing
- * 0xE0000000).
+ * 2^31, timm's RandAugment 0x90000000, AugMix 0xA0000000, timm's AutoAugment 0xB0000000, steps
+ * 3 * 2^30 + 256 k, erasing 0xE0000000).
  *
  * The tensor path works in float32 one tensor op at a time, each result rounded to float32, and
  * casts back to uint8 by truncation (.to(uint8)) or, after a grid sample, round-half-even then
@@ -722,6 +722,10 @@ void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch
 {
     if (p->policy == STK__AUGP_TIMM_RAND) {
         stk__timmra_apply(&p->timm, seed, epoch, index, img, h, w, scratch);
+        return;
+    }
+    if (p->policy == STK__AUGP_TIMM_AUTO) {
+        stk__timmaa_apply(&p->timm, seed, epoch, index, img, h, w, scratch);
         return;
     }
     if (p->policy == STK__AUGP_AUGMIX) {

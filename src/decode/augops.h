@@ -67,6 +67,8 @@ void stk__aug_smooth(const uint8_t *img, uint8_t *out, int h, int w);
 enum { STK__AUGP_NONE = 0, STK__AUGP_TRIVIAL = 1, STK__AUGP_RAND = 2, STK__AUGP_AUTO = 3, STK__AUGP_AUGMIX = 4 };
 /* timm's RandAugment (timmaug.h): its own ops, draws and parameters in stk__augpolicy.timm */
 enum { STK__AUGP_TIMM_RAND = 5 };
+/* timm's AutoAugment (timmaug.h): the same ops and parameters, its policy in .timm.aa */
+enum { STK__AUGP_TIMM_AUTO = 6 };
 
 #define STK__AUGMIX_MAX_WIDTH 8
 #define STK__AUGMIX_MAX_DEPTH 8
@@ -86,7 +88,7 @@ typedef struct stk__augpolicy {
     double alpha;
     int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
     int torch;     /* STK__TORCH_*: whose arithmetic (STK_P_AUG_TORCH) */
-    stk__timmra timm; /* STK__AUGP_TIMM_RAND */
+    stk__timmra timm; /* STK__AUGP_TIMM_RAND, STK__AUGP_TIMM_AUTO */
 } stk__augpolicy;
 
 /* Whose float32 arithmetic the ops equal, as STK_AUG_TORCH_* (augops.c explains the

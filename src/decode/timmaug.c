@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timmaug.c — timm's RandAugment with Pillow's arithmetic (Pillow 9.4 to 13 agree on every path
+ * timmaug.c — timm's RandAugment and AutoAugment with Pillow's arithmetic (Pillow 9.4 to 13 agree on every path
  * used here: libImaging Geometry.c, Blend.c, Filter.c, Convert.c and ImageOps / ImageEnhance).
  *
  *   enhance   ImageEnhance.X(img).enhance(f) = Image.blend(degenerate, img, f): f is passed to C
@@ -30,6 +30,11 @@
  * geometric op with random resampling, BILINEAR or BICUBIC with equal odds. The stream is the
  * sample's (seed, epoch, index) from counter 0x90000000, apart from the crop's and the other
  * policies'.
+ *
+ * AutoAugment (auto_augment_transform): the same ops (and PosterizeOriginal, 4..8 bits kept), its
+ * policy a table of sub-policies of (op, prob, magnitude). Per sample one sub-policy uniformly
+ * (random.choice), then each op with the draws above at its own probability and magnitude
+ * (AugmentOp.__call__), from counter 0xB0000000.
  */
 #include "timmaug.h"
 #include "augops.h"
@@ -45,7 +50,7 @@ static const char *const names[STK__TIMM_OP_COUNT] = {
     "SolarizeAdd",         "Color",       "ColorIncreasing", "Contrast",
     "ContrastIncreasing",  "Brightness",  "BrightnessIncreasing", "Sharpness",
     "SharpnessIncreasing", "ShearX",      "ShearY",          "TranslateXRel",
-    "TranslateYRel",
+    "TranslateYRel",       "PosterizeOriginal",
 };
 
 int stk__timm_find(const char *name) { return stk__name_index(names, STK__TIMM_OP_COUNT, name); }
@@ -89,6 +94,8 @@ double stk__timm_arg(int op, double level, int negate, double translate_pct, int
         return (double)(int)((level / 10.0) * 4);
     case STK__TIMM_POSTERIZE_INC:
         return (double)(4 - (int)((level / 10.0) * 4));
+    case STK__TIMM_POSTERIZE_ORIG:
+        return (double)((int)((level / 10.0) * 4) + 4);
     case STK__TIMM_SOLARIZE:
     case STK__TIMM_SOLARIZE_INC:
         v = (level / 10.0) * 256;
@@ -243,7 +250,8 @@ static void point(int op, double arg, uint8_t *img, size_t n)
         int v = i;
         if (op == STK__TIMM_INVERT)
             v = 255 - i;
-        else if (op == STK__TIMM_POSTERIZE || op == STK__TIMM_POSTERIZE_INC) /* ~(2^(8 - bits) - 1) */
+        else if (op == STK__TIMM_POSTERIZE || op == STK__TIMM_POSTERIZE_INC || op == STK__TIMM_POSTERIZE_ORIG)
+            /* ~(2^(8 - bits) - 1) */
             v = a >= 8 ? i : a <= 0 ? 0 : i & ~((1 << (8 - a)) - 1);
         else if (op == STK__TIMM_SOLARIZE || op == STK__TIMM_SOLARIZE_INC)
             v = i < a ? i : 255 - i;
@@ -492,6 +500,7 @@ void stk__timm_apply(int op, double arg, int resample, const uint8_t fill[3], ui
     case STK__TIMM_INVERT:
     case STK__TIMM_POSTERIZE:
     case STK__TIMM_POSTERIZE_INC:
+    case STK__TIMM_POSTERIZE_ORIG:
     case STK__TIMM_SOLARIZE:
     case STK__TIMM_SOLARIZE_INC:
     case STK__TIMM_SOLARIZE_ADD:
@@ -561,6 +570,29 @@ static int draw_weighted(stk__rng *r, int taken[15])
 }
 
 #define TIMM_CTR0 0x90000000u
+#define TIMM_AUTO_CTR0 0xB0000000u
+
+/* AugmentOp.__call__'s draws for S->op (already set) with probability PROB and magnitude MAG:
+ * whether it runs, the magnitude noise and clip, the sign (_randomly_negate), the filter */
+static void draw_op(const stk__timmra *p, stk__rng *r, double prob, double mag, stk__timmstep *s)
+{
+    s->applied = !(prob < 1.0 && stk__rng_uniform(r) > prob);
+    if (!s->applied)
+        return;
+    double m = mag;
+    if (isinf(p->mstd)) {
+        m = m * stk__rng_uniform(r); /* random.uniform(0, m) */
+    } else if (p->mstd > 0) {
+        double u1 = stk__rng_uniform(r), u2 = stk__rng_uniform(r);
+        m += p->mstd * sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+    }
+    s->level = m < 0.0 ? 0.0 : m > p->mmax ? p->mmax : m; /* max(0., min(m, upper_bound)) */
+    if (stk__timm_signed(s->op))
+        s->negate = stk__rng_uniform(r) > 0.5;
+    s->resample = p->resample;
+    if (stk__timm_geometric(s->op) && p->resample == STK__TIMM_RANDOM)
+        s->resample = (int)stk__rng_below(r, 2);
+}
 
 int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, stk__timmstep *steps)
 {
@@ -576,24 +608,20 @@ int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64
         stk__timmstep *s = &steps[i];
         memset(s, 0, sizeof *s);
         s->op = p->weighted ? draw_weighted(&r, taken) : ops[stk__rng_below(&r, 15)];
-        s->applied = !(p->prob < 1.0 && stk__rng_uniform(&r) > p->prob);
-        if (!s->applied)
-            continue;
-        double m = p->magnitude;
-        if (isinf(p->mstd)) {
-            m = m * stk__rng_uniform(&r); /* random.uniform(0, m) */
-        } else if (p->mstd > 0) {
-            double u1 = stk__rng_uniform(&r), u2 = stk__rng_uniform(&r);
-            m += p->mstd * sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
-        }
-        s->level = m < 0.0 ? 0.0 : m > p->mmax ? p->mmax : m; /* max(0., min(m, upper_bound)) */
-        if (stk__timm_signed(s->op))
-            s->negate = stk__rng_uniform(&r) > 0.5;
-        s->resample = p->resample;
-        if (stk__timm_geometric(s->op) && p->resample == STK__TIMM_RANDOM)
-            s->resample = (int)stk__rng_below(&r, 2);
+        draw_op(p, &r, p->prob, p->magnitude, s);
     }
     return n;
+}
+
+static void apply_steps(const stk__timmra *p, const stk__timmstep *steps, int n, uint8_t *img, int h, int w,
+                        uint8_t *scratch)
+{
+    for (int i = 0; i < n; i++) {
+        if (!steps[i].applied)
+            continue;
+        double arg = stk__timm_arg(steps[i].op, steps[i].level, steps[i].negate, p->translate_pct, h, w);
+        stk__timm_apply(steps[i].op, arg, steps[i].resample, p->fill, img, h, w, scratch);
+    }
 }
 
 void stk__timmra_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img, int h,
@@ -601,10 +629,79 @@ void stk__timmra_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint
 {
     stk__timmstep steps[STK__TIMM_MAX_LAYERS];
     int n = stk__timmra_draw(p, seed, epoch, index, steps);
-    for (int i = 0; i < n; i++) {
-        if (!steps[i].applied)
-            continue;
-        double arg = stk__timm_arg(steps[i].op, steps[i].level, steps[i].negate, p->translate_pct, h, w);
-        stk__timm_apply(steps[i].op, arg, steps[i].resample, p->fill, img, h, w, scratch);
+    apply_steps(p, steps, n, img, h, w, scratch);
+}
+
+/* ---- AutoAugment -------------------------------------------------------------------------- */
+
+int stk__timmaa_parse(const float *v, size_t n, stk__timmaa *out, char *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t i = 0;
+    int ops = 0;
+    while (i < n) {
+        int s = out->nsub;
+        float kf = v[i++];
+        if (s == STK__TIMM_AUTO_MAX_SUB)
+            return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY: more than %d sub-policies",
+                            STK__TIMM_AUTO_MAX_SUB);
+        if (!(kf >= 1.f && kf <= (float)STK__TIMM_MAX_LAYERS && kf == floorf(kf)))
+            return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d: op count %g is not 1..%d", s,
+                            (double)kf, STK__TIMM_MAX_LAYERS);
+        int k = (int)kf;
+        if (i + 3 * (size_t)k > n)
+            return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d: %d ops take %d values, %zu left",
+                            s, k, 3 * k, n - i);
+        if (ops + k > STK__TIMM_AUTO_MAX_OPS)
+            return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY: more than %d ops in all",
+                            STK__TIMM_AUTO_MAX_OPS);
+        for (int j = 0; j < k; j++, i += 3, ops++) {
+            float op = v[i], prob = v[i + 1], mag = v[i + 2];
+            if (!(op >= 0.f && op < (float)STK__TIMM_OP_COUNT && op == floorf(op)))
+                return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d op %d: unknown op %g "
+                                "(0..%d, stoker.h lists them)", s, j, (double)op, STK__TIMM_OP_COUNT - 1);
+            if (!(prob >= 0.f && prob <= 1.f))
+                return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d op %d (%s): probability %g "
+                                "is not in [0, 1]", s, j, names[(int)op], (double)prob);
+            if (!(mag >= 0.f && mag <= 1000.f))
+                return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d op %d (%s): magnitude %g "
+                                "is not in [0, 1000]", s, j, names[(int)op], (double)mag);
+            out->op[ops] = (int)op;
+            out->prob[ops] = prob;
+            out->magnitude[ops] = mag;
+        }
+        out->nsub++;
+        out->off[out->nsub] = ops;
     }
+    return STK_OK;
+}
+
+int stk__timmaa_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, int *sub,
+                     stk__timmstep *steps)
+{
+    const stk__timmaa *aa = &p->aa;
+    *sub = -1;
+    if (aa->nsub <= 0)
+        return 0;
+    stk__rng r;
+    stk__rng_init(&r, seed, epoch, index);
+    r.ctr[0] = TIMM_AUTO_CTR0;
+    int s = (int)stk__rng_below(&r, (uint32_t)aa->nsub); /* random.choice(self.policy) */
+    int n = 0;
+    for (int j = aa->off[s]; j < aa->off[s + 1] && n < STK__TIMM_MAX_LAYERS; j++, n++) {
+        memset(&steps[n], 0, sizeof steps[n]);
+        steps[n].op = aa->op[j];
+        draw_op(p, &r, aa->prob[j], aa->magnitude[j], &steps[n]);
+    }
+    *sub = s;
+    return n;
+}
+
+void stk__timmaa_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img, int h,
+                       int w, uint8_t *scratch)
+{
+    stk__timmstep steps[STK__TIMM_MAX_LAYERS];
+    int sub;
+    int n = stk__timmaa_draw(p, seed, epoch, index, &sub, steps);
+    apply_steps(p, steps, n, img, h, w, scratch);
 }

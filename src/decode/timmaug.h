@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * timmaug.h — timm's RandAugment (timm.data.auto_augment: rand_augment_transform, the
- * 'rand-m9-mstd0.5-inc1' strings) on uint8 RGB HWC images: its PIL-based ops with Pillow's pixel
+ * 'rand-m9-mstd0.5-inc1' strings) and AutoAugment (auto_augment_transform: 'original-mstd0.5',
+ * 'originalr', 'v0', 'v0r') on uint8 RGB HWC images: its PIL-based ops with Pillow's pixel
  * arithmetic, its level-to-argument functions, and the per-sample draws (ops with replacement,
  * per-op probability, magnitude noise, random sign, random BILINEAR / BICUBIC) from stoker's
  * per-sample PRNG. Implemented in timmaug.c, which explains the arithmetic. Internal.
@@ -11,7 +12,8 @@
 
 #include "common.h"
 
-/* timm's op names (NAME_TO_OP keys) that its RandAugment transform lists use. */
+/* timm's op names (NAME_TO_OP keys) that its RandAugment transform lists and AutoAugment policies
+ * use, in the order of STK_P_TIMM_AUTO_POLICY's op numbers (append only). */
 enum stk__timm_op {
     STK__TIMM_AUTOCONTRAST,
     STK__TIMM_EQUALIZE,
@@ -34,6 +36,7 @@ enum stk__timm_op {
     STK__TIMM_SHEAR_Y,
     STK__TIMM_TRANSLATE_X_REL,
     STK__TIMM_TRANSLATE_Y_REL,
+    STK__TIMM_POSTERIZE_ORIG, /* AutoAugment's 'original' policy: keeps 4..8 bits */
     STK__TIMM_OP_COUNT
 };
 
@@ -46,7 +49,26 @@ enum { STK__TIMM_BILINEAR = 0, STK__TIMM_BICUBIC = 1, STK__TIMM_NEAREST = 2, STK
 int stk__timm_find(const char *name);
 const char *stk__timm_name(int op);
 
-/* The configuration of a timm RandAugment: rand_augment_transform's sections and hparams. */
+#define STK__TIMM_AUTO_MAX_SUB 64  /* sub-policies of an AutoAugment policy */
+#define STK__TIMM_AUTO_MAX_OPS 128 /* ops over all its sub-policies */
+
+/* A timm AutoAugment policy (STK_P_TIMM_AUTO_POLICY): sub-policy s holds ops off[s] .. off[s + 1]
+ * - 1, each an op with its own probability and magnitude (AugmentOp's prob, magnitude). */
+typedef struct stk__timmaa {
+    int nsub;
+    int off[STK__TIMM_AUTO_MAX_SUB + 1];
+    int op[STK__TIMM_AUTO_MAX_OPS];
+    double prob[STK__TIMM_AUTO_MAX_OPS], magnitude[STK__TIMM_AUTO_MAX_OPS];
+} stk__timmaa;
+
+/* Read the float program of STK_P_TIMM_AUTO_POLICY (per sub-policy: its op count k, then k
+ * triples op, prob, magnitude) into OUT; N = 0 gives an empty policy. Errors name the value and
+ * the reason (STK_E_INVALID). */
+int stk__timmaa_parse(const float *v, size_t n, stk__timmaa *out, char *err);
+
+/* The configuration of a timm RandAugment: rand_augment_transform's sections and hparams; and
+ * of a timm AutoAugment (auto_augment_transform): its policy in aa, its hparams (mstd, mmax,
+ * resample, fill, translate_pct) here, the RandAugment-only fields unused. */
 typedef struct stk__timmra {
     int increasing;       /* 'inc1': _RAND_INCREASING_TRANSFORMS, else _RAND_TRANSFORMS */
     int weighted;         /* 'tweights': _RAND_WEIGHTED_0, chosen without replacement (then
@@ -59,6 +81,7 @@ typedef struct stk__timmra {
     double translate_pct; /* hparams translate_pct */
     int resample;         /* STK__TIMM_BILINEAR / BICUBIC / NEAREST / RANDOM */
     uint8_t fill[3];      /* hparams img_mean: the geometric ops' fillcolor */
+    stk__timmaa aa;       /* AutoAugment's policy (STK__AUGP_TIMM_AUTO) */
 } stk__timmra;
 
 /* The argument timm's LEVEL_TO_ARG[op] gives for the clipped magnitude LEVEL, NEGATE the outcome
@@ -92,6 +115,17 @@ int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64
 
 /* Draw and apply P to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes. */
 void stk__timmra_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img, int h,
+                       int w, uint8_t *scratch);
+
+/* AutoAugment: the sub-policy P->aa gives sample INDEX of EPOCH (uniform, random.choice) into
+ * *SUB and its ops, each with AugmentOp's draws (probability, magnitude noise and clip, sign,
+ * filter), into STEPS (room for STK__TIMM_MAX_LAYERS); returns their count. Drawn on a counter
+ * range of their own; a pure function of its arguments. */
+int stk__timmaa_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, int *sub,
+                     stk__timmstep *steps);
+
+/* Draw and apply AutoAugment P to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes. */
+void stk__timmaa_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, uint8_t *img, int h,
                        int w, uint8_t *scratch);
 
 #endif

@@ -228,6 +228,7 @@ static int alloc_meta(uint32_t n, int32_t **labels, uint64_t **indices, uint8_t 
 _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RAND == (int)STK__AUGP_RAND &&
                    (int)STK_AUG_AUTO == (int)STK__AUGP_AUTO && (int)STK_AUG_AUGMIX == (int)STK__AUGP_AUGMIX &&
                    (int)STK_AUG_TIMM_RAND == (int)STK__AUGP_TIMM_RAND &&
+                   (int)STK_AUG_TIMM_AUTO == (int)STK__AUGP_TIMM_AUTO && STK__TIMM_POSTERIZE_ORIG == 21 &&
                    (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
                    (int)STK_INTERP_BILINEAR == (int)STK__TIMM_BILINEAR &&
                    (int)STK_INTERP_BICUBIC == (int)STK__TIMM_BICUBIC && (int)STK_INTERP_NEAREST == (int)STK__TIMM_NEAREST,
@@ -285,6 +286,15 @@ static int augpolicy_config(stk_loader *h)
     }
     if (p->policy == STK_AUG_TIMM_RAND && timmra_config(h, p) != STK_OK)
         return STK_E_INVALID;
+    if (p->policy == STK_AUG_TIMM_AUTO) { /* timm's AutoAugment: RandAugment's hparams, its policy */
+        if (h->timmaa.nsub == 0)
+            return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_POLICY = STK_AUG_TIMM_AUTO needs a policy "
+                            "(STK_P_TIMM_AUTO_POLICY)");
+        p->num_ops = 0;
+        if (timmra_config(h, p) != STK_OK)
+            return STK_E_INVALID;
+        p->timm.aa = h->timmaa;
+    }
     if (p->policy == STK_AUG_RAND && p->magnitude >= p->bins)
         return stk__err(h->err, STK_E_INVALID, "STK_P_AUG_MAGNITUDE = %d must be below STK_P_AUG_BINS = %d",
                         p->magnitude, p->bins);

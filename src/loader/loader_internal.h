@@ -132,6 +132,7 @@ struct stk_loader {
     uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
     uint64_t nsubset;
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
+    stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */
     stk_dataset *ds;
     char err[STK__ERRLEN];       /* last_error (consumer thread) */

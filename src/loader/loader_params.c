@@ -89,6 +89,20 @@ int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n)
             h->augprog = prog;
         return rc;
     }
+    if (key == STK_P_TIMM_AUTO_POLICY) {
+        if (!v && n)
+            return stk__err(h->err, STK_E_INVALID, "%s: NULL with %zu values", p->name, n);
+        if (n > 256)
+            return stk__err(h->err, STK_E_INVALID, "%s: %zu values, at most 256", p->name, n);
+        stk__timmaa *aa = malloc(sizeof *aa);
+        if (!aa)
+            return stk__err(h->err, STK_E_NOMEM, "out of memory for %s", p->name);
+        rc = stk__timmaa_parse(v, n, aa, h->err);
+        if (rc == STK_OK)
+            h->timmaa = *aa;
+        free(aa);
+        return rc;
+    }
     if (!v || (n != 1 && n != 3))
         return stk__err(h->err, STK_E_INVALID, "%s takes 3 values (or 1 for all channels), got %zu",
                         p->name, n);

@@ -324,11 +324,23 @@ def test_timm_rand_augment_accepted(folder):
     assert batches[0][0].shape == (4, 3, 16, 16) and batches[0][0].dtype == torch.float32
 
 
-def test_timm_auto_augment_named(folder):
+def test_timm_auto_augment_accepted_augmix_and_3a_named(folder):
+    # timm's AutoAugment of its named policies runs in C (its pixels and draws:
+    # test_timm_autoaugment.py, test_loader_timm_autoaugment.py); AugMixAugment and the '3a'
+    # policy (Desaturate, GaussianBlurRand) are refused naming the transform, its position and
+    # the op
+    import stoker
     timm_data = pytest.importorskip("timm.data")
     tf = timm_data.create_transform(16, is_training=True, auto_augment="original-mstd0.5")
+    with stoker.DataLoader(ImageFolder(folder, tf), batch_size=4) as dl:
+        x, y = next(iter(dl))
+        assert x.shape == (4, 3, 16, 16) and x.dtype == torch.float32 and y.shape == (4,)
+    tf = timm_data.create_transform(16, is_training=True, auto_augment="augmix-m5-w4-d2")
+    _refusal(ImageFolder(folder, tf), "timm.data.auto_augment.AugMixAugment at position 2 of "
+             "transforms.Compose([RandomResizedCropAndInterpolation, ", "is not implemented in stoker")
+    tf = timm_data.create_transform(16, is_training=True, auto_augment="3a")
     _refusal(ImageFolder(folder, tf), "timm.data.auto_augment.AutoAugment at position 2 of "
-             "transforms.Compose([RandomResizedCropAndInterpolation, ")
+             "transforms.Compose([RandomResizedCropAndInterpolation, ", "sub-policy 1 op 0 is 'Desaturate'")
 
 
 def test_timm_random_interpolation_accepted(folder):

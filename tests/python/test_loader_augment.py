@@ -4,8 +4,8 @@
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
   classes recognised by module and class name) into spec dicts, returns None for other steps and
   refuses what stoker does not reproduce (BICUBIC, an AutoAugment policy it does not know, AugMix
-  beyond its bounds, fractional fill with BILINEAR, timm's AutoAugment) naming the step, its
-  position and what to use instead;
+  beyond its bounds, fractional fill with BILINEAR, timm's AugMixAugment and '3a' AutoAugment)
+  naming the step, its position and what to use instead;
 - Loader(augment=TrivialAugmentWide()) gives the same tensors for 1 and 3 workers and after a
   resume from state_dict mid-epoch;
 - every augmented sample equals torchvision's _apply_op chain (the ops stoker drew for that
@@ -112,8 +112,10 @@ def test_spec_for_torchvision_v2_by_module_and_class_name(stoker_mod):
 
 
 def test_spec_for_timm(stoker_mod):
-    """timm's RandAugment gives a timm_randaugment spec ('tweights' too); its AutoAugment and the
-    '3a' set are refused naming them (tests/python/test_loader_timm_randaugment.py runs the spec)."""
+    """timm's RandAugment gives a timm_randaugment spec ('tweights' too), its AutoAugment a
+    timm_autoaugment spec; the RandAugment '3a' set, the '3a' AutoAugment policy and
+    AugMixAugment are refused naming them (tests/python/test_loader_timm_randaugment.py and
+    test_loader_timm_autoaugment.py run the specs)."""
     from stoker import augment
     try:
         from timm.data import create_transform
@@ -127,8 +129,13 @@ def test_spec_for_timm(stoker_mod):
         "op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
         "magnitude_max": 10.0, "prob": 0.5, "increasing": True, "weighted": False,
         "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
-    with pytest.raises(ValueError, match="transform 2 .*timm's AutoAugment"):
-        augment.spec_for(step("original", "AutoAugment"), 2)
+    spec = augment.spec_for(step("original", "AutoAugment"), 2)
+    assert spec["op"] == "timm_autoaugment" and len(spec["policy"]) == 25
+    assert spec["policy"][0] == [("PosterizeOriginal", 0.4, 8.0), ("Rotate", 0.6, 9.0)]
+    with pytest.raises(ValueError, match="transform 2 .*timm's AutoAugment sub-policy 1 op 0 is 'Desaturate'"):
+        augment.spec_for(step("3a", "AutoAugment"), 2)
+    with pytest.raises(ValueError, match="transform 2 .*timm's AugMixAugment"):
+        augment.spec_for(step("augmix-m5-w4-d2", "AugMixAugment"), 2)
     assert augment.spec_for(step("rand-m9-tweights", "RandAugment"), 1)["weighted"] is True
     with pytest.raises(ValueError, match="transform 1 .*transform list"):
         augment.spec_for(step("rand-m9-t3a", "RandAugment"), 1)

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
 """timm's RandAugment in stoker (src/decode/timmaug.c, through tests/tools/stk-timmaug).
 
-- every op of timm's rand / rand-inc lists at fixed magnitudes (both signs, BILINEAR, BICUBIC
-  and NEAREST, levels above 10 with mmax, Rotate's 90 / 180 degree fast paths) equals the Pillow
-  calls timm makes, written out here (the reference that runs in every interpreter), and, where timm is
-  importable, timm's own AugmentOp(prob=1, magnitude_std=0): equal byte for byte;
+- every op of timm's rand / rand-inc lists (and AutoAugment's PosterizeOriginal) at fixed
+  magnitudes (both signs, BILINEAR, BICUBIC and NEAREST, levels above 10 with mmax, Rotate's 90 /
+  180 degree fast paths) equals the Pillow calls timm makes, written out here (the reference that
+  runs in every interpreter), and, where timm is importable, timm's own AugmentOp(prob=1,
+  magnitude_std=0): equal byte for byte;
 - the draws (op choice with replacement, per-op probability, N(m, mstd) or U(0, m) magnitude
   noise with its clip, the random sign, random BILINEAR / BICUBIC) follow timm's distributions
   (chi-square and moment tests over many samples) and are a pure function of (seed, epoch, index);
@@ -29,7 +30,9 @@ RAND = ["AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize",
 RAND_INC = ["AutoContrast", "Equalize", "Invert", "Rotate", "PosterizeIncreasing", "SolarizeIncreasing",
             "SolarizeAdd", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing",
             "SharpnessIncreasing", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"]
-OPS = sorted(set(RAND) | set(RAND_INC))
+# AutoAugment's 'original' policy's posterize (test_timm_autoaugment.py runs the policies)
+AUTO_ONLY = ["PosterizeOriginal"]
+OPS = sorted(set(RAND) | set(RAND_INC) | set(AUTO_ONLY))
 SIGNED = {"Rotate", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing", "SharpnessIncreasing",
           "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"}
 GEOMETRIC = {"Rotate", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel"}
@@ -70,6 +73,8 @@ def pil_arg(name, level, negate, tpct, size):
         return int((level / 10.) * 4)
     if name == "PosterizeIncreasing":
         return 4 - int((level / 10.) * 4)
+    if name == "PosterizeOriginal":
+        return int((level / 10.) * 4) + 4
     if name == "Solarize":
         return min(256, int((level / 10.) * 256))
     if name == "SolarizeIncreasing":
@@ -114,7 +119,7 @@ def pil_apply(img, name, arg, resample, fill):
         out = ImageOps.invert(im)
     elif name == "Rotate":
         out = im.rotate(arg, **kw)
-    elif base == "Posterize":
+    elif base in ("Posterize", "PosterizeOriginal"):
         out = im if arg >= 8 else _posterize(im, arg)
     elif base == "Solarize":
         out = ImageOps.solarize(im, arg)

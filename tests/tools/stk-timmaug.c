@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* stk-timmaug — timm's RandAugment (src/decode/timmaug.c) as a command line, for
- * tests/python/test_timm_randaugment.py, which compares it with timm's ops and with the Pillow
- * calls they make.
+/* stk-timmaug — timm's RandAugment and AutoAugment (src/decode/timmaug.c) as a command line, for
+ * tests/python/test_timm_randaugment.py and test_timm_autoaugment.py, which compare it with
+ * timm's ops and with the Pillow calls they make.
  *
  *   stk-timmaug op NAME LEVEL NEGATE RESAMPLE FILL TPCT H W IN OUT
  *        apply timm op NAME at clipped magnitude LEVEL (NEGATE 0/1: _randomly_negate's outcome)
@@ -15,6 +15,13 @@
  *        MSTD "inf" = uniform; RESAMPLE bilinear|bicubic|nearest|random
  *   stk-timmaug policy INC N MAG MSTD MMAX PROB RESAMPLE FILL TPCT SEED EPOCH INDEX H W IN OUT
  *        draw and apply the policy to sample INDEX; prints the layers as draw does, one per line
+ *   stk-timmaug autodraw POLICY MSTD MMAX RESAMPLE SEED EPOCH FIRST COUNT
+ *        AutoAugment: POLICY is STK_P_TIMM_AUTO_POLICY's values, comma-separated; per sample a
+ *        line "index sub" then, per op of the sub-policy drawn, " name applied level negate
+ *        resample" as draw prints them
+ *   stk-timmaug auto POLICY MSTD MMAX RESAMPLE FILL TPCT SEED EPOCH INDEX H W IN OUT
+ *        draw and apply AutoAugment to sample INDEX; prints the sub-policy on the first line, then
+ *        its ops as draw does, one per line
  */
 #include "testutil.h"
 #include "timmaug.h"
@@ -136,6 +143,68 @@ static int cmd_policy(char **a)
     return 0;
 }
 
+/* POLICY MSTD MMAX RESAMPLE */
+static void parse_auto(char **a, stk__timmra *p)
+{
+    memset(p, 0, sizeof *p);
+    float v[256];
+    size_t n = 0;
+    for (char *s = a[0], *end; *s && n < 256; s = *end == ',' ? end + 1 : end) {
+        v[n++] = strtof(s, &end);
+        if (end == s) {
+            fprintf(stderr, "stk-timmaug: bad policy %s\n", a[0]);
+            exit(2);
+        }
+    }
+    char err[256] = "";
+    if (stk__timmaa_parse(v, n, &p->aa, err) != STK_OK) {
+        fprintf(stderr, "stk-timmaug: %s\n", err);
+        exit(2);
+    }
+    p->mstd = strcmp(a[1], "inf") == 0 ? INFINITY : atof(a[1]);
+    p->mmax = atof(a[2]);
+    p->resample = resample_of(a[3]);
+    p->translate_pct = 0.45;
+    p->fill[0] = p->fill[1] = p->fill[2] = 128;
+}
+
+static int cmd_autodraw(char **a)
+{
+    stk__timmra p;
+    parse_auto(a, &p);
+    uint64_t seed = strtoull(a[4], NULL, 10), epoch = strtoull(a[5], NULL, 10), first = strtoull(a[6], NULL, 10);
+    uint64_t count = strtoull(a[7], NULL, 10);
+    stk__timmstep steps[STK__TIMM_MAX_LAYERS];
+    for (uint64_t i = first; i < first + count; i++) {
+        int sub, n = stk__timmaa_draw(&p, seed, epoch, i, &sub, steps);
+        printf("%llu %d", (unsigned long long)i, sub);
+        print_steps(steps, n, " ");
+        printf("\n");
+    }
+    return 0;
+}
+
+static int cmd_auto(char **a)
+{
+    stk__timmra p;
+    parse_auto(a, &p);
+    parse_fill(a[4], p.fill);
+    p.translate_pct = atof(a[5]);
+    uint64_t seed = strtoull(a[6], NULL, 10), epoch = strtoull(a[7], NULL, 10), index = strtoull(a[8], NULL, 10);
+    int h = atoi(a[9]), w = atoi(a[10]);
+    uint8_t *img = load(a[11], h, w), *scratch = malloc((size_t)h * w * 3);
+    stk__timmstep steps[STK__TIMM_MAX_LAYERS];
+    int sub, n = stk__timmaa_draw(&p, seed, epoch, index, &sub, steps);
+    printf("%d", sub);
+    print_steps(steps, n, "\n");
+    printf("\n");
+    stk__timmaa_apply(&p, seed, epoch, index, img, h, w, scratch);
+    t_write_file(a[12], img, (size_t)h * w * 3);
+    free(img);
+    free(scratch);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 12 && strcmp(argv[1], "op") == 0)
@@ -144,6 +213,10 @@ int main(int argc, char **argv)
         return cmd_draw(argv + 2);
     if (argc == 18 && strcmp(argv[1], "policy") == 0)
         return cmd_policy(argv + 2);
+    if (argc == 10 && strcmp(argv[1], "autodraw") == 0)
+        return cmd_autodraw(argv + 2);
+    if (argc == 15 && strcmp(argv[1], "auto") == 0)
+        return cmd_auto(argv + 2);
     fprintf(stderr, "usage: see the comment at the top of tests/tools/stk-timmaug.c\n");
     return 2;
 }

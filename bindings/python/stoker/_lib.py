@@ -167,6 +167,13 @@ P_ERASE_MAX_COUNT = 252
 # whose float32 arithmetic the augmentation equals (STK_AUG_TORCH_*; augment.torch_arithmetic)
 P_AUG_TORCH = 253
 AUG_TORCH_1, AUG_TORCH_1_AVX512, AUG_TORCH_2 = 0, 1, 2
+# timm's AutoAugment policy (STK_AUG_TIMM_AUTO; since 0.4): sub-policies of (op, prob, magnitude)
+P_TIMM_AUTO_POLICY = 254
+# STK_P_TIMM_AUTO_POLICY's op numbers: the index in this tuple (timm's NAME_TO_OP names)
+TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "Solarize",
+            "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast", "ContrastIncreasing",
+            "Brightness", "BrightnessIncreasing", "Sharpness", "SharpnessIncreasing", "ShearX", "ShearY",
+            "TranslateXRel", "TranslateYRel", "PosterizeOriginal")
 AUG_AUTO_IMAGENET, AUG_AUTO_CIFAR10, AUG_AUTO_SVHN = 0, 1, 2
 ERASE_RANDOM_OFF, ERASE_RANDOM_PIXEL, ERASE_RANDOM_CHANNEL = 0, 1, 2
 ERASE_MAX_COUNT = 16
@@ -194,6 +201,7 @@ STAGE_READ, STAGE_DECODE, STAGE_FULL = 0, 1, 2
 # augmentation policies (stk_aug_policy, stk_aug_interp; since 0.3)
 AUG_NONE, AUG_TRIVIAL, AUG_RAND, AUG_AUTO, AUG_AUGMIX = 0, 1, 2, 3, 4
 AUG_TIMM_RAND = 5  # since 0.4
+AUG_TIMM_AUTO = 6  # since 0.4
 AUG_INTERP_NEAREST, AUG_INTERP_BILINEAR = 0, 1
 FEATURE_URING, FEATURE_CUDA = 1, 2
 W_SHARD_BYTES = 1000

@@ -18,6 +18,12 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
        "interpolation": "bilinear", "fill": (124, 116, 104), "translate_pct": 0.45}
     ``interpolation`` "bilinear", "bicubic", "nearest" or "random" (timm's default: BILINEAR or
     BICUBIC per geometric op); ``magnitude_std`` inf: uniform in [0, magnitude];
+  * for timm's AutoAugment (auto_augment_transform: 'original', 'originalr', 'v0', 'v0r', any
+    '-mstd'; the same ops and hparams, tests/python/test_timm_autoaugment.py):
+      {"op": "timm_autoaugment", "policy": [[("PosterizeOriginal", 0.4, 8), ("Rotate", 0.6, 9)],
+       ...], "magnitude_std": 0.5, "magnitude_max": 10.0, "interpolation": "random",
+       "fill": (124, 116, 104), "translate_pct": 0.45}
+    one sub-policy uniformly per sample, each (op, prob, magnitude) as timm's AugmentOp;
   * None when STEP is not an augmentation this module knows (the caller decides what it is);
       {"op": "augmix", "severity": 3, "mixture_width": 3, "chain_depth": -1, "alpha": 1.0,
        "all_ops": True, ...}
@@ -29,7 +35,9 @@ Recognised without importing torchvision or timm, by module and class name: torc
 ``torchvision.transforms.autoaugment``) and the same classes of ``torchvision.transforms.v2``;
 timm's ``timm.data.auto_augment.RandAugment`` with timm's rand / rand-inc transform lists or
 'tweights' (rand_augment_transform's 'm', 'n', 'p', 'mstd', 'mmax', 'inc', 'tweights'
-sections); timm's ``AutoAugment / AugMixAugment`` and the '3a' transform sets are refused.
+sections); timm's ``AutoAugment`` whose policy is made of those ops and 'PosterizeOriginal' (its
+'original', 'originalr', 'v0', 'v0r' policies); timm's ``AugMixAugment``, the '3a' transform sets
+and policies with other ops (Desaturate, GaussianBlurRand, TranslateX ...) are refused by name.
 
 Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``,
 ``RandomAffine``, ``RandomRotation`` (specs "color_jitter", "grayscale", "vflip", "gaussian_blur",
@@ -47,7 +55,7 @@ random choices follow torchvision's distributions, not torch's random stream.
 
 import math
 
-POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix", "timm_randaugment")
+POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix", "timm_randaugment", "timm_autoaugment")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotation")
 ERASING = "random_erasing"
 AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
@@ -55,7 +63,7 @@ _ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
-_TIMM_CLASSES = ("AutoAugment", "AugMixAugment")
+_TIMM_CLASSES = ("AugMixAugment",)
 # timm.data.auto_augment's _RAND_TRANSFORMS and _RAND_INCREASING_TRANSFORMS, in its order
 _TIMM_RAND_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd",
                   "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateXRel",
@@ -71,6 +79,12 @@ _TIMM_WEIGHTED = (("Rotate", 3), ("ShearX", 2), ("ShearY", 2), ("TranslateXRel",
                   ("BrightnessIncreasing", .05), ("Equalize", .05), ("PosterizeIncreasing", 0.05), ("Invert", 0.05))
 _TIMM_KEYS = {"op", "num_layers", "magnitude", "magnitude_std", "magnitude_max", "prob", "increasing",
               "weighted", "interpolation", "fill", "translate_pct"}
+_TIMM_AUTO_KEYS = {"op", "policy", "magnitude_std", "magnitude_max", "interpolation", "fill", "translate_pct"}
+# the ops stoker has (STK_P_TIMM_AUTO_POLICY's numbers: the index); _lib.TIMM_OPS, without importing it
+_TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "Solarize",
+             "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast", "ContrastIncreasing",
+             "Brightness", "BrightnessIncreasing", "Sharpness", "SharpnessIncreasing", "ShearX", "ShearY",
+             "TranslateXRel", "TranslateYRel", "PosterizeOriginal")
 _TV_STEPS = {"RandomVerticalFlip": "vflip", "RandomGrayscale": "grayscale", "ColorJitter": "color_jitter",
              "GaussianBlur": "gaussian_blur"}
 _TV_GEOMETRY = {"RandomAffine": "affine", "RandomRotation": "rotation"}
@@ -296,6 +310,53 @@ def _timm_randaugment_spec(step, position):
         raise Unsupported(str(e))
 
 
+def _timm_autoaugment_spec(step, position):
+    """timm's AutoAugment object (auto_augment_transform) -> a timm_autoaugment spec: its policy
+    as read from the object (any policy of stoker's ops), the hparams its ops share."""
+    where = _where(step, position)
+    subs = list(getattr(step, "policy", None) or [])
+    if not subs:
+        raise Unsupported("%s: timm's AutoAugment without a policy" % where)
+    ops, policy = [], []
+    for s, sub in enumerate(subs):
+        row = []
+        for j, op in enumerate(sub):
+            name = getattr(op, "name", None)
+            if name not in _TIMM_OPS:
+                raise Unsupported(
+                    "%s: timm's AutoAugment sub-policy %d op %d is %r, which stoker does not reproduce "
+                    "(it has %s); use auto_augment='original', 'originalr', 'v0' or 'v0r' (with any "
+                    "'-mstd'), or timm's RandAugment ('rand-m9-mstd0.5-inc1')"
+                    % (where, s, j, name, ", ".join(_TIMM_OPS)))
+            row.append((name, min(1.0, max(0.0, float(op.prob))), float(op.magnitude)))
+            ops.append(op)
+        policy.append(row)
+
+    def one(get, what):
+        vals = [get(op) for op in ops]
+        if any(v != vals[0] for v in vals[1:]):
+            raise Unsupported("%s: the ops of timm's AutoAugment differ in %s (%r); stoker takes one value for "
+                              "all, as auto_augment_transform makes them" % (where, what, sorted(set(map(repr, vals)))))
+        return vals[0]
+
+    mstd = float(one(lambda op: getattr(op, "magnitude_std", 0) or 0, "magnitude_std"))
+    mmax = one(lambda op: getattr(op, "magnitude_max", None), "magnitude_max")
+    fill = one(lambda op: op.kwargs.get("fillcolor", (128, 128, 128)), "fillcolor")
+    fill = (fill,) * 3 if isinstance(fill, (int, float)) else tuple(fill)
+    if len(fill) != 3 or not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in fill):
+        raise Unsupported("%s: img_mean / fillcolor %r must be three integers 0..255" % (where, fill))
+    spec = {"op": "timm_autoaugment", "policy": policy,
+            "magnitude_std": mstd if mstd > 0 else 0.0,
+            "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
+            "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
+            "fill": tuple(int(v) for v in fill),
+            "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
+    try:
+        return check(spec, where)
+    except ValueError as e:
+        raise Unsupported(str(e))
+
+
 def spec_for(step, position):
     """The spec dict for STEP (at POSITION in its pipeline, for messages), None if STEP is not an
     augmentation this module knows, or Unsupported if it is one stoker does not reproduce."""
@@ -322,11 +383,13 @@ def spec_for(step, position):
         return _timm_erasing_spec(step, position)
     if mod.startswith("timm.") and name == "RandAugment":
         return _timm_randaugment_spec(step, position)
+    if mod.startswith("timm.") and name == "AutoAugment":
+        return _timm_autoaugment_spec(step, position)
     if mod.startswith("timm.") and name in _TIMM_CLASSES:
         raise Unsupported(
             "%s: timm's %s (timm.data.auto_augment) is not implemented in stoker; use timm's "
-            "RandAugment (auto_augment='rand-m9-mstd0.5-inc1'), or torchvision's "
-            "TrivialAugmentWide() / AutoAugment()" % (_where(step, position), name))
+            "RandAugment (auto_augment='rand-m9-mstd0.5-inc1') or AutoAugment ('original-mstd0.5'), "
+            "or torchvision's TrivialAugmentWide() / AutoAugment()" % (_where(step, position), name))
     return None
 
 
@@ -382,6 +445,8 @@ def check(spec, where="augment"):
         return spec
     if spec["op"] == "timm_randaugment":
         return _check_timm(spec, where)
+    if spec["op"] == "timm_autoaugment":
+        return _check_timm_auto(spec, where)
     known = {"op", "interpolation", "fill", "num_magnitude_bins", "num_ops", "magnitude", "policy", "severity",
              "mixture_width", "chain_depth", "alpha", "all_ops"}
     extra = set(spec) - known
@@ -464,6 +529,39 @@ def _check_timm(spec, where):
                          "interpolation 'bilinear' / 'bicubic' / 'nearest' / 'random' and fill (three integers "
                          "0..255), got %r" % (where, spec))
     return spec
+
+
+def _check_timm_auto(spec, where):
+    extra = set(spec) - _TIMM_AUTO_KEYS
+    if extra:
+        raise ValueError("%s: unknown timm_autoaugment spec keys %s" % (where, sorted(extra)))
+    policy = spec.get("policy") or []
+    for s, sub in enumerate(policy):
+        for j, op in enumerate(sub):
+            if len(op) != 3 or op[0] not in _TIMM_OPS or not 0.0 <= float(op[1]) <= 1.0 \
+                    or not 0.0 <= float(op[2]) <= 1000.0:
+                raise ValueError("%s: timm_autoaugment policy[%d][%d] = %r: an (op, prob 0..1, magnitude "
+                                 "0..1000) with op one of %s" % (where, s, j, op, ", ".join(_TIMM_OPS)))
+    ok = (1 <= len(policy) <= 64 and all(1 <= len(sub) <= 16 for sub in policy)
+          and sum(len(sub) for sub in policy) <= 128 and len(_timm_auto_program(policy)) <= 256)
+    if not ok:
+        raise ValueError("%s: timm_autoaugment takes 1..64 sub-policies of 1..16 ops, at most 128 ops "
+                         "in all, got %d sub-policies" % (where, len(policy)))
+    rest = dict(spec, op="timm_randaugment")
+    del rest["policy"]
+    _check_timm(rest, where)
+    return spec
+
+
+def _timm_auto_program(policy):
+    """STK_P_TIMM_AUTO_POLICY values: per sub-policy its op count, then (op number, prob,
+    magnitude) per op."""
+    prog = []
+    for sub in policy:
+        prog.append(len(sub))
+        for name, prob, mag in sub:
+            prog += [_TIMM_OPS.index(name), float(prob), float(mag)]
+    return prog
 
 
 def _timm_params(s):
@@ -598,6 +696,14 @@ def params(specs):
     s = policies[0]
     if s["op"] == "timm_randaugment":
         return out + _timm_params(s)
+    if s["op"] == "timm_autoaugment":  # RandAugment's hparams, the policy; the RandAugment-only keys unused
+        common = {_lib.P_AUG_FILL, _lib.P_TIMM_MSTD, _lib.P_TIMM_UNIFORM, _lib.P_TIMM_MMAX, _lib.P_TIMM_RESAMPLE,
+                  _lib.P_TIMM_TRANSLATE_PCT}
+        rest = dict(s, op="timm_randaugment")
+        del rest["policy"]
+        return out + [(_lib.P_AUG_POLICY, _lib.AUG_TIMM_AUTO, "augment"),
+                      (_lib.P_TIMM_AUTO_POLICY, _timm_auto_program(s["policy"]), "timm AutoAugment policy")] + [
+            (k, v, n.replace("RandAugment", "AutoAugment")) for k, v, n in _timm_params(rest) if k in common]
     policy = {"trivialaugment": _lib.AUG_TRIVIAL, "randaugment": _lib.AUG_RAND,
               "autoaugment": _lib.AUG_AUTO, "augmix": _lib.AUG_AUGMIX}[s["op"]]
     fill = s.get("fill")

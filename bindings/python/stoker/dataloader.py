@@ -39,9 +39,10 @@ SUPPORTED = """stoker.DataLoader supports:
                 eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
                        max_size=None) [, CenterCrop(size)]
     then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
-           (IMAGENET, CIFAR10, SVHN), AugMix, timm's RandAugment ('rand-m9-mstd0.5-inc1' etc.;
-           one policy at most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur,
-           RandomAffine, RandomRotation (expand=False, center=None)
+           (IMAGENET, CIFAR10, SVHN), AugMix, timm's RandAugment ('rand-m9-mstd0.5-inc1' etc.),
+           timm's AutoAugment ('original-mstd0.5', 'originalr', 'v0', 'v0r'; one policy at
+           most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur, RandomAffine,
+           RandomRotation (expand=False, center=None)
     then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
         |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
                                           | v2.ToDtype(float32 | float16, scale=...)]
@@ -54,8 +55,8 @@ SUPPORTED = """stoker.DataLoader supports:
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
   not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AutoAugment,
-           ...) are refused
+           augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AugMixAugment,
+           timm's '3a' AutoAugment, ...) are refused
            by name and position"""
 
 

@@ -447,7 +447,8 @@ class Loader:
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),
         or the torchvision object itself (``TrivialAugmentWide()``, ``RandAugment(...)``,
         ``AutoAugment(policy)`` IMAGENET, CIFAR10 or SVHN; NEAREST or BILINEAR; fill), timm's
-        ``RandAugment`` (Pillow's arithmetic: {"op": "timm_randaugment", ...}), and ``ColorJitter``,
+        ``RandAugment`` and ``AutoAugment`` (Pillow's arithmetic: {"op": "timm_randaugment" |
+        "timm_autoaugment", ...}), and ``ColorJitter``,
         ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``, ``RandomAffine``,
         ``RandomRotation`` (objects or specs), a list of them run in its order (one policy at
         most), then ``RandomErasing`` (torchvision's or timm's) last. Drawn from (seed, epoch, sample) like the crop
@@ -686,7 +687,7 @@ class Loader:
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
         for key, value, name in self._augment:
-            if key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE):
+            if key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE, _lib.P_TIMM_AUTO_POLICY):
                 arr = (ctypes.c_float * len(value))(*value)
                 self._check(lib.stk_loader_set_floats(self._h, key, arr, len(value)), name)
             else:

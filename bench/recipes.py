@@ -25,6 +25,8 @@ Recipes (each a Compose handed unchanged to both loaders, over the same ImageFol
   timm-deit  DeiT's training transform as timm's train.py builds it: create_transform(224,
            is_training=True, auto_augment='rand-m9-mstd0.5-inc1', interpolation='random',
            re_prob=0.25, re_mode='pixel'); timm as above
+  timm-aa  create_transform(224, is_training=True, auto_augment='original-mstd0.5'): timm's
+           AutoAugment, original policy; timm as above
 
 Every (interpreter, recipe, loader) is one child process (this script with --child) that
 builds the loader, runs one epoch (shuffle=True, --workers: stoker's decode threads / torch's
@@ -88,6 +90,9 @@ def build_transform(recipe):
         from timm.data import create_transform
         return create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5",
                                 interpolation="bilinear")
+    if recipe == "timm-aa":
+        from timm.data import create_transform
+        return create_transform(224, is_training=True, auto_augment="original-mstd0.5")
     if recipe == "timm-deit":
         from timm.data import create_transform
         return create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
@@ -190,7 +195,8 @@ def configs(a):
         out.append(("t1.13+timm", a.timm_python, "timm"))
     if a.torch2_python and os.path.exists(a.torch2_python):
         out += [("t2", a.torch2_python, "tv"), ("t2", a.torch2_python, "tv-v2"),
-                ("t2", a.torch2_python, "timm"), ("t2", a.torch2_python, "timm-deit")]
+                ("t2", a.torch2_python, "timm"), ("t2", a.torch2_python, "timm-deit"),
+                ("t2", a.torch2_python, "timm-aa")]
     if a.only:
         keep = {"tv" if k == "reference" else k for k in a.only.split(",")}
         out = [c for c in out if "%s:%s" % (c[0], c[2]) in keep or c[2] in keep]

@@ -127,6 +127,35 @@ def loader_epochs(stoker, path, n, batch=8, **kw):
     return tuple(np.concatenate([o[k] for o in out]) for k in range(3))
 
 
+def assert_same_for_workers_and_resume(open_loader, counts=(1, 2)):
+    """OPEN_LOADER(workers=N) -> a Loader (images, labels, index): one epoch with each of COUNTS
+    workers gives the same batches, and an epoch resumed from the state after its second batch
+    (2 workers) gives the rest of them"""
+    def epoch(loader):
+        return [(np.array(i.numpy(), copy=True), l.numpy().copy(), x.numpy().copy()) for i, l, x in loader]
+
+    def same(xs, ys):
+        assert len(xs) == len(ys)
+        for x, y in zip(xs, ys):
+            assert all(np.array_equal(u, v) for u, v in zip(x, y))
+
+    runs = []
+    for n in counts:
+        with open_loader(workers=n) as ld:
+            runs.append(epoch(ld))
+    assert len(runs[0]) > 2
+    for r in runs[1:]:
+        same(runs[0], r)
+    with open_loader(workers=2) as d:
+        for k, _ in enumerate(d):
+            if k == 1:
+                state = d.state_dict()
+                break
+    with open_loader(workers=2) as e:
+        e.load_state_dict(state)
+        same(runs[0][2:], epoch(e))
+
+
 def write_dataset(dst, items, classes=None):
     """A dataset written record by record with the C writer (stk_writer_*): ITEMS are
     (payload bytes, label); any bytes are accepted, so bad records can be planted."""

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import assert_same_for_workers_and_resume
 from test_timm_autoaugment import MIXED, ORIGINAL, program
 from test_timm_randaugment import pil_apply, pil_arg
 
@@ -86,23 +87,8 @@ def test_loader_samples_equal_pillow_ops_on_the_crop(stoker_mod, shards, tmp_pat
 
 def test_same_for_any_workers_and_after_resume(stoker_mod, shards):
     path, _ = shards
-    with _loader(stoker_mod, path, workers=1, augment=SPEC) as a:
-        one = _epoch(a)
-    with _loader(stoker_mod, path, workers=2, augment=SPEC) as b:
-        two = _epoch(b)
-    assert len(one) == len(two) > 2
-    for x, y in zip(one, two):
-        assert all(np.array_equal(u, v) for u, v in zip(x, y))
-    with _loader(stoker_mod, path, workers=2, augment=SPEC) as d:
-        for k, _ in enumerate(d):
-            if k == 1:
-                state = d.state_dict()
-                break
-    with _loader(stoker_mod, path, workers=2, augment=SPEC) as e:
-        e.load_state_dict(state)
-        rest = _epoch(e)
-    for x, y in zip(one[2:], rest):
-        assert all(np.array_equal(u, v) for u, v in zip(x, y))
+    assert_same_for_workers_and_resume(lambda workers: _loader(stoker_mod, path, workers=workers, augment=SPEC),
+                                       counts=(1, 2))
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -265,6 +265,33 @@ def _timm_resample(step, position, value):
                       % (_where(step, position), value))
 
 
+def _timm_shared(step, position, ops, kind, maker):
+    """The spec entries timm's AugmentOps OPS (of timm's KIND, made by MAKER) share: magnitude
+    noise and bound, filter, fill, translate_pct; and one(get, what), the one value of another
+    attribute. Unsupported where the ops differ."""
+    where = _where(step, position)
+
+    def one(get, what):
+        vals = [get(op) for op in ops]
+        if any(v != vals[0] for v in vals[1:]):
+            raise Unsupported("%s: the ops of timm's %s differ in %s (%r); stoker takes one value for all, as "
+                              "%s makes them" % (where, kind, what, sorted(set(map(repr, vals))), maker))
+        return vals[0]
+
+    mstd = float(one(lambda op: getattr(op, "magnitude_std", 0) or 0, "magnitude_std"))
+    mmax = one(lambda op: getattr(op, "magnitude_max", None), "magnitude_max")
+    fill = one(lambda op: op.kwargs.get("fillcolor", (128, 128, 128)), "fillcolor")
+    fill = (fill,) * 3 if isinstance(fill, (int, float)) else tuple(fill)
+    if len(fill) != 3 or not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in fill):
+        raise Unsupported("%s: img_mean / fillcolor %r must be three integers 0..255" % (where, fill))
+    shared = {"magnitude_std": mstd if mstd > 0 else 0.0,
+              "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
+              "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
+              "fill": tuple(int(v) for v in fill),
+              "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
+    return shared, one
+
+
 def _timm_randaugment_spec(step, position):
     """timm's RandAugment object (rand_augment_transform) -> a timm_randaugment spec."""
     where = _where(step, position)
@@ -282,28 +309,11 @@ def _timm_randaugment_spec(step, position):
         raise Unsupported("%s: timm's RandAugment with the transform list %r is not reproduced; stoker has "
                           "timm's default lists ('rand-...' with inc0 or inc1) and 'tweights'" % (where, names))
 
-    def one(get, what):
-        vals = [get(op) for op in ops]
-        if any(v != vals[0] for v in vals[1:]):
-            raise Unsupported("%s: the ops of timm's RandAugment differ in %s (%r); stoker takes one value for "
-                              "all, as rand_augment_transform makes them" % (where, what, vals))
-        return vals[0]
-
-    mstd = float(one(lambda op: getattr(op, "magnitude_std", 0) or 0, "magnitude_std"))
-    mmax = one(lambda op: getattr(op, "magnitude_max", None), "magnitude_max")
-    fill = one(lambda op: op.kwargs.get("fillcolor", (128, 128, 128)), "fillcolor")
-    fill = (fill,) * 3 if isinstance(fill, (int, float)) else tuple(fill)
-    if len(fill) != 3 or not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in fill):
-        raise Unsupported("%s: img_mean / fillcolor %r must be three integers 0..255" % (where, fill))
+    shared, one = _timm_shared(step, position, ops, "RandAugment", "rand_augment_transform")
     spec = {"op": "timm_randaugment", "num_layers": int(step.num_layers),
             "magnitude": float(one(lambda op: op.magnitude, "magnitude")),
-            "magnitude_std": mstd if mstd > 0 else 0.0,
-            "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
             "prob": min(1.0, max(0.0, float(one(lambda op: op.prob, "prob")))),
-            "increasing": names == _TIMM_RAND_INC_OPS, "weighted": weighted,
-            "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
-            "fill": tuple(int(v) for v in fill),
-            "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
+            "increasing": names == _TIMM_RAND_INC_OPS, "weighted": weighted, **shared}
     try:
         return check(spec, where)
     except ValueError as e:
@@ -332,25 +342,8 @@ def _timm_autoaugment_spec(step, position):
             ops.append(op)
         policy.append(row)
 
-    def one(get, what):
-        vals = [get(op) for op in ops]
-        if any(v != vals[0] for v in vals[1:]):
-            raise Unsupported("%s: the ops of timm's AutoAugment differ in %s (%r); stoker takes one value for "
-                              "all, as auto_augment_transform makes them" % (where, what, sorted(set(map(repr, vals)))))
-        return vals[0]
-
-    mstd = float(one(lambda op: getattr(op, "magnitude_std", 0) or 0, "magnitude_std"))
-    mmax = one(lambda op: getattr(op, "magnitude_max", None), "magnitude_max")
-    fill = one(lambda op: op.kwargs.get("fillcolor", (128, 128, 128)), "fillcolor")
-    fill = (fill,) * 3 if isinstance(fill, (int, float)) else tuple(fill)
-    if len(fill) != 3 or not all(float(v) == int(v) and 0 <= int(v) <= 255 for v in fill):
-        raise Unsupported("%s: img_mean / fillcolor %r must be three integers 0..255" % (where, fill))
-    spec = {"op": "timm_autoaugment", "policy": policy,
-            "magnitude_std": mstd if mstd > 0 else 0.0,
-            "magnitude_max": float(mmax) if mmax else 10.0,  # timm: magnitude_max or _LEVEL_DENOM
-            "interpolation": _timm_resample(step, position, one(lambda op: op.kwargs.get("resample"), "resample")),
-            "fill": tuple(int(v) for v in fill),
-            "translate_pct": float(one(lambda op: op.hparams.get("translate_pct", 0.45), "translate_pct"))}
+    shared, _ = _timm_shared(step, position, ops, "AutoAugment", "auto_augment_transform")
+    spec = {"op": "timm_autoaugment", "policy": policy, **shared}
     try:
         return check(spec, where)
     except ValueError as e:

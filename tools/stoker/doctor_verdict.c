@@ -880,7 +880,11 @@ static void decide_steps(const dr_run *r, dr_result *a)
          * a loader that waits for a CPU because the job oversubscribes its cores is starved; one
          * that waits because other processes hold the machine is still doing CPU (decode) work */
         double runnable = a->cpu_total + a->rq_total;
-        if (a->ld_rq >= TH_STARVED && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
+        /* the wait judged against the cores the loader can have: with more workers than cores,
+         * each worker's share of waiting stays small however starved the cores are */
+        double ld_cores = a->ld_n < r->allowed ? a->ld_n : r->allowed;
+        int waits = a->ld_rq >= TH_STARVED || a->ld_rq * a->ld_n >= TH_STARVED * ld_cores;
+        if (waits && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
             sub = "CPU-starved";
             if (!(torch && worker_advice(r, a, nx, nc)))
                 snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);

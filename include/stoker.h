@@ -409,7 +409,8 @@ STK_API const char *stk_dataset_last_error(const stk_dataset *ds);
 
 typedef struct stk_dataset_info {
     int layout;           /**< STK_LAYOUT_SHARDS / FILES / LMDB */
-    int format_version;   /**< 1 for stoker shards, 0 otherwise */
+    int format_version;   /**< stoker shards: the shard format, 1 or 2 (the oldest of the
+                               dataset's shards: stk_dataset_shard_format tells each); 0 otherwise */
     uint32_t shards;      /**< shard files (1 for a foreign LMDB, 0 for files) */
     uint32_t classes;     /**< class names known (0 if none) */
     uint64_t records;     /**< total records */
@@ -427,6 +428,14 @@ STK_API uint64_t stk_dataset_count(const stk_dataset *ds);
 STK_API const char *stk_dataset_class_name(const stk_dataset *ds, uint32_t label);
 /** Path of shard I (or of the ImageFolder root for files), or NULL. Owned by ds. */
 STK_API const char *stk_dataset_shard_path(const stk_dataset *ds, uint32_t shard);
+/**
+ * Format version of shard SHARD (docs/FORMAT.md): 1 (its records' checksum covers the payload
+ * only) or 2 (payload, label and target: what stk_writer and stoker pack write since 0.5); 0 for
+ * a foreign LMDB, the files layout, a shard number out of range or an unopened handle. A dataset
+ * whose pack was resumed by a newer stoker can hold both. Thread-safe on an open handle.
+ * (since 0.5)
+ */
+STK_API int stk_dataset_shard_format(const stk_dataset *ds, uint32_t shard);
 
 typedef struct stk_record_info {
     uint64_t index;   /**< dataset index */
@@ -435,7 +444,9 @@ typedef struct stk_record_info {
     uint64_t key;     /**< key within the shard (stoker shards: record number; foreign: ordinal) */
     uint64_t offset;  /**< file offset of the payload */
     int32_t label;    /**< label, -1 if none */
-    uint32_t crc32c;  /**< stored CRC32C (stoker shards), else computed by stk_dataset_read */
+    uint32_t crc32c;  /**< stored checksum (stoker shards: format 1 CRC32C(payload), format 2
+                           CRC32C(payload || label || target), docs/FORMAT.md), else computed
+                           by stk_dataset_read (of the payload) */
     int has_crc;      /**< 1 when crc32c was stored at pack time */
     int reserved;
 } stk_record_info;
@@ -447,7 +458,8 @@ typedef struct stk_record_info {
 STK_API int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info);
 /**
  * Read the payload of record INDEX into BUF (CAP bytes), set *len. If CAP is too small,
- * returns STK_E_RANGE with *len = the size needed. Checks the stored CRC32C (STK_E_CRC).
+ * returns STK_E_RANGE with *len = the size needed. Checks the stored checksum (STK_E_CRC; in a
+ * format-2 shard it covers the label and target too, so a changed label fails the read).
  * INFO may be NULL. Thread-safe after open.
  */
 STK_API int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
@@ -526,7 +538,9 @@ STK_API int stk_writer_set_classes(stk_writer *w, const char *const *names, size
  *  directory reads as an interrupted dataset (stk_dataset_open: STK_E_INCOMPLETE). */
 STK_API int stk_writer_open(stk_writer *w, const char *dst);
 /** Append one record: payload bytes (copied), its label and, optionally, its source name
- *  (kept in the shard's `sources` database). Records get consecutive dataset indices. */
+ *  (kept in the shard's `sources` database). Records get consecutive dataset indices. Shards
+ *  are written in format 2 (since 0.5): the record's checksum covers its payload, label and
+ *  target (docs/FORMAT.md). */
 STK_API int stk_writer_add(stk_writer *w, const void *payload, size_t len, int32_t label,
                            const char *source);
 /** Give every record of this dataset a target of shape and type INFO (copied). Before the first
@@ -685,6 +699,12 @@ enum {
                                text), looked up in classes_file or else one of the sorted set of
                                names the manifest uses. Not for list files (their labels are
                                indices) */
+    STK_LABELS_NONE = 3,  /**< unlabelled data, asked for explicitly (since 0.5): the label field
+                               is not read and every record's label is -1. In the other modes a
+                               record must have its label: an empty CSV/TSV cell, a JSON `null`
+                               or a missing label key is a bad line, and a manifest without the
+                               label field at all fails the pack. Not for list files, nor with
+                               multi_label */
 };
 
 /** stk_pack with EXT (may be NULL) (since 0.2). EXT->max_side and quality are part of the pack plan: an

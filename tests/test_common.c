@@ -36,14 +36,32 @@ int main(void)
 
     /* record header round trip and rejection */
     uint8_t hdr[16 + 4];
-    stk__rec_header_encode(hdr, -1, 0xdeadbeef, 4);
     int32_t label;
     uint32_t crc, len;
-    T_OK(stk__rec_header_decode(hdr, sizeof hdr, &label, &crc, &len));
-    T_CHECK(label == -1 && crc == 0xdeadbeef && len == 4, "header fields");
-    T_CHECK(stk__rec_header_decode(hdr, 19, NULL, NULL, NULL) == STK_E_TRUNCATED, "short value");
+    int version;
+    for (int v = 1; v <= 2; v++) {
+        stk__rec_header_encode(hdr, v, -1, 0xdeadbeef, 4);
+        T_CHECK(!memcmp(hdr, v == 1 ? "STK1" : "STK2", 4), "magic of format %d", v);
+        T_OK(stk__rec_header_decode(hdr, sizeof hdr, &version, &label, &crc, &len));
+        T_CHECK(version == v && label == -1 && crc == 0xdeadbeef && len == 4, "header fields");
+    }
+    T_CHECK(stk__rec_header_decode(hdr, 19, NULL, NULL, NULL, NULL) == STK_E_TRUNCATED, "short value");
+    hdr[3] = '3';
+    T_CHECK(stk__rec_header_decode(hdr, sizeof hdr, NULL, NULL, NULL, NULL) == STK_E_FORMAT, "version 3");
+    hdr[3] = '2';
     hdr[0] = 'X';
-    T_CHECK(stk__rec_header_decode(hdr, sizeof hdr, NULL, NULL, NULL) == STK_E_FORMAT, "magic");
+    T_CHECK(stk__rec_header_decode(hdr, sizeof hdr, NULL, NULL, NULL, NULL) == STK_E_FORMAT, "magic");
+    /* format 2's checksum: CRC32C(payload || label LE || target), format 1's of the payload only */
+    {
+        const uint8_t rec[] = {'a', 'b', 'c', 'd', 0xfe, 0xff, 0xff, 0xff, 9, 8, 7};
+        uint32_t pc = stk__crc32c(0, rec, 4);
+        T_CHECK(stk__rec_crc(1, pc, -2, rec + 8, 3) == pc, "format 1: payload only");
+        T_CHECK(stk__rec_crc(2, pc, -2, NULL, 0) == stk__crc32c(0, rec, 8), "format 2: label");
+        T_CHECK(stk__rec_crc(2, pc, -2, rec + 8, 3) == stk__crc32c(0, rec, 11), "format 2: target");
+        T_CHECK(stk__format_parse("stoker-shard 1", 14) == 1 && stk__format_parse("stoker-shard 2", 14) == 2 &&
+                    !stk__format_parse("stoker-shard 3", 14) && !stk__format_parse("stoker-shard 22", 15),
+                "format names");
+    }
     uint8_t key[8];
     stk__rec_key(key, 0x0102030405060708ull);
     T_CHECK(key[0] == 1 && key[7] == 8 && stk__rec_key_parse(key) == 0x0102030405060708ull, "key");

@@ -95,7 +95,7 @@ int main(void)
     T_CHECK(info.records == N, "records %llu", (unsigned long long)info.records);
     T_CHECK(info.shards >= 3, "several shards: %u", info.shards);
     uint32_t nsh = info.shards;
-    T_CHECK(info.classes == 5 && info.format_version == 1 && info.layout == STK_LAYOUT_SHARDS, "info");
+    T_CHECK(info.classes == 5 && info.format_version == 2 && info.layout == STK_LAYOUT_SHARDS, "info");
     for (uint32_t c = 0; c < 5; c++)
         T_CHECK(!strcmp(stk_dataset_class_name(ds, c), classes[c]), "class %u", c);
     T_CHECK(stk_dataset_class_name(ds, 5) == NULL, "class past end");
@@ -111,13 +111,14 @@ int main(void)
         stk_record_info ri;
         T_OK(stk_dataset_record(ds, i, &ri));
         T_CHECK(ri.length == want && ri.label == (int32_t)(i % 5) && ri.has_crc &&
-                    ri.crc32c == stk__crc32c(0, p, want), "record %llu info", (unsigned long long)i);
+                    ri.crc32c == stk__rec_crc(2, stk__crc32c(0, p, want), ri.label, NULL, 0),
+                "record %llu info", (unsigned long long)i);
         /* the offset table points at the payload in the file */
         const stk__shard *sh = &ds->shards[ds->recs[i].shard];
         T_CHECK(ds->recs[i].len == want + 16, "table length");
         uint8_t *fb = malloc(want + 16);
         T_CHECK(pread(sh->fd, fb, want + 16, (off_t)ds->recs[i].off) == (ssize_t)(want + 16), "pread");
-        T_CHECK(!memcmp(fb, "STK1", 4) && !memcmp(fb + 16, p, want), "bytes at the table offset");
+        T_CHECK(!memcmp(fb, "STK2", 4) && !memcmp(fb + 16, p, want), "bytes at the table offset");
         free(fb);
         T_OK(stk_dataset_read(ds, i, buf, 32768, &len, NULL));
         T_CHECK(len == want && !memcmp(buf, p, len), "read %llu", (unsigned long long)i);

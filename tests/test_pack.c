@@ -74,7 +74,8 @@ static uint64_t check_dataset(const char *src, const char *dst, const char *cons
                 (unsigned long long)r, l.paths[i]);
         T_CHECK(ri.label == l.labels[i], "record %llu label %d vs %d", (unsigned long long)r, ri.label,
                 l.labels[i]);
-        T_CHECK(ri.has_crc && ri.crc32c == stk__crc32c(0, s, slen), "crc");
+        T_CHECK(ri.has_crc && ri.crc32c == stk__rec_crc(2, stk__crc32c(0, s, slen), l.labels[i], NULL, 0),
+                "crc (format 2: payload and label)");
         char name[4400];
         T_OK(stk_dataset_record_name(ds, r, name, sizeof name));
         char exp[4400];

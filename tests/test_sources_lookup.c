@@ -239,7 +239,7 @@ int main(void)
         T_OK(stk__lmdb_tree_open(sh->fd, sh->file_size, (uint64_t)mdb_txn_id(sh->txn), STK__DB_RECORDS, &other));
         stk__rec_key(kb, 3);
         T_CHECK(stk__lmdb_tree_get(&other, kb, 8, got, sizeof got, &vlen) == 1 && vlen == STK__REC_HDR + 16 &&
-                memcmp(got, "STK1", 4) == 0 && got[STK__REC_HDR] == 3, "records key 3 read with pread");
+                memcmp(got, "STK2", 4) == 0 && got[STK__REC_HDR] == 3, "records key 3 read with pread");
         T_OK(stk__lmdb_tree_open(sh->fd, sh->file_size, (uint64_t)mdb_txn_id(sh->txn), NULL, &other));
         T_CHECK(stk__lmdb_tree_get(&other, "meta", 4, got, sizeof got, &vlen) == 1 && vlen == 48,
                 "main database: `meta` is a 48-byte database record");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* format.c — record header and keys of shard format v1 (see docs/FORMAT.md). */
+/* format.c — record header, checksum and keys of shard formats 1 and 2 (see docs/FORMAT.md). */
 #include "format.h"
 
 #include "common.h"
@@ -21,23 +21,27 @@ static uint32_t get_le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len)
+void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int version, int32_t label, uint32_t crc, uint32_t len)
 {
-    memcpy(out, STK__REC_MAGIC, 4);
+    memcpy(out, STK__REC_MAGIC, 3);
+    out[3] = (uint8_t)('0' + version);
     put_le32(out + 4, (uint32_t)label);
     put_le32(out + 8, crc);
     put_le32(out + 12, len);
 }
 
-int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t *crc, uint32_t *len)
+int stk__rec_header_decode(const uint8_t *p, size_t n, int *version, int32_t *label, uint32_t *crc,
+                           uint32_t *len)
 {
     if (n < STK__REC_HDR)
         return STK_E_TRUNCATED;
-    if (memcmp(p, STK__REC_MAGIC, 4) != 0)
+    if (memcmp(p, STK__REC_MAGIC, 3) != 0 || p[3] < '0' + STK__FORMAT_MIN || p[3] > '0' + STK__FORMAT_WRITTEN)
         return STK_E_FORMAT;
     uint32_t l = get_le32(p + 12);
     if ((uint64_t)l > (uint64_t)(n - STK__REC_HDR))
         return STK_E_TRUNCATED;
+    if (version)
+        *version = p[3] - '0';
     if (label)
         *label = (int32_t)get_le32(p + 4);
     if (crc)
@@ -45,6 +49,26 @@ int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t 
     if (len)
         *len = l;
     return STK_OK;
+}
+
+uint32_t stk__rec_crc(int version, uint32_t payload_crc, int32_t label, const void *target, size_t trow)
+{
+    if (version < 2)
+        return payload_crc;
+    uint8_t lb[4];
+    put_le32(lb, (uint32_t)label);
+    uint32_t c = stk__crc32c(payload_crc, lb, 4);
+    return trow ? stk__crc32c(c, target, trow) : c;
+}
+
+int stk__format_parse(const void *v, size_t n)
+{
+    size_t pl = strlen(STK__FORMAT_NAME);
+    const char *s = v;
+    if (n != pl + 1 || memcmp(s, STK__FORMAT_NAME, pl) != 0 || s[pl] < '0' + STK__FORMAT_MIN ||
+        s[pl] > '0' + STK__FORMAT_WRITTEN)
+        return 0;
+    return s[pl] - '0';
 }
 
 void stk__rec_key(uint8_t out[8], uint64_t i)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * format.h — shard format v1 (docs/FORMAT.md): names, the 16-byte record header, LMDB keys.
- * Internal.
+ * format.h — shard formats 1 and 2 (docs/FORMAT.md): names, the 16-byte record header, LMDB
+ * keys, the record checksum. Writers write format 2; readers read both, shard by shard. Internal.
  */
 #ifndef STK_FORMAT_H
 #define STK_FORMAT_H
@@ -12,9 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define STK__REC_MAGIC "STK1"      /* 4 bytes: magic + version */
-#define STK__REC_HDR 16            /* magic, i32 label, u32 crc32c(payload), u32 payload length */
-#define STK__FORMAT_NAME "stoker-shard 1"
+#define STK__REC_MAGIC "STK"       /* 3 bytes, then the version digit: STK1, STK2 */
+#define STK__REC_HDR 16            /* magic, i32 label, u32 crc32c, u32 payload length */
+#define STK__FORMAT_NAME "stoker-shard " /* then the version digit */
+#define STK__FORMAT_WRITTEN 2      /* what stk_writer writes */
+#define STK__FORMAT_MIN 1          /* oldest format this build reads */
 #define STK__DB_RECORDS "records"
 #define STK__DB_META "meta"
 #define STK__DB_SOURCES "sources"   /* optional: key -> source path (UTF-8) */
@@ -50,11 +52,21 @@
  * 0 for anything else (temp files, lock files, other names). */
 int stk__shard_name_parse(const char *n, unsigned *no);
 
-/* Write the header for PAYLOAD of LEN bytes. */
-void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int32_t label, uint32_t crc, uint32_t len);
-/* Parse a header; N is the bytes available at P (the whole value when known). Returns STK_OK or
- * STK_E_FORMAT (bad magic) / STK_E_TRUNCATED (N < 16 or length field larger than N - 16). */
-int stk__rec_header_decode(const uint8_t *p, size_t n, int32_t *label, uint32_t *crc, uint32_t *len);
+/* Write the header of format VERSION (1 or 2) for a payload of LEN bytes. */
+void stk__rec_header_encode(uint8_t out[STK__REC_HDR], int version, int32_t label, uint32_t crc, uint32_t len);
+/* Parse a header; N is the bytes available at P (the whole value when known). *VERSION (may be
+ * NULL) gets the magic's version, 1 or 2: the caller checks that it is its shard's. Returns
+ * STK_OK or STK_E_FORMAT (bad magic) / STK_E_TRUNCATED (N < 16 or length field larger than
+ * N - 16). */
+int stk__rec_header_decode(const uint8_t *p, size_t n, int *version, int32_t *label, uint32_t *crc,
+                           uint32_t *len);
+/* The checksum a record of format VERSION stores, given PAYLOAD_CRC = stk__crc32c(0, payload):
+ * format 1: PAYLOAD_CRC; format 2: CRC32C(payload || label as 4 bytes little-endian || the
+ * record's target row of TROW bytes (none when TROW = 0)), continued from PAYLOAD_CRC. */
+uint32_t stk__rec_crc(int version, uint32_t payload_crc, int32_t label, const void *target, size_t trow);
+/* The version of meta `format` value V of N bytes ("stoker-shard 1" / "stoker-shard 2"), or 0 for
+ * anything else. */
+int stk__format_parse(const void *v, size_t n);
 /* 8-byte big-endian key of record number I within its shard. */
 void stk__rec_key(uint8_t out[8], uint64_t i);
 uint64_t stk__rec_key_parse(const uint8_t k[8]);

@@ -161,6 +161,13 @@ const char *stk_dataset_shard_path(const stk_dataset *ds, uint32_t shard)
     return shard < ds->nshards ? ds->shards[shard].path : NULL;
 }
 
+int stk_dataset_shard_format(const stk_dataset *ds, uint32_t shard)
+{
+    if (!ds || !ds->opened || !ds->shards || ds->layout == STK_LAYOUT_FILES || shard >= ds->nshards)
+        return 0;
+    return ds->shards[shard].foreign ? 0 : ds->shards[shard].version;
+}
+
 int stk_dataset_target_info(const stk_dataset *ds, stk_target_info *info)
 {
     if (!ds || !info)
@@ -241,13 +248,17 @@ int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info)
     }
     int32_t label;
     uint32_t crc, len;
-    rc = stk__rec_header_decode(h, r->len, &label, &crc, &len);
+    int version = 0;
+    rc = stk__rec_header_decode(h, r->len, &version, &label, &crc, &len);
+    if (rc == STK_OK && version != sh->version)
+        rc = STK_E_FORMAT;
     if (rc == STK_OK && len != r->len - STK__REC_HDR)
         rc = STK_E_TRUNCATED;
     if (rc) {
         rec_where(ds, index, where, sizeof where);
-        return stk__err(ds->err, STK_E_CORRUPT, "%s: bad record header (%s)", where,
-                        rc == STK_E_FORMAT ? "no STK1 magic" : "length does not match the LMDB value");
+        return stk__err(ds->err, STK_E_CORRUPT, "%s: bad record header (%s%d%s)", where,
+                        rc == STK_E_FORMAT ? "no STK" : "", rc == STK_E_FORMAT ? sh->version : 0,
+                        rc == STK_E_FORMAT ? " magic" : "length does not match the LMDB value");
     }
     info->label = label;
     info->crc32c = crc;
@@ -284,10 +295,14 @@ int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, siz
         return stk__err(ds->err, rc, "%s: payload read failed", where);
     }
     uint32_t crc = stk__crc32c(0, buf, info->length);
+    if (info->has_crc) {
+        const void *trow = ds->targets && ds->trow ? ds->targets + ds->trow * index : NULL;
+        crc = stk__rec_crc(sh->version, crc, info->label, trow, trow ? ds->trow : 0);
+    }
     if (info->has_crc && crc != info->crc32c) {
         rec_where(ds, index, where, sizeof where);
-        return stk__err(ds->err, STK_E_CRC, "%s: CRC32C mismatch (stored %08x, computed %08x)", where,
-                        info->crc32c, crc);
+        return stk__err(ds->err, STK_E_CRC, "%s: CRC32C mismatch (stored %08x, computed %08x%s)", where,
+                        info->crc32c, crc, sh->version >= 2 ? " over payload, label and target" : "");
     }
     info->crc32c = crc;
     return STK_OK;

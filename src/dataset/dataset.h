@@ -40,6 +40,7 @@ typedef struct stk__shard {
     MDB_txn *txn;         /* read transaction kept for the dataset's lifetime */
     MDB_dbi dbi;          /* `records` (stoker) or the main database (foreign) */
     int foreign;          /* 1: foreign LMDB (payload = value, no header, no CRC) */
+    int version;          /* stoker shard: its format, 1 or 2 (docs/FORMAT.md); foreign: 0 */
     int nolock;           /* opened with MDB_NOLOCK: identity checked instead */
     int have_sources;     /* stoker shard with a `sources` database: */
     stk__lmdb_tree sources; /* its tree, read with pread only (stk_dataset_record_name) */

@@ -218,16 +218,19 @@ static int shard_begin(stk_dataset *ds, stk__shard *sh, const char *path, const 
     return STK_OK;
 }
 
-/* The meta values every stoker shard has: `format` (this build's) and `count`. */
-static int shard_meta_required(stk_dataset *ds, const stk__shard *sh, MDB_dbi meta, const char *path,
+/* The meta values every stoker shard has: `format` (one this build reads: its version in
+ * sh->version) and `count`. */
+static int shard_meta_required(stk_dataset *ds, stk__shard *sh, MDB_dbi meta, const char *path,
                                uint64_t *count)
 {
     MDB_val v;
     if (stk__meta_get(sh->txn, meta, STK__META_FORMAT, &v) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta has no `format`", path);
-    if (v.mv_size != strlen(STK__FORMAT_NAME) || memcmp(v.mv_data, STK__FORMAT_NAME, v.mv_size) != 0)
-        return stk__err(ds->err, STK_E_FORMAT, "%s: unsupported format `%.*s` (this build reads `%s`)",
-                        path, (int)STK__MIN(v.mv_size, 64), (const char *)v.mv_data, STK__FORMAT_NAME);
+    sh->version = stk__format_parse(v.mv_data, v.mv_size);
+    if (!sh->version)
+        return stk__err(ds->err, STK_E_FORMAT, "%s: unsupported format `%.*s` (this build reads `%s%d` to `%s%d`)",
+                        path, (int)STK__MIN(v.mv_size, 64), (const char *)v.mv_data, STK__FORMAT_NAME,
+                        STK__FORMAT_MIN, STK__FORMAT_NAME, STK__FORMAT_WRITTEN);
     if (stk__meta_u64(sh->txn, meta, STK__META_COUNT, count) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta `count` missing or not a number", path);
     return STK_OK;
@@ -427,7 +430,11 @@ int stk__shard_open(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *pa
         ds->max_len = sum.maxlen;
     recs->n += count;
     ds->file_bytes += sh->file_size;
-    ds->format_version = stoker ? 1 : 0;
+    /* the dataset's: the oldest of its shards' (a pack resumed by a newer stoker mixes them) */
+    if (!stoker)
+        ds->format_version = 0;
+    else if (no == 0 || ds->format_version == 0 || sh->version < ds->format_version)
+        ds->format_version = sh->version;
     return STK_OK;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * writer.c — the shard writer (stk_writer_*): records appended in order into LMDB shards of
- * format v1 (docs/FORMAT.md).
+ * format 2 (docs/FORMAT.md: the checksum covers payload, label and target).
  *
  * Why it is fast: one writer, keys that only grow (8-byte big-endian record numbers), so every
  * put is MDB_APPEND (no search, leaf pages filled completely) with MDB_RESERVE (the 16-byte
@@ -705,7 +705,9 @@ static int put_shard_meta(stk_writer *w, uint64_t src_end, int last)
     if ((rc = mdb_dbi_open(w->txn, STK__DB_META, MDB_CREATE, &meta)) != 0)
         return lmdb_err(w, rc, "cannot create the `meta` database");
     const char *by = "stoker " STK_VERSION_STRING;
-    rc = put_meta(w, meta, STK__META_FORMAT, STK__FORMAT_NAME, strlen(STK__FORMAT_NAME));
+    char fmt[32];
+    int fl = snprintf(fmt, sizeof fmt, "%s%d", STK__FORMAT_NAME, STK__FORMAT_WRITTEN);
+    rc = put_meta(w, meta, STK__META_FORMAT, fmt, (size_t)fl);
     if (!rc)
         rc = put_meta_u64(w, meta, STK__META_COUNT, w->shard_count);
     if (!rc)
@@ -841,7 +843,9 @@ int stk__writer_add_crc(stk_writer *w, const void *payload, size_t len, int32_t 
     rc = mdb_put(w->txn, w->dbi_rec, &k, &v, MDB_APPEND | MDB_RESERVE);
     if (rc)
         return lmdb_err(w, rc, "cannot append a record");
-    stk__rec_header_encode(v.mv_data, label, crc, (uint32_t)len);
+    stk__rec_header_encode(v.mv_data, STK__FORMAT_WRITTEN, label,
+                           stk__rec_crc(STK__FORMAT_WRITTEN, crc, label, target, target ? w->trow : 0),
+                           (uint32_t)len);
     if (len)
         memcpy((uint8_t *)v.mv_data + STK__REC_HDR, payload, len);
     if (source) {

@@ -8,9 +8,11 @@
  * shard refused and is redone buffered. Short reads are resubmitted from the last aligned point;
  * a read that reaches end of file before the value's end is STK_E_TRUNCATED (the shard shrank).
  *
- * Verification (stoker shards): the 16-byte record header must have the magic and a payload
- * length equal to the table length - 16; the payload's CRC32C must match unless
- * cfg->verify_crc = 0. Foreign LMDB values and files have neither. An error never stops the
+ * Verification (stoker shards): the 16-byte record header must have its shard's magic (STK1 in a
+ * format-1 shard, STK2 in a format-2 one: a record cannot claim the older, weaker check) and a
+ * payload length equal to the table length - 16; the stored checksum must match unless
+ * cfg->verify_crc = 0: format 1 CRC32C(payload), format 2 CRC32C(payload || label || target row),
+ * so a changed label or target is a bad record too. Foreign LMDB values and files have neither. An error never stops the
  * reader: the work item is delivered to SINK with status, sys_errno and a detail (offset, sizes).
  *
  * Fault injection (tests): per work item a draw from stk__rng keyed by (fault_seed, epoch,
@@ -141,13 +143,18 @@ static void verify(stk__reader *r, rslot *s)
     }
     int32_t label;
     uint32_t crc, plen;
-    int rc = stk__rec_header_decode(v, vlen, &label, &crc, &plen);
+    int version = 0;
+    const stk__shard *sh = &r->ds->shards[s->shard];
+    int rc = stk__rec_header_decode(v, vlen, &version, &label, &crc, &plen);
+    if (rc == STK_OK && version != sh->version)
+        rc = STK_E_FORMAT;
     if (rc != STK_OK) {
         rd->status = rc;
         if (rc == STK_E_FORMAT)
-            snprintf(rd->detail, sizeof(rd->detail), "record header at %llu: bad magic %02x%02x%02x%02x",
+            snprintf(rd->detail, sizeof(rd->detail),
+                     "record header at %llu: bad magic %02x%02x%02x%02x (a format-%d shard's is STK%d)",
                      (unsigned long long)s->voff, vlen > 0 ? v[0] : 0, vlen > 1 ? v[1] : 0,
-                     vlen > 2 ? v[2] : 0, vlen > 3 ? v[3] : 0);
+                     vlen > 2 ? v[2] : 0, vlen > 3 ? v[3] : 0, sh->version, sh->version);
         else
             snprintf(rd->detail, sizeof(rd->detail), "record header at %llu: value of %u bytes too short",
                      (unsigned long long)s->voff, vlen);
@@ -166,12 +173,21 @@ static void verify(stk__reader *r, rslot *s)
         return;
     }
     if (r->cfg.verify_crc) {
-        uint32_t got = stk__crc32c(0, v + STK__REC_HDR, plen);
+        const stk_dataset *ds = r->ds;
+        const void *trow = ds->targets && ds->trow ? ds->targets + ds->trow * rd->index : NULL;
+        uint32_t got = stk__rec_crc(version, stk__crc32c(0, v + STK__REC_HDR, plen), label, trow,
+                                    trow ? ds->trow : 0);
         if (got != crc) {
             rd->status = STK_E_CRC;
-            snprintf(rd->detail, sizeof(rd->detail),
-                     "crc32c %08x, stored %08x (payload %u bytes at offset %llu)", got, crc, plen,
-                     (unsigned long long)(s->voff + STK__REC_HDR));
+            if (version >= 2)
+                snprintf(rd->detail, sizeof(rd->detail),
+                         "crc32c %08x, stored %08x: payload (%u bytes at offset %llu), label %d%s changed",
+                         got, crc, plen, (unsigned long long)(s->voff + STK__REC_HDR), label,
+                         trow ? " or target" : "");
+            else
+                snprintf(rd->detail, sizeof(rd->detail),
+                         "crc32c %08x, stored %08x (payload %u bytes at offset %llu)", got, crc, plen,
+                         (unsigned long long)(s->voff + STK__REC_HDR));
             return;
         }
     }

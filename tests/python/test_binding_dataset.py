@@ -15,7 +15,7 @@ def test_pack_info_and_records(stoker_mod, imagefolder, shards):
     src, truth = imagefolder
     path, labels = shards
     info = stoker_mod.info(path)
-    assert info["layout"] == "shards" and info["format_version"] == 1
+    assert info["layout"] == "shards" and info["format_version"] == 2
     assert info["records"] == len(truth) and info["classes"] == CLASSES
     assert info["shards"] == len(info["shard_paths"]) >= 1
     assert all(os.path.exists(p) for p in info["shard_paths"])

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """docs/FORMAT.md is enough: python-lmdb alone reads a shard that `stoker pack` wrote, with only
 the rules written there (key encoding, 16-byte header, CRC32C, meta keys, sources db), and gets
-back every source file's bytes and label."""
+back every source file's bytes and label. Format 2 (written since 0.5: the checksum covers
+payload, label and target) and format 1 (tests/data/v0.1-dataset, payload only) both."""
 
 import os
 import struct
@@ -83,7 +84,7 @@ def test_read_shards_with_python_lmdb(tmp_path):
         meta = env.open_db(b"meta", create=False)
         sources = env.open_db(b"sources", create=False)
         with env.begin() as txn:
-            assert txn.get(b"format", db=meta) == b"stoker-shard 1"
+            assert txn.get(b"format", db=meta) == b"stoker-shard 2"
             assert txn.get(b"classes", db=meta).decode().split("\n") == sorted(classes)
             count = int(txn.get(b"count", db=meta))
             assert int(txn.get(b"first_index", db=meta)) == first
@@ -93,10 +94,12 @@ def test_read_shards_with_python_lmdb(tmp_path):
             for key, value in txn.cursor(db=records):
                 assert len(key) == 8 and struct.unpack(">Q", key)[0] == k
                 magic, label, crc, length = struct.unpack("<4siII", value[:16])
-                assert magic == b"STK1"
+                assert magic == b"STK2"
                 assert length == len(value) - 16
                 payload = bytes(value[16:])
-                assert crc32c(payload) == crc
+                # format 2: CRC32C(payload || label as 4 bytes LE); no targets in this dataset
+                assert crc32c(payload + bytes(value[4:8])) == crc
+                assert crc32c(payload) != crc
                 src_rel = txn.get(key, db=sources).decode()
                 got.append((src_rel, label, payload))
                 payload_sum += length
@@ -137,3 +140,55 @@ def test_foreign_lmdb(tmp_path, subdir):
         assert g.returncode == 0 and g.stdout == items[k]
     r = subprocess.run([exe, "verify", str(path), "--decode"], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def record_checks(path):
+    """(format, [(label, crc ok)]) of one shard by FORMAT.md's rules, python-lmdb alone."""
+    env = lmdb.open(str(path), subdir=False, readonly=True, lock=False, max_dbs=4)
+    records = env.open_db(b"records", create=False)
+    meta = env.open_db(b"meta", create=False)
+    out = []
+    with env.begin() as txn:
+        fmt = bytes(txn.get(b"format", db=meta))
+        version = {b"stoker-shard 1": 1, b"stoker-shard 2": 2}[fmt]
+        tdb, k = None, 0
+        if txn.get(b"target_dtype", db=meta) is not None:
+            tdb = env.open_db(b"targets", create=False)
+        for key, value in txn.cursor(db=records):
+            magic, label, crc, length = struct.unpack("<4siII", value[:16])
+            assert magic == b"STK%d" % version and length == len(value) - 16
+            data = bytes(value[16:])
+            if version == 2:
+                data += bytes(value[4:8]) + (bytes(txn.get(key, db=tdb)) if tdb is not None else b"")
+            out.append((label, crc32c(data) == crc))
+            k += 1
+    env.close()
+    return version, out
+
+
+def test_format2_checksum_covers_targets(tmp_path):
+    """A manifest with a value target: the record checksum is CRC32C(payload || label || target
+    row), as FORMAT.md writes it; a target row changed in the file no longer matches."""
+    exe = stoker_cli()
+    rng = np.random.default_rng(11)
+    (tmp_path / "img").mkdir()
+    lines = ["path,label,box"]
+    for i in range(6):
+        (tmp_path / "img" / ("%d.jpg" % i)).write_bytes(jpeg_bytes(rng, 40 + i, 30 + i))
+        lines.append("img/%d.jpg,%d,%d.5 %d" % (i, i % 3, i, 2 * i))
+    (tmp_path / "m.csv").write_text("\n".join(lines) + "\n")
+    dst = tmp_path / "ds"
+    r = subprocess.run([exe, "pack", str(tmp_path / "m.csv"), str(dst), "--target-field", "box",
+                        "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    version, recs = record_checks(dst / "shard-00000.lmdb")
+    assert version == 2 and [l for l, _ in recs] == [i % 3 for i in range(6)]
+    assert all(ok for _, ok in recs)
+
+
+def test_format1_shard_reads_by_the_v1_rule():
+    """The 0.1.0 dataset in tests/data: format 1, checksum of the payload alone."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "data", "v0.1-dataset", "shard-00000.lmdb")
+    version, recs = record_checks(path)
+    assert version == 1 and recs and all(ok for _, ok in recs)

@@ -63,13 +63,16 @@ static void csv_names(void)
                        "/abs/c.jpg,dog,\n"
                        "d.jpg,,empty label\n";
     T_OK(parse("m.csv", text, &o, &l, err));
-    T_CHECK(l.n == 4 && l.nbad == 0, "rows %zu bad %zu", l.n, l.nbad);
+    /* an empty label cell is a bad line (since 0.5; before, it was stored as label -1) */
+    T_CHECK(l.n == 3 && l.nbad == 1, "rows %zu bad %zu", l.n, l.nbad);
+    const want_bad empty[] = {{7, "empty label (column `label`)"}};
+    check_bad(&l, "m.csv", empty, 1);
     T_CHECK(l.nclasses == 2 && !strcmp(l.classes[0], "cat") && !strcmp(l.classes[1], "dog"), "sorted names");
-    T_CHECK(l.labels[0] == 1 && l.labels[1] == 0 && l.labels[2] == 1 && l.labels[3] == -1, "labels");
+    T_CHECK(l.labels[0] == 1 && l.labels[1] == 0 && l.labels[2] == 1, "labels");
     T_CHECK(!strcmp(l.paths[0], "/base/a.jpg") && !strcmp(l.rel[1], "b,1.jpg") && !strcmp(l.paths[2], "/abs/c.jpg"),
             "paths %s %s %s", l.paths[0], l.rel[1], l.paths[2]);
-    T_CHECK(l.lines[0] == 2 && l.lines[1] == 3 && l.lines[2] == 6 && l.lines[3] == 7, "lines %zu %zu %zu %zu",
-            l.lines[0], l.lines[1], l.lines[2], l.lines[3]);
+    T_CHECK(l.lines[0] == 2 && l.lines[1] == 3 && l.lines[2] == 6, "lines %zu %zu %zu", l.lines[0], l.lines[1],
+            l.lines[2]);
     T_CHECK(l.tinfo.dtype == STK_TDT_NONE && !l.targets, "no targets");
     stk__filelist_free(&l);
 
@@ -169,13 +172,13 @@ static void bad_lines(void)
     check_bad(&l, "m.csv", want, sizeof want / sizeof *want);
     stk__filelist_free(&l);
 
-    const char *jl = "{\"path\":\"a.jpg\",\"v\":[1,2]}\n"     /* 1: ok */
+    const char *jl = "{\"path\":\"a.jpg\",\"v\":[1,2],\"label\":0}\n" /* 1: ok */
                      "not json\n"                          /* 2 */
                      "[1,2]\n"                             /* 3: not an object */
                      "{\"v\":[1,2]}\n"                     /* 4: no path */
                      "{\"path\":7,\"v\":[1,2]}\n"          /* 5: path not a string */
-                     "{\"path\":\"b.jpg\"}\n"              /* 6: no value field */
-                     "{\"path\":\"c.jpg\",\"v\":[1,\"x\"]}\n" /* 7: not a number in the list */
+                     "{\"path\":\"b.jpg\",\"label\":0}\n"  /* 6: no value field */
+                     "{\"path\":\"c.jpg\",\"label\":0,\"v\":[1,\"x\"]}\n" /* 7: not a number in the list */
                      "{\"path\":\"d.jpg\",\"v\":[1,2],\"label\":[1]}\n" /* 8: a list without multi_label */
                      "{\"path\":\"e.jpg\",\"v\":[1,2],\"label\":1.5}\n" /* 9: a fraction */
                      "{\"path\":\"f.jpg\",\"path\":\"g.jpg\",\"v\":[1,2]}\n"; /* 10: duplicate key */
@@ -188,7 +191,7 @@ static void bad_lines(void)
     check_bad(&l, "m.jsonl", jwant, sizeof jwant / sizeof *jwant);
     stk__filelist_free(&l);
     /* no values at all: a line set aside, and the shape comes from the first record that has some */
-    T_OK(parse("m.jsonl", "{\"path\":\"a\",\"v\":[]}\n{\"path\":\"b\",\"v\":[1,2]}\n", &o, &l, err));
+    T_OK(parse("m.jsonl", "{\"path\":\"a\",\"label\":1,\"v\":[]}\n{\"path\":\"b\",\"label\":1,\"v\":[1,2]}\n", &o, &l, err));
     T_CHECK(l.n == 1 && l.tinfo.size == 2 && bad_line(&l, "m.jsonl", 1) &&
                 strstr(bad_line(&l, "m.jsonl", 1), "no values"),
             "empty value list");
@@ -224,9 +227,13 @@ static void label_lists(void)
     T_CHECK(l.labels[0] == 0 && l.labels[1] == -1 && l.labels[2] == 2, "label = the first of the list");
     stk__filelist_free(&l);
     /* JSON lists of indices: the class count is the largest index + 1; another separator */
-    T_OK(parse("m.jsonl", "{\"path\":\"a\",\"label\":[4,0]}\n{\"path\":\"b\",\"label\":2}\n{\"path\":\"c\"}\n", &o, &l,
-               err));
+    T_OK(parse("m.jsonl", "{\"path\":\"a\",\"label\":[4,0]}\n{\"path\":\"b\",\"label\":2}\n{\"path\":\"c\",\"label\":[]}\n"
+               "{\"path\":\"d\"}\n{\"path\":\"e\",\"label\":null}\n", &o, &l, err));
     T_CHECK(l.n == 3 && l.tinfo.size == 2 && l.tinfo.classes == 5 && l.nclasses == 0, "json lists");
+    /* an empty list is no labels; a missing or null label field is a bad line (since 0.5) */
+    const want_bad nolist[] = {{4, "no label (field `label`); an empty list is []"},
+                               {5, "null label (field `label`)"}};
+    check_bad(&l, "m.jsonl", nolist, 2);
     stk__filelist_free(&l);
     o.label_sep = "|";
     T_OK(parse("m.csv", "path,label\na,x|y\n", &o, &l, err));
@@ -244,6 +251,7 @@ static void value_types(void)
     stk__filelist l;
     stk__manifest_opts o = defaults();
     o.target_fields = "a,b";
+    o.labels = STK_LABELS_NONE; /* unlabelled value rows, asked for */
     /* JSON: a number and a list; CSV: cells of numbers */
     const char *jl = "{\"path\":\"p0\",\"a\":1,\"b\":[2,255]}\n"
                      "{\"path\":\"p1\",\"a\":-3,\"b\":[0.5,9007199254740993]}\n"

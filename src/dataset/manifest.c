@@ -552,9 +552,11 @@ static int options(mf *m, const stk__manifest_opts *o)
     m->o.max_line = m->o.max_line ? m->o.max_line : STK__MANIFEST_MAX_LINE;
     if (m->o.max_line > ((size_t)1 << 32)) /* no file is larger (and the window's sizes stay far from overflow) */
         m->o.max_line = (size_t)1 << 32;
-    if (m->o.labels < STK_LABELS_AUTO || m->o.labels > STK_LABELS_NAMES)
-        return stk__err(m->err, STK_E_INVALID, "labels %d: expected STK_LABELS_AUTO, STK_LABELS_INDEX or "
-                        "STK_LABELS_NAMES (auto, index, names)", m->o.labels);
+    if (m->o.labels < STK_LABELS_AUTO || m->o.labels > STK_LABELS_NONE)
+        return stk__err(m->err, STK_E_INVALID, "labels %d: expected STK_LABELS_AUTO, STK_LABELS_INDEX, "
+                        "STK_LABELS_NAMES or STK_LABELS_NONE (auto, index, names, none)", m->o.labels);
+    if (m->o.labels == STK_LABELS_NONE && m->o.multi_label)
+        return stk__err(m->err, STK_E_INVALID, "unlabelled data (labels none) has no label lists (--multi-label)");
     if (!stk_target_dtype_size(m->o.target_dtype))
         return stk__err(m->err, STK_E_INVALID, "target type %d: expected uint8, int32, int64, float32 or float64",
                         m->o.target_dtype);
@@ -605,13 +607,16 @@ static int parse(mf_src *src, const char *name, const char *base_dir, const stk_
     if (!rc && m.fmt == MF_LIST && (m.o.multi_label || m.ntf))
         rc = stk__err(err, STK_E_INVALID, "%s: a list file (path<TAB>label) has one label per line; multiple "
                       "labels and values need a CSV, TSV or JSON Lines manifest", m.name);
-    if (!rc && m.fmt == MF_LIST && m.o.labels == STK_LABELS_NAMES)
+    if (!rc && m.fmt == MF_LIST && (m.o.labels == STK_LABELS_NAMES || m.o.labels == STK_LABELS_NONE))
         rc = stk__err(err, STK_E_INVALID, "%s: a list file's (path<TAB>label) labels are class indices; class "
-                      "names need a CSV, TSV or JSON Lines manifest", m.name);
+                      "names and unlabelled data need a CSV, TSV or JSON Lines manifest", m.name);
     if (!rc)
         rc = stk__mf_rows(&m, src);
-    if (!rc && m.fmt != MF_LIST && !m.label_seen && o && o->label_field && *o->label_field)
-        rc = stk__err(err, STK_E_FORMAT, "%s: no record has the label field `%s`", m.name, o->label_field);
+    /* no line has a label at all: unlabelled data, which must be asked for (labels none) */
+    if (!rc && m.fmt != MF_LIST && !m.label_seen && m.o.labels != STK_LABELS_NONE)
+        rc = stk__err(err, STK_E_FORMAT, "%s: no record has the label field `%s`; name it with --label-field "
+                      "(label_field=), or pack unlabelled data (label -1) with --labels none (labels=\"none\")",
+                      m.name, m.o.label_field);
     if (!rc)
         rc = second_pass(&m, base_dir, out);
     if (!rc && (!(out->root = stk__strdup(base_dir ? base_dir : "")) || !(out->origin = stk__strdup(m.name))))

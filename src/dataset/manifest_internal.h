@@ -79,6 +79,7 @@ typedef struct mf {
     long path_col, label_col, *tcol;
     size_t line, rec_line;
     size_t rec_start, rec_bytes; /* the line the CSV record being read began on, its bytes so far */
+    size_t nul_col;     /* 1 + the first field of the record being read that holds a NUL; 0: none */
     int fatal;          /* a callback's failure (err set): the parse stops */
 } mf;
 

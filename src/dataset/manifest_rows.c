@@ -180,6 +180,8 @@ static int list_line(mf *m, const char *line, size_t l, size_t lineno)
     size_t plen = (size_t)(tab - line), llen = l - plen - 1;
     if (!path_ok(m, lineno, line, plen, &rc))
         return rc;
+    if (memchr(tab + 1, 0, llen))
+        return stk__mf_bad(m, lineno, "NUL byte in the label");
     char lab[16];
     int32_t v;
     snprintf(lab, sizeof lab, "%.*s", (int)STK__MIN(llen, 15), tab + 1);
@@ -242,6 +244,9 @@ static int json_label(mf *m, row *r, json_t *v, size_t line, int *rc)
     if (json_is_integer(v)) {
         snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
         *rc = add_tok(r, buf, strlen(buf), TOK_INT);
+    } else if (json_is_string(v) && memchr(json_string_value(v), 0, json_string_length(v))) {
+        *rc = stk__mf_bad(m, line, "NUL byte in the label");
+        return 0;
     } else if (json_is_string(v)) {
         *rc = add_tok(r, json_string_value(v), json_string_length(v), TOK_TEXT);
     } else {
@@ -255,13 +260,20 @@ static int json_label(mf *m, row *r, json_t *v, size_t line, int *rc)
     return *rc == STK_OK;
 }
 
-/* The label field of object O: absent or null = no label; a list only with multi_label. */
+/* The label field of object O: a list only with multi_label. Absent or null: a bad line, unless
+ * the data is unlabelled by request (labels none: the field is not read). */
 static int json_labels(mf *m, row *r, json_t *o, size_t line, int *rc)
 {
-    json_t *v = json_object_get(o, m->o.label_field);
-    if (!v || json_is_null(v))
+    if (m->o.labels == STK_LABELS_NONE)
         return 1;
-    m->label_seen = 1;
+    json_t *v = json_object_get(o, m->o.label_field);
+    if (v)
+        m->label_seen = 1;
+    if (!v || json_is_null(v)) {
+        *rc = stk__mf_bad(m, line, "%s label (field `%s`)%s", v ? "null" : "no", m->o.label_field,
+                          m->o.multi_label ? "; an empty list is []" : "; unlabelled data needs --labels none");
+        return 0;
+    }
     if (!json_is_array(v))
         return json_label(m, r, v, line, rc);
     if (!m->o.multi_label) {
@@ -304,6 +316,34 @@ static int json_values(mf *m, row *r, json_t *o, size_t line, int *rc)
     return 1;
 }
 
+/* 1 when a string anywhere in V (values and keys, nested) holds a NUL byte (\u0000). */
+static int json_has_nul(json_t *v, int depth)
+{
+    if (json_is_string(v))
+        return memchr(json_string_value(v), 0, json_string_length(v)) != NULL;
+    if (depth > 64)
+        return 0;
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e)
+        {
+            if (json_has_nul(e, depth + 1))
+                return 1;
+        }
+    } else if (json_is_object(v)) {
+        const char *k;
+        size_t kl;
+        json_t *e;
+        json_object_keylen_foreach(v, k, kl, e)
+        {
+            if (memchr(k, 0, kl) || json_has_nul(e, depth + 1))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 static int json_line(mf *m, const char *line, size_t l, size_t lineno)
 {
     json_error_t je;
@@ -315,6 +355,8 @@ static int json_line(mf *m, const char *line, size_t l, size_t lineno)
     json_t *p = json_object_get(o, m->o.path_field);
     if (!json_is_object(o))
         rc = stk__mf_bad(m, lineno, "not a JSON object");
+    else if (json_has_nul(o, 0))
+        rc = stk__mf_bad(m, lineno, "NUL byte (\\u0000) in a field");
     else if (!p)
         rc = stk__mf_bad(m, lineno, "no field `%s` (the path)", m->o.path_field);
     else if (!json_is_string(p))
@@ -345,6 +387,8 @@ static void csv_field(void *s, size_t n, void *u)
         m->fatal = stk__err(m->err, STK_E_NOMEM, "out of memory");
         return;
     }
+    if (s && memchr(s, 0, n) && !m->nul_col)
+        m->nul_col = m->nfld + 1; /* the field would be cut at the NUL: the record is set aside */
     m->nfld++;
 }
 
@@ -368,7 +412,7 @@ static int csv_header(mf *m)
     if ((m->path_col = column(m, m->o.path_field)) < 0)
         return stk__err(m->err, STK_E_FORMAT, "%s line %zu: the header has no column `%s` (the path; "
                         "choose another with --path-field)", m->name, m->rec_line, m->o.path_field);
-    m->label_col = column(m, m->o.label_field);
+    m->label_col = m->o.labels == STK_LABELS_NONE ? -1 : column(m, m->o.label_field);
     m->label_seen = m->label_col >= 0;
     if (m->ntf && !(m->tcol = calloc(m->ntf, sizeof *m->tcol)))
         return stk__err(m->err, STK_E_NOMEM, "out of memory");
@@ -416,6 +460,9 @@ static int csv_record_row(mf *m, size_t line)
     const char *lab = m->label_col >= 0 ? m->fld[m->label_col] : "";
     piece_ctx c = {m, &r, NULL, 0};
     int rc;
+    if (m->label_col >= 0 && !*lab && !m->o.multi_label)
+        return stk__mf_bad(m, line, "empty label (column `%s`); unlabelled data needs --labels none",
+                           m->o.label_field);
     if (m->o.multi_label)
         rc = split_cell(lab, m->o.label_sep, label_piece, &c);
     else
@@ -444,6 +491,7 @@ static void csv_drop_fields(mf *m)
     for (size_t i = 0; i < m->nfld; i++)
         free(m->fld[i]);
     m->nfld = 0;
+    m->nul_col = 0;
 }
 
 static void csv_record(int c, void *u)
@@ -457,6 +505,8 @@ static void csv_record(int c, void *u)
         rc = csv_header(m);
     else if (m->nfld != m->nhdr)
         rc = stk__mf_bad(m, m->rec_line, "%zu fields, but the header has %zu", m->nfld, m->nhdr);
+    else if (m->nul_col)
+        rc = stk__mf_bad(m, m->rec_line, "NUL byte in field `%s`", m->hdr[m->nul_col - 1]);
     else if (path_ok(m, m->rec_line, m->fld[m->path_col], strlen(m->fld[m->path_col]), &rc))
         rc = csv_record_row(m, m->rec_line);
     csv_drop_fields(m);

@@ -282,9 +282,9 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
                      j.x.max_side, j.x.quality);
         return STK_E_INVALID;
     }
-    if (j.x.labels < STK_LABELS_AUTO || j.x.labels > STK_LABELS_NAMES) {
+    if (j.x.labels < STK_LABELS_AUTO || j.x.labels > STK_LABELS_NONE) {
         if (j.o.error && j.o.error_cap)
-            snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: labels must be STK_LABELS_AUTO, _INDEX or _NAMES (got %d)",
+            snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: labels must be STK_LABELS_AUTO, _INDEX, _NAMES or _NONE (got %d)",
                      j.x.labels);
         return STK_E_INVALID;
     }

@@ -223,11 +223,11 @@ def test_value_targets_numpy_arrays(tmp_path, stoker_mod):
     text = "".join(json.dumps({"path": rel, "y": r}) + "\n" for (rel, _d), r in zip(images, rows))
     manifest = write_text(tmp_path / "m.ndjson", text)
     dst = str(tmp_path / "ds")
-    res = stoker.pack(manifest, dst, target_fields="y", target_type=np.float64)
+    res = stoker.pack(manifest, dst, target_fields="y", target_type=np.float64, labels="none")
     assert res["records"] == 9 and res["classes"] == 0
     with stoker.Dataset(dst) as ds:
         expected = np.array(rows)[manifest_rows(ds, images)]
-        # no label field: every label is -1
+        # unlabelled by request (labels="none"): every label is -1
         assert [ds.read(i)[1] for i in range(9)] == [-1] * 9
     for copy in (False, True):
         _o, first = check_delivery(stoker, dst, expected, shuffle=True, array="numpy", copy=copy)

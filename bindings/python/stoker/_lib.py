@@ -318,8 +318,8 @@ class PackExtOptions(ctypes.Structure):
     ]
 
 
-# stk_pack_ext_options.labels (STK_LABELS_AUTO, _INDEX, _NAMES)
-LABELS_MODES = {"auto": 0, "index": 1, "names": 2}
+# stk_pack_ext_options.labels (STK_LABELS_AUTO, _INDEX, _NAMES, _NONE since 0.5)
+LABELS_MODES = {"auto": 0, "index": 1, "names": 2, "none": 3}
 
 
 class DecodeArgs(ctypes.Structure):

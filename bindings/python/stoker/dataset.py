@@ -295,14 +295,16 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
       format: "csv", "tsv", "jsonl" or "list" (default: from SRC's name and first line).
       path_field: the column/key of the image path ["path"]; relative paths are relative to
         the manifest's folder.
-      label_field: the column/key of the label: an index or a class name ["label"]; a manifest
-        without it has no labels (-1).
+      label_field: the column/key of the label: an index or a class name ["label"]. Every
+        record needs one: an empty cell, a JSON null or a missing key is a bad line, and a
+        manifest without the field fails, unless labels="none".
       labels: what the labels are. "index": class indices, decimal integers 0..2147483647
         (below the classes file's count); any other label makes its line bad. "names": class
         names (a JSON integer's digits too), from CLASSES or the sorted set the manifest uses.
         "auto" (default): indices when every label is numeric (so -1, +3, 1.0 or 99999999999
         among them are bad lines, never a renumbering), names when none is; numbers mixed with
-        names raise, naming a line of each.
+        names raise, naming a line of each. "none" (since 0.5): unlabelled data, asked for
+        explicitly: the label field is not read and every label is -1.
       classes: a file of class names, one per line (label = line number from 0); names not in
         it are bad lines. Default: the sorted names the manifest uses.
       multi_label: the label field holds several labels (a JSON list, or a CSV/TSV cell split

@@ -92,7 +92,8 @@ fi
 # info
 expect_rc 0 "$STOKER" info "$T/ds"
 grep -q "records: *100" "$T/out" || fail "info records"
-grep -q "format: *stoker-shard 1" "$T/out" || fail "info format"
+grep -q "format: *stoker-shard 2 (checksum of the payload, label and target)" "$T/out" || fail "info format"
+grep -q "shard 0: .*shard-00000.lmdb (stoker-shard 2)" "$T/out" || fail "info: each shard's format"
 grep -q "classes: *4 (class_000, class_001, class_002, class_003)" "$T/out" || fail "info classes"
 grep -q "mean record" "$T/out" || fail "info mean"
 

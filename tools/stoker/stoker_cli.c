@@ -8,7 +8,11 @@
  *   1  the operation failed (the message names the path and the reason)
  *   2  usage error (unknown command or option, missing argument)
  *   3  verify: one or more bad records (they are listed)
+ *   4  pack: another pack holds DST
+ *   5  verify, info: DST is not a dataset (no shards, no LMDB, no image file in class folders)
  *   doctor returns its job's exit status (see doctor.c)
+ * Standard output that cannot be written (a full disk, /dev/full) fails any command (exit 1 when
+ * it would have been 0): a report nobody can read is not a success.
  */
 #include "stoker.h"
 #include "doctor.h"
@@ -28,6 +32,7 @@
 #define EXIT_USAGE 2
 #define EXIT_BAD 3
 #define EXIT_BUSY 4 /* pack: another pack holds DST */
+#define EXIT_NOT_DATASET 5 /* verify, info: DST is no dataset */
 
 static const char *g_prog = "stoker";
 
@@ -47,8 +52,9 @@ static const char usage_main[] =
     "\n"
     "`stoker COMMAND --help` describes a command.\n"
     "\n"
-    "exit codes: 0 success, 1 failure (the message names the path and reason),\n"
-    "            2 usage error, 3 verify found bad records, 4 pack: DST is being packed\n";
+    "exit codes: 0 success, 1 failure (the message names the path and reason; standard output\n"
+    "            that cannot be written too), 2 usage error, 3 verify found bad records,\n"
+    "            4 pack: DST is being packed, 5 verify/info: DST is not a dataset\n";
 
 static const char usage_pack[] =
     "usage: stoker pack SRC DST [--shard-size SIZE] [--threads N] [--strict] [--force] [--quiet]\n"
@@ -100,6 +106,10 @@ static const char usage_pack[] =
     "                       auto   index when every label is numeric (so `-1`, `+3`, `1.0` or\n"
     "                              `99999999999` among indices are bad lines), names when none is;\n"
     "                              numbers and names mixed: the pack fails, naming one of each\n"
+    "                       none   unlabelled data: the label field is not read, every label is -1\n"
+    "                     In every mode but none a record needs its label: an empty cell, a JSON\n"
+    "                     null or a missing key is a bad line; no label field at all fails the pack.\n"
+    "                     A NUL byte in any field of any manifest is a bad line.\n"
     "  --classes FILE     class names, one per line (label = line); names not in it are bad\n"
     "                     lines [the sorted names the manifest uses]\n"
     "  --multi-label      the label field holds several labels (a JSON list, or a cell split at\n"
@@ -117,11 +127,13 @@ static const char usage_pack[] =
 static const char usage_info[] =
     "usage: stoker info DST\n"
     "\n"
-    "Print the dataset's format, layout, shards, records, classes, payload and file bytes and\n"
+    "Print the dataset's format, layout, shards (each with its format: stoker-shard 2 checks\n"
+    "labels and targets too, 1 the payload only), records, classes, payload and file bytes and\n"
     "the mean and largest record size. DST: a dataset directory, one shard file, a foreign LMDB\n"
-    "or an ImageFolder root.\n"
+    "or an ImageFolder root with at least one image.\n"
     "\n"
-    "exit codes: 0 ok, 1 cannot open DST, 2 usage error\n";
+    "exit codes: 0 ok, 1 cannot open DST, 2 usage error, 5 DST is not a dataset (a folder with\n"
+    "            neither shards nor images, such as the parent of a dataset folder)\n";
 
 static const char usage_ls[] =
     "usage: stoker ls DST [--start I] [--count N]\n"
@@ -144,12 +156,15 @@ static const char usage_verify[] =
     "usage: stoker verify DST [--decode] [--quiet]\n"
     "\n"
     "Read every record through the loader's reader (io_uring or a pread pool) and check its\n"
-    "CRC32C; with --decode also decode each image in full with libjpeg-turbo (corrupt data,\n"
+    "stored CRC32C: in a stoker-shard 2 shard it covers the payload, the label and the target,\n"
+    "in a stoker-shard 1 shard (packed before 0.5) the payload only; each shard's format is\n"
+    "printed. With --decode also decode each image in full with libjpeg-turbo (corrupt data,\n"
     "libjpeg warnings and images over the pixel limit are errors).\n"
     "Bad records are listed (dataset index, shard and key or file, reason).\n"
     "\n"
-    "exit codes: 0 all records good, 3 bad records found, 1 cannot open or read DST,\n"
-    "            2 usage error\n";
+    "exit codes: 0 all records good, 3 bad records found, 1 cannot open or read DST (or write\n"
+    "            the report), 2 usage error, 5 DST is not a dataset (a folder with neither\n"
+    "            shards nor images, such as the parent of a dataset folder, or /etc)\n";
 
 static void die_usage(const char *usage, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 static void die_usage(const char *usage, const char *fmt, ...)
@@ -234,6 +249,26 @@ static stk_dataset *open_dataset(const char *path)
         exit(EXIT_FAIL);
     }
     return ds;
+}
+
+/* A folder opened as an ImageFolder root in which no image was found is not a dataset for info and
+ * verify (the parent of a dataset folder, /etc): "0 records, 0 bad" would pass for a check.
+ * Returns 0, or EXIT_NOT_DATASET with the reason printed (naming a subfolder that holds shards). */
+static int refuse_non_dataset(stk_dataset *ds, const char *path)
+{
+    stk_dataset_info in;
+    if (stk_dataset_info_get(ds, &in) != STK_OK || in.layout != STK_LAYOUT_FILES || in.records > 0)
+        return 0;
+    fprintf(stderr, "%s: %s: not a dataset: no shard-NNNNN.lmdb files, no LMDB and no image file in "
+            "its %u subfolder%s\n", g_prog, path, in.classes, in.classes == 1 ? "" : "s");
+    for (uint32_t c = 0; c < in.classes; c++) {
+        char p[4200];
+        const char *name = stk_dataset_class_name(ds, c);
+        snprintf(p, sizeof p, "%s/%s/shard-00000.lmdb", path, name ? name : "");
+        if (name && access(p, F_OK) == 0)
+            fprintf(stderr, "%s: %s/%s holds shards: give that folder\n", g_prog, path, name);
+    }
+    return EXIT_NOT_DATASET;
 }
 
 /* ---- pack ------------------------------------------------------------------------------------ */
@@ -348,12 +383,12 @@ static int pack_manifest_opt(int argc, char **argv, int *i, stk_pack_ext_options
         return 1;
     }
     if (!strcmp(a, "--labels")) {
-        static const char *const modes[] = {"auto", "index", "names"}; /* = STK_LABELS_* */
+        static const char *const modes[] = {"auto", "index", "names", "none"}; /* = STK_LABELS_* */
         const char *v = ++*i < argc ? argv[*i] : "";
-        for (x->labels = 0; x->labels < 3 && strcmp(v, modes[x->labels]); x->labels++)
+        for (x->labels = 0; x->labels < 4 && strcmp(v, modes[x->labels]); x->labels++)
             ;
-        if (x->labels == 3)
-            die_usage(usage_pack, "--labels must be auto, index or names (got %s)", v);
+        if (x->labels == 4)
+            die_usage(usage_pack, "--labels must be auto, index, names or none (got %s)", v);
         return 1;
     }
     if (!strcmp(a, "--max-line")) {
@@ -526,6 +561,11 @@ static int cmd_info(int argc, char **argv)
     if (!path)
         die_usage(usage_info, "info needs DST");
     stk_dataset *ds = open_dataset(path);
+    int refused = refuse_non_dataset(ds, path);
+    if (refused) {
+        stk_dataset_destroy(ds);
+        return refused;
+    }
     stk_dataset_info in;
     stk_dataset_info_get(ds, &in);
     char pb[32], fb[32], mb[32], xb[32];
@@ -535,8 +575,14 @@ static int cmd_info(int argc, char **argv)
     human((double)in.max_record_bytes, xb, sizeof xb);
     printf("path:          %s\n", path);
     printf("layout:        %s\n", layout_name(in.layout));
-    if (in.format_version)
-        printf("format:        stoker-shard %d\n", in.format_version);
+    int mixed = 0;
+    for (uint32_t sh = 1; sh < in.shards; sh++)
+        mixed |= stk_dataset_shard_format(ds, sh) != stk_dataset_shard_format(ds, 0);
+    if (in.format_version && mixed)
+        printf("format:        stoker-shard 1 and 2 (a pack resumed by a newer stoker; see the shards)\n");
+    else if (in.format_version)
+        printf("format:        stoker-shard %d (checksum of the payload%s)\n", in.format_version,
+               in.format_version >= 2 ? ", label and target" : " only");
     printf("shards:        %u\n", in.shards);
     printf("records:       %" PRIu64 "\n", in.records);
     printf("classes:       %u", in.classes);
@@ -556,8 +602,13 @@ static int cmd_info(int argc, char **argv)
     printf("file bytes:    %" PRIu64 " (%s)\n", in.file_bytes, fb);
     printf("mean record:   %s\n", mb);
     printf("largest:       %s\n", xb);
-    for (uint32_t s = 0; s < in.shards && s < 16; s++)
-        printf("shard %u:       %s\n", s, stk_dataset_shard_path(ds, s));
+    for (uint32_t s = 0; s < in.shards && s < 16; s++) {
+        int f = stk_dataset_shard_format(ds, s);
+        if (f)
+            printf("shard %u:       %s (stoker-shard %d)\n", s, stk_dataset_shard_path(ds, s), f);
+        else
+            printf("shard %u:       %s\n", s, stk_dataset_shard_path(ds, s));
+    }
     if (in.shards > 16)
         printf("...            (%u shards)\n", in.shards);
     stk_dataset_destroy(ds);
@@ -887,6 +938,30 @@ static void *decode_thread(void *arg)
     return NULL;
 }
 
+/* What verify checked per shard: "shard-00000.lmdb: stoker-shard 2 (crc32c of payload, label and
+ * target)"; one line for runs of shards of the same format. */
+static void print_shard_formats(stk_dataset *ds)
+{
+    stk_dataset_info in;
+    if (stk_dataset_info_get(ds, &in) != STK_OK)
+        return;
+    for (uint32_t a = 0, b; a < in.shards; a = b) {
+        int f = stk_dataset_shard_format(ds, a);
+        for (b = a + 1; b < in.shards && stk_dataset_shard_format(ds, b) == f; b++)
+            ;
+        char fmt[32] = "";
+        if (f)
+            snprintf(fmt, sizeof fmt, "stoker-shard %d ", f);
+        const char *what = f >= 2 ? "crc32c of payload, label and target"
+                           : f == 1 ? "crc32c of the payload only: packed before stoker 0.5, labels unchecked"
+                                    : "no stored checksum";
+        printf("%s", base_name(stk_dataset_shard_path(ds, a)));
+        if (b - a > 1)
+            printf(" .. %s", base_name(stk_dataset_shard_path(ds, b - 1)));
+        printf(": %s(%s)\n", fmt, what);
+    }
+}
+
 static int cmd_verify(int argc, char **argv)
 {
     const char *path = NULL;
@@ -910,6 +985,11 @@ static int cmd_verify(int argc, char **argv)
     if (!path)
         die_usage(usage_verify, "verify needs DST");
     stk_dataset *ds = open_dataset(path);
+    int refused = refuse_non_dataset(ds, path);
+    if (refused) {
+        stk_dataset_destroy(ds);
+        return refused;
+    }
     uint64_t n = stk_dataset_count(ds);
     bad_list bad = {NULL, 0, 0, PTHREAD_MUTEX_INITIALIZER};
     uint8_t *badmap = calloc(n ? n : 1, 1);
@@ -952,6 +1032,8 @@ static int cmd_verify(int argc, char **argv)
     }
     if (status == 0) {
         if (!quiet)
+            print_shard_formats(ds);
+        if (!quiet)
             printf("%s: %" PRIu64 " records, %zu bad (crc32c%s)\n", path, n, bad.n, decode ? " + full decode" : "");
         status = bad.n ? EXIT_BAD : 0;
     }
@@ -961,9 +1043,32 @@ static int cmd_verify(int argc, char **argv)
     return status;
 }
 
+/* Standard output flushed and closed: a report that could not be written fails the command
+ * (exit 1 when it would have been 0); a closed pipe (`stoker ls | head`) is not a failure. */
+static int finish_stdout(int status)
+{
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int e = errno;
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad || e == EPIPE)
+        return status;
+    fprintf(stderr, "%s: cannot write to standard output: %s\n", g_prog, strerror(e));
+    return status ? status : EXIT_FAIL;
+}
+
+static int run_command(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    return finish_stdout(run_command(argc, argv));
+}
+
+static int run_command(int argc, char **argv)
+{
     if (argc < 2) {
         fputs(usage_main, stderr);
         return EXIT_USAGE;

@@ -681,6 +681,10 @@ typedef struct stk_pack_ext_options {
     uint64_t ignored;         /**< out: files under an ImageFolder's class folders left out, as
                                    torchvision's ImageFolder leaves them, for an extension not in
                                    its IMG_EXTENSIONS (each in the report, with the extension) */
+    /* since 0.5 */
+    uint64_t over_loader_limit; /**< out: records stored whose image is over the loader's
+                                     default pixel limit (89,478,485, STK_P_MAX_PIXELS): each in
+                                     the report as `over-loader-limit: WxH ...`, a warning */
 } stk_pack_ext_options;
 
 /** stk_pack_ext_options.labels (since 0.3; docs/FORMAT.md "Manifests"). A label is an *index*

@@ -528,6 +528,11 @@ int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, 
 
 const char *stk__dec_first_warning(const stk_decoder *d) { return d->jerr.first_warning; }
 
+int stk__dec_multiscan(const stk_decoder *d)
+{
+    return d->have_header && (d->cinfo.progressive_mode || d->cinfo.comps_in_scan < d->cinfo.num_components);
+}
+
 /*
  * Verification (stoker pack stores only what decodes): every scan entropy-decoded to its end,
  * then the markers read up to EOI (jpeg_finish_decompress), so that data ending early, corrupt

@@ -34,6 +34,10 @@ int stk__dec_window_rows(stk_decoder *d, int m, int sx, int sy, int sw, int sh, 
  * of JPEG file") counts. MAX_PIXELS as for stk__dec_header (STK_E_TOO_LARGE above it, nothing
  * decoded). Resets D like a window decode. */
 int stk__dec_verify(stk_decoder *d, const uint8_t *data, size_t len, int64_t max_pixels, char *err);
+/* 1 when the JPEG whose header D just read has several scans (progressive, or sequential with
+ * components in separate scans): its decode keeps every DCT coefficient of the image, 2 bytes
+ * per pixel and component, whatever the scale. */
+int stk__dec_multiscan(const stk_decoder *d);
 /* Text of the first libjpeg warning of the last decode ("" if none). */
 const char *stk__dec_first_warning(const stk_decoder *d);
 

@@ -24,6 +24,12 @@ enum stk__img_kind {
 
 /* Pillow refuses images above this many pixels (its DecompressionBombError bound): so do we. */
 #define STK__PACK_MAX_PIXELS 178956970ll
+/* The most a JPEG can claim (65500 x 65500, libjpeg's JPEG_MAX_DIMENSION): the header limit of a
+ * JPEG's check, which holds rows, not the image (transcode.c). */
+#define STK__JPEG_MAX_PIXELS (65535ll * 65535ll)
+/* The loader's default pixel limit (STK_P_MAX_PIXELS, Pillow's warning bound): pack warns when it
+ * stores a larger image. */
+#define STK__LOADER_MAX_PIXELS 89478485ll
 
 /* The format of LEN bytes at P by their signature (STK__IMG_UNKNOWN when none matches). */
 int stk__img_sniff(const uint8_t *p, size_t len);

@@ -12,6 +12,7 @@
  * out for their name and the damaged JPEGs kept. The writer locks DST first: one pack per DST.
  */
 #include "common.h"
+#include "image_in.h"
 #include "pack_plan.h"
 #include "pack_read.h"
 #include "pack_resume.h"
@@ -52,7 +53,7 @@ static int sb_add(sbuf *b, const char *a, const char *c)
 typedef struct pack_job {
     stk_pack_options o;
     stk_pack_ext_options x; /* zeroed past the caller's size */
-    uint64_t converted, resized, kept_damaged;
+    uint64_t converted, resized, kept_damaged, over_limit;
     const char *src, *dst;
     char err[STK__ERRLEN];
     double t0;
@@ -170,6 +171,15 @@ static int put_file(pack_job *j, const stk__pack_slot *s, uint64_t i)
         j->pr.records_written++;
         j->converted += (uint64_t)s->converted;
         j->resized += (uint64_t)s->resized;
+        int64_t px = (int64_t)s->dims[0] * s->dims[1];
+        if (px > STK__LOADER_MAX_PIXELS) { /* stored, but the loader refuses it unless told */
+            j->over_limit++;
+            stk__err(reason, STK_OK, STK__OVER_LOADER_LIMIT "%dx%d = %lld pixels, over the loader's default limit of "
+                     "%lld (stoker.Loader(max_pixels=...), STK_P_MAX_PIXELS; or pack with --max-side)",
+                     s->dims[0], s->dims[1], (long long)px, STK__LOADER_MAX_PIXELS);
+            if ((rc = note(j, i, reason)) != STK_OK)
+                return rc;
+        }
         if (!s->damaged)
             return STK_OK;
         j->kept_damaged++;
@@ -320,6 +330,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
         ext->kept_damaged = j.kept_damaged + j.rs.kept_damaged;
         ext->ignored = j.pl.files.nignored;
     }
+    if (ext && ext->size >= offsetof(stk_pack_ext_options, over_loader_limit) + sizeof ext->over_loader_limit)
+        ext->over_loader_limit = j.over_limit + j.rs.over_limit;
     stk_writer_destroy(j.w);
     free(j.rep.p);
     free(j.rs.report);

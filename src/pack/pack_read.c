@@ -91,7 +91,7 @@ static void to_payload(stk__packer *pk, stk__transcoder *tc, stk__pack_slot *s)
         return;
     }
     int rc = stk__transcode(tc, &pk->xf, s->buf, s->len, &out, &out_len, &s->kind, &s->resized, &s->damaged,
-                            s->reason);
+                            s->dims, s->reason);
     if (rc != STK_OK) {
         s->status = rc;
         return;

@@ -25,6 +25,7 @@ typedef struct stk__pack_slot {
     int kind;   /* the source's format (stk__img_kind) */
     int converted, resized; /* stored as JPEG (not a JPEG source); made smaller for max_side */
     int damaged;            /* a JPEG that does not decode fully, kept (keep_damaged): why in reason */
+    int dims[2];            /* the stored image's width and height (0, 0 for a damaged JPEG) */
     uint32_t crc;
     char reason[STK__ERRLEN];
 } stk__pack_slot;

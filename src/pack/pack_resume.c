@@ -82,6 +82,8 @@ static int take_shard(stk__pack_resume *rs, const shard_meta *m)
             break;
         if (tab && tab < nl && !strncmp(tab + 1, STK__KEPT_DAMAGED, strlen(STK__KEPT_DAMAGED)))
             rs->kept_damaged++;
+        else if (tab && tab < nl && !strncmp(tab + 1, STK__OVER_LOADER_LIMIT, strlen(STK__OVER_LOADER_LIMIT)))
+            rs->over_limit++;
         else
             rs->skipped++;
     }

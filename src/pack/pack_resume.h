@@ -15,11 +15,14 @@
 /* The reason of a report line that lists a damaged JPEG packed anyway (keep_damaged): the
  * file is a record, not a skipped file. */
 #define STK__KEPT_DAMAGED "kept-damaged: "
+/* The reason of a report line that lists a record whose image is over the loader's default pixel
+ * limit (STK__LOADER_MAX_PIXELS): a record too, listed as a warning (since 0.5). */
+#define STK__OVER_LOADER_LIMIT "over-loader-limit: "
 
 /* What the kept shards of an interrupted pack hold. */
 typedef struct stk__pack_resume {
     uint32_t shards;
-    uint64_t records, src_end, skipped, kept_damaged, payload;
+    uint64_t records, src_end, skipped, kept_damaged, over_limit, payload;
     int last_done;
     char *report;      /* their skipped files, `path<TAB>reason` lines (malloc'd; NULL: none) */
     size_t report_len;

@@ -158,10 +158,12 @@ int stk__jpeg_encode(const uint8_t *rgb, int w, int h, int quality, uint8_t **bu
 /* ---- the payload of one source ---------------------------------------------------------------- */
 
 static int finish(stk__transcoder *t, const stk__xform *x, const uint8_t *px, int w, int h, size_t stride,
-                  const uint8_t **out, size_t *out_len, int *resized, const char *what, char *reason)
+                  const uint8_t **out, size_t *out_len, int *resized, int dims[2], const char *what, char *reason)
 {
     int ow, oh, rc;
     stk__fit_size(w, h, x->max_side, &ow, &oh);
+    dims[0] = ow;
+    dims[1] = oh;
     *resized = ow != w || oh != h;
     const uint8_t *img = px;
     char e[STK__ERRLEN];
@@ -187,14 +189,61 @@ static int finish(stk__transcoder *t, const stk__xform *x, const uint8_t *px, in
     return STK_OK;
 }
 
+/* The DCT scale M/8 (8, 4, 2 or 1) at which a W x H JPEG is decoded for a resize to MAX_SIDE: the
+ * full size when it is within the pack's pixel limit (the resize then equals Pillow's); above it
+ * (Pillow would refuse such an image) the smallest scale whose longer side still reaches
+ * MAX_SIDE within the limit, else the largest that fits (the stored image is then smaller than
+ * MAX_SIDE); 0 when even 1/8 does not fit. */
+static int resize_scale(int w, int h, int max_side)
+{
+    if ((int64_t)w * h <= STK__PACK_MAX_PIXELS)
+        return 8;
+    int best = 0;
+    for (int m = 1; m <= 4; m *= 2) {
+        int sw = stk__scaled(w, m), sh = stk__scaled(h, m);
+        if ((int64_t)sw * sh > STK__PACK_MAX_PIXELS)
+            break;
+        best = m;
+        if (STK__MAX(sw, sh) >= max_side)
+            break;
+    }
+    return best;
+}
+
+/* The full check of a JPEG (stk__dec_verify) whatever its size. Within the pack's pixel limit as
+ * always; above it a single-scan JPEG is checked the same way (the 1/8-scale decode holds a few
+ * rows, never the image), a progressive or multi-scan one is refused (its decode keeps every
+ * coefficient of the image: 2 bytes per pixel and component), so no JPEG is stored unchecked.
+ * *W, *H: its size. */
+static int verify_jpeg(stk__transcoder *t, const uint8_t *p, size_t len, int *w, int *h, char *e)
+{
+    *w = *h = 0;
+    int rc = stk__dec_header(t->dec, p, len, STK__JPEG_MAX_PIXELS, w, h, NULL, e);
+    if (rc != STK_OK)
+        return rc;
+    int64_t px = (int64_t)*w * *h;
+    if (px > STK__PACK_MAX_PIXELS && stk__dec_multiscan(t->dec)) {
+        stk__dec_header(t->dec, NULL, 0, 1, NULL, NULL, NULL, e); /* reset the decoder */
+        return stk__err(e, STK_E_TOO_LARGE, "too large: a multi-scan JPEG of %dx%d = %lld pixels, over the "
+                        "pack's limit of %lld (its check would hold %lld MB of coefficients)", *w, *h,
+                        (long long)px, STK__PACK_MAX_PIXELS, (long long)(px * 6 / 1000000));
+    }
+    return stk__dec_verify(t->dec, p, len, STK__JPEG_MAX_PIXELS, e);
+}
+
 /* A JPEG source: decoded completely first (a damaged one is refused, or kept as it is), then
- * packed as it is unless it is larger than max_side. */
+ * packed as it is unless it is larger than max_side (then resized, or refused with the reason:
+ * never stored unresized without a word). One over the pack's pixel limit is refused unless
+ * max_side brings it under. */
 static int transcode_jpeg(stk__transcoder *t, const stk__xform *x, const uint8_t *p, size_t len,
-                          const uint8_t **out, size_t *out_len, int *resized, int *damaged, char *reason)
+                          const uint8_t **out, size_t *out_len, int *resized, int *damaged, int dims[2], char *reason)
 {
     char e[STK__ERRLEN];
-    int rc = stk__dec_verify(t->dec, p, len, STK__PACK_MAX_PIXELS, e);
-    if (rc != STK_OK && rc != STK_E_TOO_LARGE) {
+    int w, h;
+    int rc = verify_jpeg(t, p, len, &w, &h, e);
+    if (rc == STK_E_TOO_LARGE)
+        return stk__err(reason, rc, "%s", e);
+    if (rc != STK_OK) {
         if (rc == STK_E_NOMEM || !x->keep_damaged)
             return stk__err(reason, rc, "damaged JPEG: %s", e);
         /* kept: as it is (a re-encode would hide the damage); the loader names it as a bad record */
@@ -202,37 +251,48 @@ static int transcode_jpeg(stk__transcoder *t, const stk__xform *x, const uint8_t
         stk__err(reason, STK_OK, "damaged JPEG: %s", e);
         return STK_OK;
     }
-    if (x->max_side <= 0)
-        return STK_OK;
-    int w, h;
-    if (stk__dec_header(t->dec, p, len, STK__PACK_MAX_PIXELS, &w, &h, NULL, e) != STK_OK)
-        return STK_OK;
-    if (w <= x->max_side && h <= x->max_side) {
-        stk__dec_header(t->dec, NULL, 0, 1, NULL, NULL, NULL, e); /* reset the decoder */
+    int64_t px = (int64_t)w * h;
+    if (x->max_side <= 0 || (w <= x->max_side && h <= x->max_side)) {
+        if (px > STK__PACK_MAX_PIXELS)
+            return stk__err(reason, STK_E_TOO_LARGE, "too large: %dx%d = %lld pixels, over the pack's limit of %lld "
+                            "(Pillow's decompression-bomb bound; --max-side resizes it)", w, h, (long long)px,
+                            STK__PACK_MAX_PIXELS);
+        dims[0] = w;
+        dims[1] = h;
         return STK_OK;
     }
-    const uint8_t *px;
+    int m = resize_scale(w, h, x->max_side);
+    if (m == 0)
+        return stk__err(reason, STK_E_TOO_LARGE, "cannot resize for --max-side %d: %dx%d is over the pack's pixel "
+                        "limit even at 1/8 scale", x->max_side, w, h);
+    const uint8_t *spx;
     size_t stride;
     int warnings = 0;
-    if (stk__dec_window(t->dec, 8, 0, 0, w, h, 0, &px, &stride, &warnings, e) != STK_OK || warnings)
-        return STK_OK;
-    return finish(t, x, px, w, h, stride, out, out_len, resized, "JPEG", reason);
+    int sw = stk__scaled(w, m), sh = stk__scaled(h, m);
+    if ((rc = stk__dec_header(t->dec, p, len, STK__JPEG_MAX_PIXELS, NULL, NULL, NULL, e)) != STK_OK ||
+        (rc = stk__dec_window(t->dec, m, 0, 0, sw, sh, 0, &spx, &stride, &warnings, e)) != STK_OK)
+        return stk__err(reason, rc, "cannot resize for --max-side %d: %s", x->max_side, e);
+    if (warnings)
+        return stk__err(reason, STK_E_DECODE, "cannot resize for --max-side %d: %s", x->max_side,
+                        stk__dec_first_warning(t->dec));
+    return finish(t, x, spx, sw, sh, stride, out, out_len, resized, dims, "JPEG", reason);
 }
 
 int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, size_t len, const uint8_t **out,
-                   size_t *out_len, int *kind, int *resized, int *damaged, char *reason)
+                   size_t *out_len, int *kind, int *resized, int *damaged, int dims[2], char *reason)
 {
     *out = NULL;
     *out_len = 0;
     *resized = 0;
     *damaged = 0;
+    dims[0] = dims[1] = 0;
     int k = stk__img_sniff(p, len);
     if (kind)
         *kind = k;
     char e[STK__ERRLEN];
     int rc;
     if (k == STK__IMG_JPEG)
-        return transcode_jpeg(t, x, p, len, out, out_len, resized, damaged, reason);
+        return transcode_jpeg(t, x, p, len, out, out_len, resized, damaged, dims, reason);
     if (k == STK__IMG_UNKNOWN) {
         stk__img_describe_unknown(p, len, e, sizeof e);
         return stk__err(reason, STK_E_NOT_JPEG, "not an image stoker reads (%s)", e);
@@ -242,7 +302,7 @@ int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, si
     rc = stk__img_decode_rgb(k, p, len, STK__PACK_MAX_PIXELS, &px, &w, &h, e);
     if (rc != STK_OK)
         return stk__err(reason, rc, "%s", e);
-    rc = finish(t, x, px, w, h, (size_t)w * 3, out, out_len, resized, stk__img_kind_name(k), reason);
+    rc = finish(t, x, px, w, h, (size_t)w * 3, out, out_len, resized, dims, stk__img_kind_name(k), reason);
     free(px);
     return rc;
 }

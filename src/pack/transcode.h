@@ -30,16 +30,18 @@ void stk__fit_size(int w, int h, int max_side, int *ow, int *oh);
  * The payload for source bytes P[LEN]. *OUT = NULL: store P as it is (a JPEG that fits, any
  * JPEG without max_side, a damaged JPEG under keep_damaged). Else *OUT (owned by T, valid until
  * its next call) holds *OUT_LEN bytes of a new JPEG. *KIND = the source's format
- * (stk__img_kind); *RESIZED = 1 when the image was made smaller for max_side. Every JPEG is
- * decoded completely first (stk__dec_verify; one over STK__PACK_MAX_PIXELS is stored unchecked):
- * one that does not decode fully fails with a reason naming libjpeg's message ("damaged JPEG:
+ * (stk__img_kind); *RESIZED = 1 when the image was made smaller for max_side; DIMS = the
+ * stored image's size (0, 0 for a damaged JPEG kept). Every JPEG is decoded completely first (stk__dec_verify, whatever its size; a progressive one over
+ * STK__PACK_MAX_PIXELS is refused, as is any image over it that max_side does not resize, and
+ * one that max_side should resize but cannot be): one that does not decode fully fails with a
+ * reason naming libjpeg's message ("damaged JPEG:
  * truncated: Premature end of JPEG file"), or under keep_damaged is stored as it is with
  * *DAMAGED = 1 and that reason in REASON. On failure the status and a reason naming the format
  * ("PNG: truncated: file ends early", "not an image stoker reads (HEIF)") in REASON
  * (STK__ERRLEN).
  */
 int stk__transcode(stk__transcoder *t, const stk__xform *x, const uint8_t *p, size_t len, const uint8_t **out,
-                   size_t *out_len, int *kind, int *resized, int *damaged, char *reason);
+                   size_t *out_len, int *kind, int *resized, int *damaged, int dims[2], char *reason);
 
 /* RGB8 (rows 3 * W apart) to a baseline JPEG at QUALITY, 4:4:4, into *BUF (malloc'd/grown,
  * capacity *CAP), *LEN bytes. */

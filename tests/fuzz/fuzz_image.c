@@ -30,10 +30,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stk__xform x = {data[0] ? 8 + data[0] : 0, 90, data[0] & 1};
     const uint8_t *out = NULL;
     size_t out_len = 0;
-    int kind = -1, resized = -1, damaged = -1;
+    int kind = -1, resized = -1, damaged = -1, dims[2] = {-1, -1};
     char reason[STK__ERRLEN];
     reason[0] = 0;
-    int rc = stk__transcode(tc, &x, data + 1, size - 1, &out, &out_len, &kind, &resized, &damaged, reason);
+    int rc = stk__transcode(tc, &x, data + 1, size - 1, &out, &out_len, &kind, &resized, &damaged, dims, reason);
     FUZZ_CHECK(kind == stk__img_sniff(data + 1, size - 1), "kind %d", kind);
     if (rc != STK_OK) {
         FUZZ_CHECK(rc == STK_E_DECODE || rc == STK_E_TRUNCATED || rc == STK_E_TOO_LARGE || rc == STK_E_EMPTY ||

@@ -341,7 +341,11 @@ static void print_skipped(const char *dst)
         *tab = 0;
         if (shown < 100) {
             int kept = !strncmp(tab + 1, "kept-damaged: ", 14);
-            fprintf(stderr, "%s: %s %s: %s\n", g_prog, kept ? "kept damaged" : "skipped", line, tab + 14 * kept + 1);
+            int large = !strncmp(tab + 1, "over-loader-limit: ", 19);
+            if (large)
+                fprintf(stderr, "%s: warning: %s: %s\n", g_prog, line, tab + 20);
+            else
+                fprintf(stderr, "%s: %s %s: %s\n", g_prog, kept ? "kept damaged" : "skipped", line, tab + 14 * kept + 1);
             shown++;
         }
         n++;
@@ -491,7 +495,7 @@ static int cmd_pack(int argc, char **argv)
     int rc = stk_pack_ext(pos[0], pos[1], &o, &x, &r);
     if (ps.drew)
         fputc('\n', stderr);
-    if (rc == 0 && (r.skipped || x.bad_lines || x.kept_damaged || x.ignored))
+    if (rc == 0 && (r.skipped || x.bad_lines || x.kept_damaged || x.ignored || x.over_loader_limit))
         print_skipped(pos[1]);
     if (rc) {
         fprintf(stderr, "%s: pack failed: %s\n", g_prog, err[0] ? err : stk_strerror(rc));
@@ -523,6 +527,11 @@ static int cmd_pack(int argc, char **argv)
         if (x.kept_damaged)
             printf("kept %" PRIu64 " damaged JPEG%s as they are (--keep-damaged): see %s/pack-report.tsv\n",
                    x.kept_damaged, x.kept_damaged == 1 ? "" : "s", pos[1]);
+        if (x.over_loader_limit)
+            printf("warning: %" PRIu64 " image%s over the loader's default limit of 89478485 pixels (the loader "
+                   "refuses %s unless max_pixels is raised; --max-side N resizes): see %s/pack-report.tsv\n",
+                   x.over_loader_limit, x.over_loader_limit == 1 ? "" : "s",
+                   x.over_loader_limit == 1 ? "it" : "them", pos[1]);
         char tl[160];
         target_text(&x.targets, tl, sizeof tl);
         if (tl[0])

@@ -315,6 +315,7 @@ class PackExtOptions(ctypes.Structure):
         ("keep_damaged", c_int),
         ("kept_damaged", c_uint64),
         ("ignored", c_uint64),
+        ("over_loader_limit", c_uint64),  # since 0.5
     ]
 
 

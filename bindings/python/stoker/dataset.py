@@ -271,7 +271,9 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     path and its label, labels or values per line (docs/FORMAT.md "Manifests").
 
     Returns {records, skipped, shards, classes, payload_bytes, resumed_records, elapsed_s,
-    converted, resized, bad_lines, kept_damaged, ignored}. Files that cannot be packed are
+    converted, resized, bad_lines, kept_damaged, ignored, over_loader_limit}. Files that
+    cannot be packed (a JPEG over the pack's pixel limit that max_side does not resize, one that
+    max_side should resize but cannot be, too) are
     skipped and listed in DST/pack-report.tsv (``path<TAB>reason``): every JPEG is decoded
     completely first, and one that does not decode fully (truncated, corrupt data: any libjpeg
     warning) is skipped with libjpeg's message, unless ``keep_damaged``, which stores it as it
@@ -280,7 +282,9 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
     .gif) are left out as ImageFolder leaves them, counted in ``ignored`` and listed; manifest
     lines that cannot be used (bad syntax, no path, an unknown class name, another value count
     than the first record's, a value outside TARGET_TYPE's range) are set aside, counted in
-    ``bad_lines`` and listed there as ``<manifest> line N<TAB>reason``. With ``strict`` the
+    ``bad_lines`` and listed there as ``<manifest> line N<TAB>reason``. Records whose image is
+    over the loader's default pixel limit (89,478,485) are counted in ``over_loader_limit`` and
+    listed as ``over-loader-limit: WxH ...``, a warning. With ``strict`` the
     first bad file or line raises instead, naming it. An existing dataset in DST raises
     DatasetExists unless ``force``; a DST that an interrupted pack left is finished. One pack
     at a time per DST: while another pack writes DST (it holds DST/.stoker-pack.lock) this
@@ -404,7 +408,8 @@ def pack(src, dst, *, shard_bytes=None, threads=None, strict=False, force=False,
         raise _errors.make(rc, _lib.text(errbuf.value), "pack %s -> %s" % (src, dst))
     res = {k: getattr(result, k) for k, _t in _lib.PackResult._fields_}
     res.update(converted=ext.converted, resized=ext.resized, bad_lines=ext.bad_lines,
-               kept_damaged=ext.kept_damaged, ignored=ext.ignored)
+               kept_damaged=ext.kept_damaged, ignored=ext.ignored,
+               over_loader_limit=ext.over_loader_limit)
     return res
 
 

@@ -17,7 +17,9 @@
  * same as comparing the bytes (strcmp on unsigned chars). os.walk's "files" are the entries that
  * are not directories (after following symlinks), so a dangling symlink counts as a file; the
  * packer then reports it as unreadable. Directory loops through symlinks are cut (os.walk would
- * recurse until the path gets too long); unreadable directories are skipped, as os.walk does.
+ * recurse until the path gets too long); unreadable directories are skipped, as os.walk does,
+ * but named (out->unreadable, with the reason): a class folder pack cannot read is listed in
+ * its report, never an empty class in silence (torchvision's ImageFolder raises for it).
  *
  * Empty classes: torchvision raises FileNotFoundError for a class without a valid file unless
  * allow_empty=True. stoker keeps such a class in the class list (labels match torchvision's
@@ -136,7 +138,17 @@ typedef struct walk {
     strvec dirs;     /* every directory visited (full paths) */
     devino *seen;    /* directories on the current path (loop guard) */
     size_t nseen, capseen;
+    strvec *unread, *unread_why; /* directories that cannot be listed, and why */
 } walk;
+
+/* Note directory DIR, which cannot be listed (errno E), in UNREAD / WHY. */
+static int note_unreadable(strvec *unread, strvec *why, const char *dir, int e)
+{
+    char buf[160];
+    snprintf(buf, sizeof buf, "unreadable directory: %s (the images in it are not packed)", strerror(e));
+    int rc = sv_push(unread, stk__strdup(dir));
+    return rc ? rc : sv_push(why, stk__strdup(buf));
+}
 
 static int walk_dir(walk *w, const char *dir, int depth)
 {
@@ -149,8 +161,8 @@ static int walk_dir(walk *w, const char *dir, int depth)
     if (depth > 256)
         return STK_OK;
     DIR *d = opendir(dir);
-    if (!d)
-        return STK_OK; /* os.walk skips unreadable directories */
+    if (!d) /* os.walk skips unreadable directories: so do we, naming them */
+        return note_unreadable(w->unread, w->unread_why, dir, errno);
     char *copy = stk__strdup(dir);
     int rc = sv_push(&w->dirs, copy);
     if (rc)
@@ -184,12 +196,13 @@ out:
 }
 
 /* Files (non-directories after following symlinks) of DIR with an image extension, sorted;
- * the other files' names, sorted, into IGNORED. */
-static int list_files(const char *dir, strvec *out, strvec *ignored)
+ * the other files' names, sorted, into IGNORED; DIR into UNREAD (with why) when it cannot be
+ * listed (any more: it could when walked). */
+static int list_files(const char *dir, strvec *out, strvec *ignored, strvec *unread, strvec *unread_why)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return STK_OK;
+        return note_unreadable(unread, unread_why, dir, errno);
     struct dirent *e;
     int rc = STK_OK;
     while ((e = readdir(d)) != NULL) {
@@ -219,6 +232,7 @@ typedef struct entries {
     int32_t *labels;
     size_t n, cap;
     strvec ignored; /* full paths of the files left out for their name */
+    strvec unread, unread_why; /* directories that cannot be listed, and why */
 } entries;
 
 static int ent_push(entries *en, char *path, char *rel, int32_t label)
@@ -261,6 +275,9 @@ static void ent_move(entries *en, stk__filelist *out)
     out->labels = en->labels;
     out->ignored = en->ignored.v;
     out->nignored = en->ignored.n;
+    out->unreadable = en->unread.v;
+    out->unreadable_why = en->unread_why.v;
+    out->nunreadable = en->unread.n;
     memset(en, 0, sizeof *en);
 }
 
@@ -274,6 +291,8 @@ static void ent_free(entries *en)
     free(en->rel);
     free(en->labels);
     sv_free(&en->ignored);
+    sv_free(&en->unread);
+    sv_free(&en->unread_why);
     memset(en, 0, sizeof *en);
 }
 
@@ -312,13 +331,13 @@ static int list_classes(const char *root, strvec *classes, char *err)
  * path past its first SKIP bytes (the root and its '/'). */
 static int scan_class(const char *cdir, int32_t c, size_t skip, entries *en)
 {
-    walk w = {0};
+    walk w = {.unread = &en->unread, .unread_why = &en->unread_why};
     int rc = walk_dir(&w, cdir, 0);
     if (rc == STK_OK && w.dirs.n > 1)
         qsort(w.dirs.v, w.dirs.n, sizeof *w.dirs.v, cmp_str);
     for (size_t i = 0; rc == STK_OK && i < w.dirs.n; i++) {
         strvec files = {0}, ign = {0};
-        rc = list_files(w.dirs.v[i], &files, &ign);
+        rc = list_files(w.dirs.v[i], &files, &ign, &en->unread, &en->unread_why);
         for (size_t f = 0; rc == STK_OK && f < files.n; f++) {
             char *p = join(w.dirs.v[i], files.v[f]);
             char *r = p ? stk__strdup(p + skip) : NULL;
@@ -405,5 +424,11 @@ void stk__filelist_free(stk__filelist *l)
     for (size_t i = 0; i < l->nignored; i++)
         free(l->ignored[i]);
     free(l->ignored);
+    for (size_t i = 0; i < l->nunreadable; i++) {
+        free(l->unreadable[i]);
+        free(l->unreadable_why[i]);
+    }
+    free(l->unreadable);
+    free(l->unreadable_why);
     memset(l, 0, sizeof *l);
 }

@@ -29,6 +29,8 @@ typedef struct stk__filelist {
     char **bad_where, **bad_why;
     size_t nignored;    /* ImageFolder: files under the class folders left out for their name */
     char **ignored;     /* (full paths, in scan order; stk__folder_ignored_why says why) */
+    size_t nunreadable; /* ImageFolder: directories under ROOT that cannot be listed (EACCES...) */
+    char **unreadable, **unreadable_why; /* (full paths, in scan order, and why) */
 } stk__filelist;
 
 /*
@@ -38,7 +40,8 @@ typedef struct stk__filelist {
  * whose lowercased name ends with one of torchvision's IMG_EXTENSIONS (.jpg .jpeg .png .ppm
  * .bmp .pgm .tif .tiff .webp), ordered as `sorted(os.walk(...))` then sorted file names. The
  * other files under the class folders, which ImageFolder does not load either, are listed in
- * out->ignored. ERR: STK__ERRLEN bytes.
+ * out->ignored; the directories that cannot be listed (a class folder of mode 000) in
+ * out->unreadable. ERR: STK__ERRLEN bytes.
  */
 int stk__folder_scan(const char *root, stk__filelist *out, char *err);
 /* Why ImageFolder leaves out the file PATH (one of a filelist's `ignored`), into WHY (CAP bytes):

@@ -138,6 +138,13 @@ static int begin(pack_job *j)
     for (size_t i = 0; i < f->nbad; i++)
         if (sb_add(&j->rep, f->bad_where[i], f->bad_why[i]) != STK_OK)
             return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < f->nunreadable; i++) {
+        if (j->o.strict)
+            return stk__err(j->err, STK_E_IO, "%s: %s (--strict: stopping at the first bad source)", f->unreadable[i],
+                            f->unreadable_why[i]);
+        if (sb_add(&j->rep, f->unreadable[i], f->unreadable_why[i]) != STK_OK)
+            return stk__err(j->err, STK_E_NOMEM, "out of memory");
+    }
     char why[256];
     for (size_t i = 0; i < f->nignored; i++) {
         stk__folder_ignored_why(f->ignored[i], why, sizeof why);
@@ -208,7 +215,7 @@ static void progress_init(pack_job *j, uint64_t start)
     j->pr.bytes_total = j->pl.bytes_total;
     j->pr.files_done = start;
     j->pr.records_written = j->rs.records;
-    j->pr.skipped = j->rs.skipped;
+    j->pr.skipped = j->rs.skipped + j->pl.files.nunreadable; /* an unreadable directory counts as one */
     for (uint64_t i = 0; i < start; i++)
         j->pr.bytes_done += j->pl.sizes[i];
 }

@@ -101,6 +101,10 @@ int stk__pack_plan_make(const char *src, int max_side, int quality, int keep_dam
         return stk__err(err, STK_E_EMPTYSET, "%s: no image files (extensions .jpg .jpeg .png .ppm .bmp "
                         ".pgm .tif .tiff .webp; %zu other file%s left out, the first: %s)", src,
                         pl->files.nignored, pl->files.nignored == 1 ? "" : "s", pl->files.ignored[0]);
+    if (pl->files.n == 0 && pl->files.nunreadable)
+        return stk__err(err, STK_E_EMPTYSET, "%s: no image files; %zu director%s cannot be read, the first: %s: %s",
+                        src, pl->files.nunreadable, pl->files.nunreadable == 1 ? "y" : "ies", pl->files.unreadable[0],
+                        pl->files.unreadable_why[0]);
     if (pl->files.n == 0)
         return stk__err(err, STK_E_EMPTYSET, "%s: no image files (extensions .jpg .jpeg .png .ppm .bmp "
                         ".pgm .tif .tiff .webp)", src);

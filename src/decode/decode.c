@@ -390,7 +390,8 @@ static void cmyk_to_rgb(const uint8_t *in, uint8_t *out, int n)
  * A crop-window decode reads only the rows it needs: rows below the window are never entropy
  * decoded, so a record truncated below the window decodes fine for that window (the full decode
  * reports STK_E_TRUNCATED). The result for a record is still a pure function of its bytes and
- * its crop.
+ * its crop. A strict decode whose window reaches the last row also reads the markers up to EOI
+ * (jpeg_finish_decompress), where libjpeg notices junk after the last scan.
  *
  * Memory: the decoder's output buffer grows only when a bigger window comes; libjpeg's own
  * working memory is allocated by its pool allocator per image and freed by jpeg_abort.
@@ -474,6 +475,12 @@ static int window_body(stk_decoder *d, void *arg)
         if (a->fn && (y % 8 == 0 || y == a->sh))
             a->fn(a->user, px, stride, (y - 1) / 8 * 8, (y - 1) % 8 + 1);
     }
+    /* strict, and the window reaches the last row: read on to EOI as pack's check does
+     * (stk__dec_verify), so bytes between the last scan and EOI ("N extraneous bytes before
+     * marker 0xd9") fail here too and a full strict decode (stoker verify --decode) gives pack's
+     * verdict */
+    if (d->jerr.strict && a->sy + a->sh == oh)
+        jpeg_finish_decompress(ci);
     jpeg_abort_decompress(ci);
     a->px = a->fn ? NULL : px;
     a->stride = stride;

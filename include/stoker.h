@@ -604,7 +604,11 @@ typedef struct stk_pack_result {
  * stores it). Files that cannot be packed (corrupt, truncated, another format, a format this
  * build has no decoder for) are skipped and listed in DST/pack-report.tsv (path, reason) unless
  * OPTS->strict, which fails naming the file; so are the files of an ImageFolder's class folders
- * whose extension torchvision's ImageFolder does not load (".gif": left out, listed). A DST that
+ * whose extension torchvision's ImageFolder does not load (".gif": left out, listed), the folders
+ * that cannot be listed (a class folder of mode 000: "unreadable directory", counted as skipped)
+ * and, since 0.5, JPEGs over 178,956,970 pixels (every one is checked; one that max_side does not
+ * bring under the limit is skipped as "too large"). A record whose image is over the loader's
+ * default pixel limit is listed as a warning (stk_pack_ext_options.over_loader_limit). A DST that
  * an interrupted pack left is finished (completed shards are kept). One pack at a time per DST:
  * the pack holds an flock on DST/.stoker-pack.lock (holding its pid) from before it reads DST
  * until it returns; another pack, resume or force on the same DST fails at once with -EBUSY
@@ -639,7 +643,10 @@ typedef struct stk_pack_ext_options {
     int max_side;         /**< > 0: images whose longer side is larger are resized (the loader's
                                antialiased filter) to this longer side, the other side
                                round(side * max_side / longer), and stored as JPEG at `quality`;
-                               smaller JPEGs stay byte for byte. 0 = off */
+                               smaller JPEGs stay byte for byte. An image that should be
+                               resized but cannot be is skipped and listed; a JPEG over the
+                               pack's pixel limit is decoded at a DCT scale first (since 0.5).
+                               0 = off */
     int quality;          /**< JPEG quality 1..100 of every re-encoded image; 0 = 95 */
     uint64_t converted;   /**< out: non-JPEG sources stored as JPEG by this call */
     uint64_t resized;     /**< out: images made smaller for max_side by this call */

@@ -149,11 +149,11 @@ def record_checks(path):
     meta = env.open_db(b"meta", create=False)
     out = []
     with env.begin() as txn:
+        has_targets = txn.get(b"target_dtype", db=meta) is not None
+    tdb = env.open_db(b"targets", create=False) if has_targets else None
+    with env.begin() as txn:
         fmt = bytes(txn.get(b"format", db=meta))
         version = {b"stoker-shard 1": 1, b"stoker-shard 2": 2}[fmt]
-        tdb, k = None, 0
-        if txn.get(b"target_dtype", db=meta) is not None:
-            tdb = env.open_db(b"targets", create=False)
         for key, value in txn.cursor(db=records):
             magic, label, crc, length = struct.unpack("<4siII", value[:16])
             assert magic == b"STK%d" % version and length == len(value) - 16
@@ -161,7 +161,6 @@ def record_checks(path):
             if version == 2:
                 data += bytes(value[4:8]) + (bytes(txn.get(key, db=tdb)) if tdb is not None else b"")
             out.append((label, crc32c(data) == crc))
-            k += 1
     env.close()
     return version, out
 
@@ -184,6 +183,17 @@ def test_format2_checksum_covers_targets(tmp_path):
     version, recs = record_checks(dst / "shard-00000.lmdb")
     assert version == 2 and [l for l, _ in recs] == [i % 3 for i in range(6)]
     assert all(ok for _, ok in recs)
+    # record 3's target row [3.5, 6.0] changed to [3.5, 7.0] in the file: a bad record
+    shard = dst / "shard-00000.lmdb"
+    data = shard.read_bytes()
+    row = struct.pack("<ff", 3.5, 6.0)
+    pos = data.find(row)
+    assert pos > 0 and data.find(row, pos + 1) < 0
+    shard.write_bytes(data[:pos] + struct.pack("<ff", 3.5, 7.0) + data[pos + 8:])
+    _version, recs = record_checks(shard)
+    assert [ok for _, ok in recs] == [True, True, True, False, True, True]
+    r = subprocess.run([exe, "verify", str(dst)], capture_output=True, text=True)
+    assert r.returncode == 3 and "BAD\t3\t" in r.stdout and "or target changed" in r.stdout, r.stdout
 
 
 def test_format1_shard_reads_by_the_v1_rule():

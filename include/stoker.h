@@ -130,7 +130,9 @@ typedef enum stk_param {
     STK_P_IO_DIRECT = 101,      /**< I 0/1: O_DIRECT for shards [1] (buffered where refused) */
     STK_P_QUEUE_DEPTH = 102,    /**< I 1..4096: reads in flight [32] */
     STK_P_INFLIGHT_BYTES = 103, /**< I >= 1 MiB: cap on bytes in flight [64 MiB] */
-    STK_P_VERIFY_CRC = 104,     /**< I 0/1: check each payload's CRC32C [1] */
+    STK_P_VERIFY_CRC = 104,     /**< I 0/1: check each record's stored CRC32C (format-2 shards:
+                                     of payload, label and target, so a changed label is a bad
+                                     record, STK_E_CRC; format 1: of the payload) [1] */
     STK_P_IO_THREADS = 105,     /**< I 1..256: threads of the pread / files / mmap backends [8] */
     STK_P_SHUFFLE = 110,        /**< I 0/1: permute each epoch [1] */
     STK_P_SEED = 111,           /**< I: seed of order and augmentation [0] */

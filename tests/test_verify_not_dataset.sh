@@ -26,6 +26,13 @@ if [ -w /dev/full ]; then
         [ "$rc" = 1 ] || { cat "$T/err"; fail "stoker $cmd >/dev/full exited $rc, want 1"; }
         grep -q "No space left on device" "$T/err" || { cat "$T/err"; fail "stoker $cmd >/dev/full: reason"; }
     done
+    # loaderbench's table on stdout is its report too
+    if [ -n "${LOADERBENCH:-}" ] && [ -x "$LOADERBENCH" ]; then
+        "$LOADERBENCH" "$T/parent/ds" --seconds 0.2 --workers 1 >/dev/full 2>"$T/err"; rc=$?
+        [ "$rc" = 1 ] || { cat "$T/err"; fail "loaderbench >/dev/full exited $rc, want 1"; }
+        grep -q "cannot write the report to standard output: No space left on device" "$T/err" ||
+            { cat "$T/err"; fail "loaderbench >/dev/full: reason"; }
+    fi
 else
     echo "no writable /dev/full: the write-failure part is not run"
 fi

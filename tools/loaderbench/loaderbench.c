@@ -975,9 +975,12 @@ int main(int argc, char **argv)
         res.load_end = -1.0;
     lb_make_verdict(&cfg, &ds, &res);
     lb_print_table(stdout, &cfg, &ds, &res);
-    fflush(stdout);
 
     int status = ok ? LB_EXIT_OK : LB_EXIT_FAIL;
+    if (fflush(stdout) != 0 || ferror(stdout)) { /* the report is lost: not a success */
+        fprintf(stderr, "loaderbench: cannot write the report to standard output: %s\n", strerror(errno));
+        status = LB_EXIT_FAIL;
+    }
     if (cfg.json_path && lb_write_json(cfg.json_path, &cfg, &ds, &res) != 0)
         status = LB_EXIT_FAIL;
     if (cfg.csv_path && lb_write_csv(cfg.csv_path, &cfg, &ds, &res) != 0)

@@ -18,6 +18,7 @@ def test_pack_info_and_records(stoker_mod, imagefolder, shards):
     assert info["layout"] == "shards" and info["format_version"] == 2
     assert info["records"] == len(truth) and info["classes"] == CLASSES
     assert info["shards"] == len(info["shard_paths"]) >= 1
+    assert info["shard_formats"] == [2] * info["shards"]
     assert all(os.path.exists(p) for p in info["shard_paths"])
     with stoker_mod.Dataset(path) as ds:
         assert len(ds) == len(truth)

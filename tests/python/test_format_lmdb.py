@@ -202,3 +202,10 @@ def test_format1_shard_reads_by_the_v1_rule():
     path = os.path.join(here, "..", "data", "v0.1-dataset", "shard-00000.lmdb")
     version, recs = record_checks(path)
     assert version == 1 and recs and all(ok for _, ok in recs)
+
+
+def test_format1_info_from_the_binding(stoker_mod):
+    """stoker.info says which format each shard is."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    info = stoker_mod.info(os.path.join(here, "..", "data", "v0.1-dataset"))
+    assert info["format_version"] == 1 and info["shard_formats"] == [1]

@@ -503,6 +503,7 @@ _PROTOTYPES = [
     ("stk_dataset_count", c_uint64, [c_void_p]),
     ("stk_dataset_class_name", c_char_p, [c_void_p, c_uint32]),
     ("stk_dataset_shard_path", c_char_p, [c_void_p, c_uint32]),
+    ("stk_dataset_shard_format", c_int, [c_void_p, c_uint32]),   # 0.5
     ("stk_dataset_record", c_int, [c_void_p, c_uint64, POINTER(RecordInfo)]),
     ("stk_dataset_read", c_int,
      [c_void_p, c_uint64, c_void_p, c_size_t, POINTER(c_size_t), POINTER(RecordInfo)]),

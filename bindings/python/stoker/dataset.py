@@ -200,8 +200,10 @@ class Dataset:
         return info
 
     def info(self):
-        """{path, layout, format_version, shards, shard_paths, classes, records,
-        payload_bytes, file_bytes, max_record_bytes, target (as ``target_info``)}."""
+        """{path, layout, format_version, shards, shard_paths, shard_formats, classes, records,
+        payload_bytes, file_bytes, max_record_bytes, target (as ``target_info``)}.
+        shard_formats: each shard's format (2: its checksums cover the labels and targets,
+        1: packed before stoker 0.5, the payload only; 0: not a stoker shard)."""
         self._usable()
         info = self._info()
         paths = []
@@ -209,9 +211,11 @@ class Dataset:
             p = self._lib.stk_dataset_shard_path(self._h, k)
             if p:
                 paths.append(_lib.text(p))
+        formats = [self._lib.stk_dataset_shard_format(self._h, k) for k in range(len(paths))]
         return {"path": self.path, "layout": _lib.LAYOUT_NAMES.get(info.layout, str(info.layout)),
                 "format_version": info.format_version, "shards": info.shards,
-                "shard_paths": paths, "classes": self.classes, "records": info.records,
+                "shard_paths": paths, "shard_formats": formats, "classes": self.classes,
+                "records": info.records,
                 "payload_bytes": info.payload_bytes, "file_bytes": info.file_bytes,
                 "max_record_bytes": info.max_record_bytes, "target": self.target_info}
 

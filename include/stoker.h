@@ -139,6 +139,12 @@ typedef enum stk_param {
     STK_P_WORLD_SIZE = 114,     /**< I >= 1 [1] */
     STK_P_DIST_MODE = 115,      /**< I: STK_DIST_PAD (wrap, as DistributedSampler), STK_DIST_DROP or
                                      STK_DIST_EXACT (unequal parts, each sample once) [PAD] */
+    STK_P_DRAW_KEY = 116,       /**< I -1..2^62: what keys each sample's random draws (crop, flip,
+                                     interpolation, augmentations, erasing) besides (seed, epoch):
+                                     -1 its record index; B >= 0 the number B + its position in
+                                     this rank's epoch, so that a record listed twice
+                                     (stk_loader_set_indices) draws differently per copy [-1]
+                                     (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */

@@ -27,16 +27,16 @@ _lib.get()   # load and version-check libstoker now: a clear ImportError rather 
 from .dataset import Dataset, decode, image_info, info, pack  # noqa: E402
 from .loader import Loader, LoaderStats  # noqa: E402
 from .mix import CutMix, MixUp, RandomChoice  # noqa: E402
-from .dataloader import DataLoader, ImageFolder  # noqa: E402
+from .dataloader import ImageFolder  # noqa: E402
 
 __version__ = "%d.%d.%d" % _lib.get().version
 library_path = _lib.get().path
 
 
 def __getattr__(name):
-    if name == "ExactDistributedSampler":   # a torch class: built when first asked for
+    if name in ("ExactDistributedSampler", "DataLoader"):   # torch classes: built when first asked for
         from . import dataloader
-        return dataloader.ExactDistributedSampler
+        return getattr(dataloader, name)
     raise AttributeError("module 'stoker' has no attribute %r" % (name,))
 
 

@@ -1229,16 +1229,44 @@ class Loader:
     # ---- epochs and resume ---------------------------------------------------------------
     def set_epoch(self, epoch):
         """The next ``for`` runs EPOCH from its start (as DistributedSampler.set_epoch).
-        A pass in progress ends (its next step raises StopIteration)."""
+        A pass in progress of another epoch ends (its next step raises StopIteration); one of
+        EPOCH itself goes on (calling set_epoch twice with the same epoch changes nothing)."""
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._usable()
         with self._consuming():
+            if self._in_progress() and self._active().epoch == epoch:
+                return                  # the pass of EPOCH goes on: set_epoch twice ends nothing
             self._drain()
             self._end_iteration()
             self._resume = None
             self._epoch = epoch
+
+    def _set_order(self, idx):
+        """(stoker.DataLoader) The records the next pass reads, in this order (IDX, from a
+        sampler drawn in Python). The library takes a list only while stopped
+        (stk_loader_set_indices), and the order is known only when the pass begins, so a
+        started pipeline is stopped and restarted at the pass's start: a thread join and the
+        ring's allocation once per epoch, next to the restart every set_epoch makes anyway.
+        Batches still referenced are detached first (they keep their memory). Consumer thread,
+        no pass in progress."""
+        idx = np.ascontiguousarray(idx, dtype=np.uint64)
+        if idx.ndim != 1 or idx.size == 0:
+            raise ValueError("the sampler drew no sample for this pass")
+        if self.indices is not None and idx.size == self.indices.size and np.array_equal(
+                idx, self.indices):
+            return
+        lib = self._lib
+        if self._started:
+            self._settle_all()
+            self._check(lib.stk_loader_stop(self._h), "stop")
+            self._started = False
+        self._check(lib.stk_loader_set_indices(self._h, idx.ctypes.data_as(
+            ctypes.POINTER(ctypes.c_uint64)), idx.size), "indices")
+        self.indices = idx.astype(np.int64)
+        self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
+        self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
 
     @property
     def epoch(self):

@@ -18,6 +18,8 @@ version is checked on import (see ``stoker._lib``).
 Works without torch (NumPy arrays) and without a GPU.
 """
 
+import sys
+
 from . import _lib
 from .errors import (Cancelled, DataError, DatasetExists, InvalidArgument, StateError,
                      StokerError, StokerIOError, StokerMemoryError, StokerTimeout, Unsupported)
@@ -28,6 +30,10 @@ from .dataset import Dataset, decode, image_info, info, pack  # noqa: E402
 from .loader import Loader, LoaderStats  # noqa: E402
 from .mix import CutMix, MixUp, RandomChoice  # noqa: E402
 from .dataloader import ImageFolder  # noqa: E402
+
+if "torch" in sys.modules:   # torch is there already: build stoker.DataLoader (a subclass of
+    from . import dataloader as _dl  # noqa: E402  torch's) now, before a framework lists them
+    DataLoader = _dl.DataLoader
 
 __version__ = "%d.%d.%d" % _lib.get().version
 library_path = _lib.get().path

@@ -757,6 +757,12 @@ _FORWARD = ("stats", "report", "state_dict", "load_state_dict", "set_epoch", "st
             "resize", "path", "indices", "strict", "return_index", "copy", "STATE_VERSION")
 
 
+# stoker.DataLoader sets its own attributes with object.__setattr__: Lightning records every
+# setattr made outside a wrapped __init__ and replays it on the DataLoader it rebuilds (with a
+# DistributedSampler), which would hand the new one the old one's stoker.Loader
+_own = object.__setattr__
+
+
 def _dataloader_class():
     import torch.utils.data as tud
     import inspect
@@ -832,7 +838,7 @@ def _dataloader_class():
                      max_size=None, batch_transform=None):
             import torch
             _tv()
-            self._loader = None
+            _own(self, '_loader', None)
             if batch_size is None and batch_sampler is None:
                 _refuse("batch_size=None (unbatched samples)")
             mix = _batch_mix(collate_fn, batch_transform, torch)
@@ -867,14 +873,15 @@ def _dataloader_class():
             for name, value in (("num_workers", num_workers),
                                 ("prefetch_factor", prefetch_factor),
                                 ("persistent_workers", persistent_workers)):
-                object.__setattr__(self, name, value)
-            self.worker_init_fn = None
+                _own(self, name, value)
+            _own(self, 'worker_init_fn', None)
             if "in_order" not in torch_params:
-                self.in_order = in_order
+                _own(self, 'in_order', in_order)
 
             # which sampler gives the order: the library's (known kinds) or drawn in Python
             bs, last = batch_size, drop_last
-            order_sampler, self._batches_from = sampler, None
+            order_sampler = sampler
+            _own(self, "_batches_from", None)
             if batch_sampler is not None:
                 if type(batch_sampler) is tud.BatchSampler:
                     order_sampler = batch_sampler.sampler
@@ -885,18 +892,18 @@ def _dataloader_class():
                         _refuse("batch_sampler=%s without a batch_size attribute (stoker "
                                 "delivers batches of one size, the last one shorter)"
                                 % type(batch_sampler).__name__)
-                    self._batches_from = batch_sampler
+                    _own(self, '_batches_from', batch_sampler)
                     order_sampler, last = batch_sampler, False
             known = (None if self._batches_from is not None else
                      _sampler_args(order_sampler, shuffle, generator, dataset))
-            self._subset = indices
-            self._draw = None
+            _own(self, '_subset', indices)
+            _own(self, '_draw', None)
             options = {}
             if known is not None:
                 shuffle_, seed, rank, world, mode = known
                 lib_indices = indices
             else:
-                self._draw = order_sampler
+                _own(self, '_draw', order_sampler)
                 try:
                     n = len(order_sampler)
                 except TypeError:
@@ -915,9 +922,9 @@ def _dataloader_class():
                 seed = gen.initial_seed() if isinstance(gen, torch.Generator) else int(
                     torch.empty((), dtype=torch.int64).random_().item())
                 options[_lib.P_DRAW_KEY] = _draw_key_base(order_sampler)
-            self._epoch_sampler = order_sampler if hasattr(order_sampler, "set_epoch") else None
+            _own(self, '_epoch_sampler', order_sampler if hasattr(order_sampler, "set_epoch") else None)
             train = kw.pop("train")
-            self._tf_size = (kw["size"], kw.get("resize"))
+            _own(self, '_tf_size', (kw["size"], kw.get("resize")))
             L = Loader(base.root, bs, train=train, workers=num_workers or None,
                        shuffle=shuffle_, seed=seed, drop_last=last, rank=rank,
                        world_size=world, dist_mode=mode, strict=True,
@@ -934,10 +941,10 @@ def _dataloader_class():
                                           len(base.classes)))
             if self._draw is not None:
                 L._dataset_id()          # the state's identity: the dataset and pass length
-            self._loader = L
-            self._base = base
-            self._pass_gen = 0
-            self._last_sampler_epoch = None
+            _own(self, '_loader', L)
+            _own(self, '_base', base)
+            _own(self, '_pass_gen', 0)
+            _own(self, '_last_sampler_epoch', None)
 
         # ---- the owned stoker.Loader ----------------------------------------------------
         @property
@@ -1013,7 +1020,7 @@ def _dataloader_class():
             if not apply:
                 return
             L.set_size(*size)
-            self._tf_size = (size, resize)
+            _own(self, '_tf_size', (size, resize))
 
         def _drawn_order(self):
             """This pass's record order from the sampler (or batch sampler) drawn in Python."""
@@ -1061,7 +1068,7 @@ def _dataloader_class():
                                 "repeats the order and the augmentation of the last one (call "
                                 "sampler.set_epoch(epoch) every epoch)" % e, stacklevel=3)
                         L.set_epoch(e)
-                    self._last_sampler_epoch = e
+                    _own(self, '_last_sampler_epoch', e)
                 if self._draw is not None:
                     L._set_order(self._drawn_order())
                 return Loader.__iter__(L)

@@ -48,15 +48,15 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define STK_VERSION_MAJOR 0
-#define STK_VERSION_MINOR 2
+#define STK_VERSION_MINOR 5
 #define STK_VERSION_PATCH 0
 /** MAJOR*10000 + MINOR*100 + PATCH. */
 #define STK_VERSION_NUMBER (STK_VERSION_MAJOR * 10000 + STK_VERSION_MINOR * 100 + STK_VERSION_PATCH)
-#define STK_VERSION_STRING "0.2.0"
+#define STK_VERSION_STRING "0.5.0"
 
 /** The library's STK_VERSION_NUMBER (compare with the header's to detect a mismatch). */
 STK_API unsigned stk_version(void);
-/** "0.2.0" plus the build's features, e.g. "0.2.0 (uring cuda)". Static string. */
+/** "0.5.0" plus the build's features, e.g. "0.5.0 (uring cuda)". Static string. */
 STK_API const char *stk_version_string(void);
 
 /** Build features, for stk_has_feature(). */

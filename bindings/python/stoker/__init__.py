@@ -47,7 +47,7 @@ def __getattr__(name):
 
 
 def version_string():
-    """The library's version and build features, e.g. "0.2.0 (uring cuda)"."""
+    """The library's version and build features, e.g. "0.5.0 (uring cuda)"."""
     return _lib.text(_lib.get().stk_version_string())
 
 

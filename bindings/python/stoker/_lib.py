@@ -31,7 +31,7 @@ import threading
 
 # The header version this binding was written against (STK_VERSION_MAJOR / MINOR).
 EXPECTED_MAJOR = 0
-EXPECTED_MINOR = 2
+EXPECTED_MINOR = 5
 
 c_int = ctypes.c_int
 c_uint = ctypes.c_uint

@@ -645,19 +645,22 @@ def _sampler_args(sampler, shuffle, generator, dataset):
     if generator is not None and not isinstance(generator, torch.Generator):
         _refuse("generator=%r (a torch.Generator)" % (generator,))
     if sampler is None:
-        if shuffle:
-            seed = generator.initial_seed() if generator is not None else int(
-                torch.empty((), dtype=torch.int64).random_().item())
-        else:
-            seed = 0
         # no sampler: under an initialised process group rank and world come from
-        # torch.distributed (stoker.Loader's default), as DistributedSampler's would
+        # torch.distributed (stoker.Loader's default), as DistributedSampler's would; the ranks
+        # must then share the seed: a generator's (seeded alike on every rank), else
+        # DistributedSampler's default, 0 (each rank's global RNG may differ)
         from .loader import resolve_distributed
         dist = sys.modules.get("torch.distributed")
         if dist is not None and dist.is_available() and dist.is_initialized():
             rank, world = resolve_distributed(None, None)
         else:
             rank, world = 0, 1
+        if shuffle and generator is not None:
+            seed = generator.initial_seed()
+        elif shuffle and world == 1:
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())
+        else:
+            seed = 0
         return bool(shuffle), seed, rank, world, "pad"
     if shuffle:
         raise ValueError("DataLoader option shuffle is mutually exclusive with sampler "

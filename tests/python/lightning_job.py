@@ -4,7 +4,7 @@ that strategy="ddp" can launch its second rank by re-running it). Each rank writ
 to OUT/rank{R}.json: per epoch, the training and validation samples (identified by a hash of
 their eval-transformed pixels, bit-exact between stoker and torch) in the order seen.
 
-    python lightning_job.py ROOT OUT {stoker|torch} DEVICES EPOCHS [SAVE_AT | resume:CKPT]
+    python lightning_job.py ROOT OUT {stoker|torch} DEVICES EPOCHS [SAVE_AT | resume:CKPT | limit]
 """
 
 import hashlib
@@ -74,7 +74,9 @@ if __name__ == "__main__":
     trainer = L.Trainer(accelerator="cpu", devices=devices, max_epochs=epochs,
                         strategy="ddp" if devices > 1 else "auto", logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, num_sanity_val_steps=2)
+                        enable_model_summary=False, num_sanity_val_steps=2,
+                        **({"limit_train_batches": 3, "limit_val_batches": 2}
+                           if extra == "limit" else {}))
     ckpt = extra[len("resume:"):] if extra.startswith("resume:") else None
     trainer.fit(model, datamodule=Data(), ckpt_path=ckpt)
     with open(os.path.join(out, "rank%d.json" % trainer.global_rank), "w") as f:

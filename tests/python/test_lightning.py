@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """stoker.DataLoader under real Lightning 2.x on CPU (tests/python/lightning_job.py, run as a
 script so that strategy="ddp" launches its second rank as Lightning does): single device, 2
-epochs → every epoch the full batch count, train and val; DDP over 2 processes (gloo) →
+epochs → every epoch the full batch count, train and val, and with limit_train_batches /
+limit_val_batches (passes abandoned mid-way) each epoch that many batches, a new order each; DDP over 2 processes (gloo) →
 Lightning's injected DistributedSampler gives disjoint shares whose union is the dataset, equal
 counts, epoch 1 runs, and validation is sharded exactly as with torch's own DataLoader; a
 checkpoint saved mid-epoch resumes with exactly the rest of that epoch. Needs Lightning (the
@@ -69,3 +70,10 @@ def test_resume_mid_epoch(root, tmp_path):
                    "resume:" + str(tmp_path / "r1" / "mid.ckpt"))
     assert list(rest["seen"]["train"]) == ["1"]
     assert rest["seen"]["train"]["1"] == full["seen"]["train"]["1"][12:]
+
+
+def test_limit_batches(root, tmp_path):
+    (r,) = _run(root, tmp_path / "limit", "stoker", 1, 2, "limit")
+    tr, va = r["seen"]["train"], r["seen"]["val"]
+    assert len(tr["0"]) == len(tr["1"]) == 12 and tr["0"] != tr["1"]
+    assert len(va["0"]) == len(va["1"]) == 8 and va["0"] == va["1"]

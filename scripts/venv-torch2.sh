@@ -16,6 +16,11 @@ if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$PKGS" ]; the
   echo "$VENV/bin/python"
   exit 0
 fi
+if [ -e "$VENV" ] && [ ! -f "$STAMP" ]; then
+  echo "venv-torch2.sh: $VENV exists but was not made by this script (no $STAMP);" \
+       "remove it or set STK_TORCH2_VENV to another directory" >&2
+  exit 1
+fi
 {
   echo "== creating $VENV ($PKGS)"
   rm -rf "$VENV"

@@ -49,11 +49,12 @@ SUPPORTED = """stoker.DataLoader supports:
     then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value) | timm's RandomErasing
            (mode const / rand / pixel, min_count, max_count)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
-           torch DistributedSampler, stoker.ExactDistributedSampler
+           torch DistributedSampler, stoker.ExactDistributedSampler: ordered in C; any other
+           sampler, and a batch_sampler with a batch_size: drawn in Python once per pass
   in_order: True or False (the order is deterministic either way)
   collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
-  not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
+  not supported: other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
            augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AugMixAugment,
            timm's '3a' AutoAugment, ...) are refused

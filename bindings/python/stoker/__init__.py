@@ -31,7 +31,7 @@ from .loader import Loader, LoaderStats  # noqa: E402
 from .mix import CutMix, MixUp, RandomChoice  # noqa: E402
 from .dataloader import ImageFolder  # noqa: E402
 
-if "torch" in sys.modules:   # torch is there already: build stoker.DataLoader (a subclass of
+if sys.modules.get("torch") is not None:   # torch is there already: build stoker.DataLoader (a subclass of
     from . import dataloader as _dl  # noqa: E402  torch's) now, before a framework lists them
     DataLoader = _dl.DataLoader
 

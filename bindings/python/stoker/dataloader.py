@@ -768,7 +768,11 @@ _own = object.__setattr__
 
 
 def _dataloader_class():
-    import torch.utils.data as tud
+    try:
+        import torch.utils.data as tud
+    except ImportError as e:
+        raise ImportError("stoker.DataLoader is a torch.utils.data.DataLoader and needs torch "
+                          "(%s); stoker.Loader works without it" % e) from None
     import inspect
 
     torch_params = set(inspect.signature(tud.DataLoader.__init__).parameters)

@@ -3,7 +3,8 @@
 sampler.set_epoch() (the pass begins at its first next() and runs the sampler's epoch then), an
 exhausted iterator kept alive while the next iter() is asked for, an iterator abandoned
 mid-pass (limit_train_batches) then a new iter(), an older iterator stepped after a newer one
-began (it ends), set_epoch() twice with the epoch in progress (the pass goes on)."""
+began (it ends), set_epoch() twice with the epoch in progress (the pass goes on), set_epoch()
+of the pass just run (a warning: it repeats)."""
 
 import pytest
 
@@ -68,8 +69,10 @@ def test_set_epoch_twice_keeps_the_pass(ds):
     loader = stoker.DataLoader(ds, batch_size=4, shuffle=True,
                                generator=torch.Generator().manual_seed(2))
     loader.set_epoch(3)
+    loader.set_epoch(3)                    # twice before the pass: nothing to say
     ref = _cat(loader)
-    loader.set_epoch(3)
+    with pytest.warns(UserWarning, match="repeats"):
+        loader.set_epoch(3)                # the pass just run, again: said, not silent
     it = iter(loader)
     first = [next(it)]
     loader.set_epoch(3)                    # the same epoch again: nothing ends

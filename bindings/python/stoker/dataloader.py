@@ -999,8 +999,15 @@ def _dataloader_class():
 
         def set_epoch(self, epoch):
             """stoker.Loader.set_epoch(): the next pass runs EPOCH (a pass of EPOCH in
-            progress goes on)."""
-            self._loader.set_epoch(epoch)
+            progress goes on). Asking again for the epoch of the last pass, once that pass
+            is over, repeats its order and augmentation: a warning says so (train or shuffle)."""
+            L = self._loader
+            if ((L.train or L.shuffle) and L._started and not L._in_progress() and L._resume is None
+                    and int(epoch) == L._epoch - 1):
+                warnings.warn("stoker.DataLoader.set_epoch(%d): the last pass ran epoch %d; the "
+                              "next one repeats its order and augmentation" % (epoch, epoch),
+                              stacklevel=2)
+            L.set_epoch(epoch)
 
         # ---- passes ---------------------------------------------------------------------
         def _follow_transform(self, apply=True):

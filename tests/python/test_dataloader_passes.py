@@ -2,8 +2,8 @@
 """What frameworks do with a DataLoader's iterators, on stoker.DataLoader: iter() before
 sampler.set_epoch() (the pass begins at its first next() and runs the sampler's epoch then), an
 exhausted iterator kept alive while the next iter() is asked for, an iterator abandoned
-mid-pass (limit_train_batches) then a new iter(), an older iterator stepped after a newer one
-began (it ends), set_epoch() twice with the epoch in progress (the pass goes on), set_epoch()
+mid-pass (limit_train_batches) then a new iter(), an older iterator stepped after a later one
+began (RuntimeError mid-way, StopIteration once all its batches were out), set_epoch() twice with the epoch in progress (the pass goes on), set_epoch()
 of the pass just run (a warning: it repeats)."""
 
 import pytest
@@ -59,8 +59,10 @@ def test_exhausted_or_abandoned_iterator_then_new_pass(ds):
     it4 = iter(loader)
     again = list(it4)
     assert len(again) == n and torch.equal(_cat(again), _cat(full))
-    with pytest.raises(StopIteration):     # the older pass ended when the newer one began
-        next(it3)
+    with pytest.raises(RuntimeError, match="ended by a later iter"):
+        next(it3)                          # ended mid-way when the later pass began: said
+    with pytest.raises(StopIteration):     # it had delivered every batch: it just ends
+        next(it)
     loader.close()
 
 

@@ -16,6 +16,7 @@ import io
 import os
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -717,26 +718,33 @@ def _batch_mix(collate_fn, batch_transform, torch):
 class _Pass:
     """iter(stoker.DataLoader): one pass, begun lazily at the first next(): frameworks create
     the epoch's iterator before they call sampler.set_epoch(epoch) (Lightning does), so the
-    sampler's epoch is read then, not at iter(). A newer iter() of the same DataLoader ends
-    this pass (its next step raises StopIteration), as a persistent-workers DataLoader resets
-    its one iterator: a pass abandoned (limit_train_batches) or exhausted but still referenced
-    never blocks the next one."""
+    sampler's epoch is read then, not at iter(). The library runs one pass at a time: a pass
+    that begins ends the earlier one, so a pass abandoned (limit_train_batches) or exhausted
+    but still referenced never blocks the next. Stepping an ended pass again: StopIteration if
+    it had delivered all its batches, else RuntimeError (its epoch would be cut short)."""
 
-    __slots__ = ("_dl", "_gen", "_it", "__weakref__")
+    __slots__ = ("_dl", "_it", "ended", "__weakref__")
 
-    def __init__(self, dl, gen):
+    def __init__(self, dl):
         self._dl = dl
-        self._gen = gen
         self._it = None
+        self.ended = False                # a later pass began
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        if self.ended:
+            it = self._it
+            if it is None or it.batches < len(self._dl):
+                raise RuntimeError(
+                    "this stoker.DataLoader iterator (%s) was ended by a later iter() of the same "
+                    "DataLoader: stoker runs one pass at a time; finish a pass before the next "
+                    "one begins" % ("not begun" if it is None else "epoch %d, batch %d of %d"
+                                    % (it.epoch, it.batches, len(self._dl))))
+            raise StopIteration
         if self._it is None:
-            if self._dl._pass_gen != self._gen:
-                raise StopIteration       # a newer iter() took over before this pass began
-            self._it = self._dl._begin_pass()
+            self._it = self._dl._begin_pass(self)
         return next(self._it)
 
     def __len__(self):
@@ -746,19 +754,23 @@ class _Pass:
         """End this pass now (as leaving the ``for`` does)."""
         if self._it is not None:
             self._it.close()
-        self._gen = -1
+        else:
+            self._it = _Closed
 
     def __repr__(self):
         return "<stoker.DataLoader iterator: %s>" % (
             "not begun" if self._it is None else repr(self._it)[1:-1])
 
 
-# the Loader methods and properties a stoker.DataLoader forwards to the loader it owns
-_FORWARD = ("stats", "report", "state_dict", "load_state_dict", "set_epoch", "start", "cancel",
-            "set_size", "epoch", "size", "classes", "samples_per_epoch", "target_info",
-            "pinned", "pin_memory_reason", "train", "seed", "shuffle", "rank", "world_size",
-            "dist_mode", "dtype", "layout", "device", "height", "width", "interpolation",
-            "resize", "path", "indices", "strict", "return_index", "copy", "STATE_VERSION")
+class _ClosedPass:
+    """The inner iterator of a pass closed before it began."""
+    epoch, batches = -1, 0
+
+    def __next__(self):
+        raise StopIteration
+
+
+_Closed = _ClosedPass()
 
 
 # stoker.DataLoader sets its own attributes with object.__setattr__: Lightning records every
@@ -951,7 +963,7 @@ def _dataloader_class():
                 L._dataset_id()          # the state's identity: the dataset and pass length
             _own(self, '_loader', L)
             _own(self, '_base', base)
-            _own(self, '_pass_gen', 0)
+            _own(self, '_current', None)
             _own(self, '_last_sampler_epoch', None)
 
         # ---- the owned stoker.Loader ----------------------------------------------------
@@ -961,7 +973,9 @@ def _dataloader_class():
             return self._loader
 
         def __getattr__(self, name):
-            if name in _FORWARD:
+            # what torch's DataLoader lacks comes from the stoker.Loader (stoker.DataLoader was
+            # one until 0.5: every Loader attribute stays reachable)
+            if not name.startswith("__"):
                 L = self.__dict__.get("_loader")
                 if L is not None:
                     return getattr(L, name)
@@ -1063,13 +1077,17 @@ def _dataloader_class():
                 out[k] = self._subset[i] if self._subset is not None else i
             return out
 
-        def _begin_pass(self):
+        def _begin_pass(self, p):
             L = self._loader
             L._usable()
             with L._consuming():
-                if L._in_progress():       # an older pass, abandoned or exhausted: it ends
+                old = self._current() if self._current is not None else None
+                if old is not None and old is not p:
+                    old.ended = True       # an earlier pass, abandoned or exhausted, ends
+                if L._in_progress():
                     L._drain()
                     L._end_iteration()
+                _own(self, "_current", weakref.ref(p))
                 self._follow_transform()
                 s = self._epoch_sampler
                 if s is not None:
@@ -1090,9 +1108,9 @@ def _dataloader_class():
 
         def __iter__(self):
             self._loader._usable()
-            self._follow_transform(apply=False)   # a refused size change fails here, at iter()
-            self._pass_gen += 1
-            return _Pass(self, self._pass_gen)
+            with self._loader._consuming():    # another thread inside: RuntimeError naming it
+                self._follow_transform(apply=False)   # a refused size change fails at iter()
+            return _Pass(self)
 
         def __del__(self):
             try:

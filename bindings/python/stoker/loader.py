@@ -320,12 +320,13 @@ class _Iter:
     """One pass over the loader (one epoch, or the rest of it after load_state_dict). While it
     is live (not exhausted, not closed, still referenced) the loader refuses another iter()."""
 
-    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "__weakref__")
+    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "asked", "__weakref__")
 
-    def __init__(self, loader, gen, epoch):
+    def __init__(self, loader, gen, epoch, asked=False):
         self._loader = loader
         self._gen = gen
         self.epoch = epoch
+        self.asked = asked   # its epoch was given by set_epoch()
         self.done = False
         self.batches = 0     # handed out by this pass
 
@@ -584,6 +585,7 @@ class Loader:
         if self._epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._resume = None               # (epoch, next_sample) from load_state_dict
+        self._asked = False               # the next pass's epoch was given by set_epoch()
         self._started = False
         self._gen = 0
         self._active = None               # weakref to the iterator in progress
@@ -1047,7 +1049,8 @@ class Loader:
         self._ensure_position(epoch, sample, base)
         self._resume = None
         self._epoch = epoch + 1           # the `for` after this one runs the next epoch
-        it = _Iter(self, self._gen, epoch)
+        it = _Iter(self, self._gen, epoch, self._asked)
+        self._asked = False
         self._active = weakref.ref(it)
         return it
 
@@ -1229,19 +1232,20 @@ class Loader:
     # ---- epochs and resume ---------------------------------------------------------------
     def set_epoch(self, epoch):
         """The next ``for`` runs EPOCH from its start (as DistributedSampler.set_epoch).
-        A pass in progress of another epoch ends (its next step raises StopIteration); one of
-        EPOCH itself goes on (calling set_epoch twice with the same epoch changes nothing)."""
+        A pass in progress ends (its next step raises StopIteration), except one that an
+        earlier set_epoch(EPOCH) began: set_epoch twice with the same epoch changes nothing."""
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._usable()
         with self._consuming():
-            if self._in_progress() and self._active().epoch == epoch:
-                return                  # the pass of EPOCH goes on: set_epoch twice ends nothing
+            if self._in_progress() and self._active().epoch == epoch and self._active().asked:
+                return                  # set_epoch(EPOCH) twice: its pass goes on
             self._drain()
             self._end_iteration()
             self._resume = None
             self._epoch = epoch
+            self._asked = True
 
     def _set_order(self, idx):
         """(stoker.DataLoader) The records the next pass reads, in this order (IDX, from a
@@ -1485,6 +1489,7 @@ class Loader:
             self._end_iteration()
             self._resume = (epoch, sample, base)
             self._epoch = epoch
+            self._asked = False
 
     def _merge_states(self, states):
         if not states:

@@ -816,7 +816,8 @@ def _dataloader_class():
             ``for`` runs the next epoch (new order and augmentation).
           no sampler under an initialised torch.distributed process group (torchrun + DDP):
             this rank's disjoint share, as stoker.Loader (rank and world from
-            torch.distributed; every rank the same count, padded as DistributedSampler).
+            torch.distributed; every rank the same count, padded as DistributedSampler); the
+            ranks share the seed: the generator's (seed it alike on every rank), else 0.
           sampler: SequentialSampler, RandomSampler (no replacement), DistributedSampler,
             stoker.ExactDistributedSampler: the order is computed in the library; with a
             DistributedSampler each ``for`` runs ``sampler.epoch`` (read at the pass's first
@@ -844,8 +845,10 @@ def _dataloader_class():
             stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
             timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
             classes float32), as ``mix(*default_collate(batch))`` would.
-        Passes: each iter() is one pass, begun at its first next(); a newer iter() ends an
-        older pass (abandoned or exhausted but still referenced) instead of failing.
+        Passes: each iter() is one pass, begun at its first next(); a pass that begins ends
+        an earlier one (abandoned, or exhausted but still referenced) instead of failing;
+        stepping that earlier iterator again raises RuntimeError if it had batches left
+        (StopIteration if not). set_epoch(e) twice leaves the pass of e going.
         Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
         stoker.Loader on batch lifetime.
         """

@@ -48,15 +48,15 @@ extern "C" {
  * ------------------------------------------------------------------------------------------- */
 
 #define STK_VERSION_MAJOR 0
-#define STK_VERSION_MINOR 2
+#define STK_VERSION_MINOR 5
 #define STK_VERSION_PATCH 0
 /** MAJOR*10000 + MINOR*100 + PATCH. */
 #define STK_VERSION_NUMBER (STK_VERSION_MAJOR * 10000 + STK_VERSION_MINOR * 100 + STK_VERSION_PATCH)
-#define STK_VERSION_STRING "0.2.0"
+#define STK_VERSION_STRING "0.5.0"
 
 /** The library's STK_VERSION_NUMBER (compare with the header's to detect a mismatch). */
 STK_API unsigned stk_version(void);
-/** "0.2.0" plus the build's features, e.g. "0.2.0 (uring cuda)". Static string. */
+/** "0.5.0" plus the build's features, e.g. "0.5.0 (uring cuda)". Static string. */
 STK_API const char *stk_version_string(void);
 
 /** Build features, for stk_has_feature(). */
@@ -141,6 +141,12 @@ typedef enum stk_param {
     STK_P_WORLD_SIZE = 114,     /**< I >= 1 [1] */
     STK_P_DIST_MODE = 115,      /**< I: STK_DIST_PAD (wrap, as DistributedSampler), STK_DIST_DROP or
                                      STK_DIST_EXACT (unequal parts, each sample once) [PAD] */
+    STK_P_DRAW_KEY = 116,       /**< I -1..2^62: what keys each sample's random draws (crop, flip,
+                                     interpolation, augmentations, erasing) besides (seed, epoch):
+                                     -1 its record index; B >= 0 the number B + its position in
+                                     this rank's epoch, so that a record listed twice
+                                     (stk_loader_set_indices) draws differently per copy [-1]
+                                     (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */

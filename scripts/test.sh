@@ -17,9 +17,14 @@ echo "== normal build"
 # (tests ON: a build/ that scripts/run.sh configured first has them off)
 BUILD_DIR=build bash scripts/build.sh -DSTOKER_BUILD_TESTS=ON "$WERROR"
 ctest --test-dir build --output-on-failure -j"$J"
+# the Python tests again under PyPI's torch 2.x stack (torchvision v2, timm, Lightning,
+# Accelerate): a venv cached between runs (scripts/venv-torch2.sh), or STK_TEST_TORCH2_PYTHON;
+# STK_TEST_TORCH2=0 skips it (an offline machine). The tests that need what the venv lacks
+# (lmdb, Debian's data) skip there.
+if [ -z "${STK_TEST_TORCH2_PYTHON:-}" ] && [ "${STK_TEST_TORCH2:-1}" != 0 ]; then
+  STK_TEST_TORCH2_PYTHON=$(bash scripts/venv-torch2.sh)
+fi
 if [ -n "${STK_TEST_TORCH2_PYTHON:-}" ]; then
-  # optional: the Python tests again under another interpreter, e.g. a venv with PyPI's torch 2.x,
-  # torchvision, timm and Pillow (the tests that need what it lacks, lmdb or Debian's data, skip)
   echo "== Python tests under $STK_TEST_TORCH2_PYTHON"
   STOKER_TEST_PYTHON="$STK_TEST_TORCH2_PYTHON" ctest --test-dir build --output-on-failure -j"$J" -L python
 fi

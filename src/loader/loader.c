@@ -346,6 +346,7 @@ static int configure(stk_loader *h)
     h->dev_id = (int)pget_i(h, STK_P_DEVICE);
     h->nbuf = (int)pget_i(h, STK_P_DEVICE_BUFFERS);
     h->seed = (uint64_t)pget_i(h, STK_P_SEED);
+    h->draw_key = pget_i(h, STK_P_DRAW_KEY);
     h->shuffle = (int)pget_i(h, STK_P_SHUFFLE);
     h->dist_mode = (int)pget_i(h, STK_P_DIST_MODE);
     h->normalize = h->have_mean || h->have_std;

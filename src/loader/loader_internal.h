@@ -150,6 +150,7 @@ struct stk_loader {
     int resizable;               /* STK_P_MAX_OUT_* set: the output size may change per epoch */
     int max_h, max_w;            /* the ring, scratch and device buffers are sized for these */
     uint64_t seed;
+    int64_t draw_key;            /* STK_P_DRAW_KEY: -1 record index, else base + position */
     int shuffle, dist_mode;
     uint32_t rank, world;
     stk__aug_config aug;

@@ -154,6 +154,13 @@ static void convert(const stk_loader *h, const uint8_t *src, void *dst)
                             h->mean, h->std, dst);
 }
 
+/* What keys RD's random draws besides (seed, epoch): its record index, or with STK_P_DRAW_KEY
+ * B >= 0 the number B + its position in this rank's epoch (a record listed twice draws twice) */
+static uint64_t draw_key(const stk_loader *h, const stk__read *rd)
+{
+    return h->draw_key < 0 ? rd->index : (uint64_t)h->draw_key + rd->pos;
+}
+
 /* RandomErasing (torchvision's, or timm's with its box count and modes) on the delivered sample
  * at DST (host batches): each box in turn, filled with STK_P_ERASE_VALUE, a normal per element
  * (value='random', timm's 'pixel') or a normal per channel (timm's 'rand') */
@@ -161,7 +168,7 @@ static void erase(const stk_loader *h, const stk__read *rd, void *dst)
 {
     stk__erase_box b[STK__ERASE_MAX_COUNT];
     stk__rng r;
-    int n = stk__erase_boxes(&h->erase, h->seed, rd->epoch, rd->index, h->aug.out_h, h->aug.out_w, b, &r);
+    int n = stk__erase_boxes(&h->erase, h->seed, rd->epoch, draw_key(h, rd), h->aug.out_h, h->aug.out_w, b, &r);
     for (int i = 0; i < n; i++) {
         float v[3];
         const float *value = h->erase_value;
@@ -243,7 +250,7 @@ static void process(stk__worker *w, stk__read *rd)
         int warn = 0;
         uint8_t *o = h->direct_out ? dst : w->scratch;
         w->err[0] = '\0';
-        status = stk__process_sample(w->ctx, &h->aug, h->seed, rd->epoch, rd->index, rd->data, rd->len,
+        status = stk__process_sample(w->ctx, &h->aug, h->seed, rd->epoch, draw_key(h, rd), rd->data, rd->len,
                                      o, &warn, w->err);
         if (warn > 0)
             atomic_fetch_add(&h->tel.decode_warnings, (uint64_t)warn);
@@ -257,7 +264,7 @@ static void process(stk__worker *w, stk__read *rd)
             uint64_t aug_ns = 0;
             if (h->aug_on) {
                 uint64_t t0 = stk__now_ns();
-                stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, rd->index, o, h->aug.out_h,
+                stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, draw_key(h, rd), o, h->aug.out_h,
                                    h->aug.out_w, w->aug_scratch, w->aug_tmp);
                 aug_ns = stk__now_ns() - t0;
             }

@@ -221,10 +221,6 @@ def test_refusals(folder):
     _refused("batch_sampler", lambda: stoker.DataLoader(ds, batch_sampler=[[0, 1]]))
     _refused("multiprocessing_context",
              lambda: stoker.DataLoader(ds, multiprocessing_context="spawn"))
-    _refused("WeightedRandomSampler", lambda: stoker.DataLoader(
-        ds, sampler=torch.utils.data.WeightedRandomSampler([1.0] * len(ds), 5)))
-    _refused("RandomSampler(replacement=True", lambda: stoker.DataLoader(
-        ds, sampler=torch.utils.data.RandomSampler(ds, replacement=True)))
     _refused("dataset list", lambda: stoker.DataLoader([1, 2, 3]))
     _refused("target_transform", lambda: stoker.DataLoader(
         ImageFolder(folder, good, target_transform=lambda t: t)))

@@ -187,7 +187,30 @@ def _count(batches):
     return sum(len(b[1]) for b in batches)
 
 
-@pytest.mark.parametrize("kind", ["loader", "dataloader"])
+def test_dataloader_later_pass_ends_the_earlier(stoker_mod, shards, imagefolder):
+    # stoker.DataLoader (issue 26): a pass that begins ends the earlier one instead of
+    # raising (Lightning keeps an exhausted iterator while it asks for the next; its
+    # limit_train_batches abandons one mid-pass); stepping the ended one mid-way raises
+    with _loader("dataloader", stoker_mod, shards, imagefolder) as L:
+        nb = len(L)
+        with pytest.raises(RuntimeError, match=r"\(epoch 0, batch 1 of %d\) was ended by a "
+                                               r"later iter\(\)" % nb):
+            list(zip(L, L))
+        assert _count(list(L)) == N
+        it = iter(L)
+        next(it)
+        assert _count(list(L)) == N          # a later pass, in full
+        with pytest.raises(RuntimeError, match=r"ended by a later iter"):
+            next(it)
+        it = iter(L)
+        done = [next(it) for _ in range(nb)]  # every batch, StopIteration not yet seen
+        assert _count(list(L)) == N
+        with pytest.raises(StopIteration):    # it had delivered all: it just ends
+            next(it)
+        assert _count(done) == N
+
+
+@pytest.mark.parametrize("kind", ["loader"])
 def test_second_iter_of_a_live_pass_raises(kind, stoker_mod, shards, imagefolder):
     with _loader(kind, stoker_mod, shards, imagefolder) as L:
         nb = len(L)

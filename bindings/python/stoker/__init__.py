@@ -18,6 +18,8 @@ version is checked on import (see ``stoker._lib``).
 Works without torch (NumPy arrays) and without a GPU.
 """
 
+import sys
+
 from . import _lib
 from .errors import (Cancelled, DataError, DatasetExists, InvalidArgument, StateError,
                      StokerError, StokerIOError, StokerMemoryError, StokerTimeout, Unsupported)
@@ -27,21 +29,25 @@ _lib.get()   # load and version-check libstoker now: a clear ImportError rather 
 from .dataset import Dataset, decode, image_info, info, pack  # noqa: E402
 from .loader import Loader, LoaderStats  # noqa: E402
 from .mix import CutMix, MixUp, RandomChoice  # noqa: E402
-from .dataloader import DataLoader, ImageFolder  # noqa: E402
+from .dataloader import ImageFolder  # noqa: E402
+
+if sys.modules.get("torch") is not None:   # torch is there already: build stoker.DataLoader (a subclass of
+    from . import dataloader as _dl  # noqa: E402  torch's) now, before a framework lists them
+    DataLoader = _dl.DataLoader
 
 __version__ = "%d.%d.%d" % _lib.get().version
 library_path = _lib.get().path
 
 
 def __getattr__(name):
-    if name == "ExactDistributedSampler":   # a torch class: built when first asked for
+    if name in ("ExactDistributedSampler", "DataLoader"):   # torch classes: built when first asked for
         from . import dataloader
-        return dataloader.ExactDistributedSampler
+        return getattr(dataloader, name)
     raise AttributeError("module 'stoker' has no attribute %r" % (name,))
 
 
 def version_string():
-    """The library's version and build features, e.g. "0.2.0 (uring cuda)"."""
+    """The library's version and build features, e.g. "0.5.0 (uring cuda)"."""
     return _lib.text(_lib.get().stk_version_string())
 
 

@@ -31,7 +31,7 @@ import threading
 
 # The header version this binding was written against (STK_VERSION_MAJOR / MINOR).
 EXPECTED_MAJOR = 0
-EXPECTED_MINOR = 2
+EXPECTED_MINOR = 5
 
 c_int = ctypes.c_int
 c_uint = ctypes.c_uint
@@ -91,6 +91,7 @@ P_EPOCH = 112
 P_RANK = 113
 P_WORLD_SIZE = 114
 P_DIST_MODE = 115
+P_DRAW_KEY = 116
 P_FAULT_EIO_PPM = 120
 P_FAULT_SHORT_PPM = 121
 P_FAULT_DELAY_PPM = 122

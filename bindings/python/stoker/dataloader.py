@@ -16,6 +16,7 @@ import io
 import os
 import sys
 import warnings
+import weakref
 
 import numpy as np
 
@@ -49,11 +50,12 @@ SUPPORTED = """stoker.DataLoader supports:
     then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value) | timm's RandomErasing
            (mode const / rand / pixel, min_count, max_count)] [, v2.ToPureTensor()]
   sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
-           torch DistributedSampler, stoker.ExactDistributedSampler
+           torch DistributedSampler, stoker.ExactDistributedSampler: ordered in C; any other
+           sampler, and a batch_sampler with a batch_size: drawn in Python once per pass
   in_order: True or False (the order is deterministic either way)
   collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
-  not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
+  not supported: other collate_fn, worker_init_fn, multiprocessing_context,
            batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
            augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AugMixAugment,
            timm's '3a' AutoAugment, ...) are refused
@@ -564,11 +566,15 @@ def _exact_sampler_class():
 _EXACT = {}
 
 
-def __getattr__(name):   # stoker.ExactDistributedSampler needs torch: built on first use
+def __getattr__(name):   # stoker.ExactDistributedSampler / DataLoader need torch: built on first use
     if name == "ExactDistributedSampler":
         if "cls" not in _EXACT:
             _EXACT["cls"] = _exact_sampler_class()
         return _EXACT["cls"]
+    if name == "DataLoader":     # a torch.utils.data.DataLoader subclass
+        if "dl" not in _EXACT:
+            _EXACT["dl"] = _dataloader_class()
+        return _EXACT["dl"]
     raise AttributeError(name)
 
 
@@ -631,19 +637,33 @@ def _subset_indices(indices, n):
 
 
 def _sampler_args(sampler, shuffle, generator, dataset):
-    """(shuffle, seed, rank, world_size, dist_mode) for SAMPLER, or ValueError."""
+    """(shuffle, seed, rank, world_size, dist_mode) for a SAMPLER whose order the library
+    computes itself (None, SequentialSampler, RandomSampler without replacement or num_samples,
+    DistributedSampler, stoker.ExactDistributedSampler), or None for any other sampler: its
+    indices are then drawn in Python once per pass (_draw_mode)."""
     import torch
     from torch.utils.data import RandomSampler, SequentialSampler
     from torch.utils.data.distributed import DistributedSampler
     if generator is not None and not isinstance(generator, torch.Generator):
         _refuse("generator=%r (a torch.Generator)" % (generator,))
     if sampler is None:
-        if shuffle:
-            seed = generator.initial_seed() if generator is not None else int(
-                torch.empty((), dtype=torch.int64).random_().item())
+        # no sampler: under an initialised process group rank and world come from
+        # torch.distributed (stoker.Loader's default), as DistributedSampler's would; the ranks
+        # must then share the seed: a generator's (seeded alike on every rank), else
+        # DistributedSampler's default, 0 (each rank's global RNG may differ)
+        from .loader import resolve_distributed
+        dist = sys.modules.get("torch.distributed")
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            rank, world = resolve_distributed(None, None)
+        else:
+            rank, world = 0, 1
+        if shuffle and generator is not None:
+            seed = generator.initial_seed()
+        elif shuffle and world == 1:
+            seed = int(torch.empty((), dtype=torch.int64).random_().item())
         else:
             seed = 0
-        return bool(shuffle), seed, 0, 1, "pad"
+        return bool(shuffle), seed, rank, world, "pad"
     if shuffle:
         raise ValueError("DataLoader option shuffle is mutually exclusive with sampler "
                          "(as torch's DataLoader)")
@@ -651,20 +671,30 @@ def _sampler_args(sampler, shuffle, generator, dataset):
         return False, 0, 0, 1, "pad"
     if type(sampler) is RandomSampler:
         if sampler.replacement or getattr(sampler, "_num_samples", None) is not None:
-            _refuse("RandomSampler(replacement=%s, num_samples=%s)"
-                    % (sampler.replacement, getattr(sampler, "_num_samples", None)))
+            return None
         gen = sampler.generator if sampler.generator is not None else generator
         seed = gen.initial_seed() if gen is not None else int(
             torch.empty((), dtype=torch.int64).random_().item())
         return True, seed, 0, 1, "pad"
     exact = __getattr__("ExactDistributedSampler")
-    if type(sampler) in (DistributedSampler, exact):
-        if sampler.dataset is not dataset:
-            _refuse("a DistributedSampler over another dataset than the DataLoader's")
+    if type(sampler) in (DistributedSampler, exact) and sampler.dataset is dataset:
         mode = "exact" if type(sampler) is exact else ("drop" if sampler.drop_last else "pad")
         return (bool(sampler.shuffle), int(sampler.seed), int(sampler.rank),
                 int(sampler.num_replicas), mode)
-    _refuse("sampler=%s" % type(sampler).__name__)
+    return None
+
+
+def _draw_key_base(sampler):
+    """STK_P_DRAW_KEY for a sampler drawn in Python: the draws are keyed by position in this
+    rank's pass, offset by rank << 40 so that two ranks (RASampler hands copies of one image
+    to several ranks at the same position) never draw alike."""
+    from .loader import resolve_distributed
+    rank = getattr(sampler, "rank", None)
+    if not isinstance(rank, int) or rank < 0:
+        dist = sys.modules.get("torch.distributed")
+        up = dist is not None and dist.is_available() and dist.is_initialized()
+        rank = resolve_distributed(None, None)[0] if up else 0
+    return int(rank) << 40
 
 
 def _batch_mix(collate_fn, batch_transform, torch):
@@ -685,154 +715,418 @@ def _batch_mix(collate_fn, batch_transform, torch):
             "v2's MixUp / CutMix / RandomChoice or timm's Mixup)" % (collate_fn,))
 
 
-class DataLoader(Loader):
-    """``torch.utils.data.DataLoader`` for an ImageFolder, decoded and augmented by libstoker:
-    ``from stoker import DataLoader`` is the one changed line of a training script.
+class _Pass:
+    """iter(stoker.DataLoader): one pass, begun lazily at the first next(): frameworks create
+    the epoch's iterator before they call sampler.set_epoch(epoch) (Lightning does), so the
+    sampler's epoch is read then, not at iter(). The library runs one pass at a time: a pass
+    that begins ends the earlier one, so a pass abandoned (limit_train_batches) or exhausted
+    but still referenced never blocks the next. Stepping an ended pass again: StopIteration if
+    it had delivered all its batches, else RuntimeError (its epoch would be cut short)."""
 
-    Yields (images, labels) as torchvision's DataLoader does for the same dataset: images an
-    N×3×H×W float32 tensor (ToTensor [+ Normalize]) or uint8 (PILToTensor), labels int64, the
-    same sample order without shuffling. Eval transforms (Resize + CenterCrop) give the same
-    values bit for bit; train transforms draw RandomResizedCrop and the flip from the same
-    distributions (the crop is decoded at a reduced DCT scale when that covers it, so pixels
-    differ from a full decode by the PSNR the tests bound). What it cannot reproduce exactly
-    raises ValueError naming it (see stoker.dataloader.SUPPORTED).
+    __slots__ = ("_dl", "_it", "ended", "__weakref__")
 
-    Arguments as DataLoader's, with these meanings:
-      num_workers: decode threads. 0 (DataLoader's "load in this process") means the library's
-        default count: stoker always decodes in threads of this process, never in worker
-        processes, so 0 does not mean one thread.
-      shuffle / generator / sampler: the order is a keyed permutation of (seed, epoch) computed
-        in the library (not torch's randperm): the seed is generator.initial_seed(), the
-        sampler's generator or seed, else drawn from torch's global RNG (torch.manual_seed makes
-        it reproducible). Each ``for`` runs the next epoch (new order and augmentation) unless
-        a DistributedSampler is given: then each ``for`` runs ``sampler.epoch`` (call
-        ``sampler.set_epoch(e)`` every epoch, as DistributedSampler requires).
-      DistributedSampler: its rank, num_replicas, shuffle, seed and drop_last (pad or drop);
-        stoker.ExactDistributedSampler: unequal parts, every sample once (eval only).
-      pin_memory: page-locked batches when CUDA is usable, so .to("cuda", non_blocking=True)
-        is asynchronous; otherwise a warning and ``loader.pin_memory_reason`` say why.
-      prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
-      persistent_workers: the library's threads always persist between epochs.
-      timeout: seconds to wait for a batch (0 = no limit).
-      in_order (torch >= 2.6): True or False, same batches: stoker's order never depends on
-        which decode thread finishes first, so there is nothing out of order to allow.
-      dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a permutation
-        of them with shuffle, their order without), with the labels of the dataset below it.
-      collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
-        stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
-        timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
-        classes float32), as ``mix(*default_collate(batch))`` would (stoker.Loader's mix=).
-    Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
-    stoker.Loader on batch lifetime.
-    """
-
-    def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
-                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
-                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True, max_size=None, batch_transform=None):
-        import torch
-        _, D = _tv()
-        if batch_sampler is not None:
-            _refuse("batch_sampler=%s (give batch_size, drop_last and sampler)"
-                    % type(batch_sampler).__name__)
-        if batch_size is None:
-            _refuse("batch_size=None (unbatched samples)")
-        mix = _batch_mix(collate_fn, batch_transform, torch)
-        if worker_init_fn is not None:
-            _refuse("worker_init_fn=%r (stoker has no worker processes)" % (worker_init_fn,))
-        if multiprocessing_context is not None:
-            _refuse("multiprocessing_context=%r (stoker has no worker processes)"
-                    % (multiprocessing_context,))
-        if pin_memory_device not in ("", "cuda") and not str(pin_memory_device).startswith(
-                "cuda:"):
-            _refuse("pin_memory_device=%r" % (pin_memory_device,))
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative")
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-
-        if in_order not in (True, False):
-            raise ValueError("in_order must be True or False, not %r" % (in_order,))
-        base, indices = _resolve_dataset(dataset)
-        root = base.root
-        if base.target_transform is not None:
-            _refuse("target_transform=%r" % (base.target_transform,))
-        kw = parse_transform(base.transform)
-        self._tf_size = (kw["size"], kw.get("resize"))
-        shuffle_, seed, rank, world, mode = _sampler_args(sampler, shuffle, generator, dataset)
-        train = kw.pop("train")
-        super().__init__(root, batch_size, train=train, workers=num_workers or None,
-                         shuffle=shuffle_, seed=seed, drop_last=drop_last, rank=rank,
-                         world_size=world, dist_mode=mode, strict=True,
-                         timeout=timeout or None, prefetch=prefetch_factor,
-                         pin_memory=pin_memory, max_size=max_size, target="label",
-                         indices=indices, mix=mix, **kw)
-        if len(self.dataset) != len(base) or list(self.dataset.classes) != list(base.classes):
-            n_lib, n_tv = len(self.dataset), len(base)
-            self.close()
-            _refuse("this dataset: libstoker lists %d samples in %d classes at %s, the dataset "
-                    "object %d in %d classes (a custom is_valid_file or extensions?)"
-                    % (n_lib, len(self.dataset.classes), root, n_tv, len(base.classes)))
-        self._base = base
-        self._threads = self.num_workers
-        self.dataset = dataset
-        if sampler is not None:
-            self.sampler = sampler
-        self.num_workers = num_workers
-        self.batch_sampler = None
-        self.collate_fn = None
-        self.generator = generator
-        self.prefetch_factor = prefetch_factor
-        self.persistent_workers = persistent_workers
-        self.pin_memory_device = pin_memory_device
-        self.in_order = in_order
-        self.multiprocessing_context = None
-        self.worker_init_fn = None
-        self._user_sampler = sampler
-        self._last_sampler_epoch = None
-
-    @property
-    def decode_threads(self):
-        """The library's decode threads (num_workers=0 picks the library's default)."""
-        return self._threads
-
-    def _follow_transform(self):
-        """Progressive resizing as with torchvision: a crop size changed in the dataset's
-        transform since the last pass (``dataset.transform.transforms[0].size = 192``) reaches
-        the library as Loader.set_size, re-read at every ``for``."""
-        kw = parse_transform(self._base.transform)
-        size, resize = kw["size"], kw.get("resize")
-        if (size, resize) == self._tf_size:
-            return
-        if resize != self._tf_size[1]:
-            _refuse("Resize(%r) changed to Resize(%r) between epochs (only the crop size may "
-                    "change; build a new DataLoader)" % (self._tf_size[1], resize))
-        if self._started and self._max_size is None:
-            raise ValueError("the transform's crop size changed to %r, but this DataLoader was "
-                             "built without max_size: pass stoker.DataLoader(..., max_size="
-                             "largest (height, width)) to change the size between epochs"
-                             % (size,))
-        self._end_iteration()            # a new `for` ends the previous pass anyway
-        self.set_size(*size)
-        self._tf_size = (size, resize)
+    def __init__(self, dl):
+        self._dl = dl
+        self._it = None
+        self.ended = False                # a later pass began
 
     def __iter__(self):
-        self._usable()
-        with self._consuming():         # one consumer thread; reentrant for this one
-            self._check_no_live_iter()   # before set_epoch / a new size would end it
-            self._follow_transform()
-            s = self._user_sampler
-            if s is not None and hasattr(s, "set_epoch"):
-                e = int(getattr(s, "epoch", 0))
-                if e == self._last_sampler_epoch and self.train:
-                    warnings.warn("stoker.DataLoader: sampler.epoch is still %d: this pass repeats "
-                                  "the order and the augmentation of the last one (call "
-                                  "sampler.set_epoch(epoch) every epoch)" % e, stacklevel=2)
-                self._last_sampler_epoch = e
-                self.set_epoch(e)
-            return super().__iter__()
+        return self
+
+    def __next__(self):
+        if self.ended:
+            it = self._it
+            if it is None or it.batches < len(self._dl):
+                raise RuntimeError(
+                    "this stoker.DataLoader iterator (%s) was ended by a later iter() of the same "
+                    "DataLoader: stoker runs one pass at a time; finish a pass before the next "
+                    "one begins" % ("not begun" if it is None else "epoch %d, batch %d of %d"
+                                    % (it.epoch, it.batches, len(self._dl))))
+            raise StopIteration
+        if self._it is None:
+            self._it = self._dl._begin_pass(self)
+        return next(self._it)
+
+    def __len__(self):
+        return len(self._dl)
+
+    def close(self):
+        """End this pass now (as leaving the ``for`` does)."""
+        if self._it is not None:
+            self._it.close()
+        else:
+            self._it = _Closed
 
     def __repr__(self):
-        return "stoker.DataLoader(%r, batch_size=%d, num_workers=%d, %s)" % (
-            self.dataset, self.batch_size, self.num_workers, Loader.__repr__(self))
+        return "<stoker.DataLoader iterator: %s>" % (
+            "not begun" if self._it is None else repr(self._it)[1:-1])
+
+
+class _ClosedPass:
+    """The inner iterator of a pass closed before it began."""
+    epoch, batches = -1, 0
+
+    def __next__(self):
+        raise StopIteration
+
+
+_Closed = _ClosedPass()
+
+
+# stoker.DataLoader sets its own attributes with object.__setattr__: Lightning records every
+# setattr made outside a wrapped __init__ and replays it on the DataLoader it rebuilds (with a
+# DistributedSampler), which would hand the new one the old one's stoker.Loader
+_own = object.__setattr__
+
+
+def _dataloader_class():
+    try:
+        import torch.utils.data as tud
+    except ImportError as e:
+        raise ImportError("stoker.DataLoader is a torch.utils.data.DataLoader and needs torch "
+                          "(%s); stoker.Loader works without it" % e) from None
+    import inspect
+
+    torch_params = set(inspect.signature(tud.DataLoader.__init__).parameters)
+
+    class DataLoader(tud.DataLoader):
+        """``torch.utils.data.DataLoader`` for an ImageFolder, decoded and augmented by
+        libstoker: ``from stoker import DataLoader`` is the one changed line of a training
+        script. It is a torch DataLoader (isinstance holds; dataset, sampler, batch_sampler,
+        batch_size, drop_last, collate_fn... are torch's attributes), so frameworks that
+        inspect or rebuild one (Lightning's sampler injection, Accelerate) can; the batches
+        come from a stoker.Loader it owns (``.loader``), whose methods it forwards: stats(),
+        report(), state_dict() / load_state_dict(), set_epoch(), set_size(), close(), ...
+
+        Yields (images, labels) as torchvision's DataLoader does for the same dataset: images
+        an N×3×H×W float32 tensor (ToTensor [+ Normalize]) or uint8 (PILToTensor), labels
+        int64, the same sample order without shuffling. Eval transforms (Resize + CenterCrop)
+        give the same values bit for bit; train transforms draw RandomResizedCrop and the flip
+        from the same distributions (the crop is decoded at a reduced DCT scale when that
+        covers it, so pixels differ from a full decode by the PSNR the tests bound). What it
+        cannot reproduce exactly raises ValueError naming it (see stoker.dataloader.SUPPORTED).
+
+        Arguments as DataLoader's, with these meanings:
+          num_workers: decode threads. 0 (DataLoader's "load in this process") means the
+            library's default count: stoker always decodes in threads of this process, never
+            in worker processes, so 0 does not mean one thread.
+          shuffle / generator: the order is a keyed permutation of (seed, epoch) computed in
+            the library (not torch's randperm): the seed is generator.initial_seed(), else
+            drawn from torch's global RNG (torch.manual_seed makes it reproducible). Each
+            ``for`` runs the next epoch (new order and augmentation).
+          no sampler under an initialised torch.distributed process group (torchrun + DDP):
+            this rank's disjoint share, as stoker.Loader (rank and world from
+            torch.distributed; every rank the same count, padded as DistributedSampler); the
+            ranks share the seed: the generator's (seed it alike on every rank), else 0.
+          sampler: SequentialSampler, RandomSampler (no replacement), DistributedSampler,
+            stoker.ExactDistributedSampler: the order is computed in the library; with a
+            DistributedSampler each ``for`` runs ``sampler.epoch`` (read at the pass's first
+            batch: call ``sampler.set_epoch(e)`` before or after iter(), as Lightning does).
+            Any other sampler (WeightedRandomSampler, RandomSampler(replacement=True or
+            num_samples=), torchvision's RASampler, your own) and any batch_sampler: its
+            indices are drawn in Python once per pass, at the pass's first batch, and the
+            library reads exactly that order; a sampler with set_epoch() gets it first. The
+            per-sample random draws are then keyed by (seed, epoch, rank, position in the
+            pass), so a repeated index (RASampler's copies) is augmented differently per
+            copy, the same for any num_workers and across a resume (which redraws the pass:
+            exact when the sampler's draw depends only on its seed and epoch).
+          pin_memory: page-locked batches when CUDA is usable, so .to("cuda",
+            non_blocking=True) is asynchronous; otherwise a warning and
+            ``loader.pin_memory_reason`` say why.
+          prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
+          persistent_workers: the library's threads always persist between epochs.
+          timeout: seconds to wait for a batch (0 = no limit).
+          in_order (torch >= 2.6): True or False, same batches: stoker's order never depends
+            on which decode thread finishes first.
+          dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a
+            permutation of them with shuffle, their order without), with the labels of the
+            dataset below it.
+          collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
+            stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
+            timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
+            classes float32), as ``mix(*default_collate(batch))`` would.
+        Passes: each iter() is one pass, begun at its first next(); a pass that begins ends
+        an earlier one (abandoned, or exhausted but still referenced) instead of failing;
+        stepping that earlier iterator again raises RuntimeError if it had batches left
+        (StopIteration if not). set_epoch(e) twice leaves the pass of e going.
+        Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
+        stoker.Loader on batch lifetime.
+        """
+
+        def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None,
+                     batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=False,
+                     drop_last=False, timeout=0, worker_init_fn=None,
+                     multiprocessing_context=None, generator=None, *, prefetch_factor=None,
+                     persistent_workers=False, pin_memory_device="", in_order=True,
+                     max_size=None, batch_transform=None):
+            import torch
+            _tv()
+            _own(self, '_loader', None)
+            if batch_size is None and batch_sampler is None:
+                _refuse("batch_size=None (unbatched samples)")
+            mix = _batch_mix(collate_fn, batch_transform, torch)
+            if worker_init_fn is not None:
+                _refuse("worker_init_fn=%r (stoker has no worker processes)" % (worker_init_fn,))
+            if multiprocessing_context is not None:
+                _refuse("multiprocessing_context=%r (stoker has no worker processes)"
+                        % (multiprocessing_context,))
+            if pin_memory_device not in ("", "cuda") and not str(pin_memory_device).startswith(
+                    "cuda:"):
+                _refuse("pin_memory_device=%r" % (pin_memory_device,))
+            if num_workers < 0:
+                raise ValueError("num_workers option should be non-negative")
+            if timeout < 0:
+                raise ValueError("timeout option should be non-negative")
+            if in_order not in (True, False):
+                raise ValueError("in_order must be True or False, not %r" % (in_order,))
+            base, indices = _resolve_dataset(dataset)
+            if base.target_transform is not None:
+                _refuse("target_transform=%r" % (base.target_transform,))
+            kw = parse_transform(base.transform)
+
+            # torch's own constructor: its checks (shuffle with sampler, batch_sampler with
+            # batch_size...) and its attributes; worker settings are kept as given below
+            targs = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle,
+                         sampler=sampler, batch_sampler=batch_sampler, num_workers=0,
+                         collate_fn=collate_fn, pin_memory=pin_memory, drop_last=drop_last,
+                         timeout=timeout, generator=generator, in_order=in_order)
+            if pin_memory_device:
+                targs["pin_memory_device"] = pin_memory_device
+            super().__init__(**{k: v for k, v in targs.items() if k in torch_params})
+            for name, value in (("num_workers", num_workers),
+                                ("prefetch_factor", prefetch_factor),
+                                ("persistent_workers", persistent_workers)):
+                _own(self, name, value)
+            _own(self, 'worker_init_fn', None)
+            if "in_order" not in torch_params:
+                _own(self, 'in_order', in_order)
+
+            # which sampler gives the order: the library's (known kinds) or drawn in Python
+            bs, last = batch_size, drop_last
+            order_sampler = sampler
+            _own(self, "_batches_from", None)
+            if batch_sampler is not None:
+                if type(batch_sampler) is tud.BatchSampler:
+                    order_sampler = batch_sampler.sampler
+                    bs, last = batch_sampler.batch_size, batch_sampler.drop_last
+                else:
+                    bs = getattr(batch_sampler, "batch_size", None)
+                    if not isinstance(bs, int) or bs < 1:
+                        _refuse("batch_sampler=%s without a batch_size attribute (stoker "
+                                "delivers batches of one size, the last one shorter)"
+                                % type(batch_sampler).__name__)
+                    _own(self, '_batches_from', batch_sampler)
+                    order_sampler, last = batch_sampler, False
+            known = (None if self._batches_from is not None else
+                     _sampler_args(order_sampler, shuffle, generator, dataset))
+            _own(self, '_subset', indices)
+            _own(self, '_draw', None)
+            options = {}
+            if known is not None:
+                shuffle_, seed, rank, world, mode = known
+                lib_indices = indices
+            else:
+                _own(self, '_draw', order_sampler)
+                try:
+                    n = len(order_sampler)
+                except TypeError:
+                    _refuse("sampler=%s without len() (stoker needs the pass's length up front)"
+                            % type(order_sampler).__name__)
+                if self._batches_from is not None:
+                    n = n * bs            # batches: at most this many samples
+                if n < 1:
+                    _refuse("a sampler of length 0 (no sample to batch)")
+                count = len(indices) if indices is not None else len(base)
+                lib_indices = [(indices[i % count] if indices is not None else i % count)
+                               for i in range(n)]   # a placeholder: each pass draws its own
+                shuffle_, rank, world, mode = False, 0, 1, "pad"
+                gen = generator if generator is not None else getattr(order_sampler,
+                                                                      "generator", None)
+                seed = gen.initial_seed() if isinstance(gen, torch.Generator) else int(
+                    torch.empty((), dtype=torch.int64).random_().item())
+                options[_lib.P_DRAW_KEY] = _draw_key_base(order_sampler)
+            _own(self, '_epoch_sampler', order_sampler if hasattr(order_sampler, "set_epoch") else None)
+            train = kw.pop("train")
+            _own(self, '_tf_size', (kw["size"], kw.get("resize")))
+            L = Loader(base.root, bs, train=train, workers=num_workers or None,
+                       shuffle=shuffle_, seed=seed, drop_last=last, rank=rank,
+                       world_size=world, dist_mode=mode, strict=True,
+                       timeout=timeout or None, prefetch=prefetch_factor,
+                       pin_memory=pin_memory, max_size=max_size, target="label",
+                       indices=lib_indices, mix=mix, options=options, **kw)
+            ds = L.dataset
+            if len(ds) != len(base) or list(ds.classes) != list(base.classes):
+                n_lib, n_tv = len(ds), len(base)
+                L.close()
+                _refuse("this dataset: libstoker lists %d samples in %d classes at %s, the "
+                        "dataset object %d in %d classes (a custom is_valid_file or "
+                        "extensions?)" % (n_lib, len(ds.classes), base.root, n_tv,
+                                          len(base.classes)))
+            if self._draw is not None:
+                L._dataset_id()          # the state's identity: the dataset and pass length
+            _own(self, '_loader', L)
+            _own(self, '_base', base)
+            _own(self, '_current', None)
+            _own(self, '_last_sampler_epoch', None)
+
+        # ---- the owned stoker.Loader ----------------------------------------------------
+        @property
+        def loader(self):
+            """The stoker.Loader that makes the batches."""
+            return self._loader
+
+        def __getattr__(self, name):
+            # what torch's DataLoader lacks comes from the stoker.Loader (stoker.DataLoader was
+            # one until 0.5: every Loader attribute stays reachable)
+            if not name.startswith("__"):
+                L = self.__dict__.get("_loader")
+                if L is not None:
+                    return getattr(L, name)
+            raise AttributeError("%r object has no attribute %r"
+                                 % (type(self).__name__, name))
+
+        @property
+        def decode_threads(self):
+            """The library's decode threads (num_workers=0 picks the library's default)."""
+            return self._loader.num_workers
+
+        def close(self):
+            """Stop the library's threads and free its memory (idempotent)."""
+            if self.__dict__.get("_loader") is not None:
+                self._loader.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+            return False
+
+        def __len__(self):
+            return len(self._loader)
+
+        def state_dict(self):
+            """stoker.Loader.state_dict() of the owned loader (Lightning saves it in its
+            checkpoints and loads it on resume: the epoch goes on at the saved batch)."""
+            return self._loader.state_dict()
+
+        def load_state_dict(self, state):
+            """stoker.Loader.load_state_dict(): the next pass continues STATE's epoch."""
+            self._loader.load_state_dict(state)
+
+        def set_epoch(self, epoch):
+            """stoker.Loader.set_epoch(): the next pass runs EPOCH (a pass of EPOCH in
+            progress goes on). Asking again for the epoch of the last pass, once that pass
+            is over, repeats its order and augmentation: a warning says so (train or shuffle)."""
+            L = self._loader
+            if ((L.train or L.shuffle) and L._started and not L._in_progress() and L._resume is None
+                    and int(epoch) == L._epoch - 1):
+                warnings.warn("stoker.DataLoader.set_epoch(%d): the last pass ran epoch %d; the "
+                              "next one repeats its order and augmentation" % (epoch, epoch),
+                              stacklevel=2)
+            L.set_epoch(epoch)
+
+        # ---- passes ---------------------------------------------------------------------
+        def _follow_transform(self, apply=True):
+            """Progressive resizing as with torchvision: a crop size changed in the dataset's
+            transform since the last pass (``dataset.transform.transforms[0].size = 192``)
+            reaches the library as Loader.set_size, re-read at every pass."""
+            kw = parse_transform(self._base.transform)
+            size, resize = kw["size"], kw.get("resize")
+            if (size, resize) == self._tf_size:
+                return
+            if resize != self._tf_size[1]:
+                _refuse("Resize(%r) changed to Resize(%r) between epochs (only the crop size "
+                        "may change; build a new DataLoader)" % (self._tf_size[1], resize))
+            L = self._loader
+            if L._started and L._max_size is None:
+                raise ValueError("the transform's crop size changed to %r, but this DataLoader "
+                                 "was built without max_size: pass stoker.DataLoader(..., "
+                                 "max_size=largest (height, width)) to change the size between "
+                                 "epochs" % (size,))
+            hw = L._hw(size, "size")
+            if L._max_size is not None and (hw[0] > L._max_size[0] or hw[1] > L._max_size[1]):
+                raise ValueError("the transform's crop size %r is above max_size=%r (the batch "
+                                 "ring is sized for max_size; build the DataLoader with a larger "
+                                 "one)" % (size, L._max_size))
+            if not apply:
+                return
+            L.set_size(*size)
+            _own(self, '_tf_size', (size, resize))
+
+        def _drawn_order(self):
+            """This pass's record order from the sampler (or batch sampler) drawn in Python."""
+            s = self._draw
+            if self._batches_from is not None:
+                batches = [list(b) for b in s]
+                bs = self._loader.batch_size
+                for k, b in enumerate(batches):
+                    if len(b) != bs and not (k == len(batches) - 1 and 0 < len(b) < bs):
+                        raise ValueError(
+                            "batch_sampler %s yielded a batch of %d samples at position %d "
+                            "(stoker delivers batches of batch_size=%d, only the last one "
+                            "shorter)" % (type(s).__name__, len(b), k, bs))
+                order = [i for b in batches for i in b]
+            else:
+                order = list(s)
+            n = len(self._subset) if self._subset is not None else len(self._base)
+            out = np.empty(len(order), dtype=np.int64)
+            for k, i in enumerate(order):
+                i = int(i)
+                if not -n <= i < n:
+                    raise ValueError("the sampler drew index %d at position %d, outside the "
+                                     "dataset's %d samples" % (i, k, n))
+                i = i + n if i < 0 else i
+                out[k] = self._subset[i] if self._subset is not None else i
+            return out
+
+        def _begin_pass(self, p):
+            L = self._loader
+            L._usable()
+            with L._consuming():
+                old = self._current() if self._current is not None else None
+                if old is not None and old is not p:
+                    old.ended = True       # an earlier pass, abandoned or exhausted, ends
+                if L._in_progress():
+                    L._drain()
+                    L._end_iteration()
+                _own(self, "_current", weakref.ref(p))
+                self._follow_transform()
+                s = self._epoch_sampler
+                if s is not None:
+                    e = int(getattr(s, "epoch", 0))
+                    if L._resume is not None and L._resume[0] == e:
+                        pass               # load_state_dict: the saved epoch goes on
+                    else:
+                        if e == self._last_sampler_epoch and L.train:
+                            warnings.warn(
+                                "stoker.DataLoader: sampler.epoch is still %d: this pass "
+                                "repeats the order and the augmentation of the last one (call "
+                                "sampler.set_epoch(epoch) every epoch)" % e, stacklevel=3)
+                        L.set_epoch(e)
+                    _own(self, '_last_sampler_epoch', e)
+                if self._draw is not None:
+                    L._set_order(self._drawn_order())
+                return Loader.__iter__(L)
+
+        def __iter__(self):
+            self._loader._usable()
+            with self._loader._consuming():    # another thread inside: RuntimeError naming it
+                self._follow_transform(apply=False)   # a refused size change fails at iter()
+            return _Pass(self)
+
+        def __del__(self):
+            try:
+                self.close()
+            except Exception:   # noqa: BLE001 - never raise from a finaliser
+                pass
+
+        def __repr__(self):
+            L = self.__dict__.get("_loader")
+            return "stoker.DataLoader(%r, batch_size=%s, num_workers=%d, %s)" % (
+                self.dataset, self.batch_size, self.num_workers,
+                Loader.__repr__(L) if L is not None else "not built")
+
+    DataLoader.__module__ = __name__
+    DataLoader.__qualname__ = "DataLoader"
+    return DataLoader

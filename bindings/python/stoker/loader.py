@@ -320,12 +320,13 @@ class _Iter:
     """One pass over the loader (one epoch, or the rest of it after load_state_dict). While it
     is live (not exhausted, not closed, still referenced) the loader refuses another iter()."""
 
-    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "__weakref__")
+    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "asked", "__weakref__")
 
-    def __init__(self, loader, gen, epoch):
+    def __init__(self, loader, gen, epoch, asked=False):
         self._loader = loader
         self._gen = gen
         self.epoch = epoch
+        self.asked = asked   # its epoch was given by set_epoch()
         self.done = False
         self.batches = 0     # handed out by this pass
 
@@ -584,6 +585,7 @@ class Loader:
         if self._epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._resume = None               # (epoch, next_sample) from load_state_dict
+        self._asked = False               # the next pass's epoch was given by set_epoch()
         self._started = False
         self._gen = 0
         self._active = None               # weakref to the iterator in progress
@@ -1047,7 +1049,8 @@ class Loader:
         self._ensure_position(epoch, sample, base)
         self._resume = None
         self._epoch = epoch + 1           # the `for` after this one runs the next epoch
-        it = _Iter(self, self._gen, epoch)
+        it = _Iter(self, self._gen, epoch, self._asked)
+        self._asked = False
         self._active = weakref.ref(it)
         return it
 
@@ -1229,16 +1232,45 @@ class Loader:
     # ---- epochs and resume ---------------------------------------------------------------
     def set_epoch(self, epoch):
         """The next ``for`` runs EPOCH from its start (as DistributedSampler.set_epoch).
-        A pass in progress ends (its next step raises StopIteration)."""
+        A pass in progress ends (its next step raises StopIteration), except one that an
+        earlier set_epoch(EPOCH) began: set_epoch twice with the same epoch changes nothing."""
         epoch = int(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._usable()
         with self._consuming():
+            if self._in_progress() and self._active().epoch == epoch and self._active().asked:
+                return                  # set_epoch(EPOCH) twice: its pass goes on
             self._drain()
             self._end_iteration()
             self._resume = None
             self._epoch = epoch
+            self._asked = True
+
+    def _set_order(self, idx):
+        """(stoker.DataLoader) The records the next pass reads, in this order (IDX, from a
+        sampler drawn in Python). The library takes a list only while stopped
+        (stk_loader_set_indices), and the order is known only when the pass begins, so a
+        started pipeline is stopped and restarted at the pass's start: a thread join and the
+        ring's allocation once per epoch, next to the restart every set_epoch makes anyway.
+        Batches still referenced are detached first (they keep their memory). Consumer thread,
+        no pass in progress."""
+        idx = np.ascontiguousarray(idx, dtype=np.uint64)
+        if idx.ndim != 1 or idx.size == 0:
+            raise ValueError("the sampler drew no sample for this pass")
+        if self.indices is not None and idx.size == self.indices.size and np.array_equal(
+                idx, self.indices):
+            return
+        lib = self._lib
+        if self._started:
+            self._settle_all()
+            self._check(lib.stk_loader_stop(self._h), "stop")
+            self._started = False
+        self._check(lib.stk_loader_set_indices(self._h, idx.ctypes.data_as(
+            ctypes.POINTER(ctypes.c_uint64)), idx.size), "indices")
+        self.indices = idx.astype(np.int64)
+        self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
+        self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
 
     @property
     def epoch(self):
@@ -1457,6 +1489,7 @@ class Loader:
             self._end_iteration()
             self._resume = (epoch, sample, base)
             self._epoch = epoch
+            self._asked = False
 
     def _merge_states(self, states):
         if not states:

@@ -123,6 +123,9 @@ typedef enum stk_param {
     STK_P_LAYOUT = 1,        /**< I: STK_LAYOUT_* [STK_LAYOUT_AUTO] */
     STK_P_FOREIGN_LABEL = 2, /**< I: label given to every record of a foreign LMDB [-1] */
     STK_P_ALLOW_INCOMPLETE = 3, /**< I 0/1: open a dataset an interrupted pack left [0] */
+    STK_P_CACHE_BYTES = 4,   /**< I >= 0: size limit of the cache directory that s3:// datasets
+                                  are fetched into; 0 = env STOKER_CACHE_BYTES, else none [0]
+                                  (since 0.5) */
 
     /* 100..199: reader. Before start. */
     STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO]. Env STOKER_DISABLE_URING=1 makes
@@ -388,14 +391,29 @@ typedef struct stk_dataset stk_dataset;
 
 /** Create an unopened dataset handle. *out is owned by the caller: stk_dataset_destroy(). */
 STK_API int stk_dataset_create(stk_dataset **out);
-/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE. Before open. */
+/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE / STK_P_CACHE_BYTES.
+ *  Before open. */
 STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
+/** The cache directory that an s3:// dataset is fetched into (copied; NULL or "" = the default:
+ *  env STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker). Before open. Several
+ *  processes may share one cache directory. (since 0.5) */
+STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
 /**
  * Open PATH: a directory of shards (shard-NNNNN.lmdb), a single shard file, an LMDB environment
  * (directory with data.mdb, or a file) whose main database maps keys to image bytes, an
  * ImageFolder root, or (STK_LAYOUT_FILES) a manifest or list file naming image files (its path
  * and label fields; a bad line fails the open naming it; targets need a pack). STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
  * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
+ * s3://bucket/prefix (since 0.5; docs/S3.md): the shards shard-NNNNN.lmdb under the prefix are
+ * fetched into the cache directory (stk_dataset_set_cache_dir, STK_P_CACHE_BYTES) — the whole
+ * dataset, in name order, before open returns; cached shards of the same ETag are not fetched
+ * again — every record of a fetched shard is CRC-checked, and the cached copy is opened as a
+ * local dataset (stk_dataset_shard_path names the cached files). Endpoint, region and credentials
+ * come from the environment as the AWS tools read them (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE with ~/.aws/credentials and
+ * ~/.aws/config). Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials
+ * refused) and other request failures name the endpoint; STK_E_TOO_LARGE when the cache limit
+ * cannot hold a shard or the dataset.
  * Files layout: an entry that is not a regular file (a FIFO, socket or device named like an
  * image, a symlink to one) stays a record, at its ImageFolder index, that is never opened
  * blocking: reading it fails with STK_E_IO "not a regular file: FIFO" (a loader substitutes it
@@ -872,6 +890,9 @@ STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
 /** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */
 STK_API int stk_loader_open(stk_loader *h, const char *path);
+/** The cache directory of an s3:// dataset (see stk_dataset_set_cache_dir; STK_P_CACHE_BYTES is
+ *  its limit). Before stk_loader_open. (since 0.5) */
+STK_API int stk_loader_set_cache_dir(stk_loader *h, const char *dir);
 /** Restrict every epoch to the records IDX[0..N) (a subset, as torch.utils.data.Subset): the
  *  epoch's order is then a permutation of positions in this list (identity without shuffle:
  *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.

@@ -26,15 +26,18 @@ emit_env() {
 
 stop() {
   [ -d "$dir" ] || return 0
-  local name pid i
+  local name pids=() i
+  # memstore holds nothing worth a clean shutdown: TERM all three, KILL what is left after 2 s
   for name in rgw osd mon; do
-    [ -f "$dir/$name.pid" ] || continue
-    pid=$(cat "$dir/$name.pid")
-    kill "$pid" 2>/dev/null || true
-    for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/$name.pid"
+    [ -f "$dir/$name.pid" ] && pids+=("$(cat "$dir/$name.pid")")
   done
+  [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
+  for i in $(seq 20); do
+    kill -0 "${pids[@]}" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ ${#pids[@]} -gt 0 ] && kill -9 "${pids[@]}" 2>/dev/null || true
+  rm -f "$dir"/*.pid
   if [ -n "${keep_logs:-}" ]; then rm -f "$dir/env"; else rm -rf "$dir"; fi
 }
 

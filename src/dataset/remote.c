@@ -197,8 +197,9 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
     if ((rc = stk__cache_open(&cache, ds->cache_dir, ds->cache_bytes, ds->err)) != STK_OK)
         goto out_nocache;
     const char *host = strstr(cfg.endpoint, "://") + 3;
-    if (snprintf(dir, sizeof dir, "%s/s3/%s/%s/%s", cache.root, host, bucket, prefix) >=
-        (int)sizeof dir) {
+    /* CACHE/s3/HOST/BUCKET/PREFIX (no trailing '/') */
+    if (snprintf(dir, sizeof dir, "%s/s3/%s/%s%s%.*s", cache.root, host, bucket, plen ? "/" : "",
+                 (int)(plen ? plen - 1 : 0), prefix) >= (int)sizeof dir) {
         rc = stk__err(ds->err, STK_E_INVALID, "%s: cache path too long", url);
         goto out;
     }

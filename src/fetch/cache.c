@@ -206,8 +206,8 @@ int stk__cache_make_room(stk__cache *c, uint64_t need, const char *suffix, char 
     free(w.c);
     if (used + need > c->limit)
         return stk__err(err, STK_E_TOO_LARGE,
-                        "cache %s: %llu bytes needed but only %llu of the %llu-byte limit can be "
-                        "freed (the rest is in use)", c->root, (unsigned long long)need,
+                        "cache %s: %llu bytes needed but only %llu of its %llu-byte limit are free "
+                        "after evicting every shard not in use", c->root, (unsigned long long)need,
                         (unsigned long long)(c->limit - STK__MIN(c->limit, used)),
                         (unsigned long long)c->limit);
     return STK_OK;

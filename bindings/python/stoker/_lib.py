@@ -79,6 +79,7 @@ STK_E_EMPTYSET = -1023
 P_LAYOUT = 1
 P_FOREIGN_LABEL = 2
 P_ALLOW_INCOMPLETE = 3
+P_CACHE_BYTES = 4
 P_IO_BACKEND = 100
 P_IO_DIRECT = 101
 P_QUEUE_DEPTH = 102
@@ -495,6 +496,7 @@ _PROTOTYPES = [
     # dataset
     ("stk_dataset_create", c_int, [POINTER(c_void_p)]),
     ("stk_dataset_set", c_int, [c_void_p, c_int, c_int64]),
+    ("stk_dataset_set_cache_dir", c_int, [c_void_p, c_char_p]),
     ("stk_dataset_open", c_int, [c_void_p, c_char_p]),
     ("stk_dataset_destroy", None, [c_void_p]),
     ("stk_dataset_last_error", c_char_p, [c_void_p]),
@@ -532,6 +534,7 @@ _PROTOTYPES = [
     ("stk_loader_set_floats", c_int, [c_void_p, c_int, POINTER(c_float), c_size_t]),
     ("stk_loader_get", c_int, [c_void_p, c_int, POINTER(c_double)]),
     ("stk_loader_open", c_int, [c_void_p, c_char_p]),
+    ("stk_loader_set_cache_dir", c_int, [c_void_p, c_char_p]),
     ("stk_loader_samples_per_epoch", c_uint64, [c_void_p]),
     ("stk_loader_batches_per_epoch", c_uint64, [c_void_p]),
     ("stk_loader_dataset", c_void_p, [c_void_p]),

@@ -58,7 +58,8 @@ class Dataset:
     int32 class indices padded with -1. Datasets without targets have kind "none".
     """
 
-    def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False):
+    def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False,
+                 cache=None, cache_bytes=None):
         self._lib = lib = _lib.get()
         self._h = None
         self._pid = os.getpid()
@@ -74,6 +75,10 @@ class Dataset:
                         "foreign_label")
         if allow_incomplete:
             self._check(lib.stk_dataset_set(h, _lib.P_ALLOW_INCOMPLETE, 1), "allow_incomplete")
+        if cache is not None:
+            self._check(lib.stk_dataset_set_cache_dir(h, _lib.fspath(cache)), "cache")
+        if cache_bytes is not None:
+            self._check(lib.stk_dataset_set(h, _lib.P_CACHE_BYTES, int(cache_bytes)), "cache_bytes")
         self._check(lib.stk_dataset_open(h, _lib.fspath(path)), "open %s" % self.path)
         self._count = int(lib.stk_dataset_count(h))
 

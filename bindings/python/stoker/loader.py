@@ -504,7 +504,7 @@ class Loader:
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 augment=None, resize_passes=None, options=None):
+                 augment=None, resize_passes=None, options=None, cache=None, cache_bytes=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -694,6 +694,10 @@ class Loader:
                 self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
+        if cache is not None:   # s3:// datasets: the cache directory and its limit
+            self._check(lib.stk_loader_set_cache_dir(self._h, _lib.fspath(cache)), "cache")
+        if cache_bytes is not None:
+            self._set(_lib.P_CACHE_BYTES, int(cache_bytes), "cache_bytes")
 
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self.indices = None

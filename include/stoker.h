@@ -63,6 +63,7 @@ STK_API const char *stk_version_string(void);
 enum stk_feature {
     STK_FEATURE_URING = 1, /**< built with liburing (io_uring may still be refused at run time) */
     STK_FEATURE_CUDA = 2,  /**< built with the CUDA runtime (a device may still be absent) */
+    STK_FEATURE_S3 = 3,    /**< built with libcurl + libxml2: s3:// datasets (since 0.5) */
 };
 /** 1 when the build has the feature, else 0. Thread-safe. */
 STK_API int stk_has_feature(int feature);

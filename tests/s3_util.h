@@ -20,6 +20,10 @@
  * a server that should be there and is not is a failure. */
 static inline void s3u_env(void)
 {
+    if (!stk_has_feature(STK_FEATURE_S3)) {
+        printf("skip: built without S3 (STOKER_WITH_S3=OFF or no libcurl/libxml2)\n");
+        exit(77);
+    }
     const char *path = getenv("STK_S3_ENV");
     FILE *f = path ? fopen(path, "r") : NULL;
     if (!f) {

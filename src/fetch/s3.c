@@ -450,9 +450,11 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
                 r->state = S_DONE;
                 int code = strstr(r->why, "HTTP 404") ? -ENOENT
                            : strstr(r->why, "HTTP 403") ? -EACCES : STK_E_IO;
+                char tries[64] = "";
+                if (j > 0)
+                    snprintf(tries, sizeof tries, ", gave up after %d attempts", r->attempts);
                 rc = stk__err(err, code, "S3 %s %s (endpoint %s): %s%s%s", method_name[r->method],
-                              r->url, c->endpoint, r->why, j > 0 ? ", gave up after retries" : "",
-                              auth_hint(r->why));
+                              r->url, c->endpoint, r->why, tries, auth_hint(r->why));
             }
         }
         if (rc != STK_OK || done == n)

@@ -632,6 +632,11 @@ typedef struct stk_pack_result {
  * STK_E_EMPTY, -errno, ...), -errno / STK_E_LMDB for DST I/O; the text (naming the path) goes to
  * OPTS->error. RESULT: records and shards of the whole dataset, resumed_records = records kept
  * from the interrupted run, payload_bytes = all payload bytes, elapsed_s = this call's time.
+ *
+ * DST = s3://bucket/prefix (since 0.5, docs/S3.md): packed as above into a local staging folder
+ * (CACHE/pack/HOST/BUCKET/PREFIX under the cache root of stk_dataset_set_cache_dir's default),
+ * then uploaded; the marker object PREFIX/.stoker-pack-incomplete makes an s3:// open refuse the
+ * prefix (STK_E_INCOMPLETE) until the upload is complete. A rerun uploads what is missing.
  */
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);

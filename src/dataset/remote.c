@@ -21,6 +21,7 @@
 
 #include "cache.h"
 #include "discover.h"
+#include "format.h"
 #include "s3.h"
 
 #include <dirent.h>
@@ -173,9 +174,13 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
     size_t nall = 0, plen = strlen(prefix);
     if ((rc = stk__s3_list(&cfg, bucket, prefix, &all, &nall, ds->err)) != STK_OK)
         return rc;
-    /* keep the shards (in name order) */
+    /* keep the shards (in name order); an unfinished upload (`stoker pack` to s3://) left its
+     * marker object: refused as a local DST with the marker file is */
     size_t n = 0;
+    int marked = 0;
     for (size_t i = 0; i < nall; i++) {
+        if (strcmp(all[i].key + plen, STK__INCOMPLETE_MARK) == 0)
+            marked = 1;
         if (is_shard_name(all[i].key + plen))
             all[n++] = all[i];
         else
@@ -189,6 +194,12 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
     char *need = NULL;
     void *vbuf = NULL;
     size_t vcap = 0;
+    if (marked && !ds->allow_incomplete) {
+        rc = stk__err(ds->err, STK_E_INCOMPLETE, "%s: a pack to it is unfinished (the object %s%s "
+                      "is there; endpoint %s): rerun the pack", url, prefix, STK__INCOMPLETE_MARK,
+                      cfg.endpoint);
+        goto out_nocache;
+    }
     if (!n) {
         rc = stk__err(ds->err, STK_E_FORMAT, "%s: no shard-NNNNN.lmdb objects there (endpoint %s)",
                       url, cfg.endpoint);

@@ -738,3 +738,22 @@ int stk__s3_put_file(const stk__s3_cfg *c, const char *bucket, const char *key, 
     close(fd);
     return rc;
 }
+
+int stk__s3_delete(const stk__s3_cfg *c, const char *bucket, const char *key, char *err)
+{
+    req r;
+    int rc = simple(c, M_DELETE, bucket, key, "", NULL, &r, err);
+    if (rc == -ENOENT)
+        rc = STK_OK;
+    req_free(&r);
+    return rc;
+}
+
+int stk__s3_put_mem(const stk__s3_cfg *c, const char *bucket, const char *key, const char *data,
+                    char *err)
+{
+    req r;
+    int rc = simple(c, M_PUT, bucket, key, "", data, &r, err);
+    req_free(&r);
+    return rc;
+}

@@ -73,6 +73,11 @@ int stk__s3_get_many(const stk__s3_cfg *c, const char *bucket, const stk__s3_fet
  * in flight together (aborted on failure: nothing half-written is visible). */
 int stk__s3_put_file(const stk__s3_cfg *c, const char *bucket, const char *key, const char *path,
                      stk__s3_stats *st, char *err);
+/* Delete KEY (a missing key is not an error: S3 answers 204 either way). */
+int stk__s3_delete(const stk__s3_cfg *c, const char *bucket, const char *key, char *err);
+/* Upload LEN bytes of memory as KEY (a single PUT). */
+int stk__s3_put_mem(const stk__s3_cfg *c, const char *bucket, const char *key, const char *data,
+                    char *err);
 /* Create BUCKET; an existing bucket of the same owner is not an error. */
 int stk__s3_make_bucket(const stk__s3_cfg *c, const char *bucket, char *err);
 

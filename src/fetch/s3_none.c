@@ -45,3 +45,16 @@ int stk__s3_make_bucket(const stk__s3_cfg *c, const char *bucket, char *err)
     (void)c, (void)bucket;
     return unsupported(err);
 }
+
+int stk__s3_delete(const stk__s3_cfg *c, const char *bucket, const char *key, char *err)
+{
+    (void)c, (void)bucket, (void)key;
+    return unsupported(err);
+}
+
+int stk__s3_put_mem(const stk__s3_cfg *c, const char *bucket, const char *key, const char *data,
+                    char *err)
+{
+    (void)c, (void)bucket, (void)key, (void)data;
+    return unsupported(err);
+}

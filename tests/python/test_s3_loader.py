@@ -31,22 +31,35 @@ def _server_env():
     return env
 
 
+UPLOAD = """
+import boto3, os, sys
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+                  region_name=os.environ["AWS_REGION"])
+bucket, local, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+s3.create_bucket(Bucket=bucket)
+for n in names:
+    s3.upload_file(os.path.join(local, n), bucket, "sets/ds/" + n)
+"""
+
+
 @pytest.fixture(scope="module")
 def s3_dataset(shards, tmp_path_factory):
     """(url, local path, cache dir): the packed shards uploaded with boto3."""
     env = _server_env()
-    boto3 = pytest.importorskip("boto3")
     for k, v in env.items():
         os.environ[k] = v
     os.environ.pop("AWS_PROFILE", None)
-    s3 = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=env["AWS_REGION"])
     bucket = "stk-py-%d" % os.getpid()
-    s3.create_bucket(Bucket=bucket)
     local, _ = shards
     names = sorted(n for n in os.listdir(local) if n.startswith("shard-") and n.endswith(".lmdb"))
     assert names
-    for n in names:
-        s3.upload_file(os.path.join(local, n), bucket, "sets/ds/" + n)
+    # boto3 from Debian (python3-boto3) under /usr/bin/python3, whichever Python runs the test
+    # (a venv may lack it): a client independent of stoker's own
+    up = subprocess.run(["/usr/bin/python3", "-c", UPLOAD, bucket, local] + names,
+                        capture_output=True, text=True, timeout=300)
+    if up.returncode != 0 and "No module named 'boto3'" in up.stderr:
+        pytest.fail("python3-boto3 missing (scripts/deps.sh test installs it)")
+    assert up.returncode == 0, up.stderr
     cache = str(tmp_path_factory.mktemp("s3cache"))
     return "s3://%s/sets/ds" % bucket, local, cache
 

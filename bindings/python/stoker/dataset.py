@@ -45,7 +45,9 @@ def target_info_dict(info):
 
 
 class Dataset:
-    """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB).
+    """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB; or, since 0.5,
+    ``"s3://bucket/prefix"``: fetched into the cache directory ``cache`` (limit ``cache_bytes``)
+    first, docs/S3.md).
 
     ``len(ds)`` records; ``ds[i]`` -> (payload bytes, label); ``ds.record(i)`` -> dict of the
     record's shard, key, offset, length, label and CRC; ``ds.name(i)`` a printable name;

@@ -377,7 +377,8 @@ class Loader:
 
     Arguments (keyword-only after ``batch_size``):
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
-        ImageFolder root.
+        ImageFolder root; or ``"s3://bucket/prefix"`` (since 0.5): the shards there are fetched
+        into the cache directory first (docs/S3.md; credentials as the AWS tools read them).
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
       size: output side, or (height, width). resize: eval's shorter side before the crop
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
@@ -454,6 +455,9 @@ class Loader:
         most), then ``RandomErasing`` (torchvision's or timm's) last. Drawn from (seed, epoch, sample) like the crop
         (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
+      cache, cache_bytes: for s3:// paths, the cache directory (default STOKER_CACHE_DIR, else
+        ~/.cache/stoker) and its size limit in bytes (default STOKER_CACHE_BYTES, else none;
+        a limit below one shard, or below the dataset, is an error naming it).
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
     Which epoch: the one given to ``set_epoch()``, else the one after the previous ``for``'s

@@ -186,7 +186,8 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         else
             free(all[i].key);
     }
-    qsort(all, n, sizeof *all, by_key);
+    if (n)
+        qsort(all, n, sizeof *all, by_key);
     stk__cache cache;
     stk__remote *rem = NULL;
     int *fetch_fds = NULL, locked = 0;

@@ -181,7 +181,8 @@ int stk__cache_make_room(stk__cache *c, uint64_t need, const char *suffix, char 
                         (unsigned long long)need, (unsigned long long)c->limit);
     walk w = {.suffix = suffix};
     walk_dir(c->root, &w, 0);
-    qsort(w.c, w.n, sizeof *w.c, by_age);
+    if (w.n)
+        qsort(w.c, w.n, sizeof *w.c, by_age);
     uint64_t used = w.total;
     for (size_t i = 0; i < w.n && used + need > c->limit; i++) {
         int fd = open(w.c[i].path, O_RDONLY | O_CLOEXEC);

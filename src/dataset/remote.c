@@ -289,6 +289,11 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             continue;
         pfmt(tmp, sizeof tmp, "%s/%s.part.%d", dir, all[i].key + plen, (int)getpid());
         pfmt(path, sizeof path, "%s/%s", dir, all[i].key + plen);
+        /* a stale copy's LMDB lock file goes with it: a process still reading the old copy
+         * keeps both, the next opener of the new copy makes a lock file of its own */
+        char lockp[PATH_MAX + 80];
+        pfmt(lockp, sizeof lockp, "%s-lock", path);
+        unlink(lockp);
         if (fdatasync(fetch_fds[i]) != 0 || rename(tmp, path) != 0) {
             rc = stk__err(ds->err, -errno, "%s: %s", path, strerror(errno));
             goto out;

@@ -440,6 +440,21 @@ typedef struct stk_dataset_info {
 
 /** Fill *info. */
 STK_API int stk_dataset_info_get(const stk_dataset *ds, stk_dataset_info *info);
+
+/** What opening an s3:// dataset fetched (since 0.5; docs/S3.md). All zero for a local path. */
+typedef struct stk_fetch_stats {
+    uint64_t shards;         /**< shards of the dataset */
+    uint64_t shards_cached;  /**< found in the cache with the bucket's ETag (hits) */
+    uint64_t shards_fetched; /**< fetched now */
+    uint64_t bytes_fetched;  /**< shard bytes received, retried parts included */
+    uint64_t requests;       /**< ranged GETs sent, retries included */
+    uint64_t retries;        /**< attempts that failed and were retried */
+    double fetch_s;          /**< wall time of the shards' download (0: all were cached) */
+    uint64_t reserved[8];
+} stk_fetch_stats;
+
+/** Fill *ST with what the open fetched. After open. Thread-safe. (since 0.5) */
+STK_API int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st);
 /** Number of records (0 before open). */
 STK_API uint64_t stk_dataset_count(const stk_dataset *ds);
 /** Name of class LABEL, or NULL. Owned by ds. */

@@ -4,7 +4,7 @@
  * opened as s3://bucket/prefix reads back byte-identical: every record's payload and label, and
  * the cached shard files equal the packed ones (shards larger than one part: multipart upload,
  * several ranged GETs each). A second open is served from the cache (same files, nothing
- * fetched); a cached copy whose ETag no longer matches the bucket's is fetched again.
+ * fetched, as stk_dataset_fetch_stats says too); a cached copy whose ETag no longer matches the bucket's is fetched again.
  */
 #include "s3_util.h"
 
@@ -75,6 +75,21 @@ int main(void)
         free(fb);
     }
     T_CHECK(multipart, "no shard larger than one part: the multipart path went untested");
+    /* what the open fetched: every shard, every byte of them, no hit */
+    stk_fetch_stats fs;
+    uint64_t bytes = 0;
+    for (uint32_t s = 0; s < a.shards; s++) {
+        size_t n;
+        free(t_read_file(stk_dataset_shard_path(ref, s), &n));
+        bytes += n;
+    }
+    T_OK(stk_dataset_fetch_stats(ds, &fs));
+    T_CHECK(fs.shards == up && fs.shards_fetched == up && fs.shards_cached == 0 &&
+            fs.bytes_fetched == bytes && fs.requests >= up,
+            "first open: shards %llu fetched %llu cached %llu bytes %llu (want %llu) requests %llu",
+            (unsigned long long)fs.shards, (unsigned long long)fs.shards_fetched,
+            (unsigned long long)fs.shards_cached, (unsigned long long)fs.bytes_fetched,
+            (unsigned long long)bytes, (unsigned long long)fs.requests);
     char shard0[4096];
     snprintf(shard0, sizeof shard0, "%s", stk_dataset_shard_path(ds, 0));
     ino_t ino0 = inode_of(shard0);
@@ -83,6 +98,10 @@ int main(void)
     /* a second open: a cache hit, the same file */
     ds = open_s3(url, cache);
     T_CHECK(inode_of(shard0) == ino0, "a cached shard was fetched again");
+    T_OK(stk_dataset_fetch_stats(ds, &fs));
+    T_CHECK(fs.shards_cached == up && fs.shards_fetched == 0 && fs.bytes_fetched == 0,
+            "second open: cached %llu fetched %llu bytes %llu", (unsigned long long)fs.shards_cached,
+            (unsigned long long)fs.shards_fetched, (unsigned long long)fs.bytes_fetched);
     stk_dataset_destroy(ds);
 
     /* a cached copy whose recorded ETag differs from the bucket's is stale: fetched again */

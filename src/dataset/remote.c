@@ -39,7 +39,28 @@ struct stk__remote {
     int *fds; /* one per shard, LOCK_SH */
     size_t n;
     stk__s3_stats stats;
+    uint64_t cached, fetched;
 };
+
+int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
+{
+    if (!ds || !st)
+        return STK_E_INVALID;
+    if (!ds->opened)
+        return STK_E_STATE;
+    memset(st, 0, sizeof *st);
+    const stk__remote *r = ds->remote;
+    if (r) {
+        st->shards = r->n;
+        st->shards_cached = r->cached;
+        st->shards_fetched = r->fetched;
+        st->bytes_fetched = r->stats.bytes_in;
+        st->requests = r->stats.requests;
+        st->retries = r->stats.retries;
+        st->fetch_s = r->stats.seconds;
+    }
+    return STK_OK;
+}
 
 void stk__remote_free(stk__remote *r)
 {
@@ -247,6 +268,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             if (rem->fds[i] >= 0) {
                 flock(rem->fds[i], LOCK_SH);
                 futimens(rem->fds[i], NULL);
+                rem->cached++;
                 continue;
             }
         }
@@ -281,6 +303,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             goto out;
         }
         fx[nfetch++] = (stk__s3_fetch){all[i].key, all[i].size, fetch_fds[i]};
+        rem->fetched++;
     }
     if (nfetch && (rc = stk__s3_get_many(&cfg, bucket, fx, nfetch, &rem->stats, ds->err)))
         goto out;

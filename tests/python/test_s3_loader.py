@@ -85,6 +85,11 @@ def test_dataset_bytes_and_cache(stoker_mod, s3_dataset, tmp_path):
             assert a.read(i) == b.read(i), "record %d differs" % i
     cached = [os.path.join(d, f) for d, _, fs in os.walk(cache) for f in fs if f.endswith(".lmdb")]
     assert cached and all(p.startswith(cache) for p in cached)
+    with stoker_mod.Dataset(url, cache=cache) as b:   # the second open: from the cache
+        st = b.fetch_stats()
+        assert st["shards_cached"] == st["shards"] == len(cached) and st["bytes_fetched"] == 0, st
+    with stoker_mod.Dataset(local) as a:
+        assert a.fetch_stats()["shards"] == 0
     # a cache limit smaller than one shard: a clear error
     with pytest.raises(stoker_mod.StokerError if hasattr(stoker_mod, "StokerError") else Exception,
                        match="smaller than one shard"):

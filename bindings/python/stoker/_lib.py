@@ -230,6 +230,13 @@ class DatasetInfo(ctypes.Structure):
     ]
 
 
+class FetchStats(ctypes.Structure):
+    """stk_fetch_stats (since 0.5)."""
+    _fields_ = [("shards", c_uint64), ("shards_cached", c_uint64), ("shards_fetched", c_uint64),
+                ("bytes_fetched", c_uint64), ("requests", c_uint64), ("retries", c_uint64),
+                ("fetch_s", ctypes.c_double), ("reserved", c_uint64 * 8)]
+
+
 class RecordInfo(ctypes.Structure):
     _fields_ = [
         ("index", c_uint64),
@@ -497,6 +504,7 @@ _PROTOTYPES = [
     ("stk_dataset_create", c_int, [POINTER(c_void_p)]),
     ("stk_dataset_set", c_int, [c_void_p, c_int, c_int64]),
     ("stk_dataset_set_cache_dir", c_int, [c_void_p, c_char_p]),
+    ("stk_dataset_fetch_stats", c_int, [c_void_p, c_void_p]),
     ("stk_dataset_open", c_int, [c_void_p, c_char_p]),
     ("stk_dataset_destroy", None, [c_void_p]),
     ("stk_dataset_last_error", c_char_p, [c_void_p]),

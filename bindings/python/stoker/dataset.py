@@ -206,6 +206,12 @@ class Dataset:
         self._check(self._lib.stk_dataset_info_get(self._h, ctypes.byref(info)), "info")
         return info
 
+    def fetch_stats(self):
+        """What opening an s3:// path fetched: {shards, shards_cached, shards_fetched,
+        bytes_fetched, requests, retries, fetch_s} (all 0 for a local path). Since 0.5."""
+        self._usable()
+        return _fetch_stats(self._lib, self._h)
+
     def info(self):
         """{path, layout, format_version, shards, shard_paths, classes, records,
         payload_bytes, file_bytes, max_record_bytes, target (as ``target_info``)}."""
@@ -239,6 +245,14 @@ class Dataset:
             self.close()
         except Exception:   # noqa: BLE001
             pass
+
+
+def _fetch_stats(lib, h):
+    st = _lib.FetchStats()
+    rc = lib.stk_dataset_fetch_stats(h, ctypes.byref(st))
+    if rc:
+        raise _errors.make(rc, "", "fetch_stats")
+    return {k: getattr(st, k) for k, _ in st._fields_ if k != "reserved"}
 
 
 def info(path, **kw):

@@ -8,7 +8,9 @@
 #   s3-server.sh start DIR   start (DIR is created; fails if a server already runs there), then
 #                            print the environment to use, as `env` does
 #   s3-server.sh env DIR     print AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
-#                            AWS_REGION as shell assignments (eval "$(s3-server.sh env DIR)")
+#                            AWS_REGION as shell assignments (eval "$(s3-server.sh env DIR)"),
+#                            and the same server over HTTPS: STK_S3_HTTPS_ENDPOINT with its
+#                            self-signed certificate STK_S3_CA_BUNDLE (for AWS_CA_BUNDLE)
 #   s3-server.sh stop DIR    stop gateway, OSD, monitor (in that order) and remove DIR
 #
 # Exit 77 when the Ceph packages are missing (scripts/deps.sh test installs them).
@@ -57,11 +59,17 @@ start() {
   dir=$(cd "$dir" && pwd)
   # a failed start leaves no daemon behind (the logs stay for a look: $dir/log)
   trap 'rc=$?; if [ $rc -ne 0 ]; then keep_logs=1 stop; fi' EXIT
-  local t0 fsid mon_port rgw_port conf key secret i
+  local t0 fsid mon_port rgw_port tls_port conf key secret i
   t0=$(date +%s.%N)
   fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
   mon_port=$(free_port)
   rgw_port=$(free_port)
+  tls_port=$(free_port)
+  # HTTPS beside HTTP: a self-signed certificate for 127.0.0.1 and localhost
+  openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj /CN=localhost \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$dir/tls.key" -out "$dir/tls.crt" >/dev/null 2>&1 ||
+    { echo "s3-server.sh: openssl could not make a certificate" >&2; exit 1; }
   conf=$dir/ceph.conf
   cat >"$conf" <<EOF
 [global]
@@ -96,7 +104,7 @@ osd_objectstore = memstore
 keyring = $dir/osd/keyring
 memstore_device_bytes = 4294967296
 [client.rgw.stk]
-rgw_frontends = beast endpoint=127.0.0.1:$rgw_port
+rgw_frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key
 rgw_data = $dir/rgw
 rgw_dns_name = localhost
 rgw_init_timeout = 60
@@ -145,6 +153,8 @@ export AWS_ENDPOINT_URL=http://127.0.0.1:$rgw_port
 export AWS_ACCESS_KEY_ID=$key
 export AWS_SECRET_ACCESS_KEY=$secret
 export AWS_REGION=us-east-1
+export STK_S3_HTTPS_ENDPOINT=https://127.0.0.1:$tls_port
+export STK_S3_CA_BUNDLE=$dir/tls.crt
 EOF
   echo "s3-server.sh: radosgw on 127.0.0.1:$rgw_port ready in $(python3 -c "import time; print(round(time.time()-$t0, 1))") s" >&2
   emit_env

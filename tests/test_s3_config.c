@@ -5,8 +5,9 @@
  * (AWS_PROFILE + AWS_SHARED_CREDENTIALS_FILE) and the endpoint from that profile in a config file
  * (AWS_CONFIG_FILE, [profile NAME] endpoint_url), with no AWS_* key in the environment; a profile
  * that exists nowhere is an error naming it; virtual-host addressing (BUCKET.localhost:PORT, which
- * libcurl resolves to the loopback; radosgw's rgw_dns_name is localhost). Each open reads every
- * record back equal to the local dataset.
+ * libcurl resolves to the loopback; radosgw's rgw_dns_name is localhost); HTTPS with the server's
+ * self-signed certificate in AWS_CA_BUNDLE, and without it a certificate error at once (not
+ * retried). Each open reads every record back equal to the local dataset.
  */
 #include "s3_util.h"
 
@@ -86,6 +87,24 @@ int main(void)
     T_CHECK(!v.path_style, "STOKER_S3_ADDRESSING=virtual not taken");
     snprintf(cache, sizeof cache, "%s/cache-virtual", tmp);
     check_open(url, cache, ref);
+
+    /* HTTPS: the server's certificate trusted through AWS_CA_BUNDLE; refused without it */
+    unsetenv("STOKER_S3_ADDRESSING");
+    const char *https = getenv("STK_S3_HTTPS_ENDPOINT"), *ca = getenv("STK_S3_CA_BUNDLE");
+    T_CHECK(https && ca, "the server's env has no HTTPS endpoint");
+    setenv("AWS_ENDPOINT_URL", https, 1);
+    setenv("AWS_CA_BUNDLE", ca, 1);
+    snprintf(cache, sizeof cache, "%s/cache-https", tmp);
+    check_open(url, cache, ref);
+    unsetenv("AWS_CA_BUNDLE");
+    T_OK(stk_dataset_create(&ds));
+    T_OK(stk_dataset_set_cache_dir(ds, cache));
+    rc = stk_dataset_open(ds, url);
+    const char *msg = stk_dataset_last_error(ds);
+    printf("  without the CA: %s: %s\n", stk_status_name(rc), msg);
+    T_CHECK(rc != STK_OK && strstr(msg, https) && strstr(msg, "certificate") &&
+            !strstr(msg, "gave up"), "https without the CA: %s", msg);
+    stk_dataset_destroy(ds);
 
     stk_dataset_destroy(ref);
     t_rmtree(tmp);

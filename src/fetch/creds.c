@@ -9,6 +9,7 @@
  *   region: AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`, else us-east-1.
  *   endpoint: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's `endpoint_url`, else
  *     https://s3.REGION.amazonaws.com.
+ *   https: the system's CAs, or AWS_CA_BUNDLE / the profile's ca_bundle (a PEM file).
  *   addressing: STOKER_S3_ADDRESSING=path|virtual; by default virtual-host on AWS's endpoint and
  *     path-style on any other (MinIO, Ceph and most S3-compatible servers expect it).
  */
@@ -194,6 +195,11 @@ int stk__s3_cfg_from_env(stk__s3_cfg *c, char *err)
     if (strncmp(c->endpoint, "http://", 7) != 0 && strncmp(c->endpoint, "https://", 8) != 0)
         return stk__err(err, STK_E_INVALID, "S3 endpoint '%s' must start with http:// or https://",
                         c->endpoint);
+    const char *ca = env_nonempty("AWS_CA_BUNDLE");
+    if (ca)
+        snprintf(c->ca_bundle, sizeof c->ca_bundle, "%s", ca);
+    else
+        profile_get(prof, "ca_bundle", c->ca_bundle, sizeof c->ca_bundle, NULL);
     const char *a = env_nonempty("STOKER_S3_ADDRESSING");
     if (a && strcmp(a, "path") == 0)
         c->path_style = 1;

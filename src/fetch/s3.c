@@ -253,6 +253,8 @@ static int setup_easy(const stk__s3_cfg *c, req *r, char *err)
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+    if (c->ca_bundle[0])
+        curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_bundle);
     struct curl_slist *h = curl_slist_append(NULL, "x-amz-content-sha256:UNSIGNED-PAYLOAD");
     if (c->token[0]) {
         char tok[2100];
@@ -341,7 +343,14 @@ static double backoff_s(int attempt)
     for (int i = 1; i < attempt && b < 5.0; i++)
         b *= 2;
     b = STK__MIN(b, 5.0);
-    return b * (0.5 + (double)(rand() % 1000) / 2000.0); /* jitter: 50..100 % */
+    /* jitter 50..100 %, from a per-thread xorshift (rand() is not thread-safe) */
+    static _Thread_local uint64_t x;
+    if (!x)
+        x = stk__now_ns() | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return b * (0.5 + (double)(x % 1000) / 2000.0);
 }
 
 static void req_free(req *r)

@@ -22,6 +22,7 @@ typedef struct stk__s3_cfg {
     char region[64];
     char key[256], secret[256], token[2048]; /* key "" = anonymous (unsigned) requests */
     char profile[128];  /* the profile the credentials came from ("" = environment) */
+    char ca_bundle[1024]; /* AWS_CA_BUNDLE or the profile's ca_bundle: CAs for https ("" = system) */
     int path_style;     /* 1: endpoint/bucket/key; 0: bucket.host/key (virtual host) */
     long connect_timeout_s; /* STOKER_S3_CONNECT_TIMEOUT_S [10] */
     long stall_s;       /* STOKER_S3_STALL_S: no byte for this long = a failed attempt [30] */

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `stoker pack SRC s3://bucket/prefix` against the real S3 server (the `s3` CTest fixture): the
 # dataset packed locally and uploaded lists the same records (index, label, size, CRC) as a local
-# pack of the same source, leaves no marker behind; a prefix with the unfinished-pack marker is
+# pack of the same source, leaves no marker behind, and `stoker verify` and `loaderbench` read it; a prefix with the unfinished-pack marker is
 # refused by `stoker info` naming it, and rerunning the pack finishes the upload.
 . "$(dirname "$0")/cli_util.sh"
 if [ ! -f "${STK_S3_ENV:-/nonexistent}" ]; then
@@ -39,6 +39,10 @@ s3py keys "$B" sets/ds/ >"$T/keys"
 grep -q "sets/ds/shard-00000.lmdb" "$T/keys" || fail "no shard object: $(cat "$T/keys")"
 ! grep -q stoker-pack-incomplete "$T/keys" || fail "the unfinished-pack marker stayed"
 expect_rc 0 "$STOKER" verify "s3://$B/sets/ds"
+if [ -n "${LOADERBENCH:-}" ]; then   # loaderbench takes the s3:// path too
+  expect_rc 0 "$LOADERBENCH" --epochs 1 --workers 1 --layouts shards-buffered --size 32 "s3://$B/sets/ds"
+  grep -q "img/s" "$T/out" || { cat "$T/out" "$T/err"; fail "loaderbench printed no rate"; }
+fi
 
 # an unfinished upload's marker: refused, named; the rerun finishes
 s3py put "$B" sets/ds/.stoker-pack-incomplete

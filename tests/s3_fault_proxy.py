@@ -11,9 +11,12 @@ produce:
   reset      the connection closed before any answer
   slowdown   503 with S3's <Code>SlowDown</Code> body (the server's answer is dropped)
   truncate   the answer's headers and half its body, then the connection closed
-  stall      the answer's headers, then silence for STALL seconds (env STK_PROXY_STALL_S, 3)
+  stall      the answer's headers (nothing when it has no body), then silence for STALL
+             seconds (env STK_PROXY_STALL_S, 3)
   500        an internal error
 Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
+Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
+requests pass unspoiled).
 """
 
 import os
@@ -96,7 +99,7 @@ def serve(conn, up_port, state, log):
             with state["lock"]:
                 state["n"] += 1
                 fault = None
-                if state["n"] % state["every"] == 0:
+                if state["n"] > state["skip"] and state["n"] % state["every"] == 0:
                     fault = FAULTS[state["k"] % len(FAULTS)]
                     state["k"] += 1
             first = head.split(b"\r\n")[0].decode(errors="replace")
@@ -118,8 +121,9 @@ def serve(conn, up_port, state, log):
                 conn.sendall(rhead + rbody[:len(rbody) // 2])
                 conn.close()
                 return
-            if fault == "stall":
-                conn.sendall(rhead)
+            if fault == "stall":   # silence mid-body; an empty answer is withheld whole
+                if rbody:
+                    conn.sendall(rhead)
                 time.sleep(float(os.environ.get("STK_PROXY_STALL_S", "3")))
                 conn.close()
                 return
@@ -140,7 +144,11 @@ def main():
     with open(port_file + ".tmp", "w") as f:
         f.write(str(srv.getsockname()[1]))
     os.rename(port_file + ".tmp", port_file)
-    state = {"lock": threading.Lock(), "n": 0, "k": 0, "every": every}
+    state = {"lock": threading.Lock(), "n": 0, "k": 0, "every": every,
+             "skip": int(os.environ.get("STK_PROXY_SKIP", "0"))}
+    global FAULTS
+    if os.environ.get("STK_PROXY_FAULTS"):
+        FAULTS = os.environ["STK_PROXY_FAULTS"].split(",")
     while True:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn, up_port, state, log), daemon=True).start()

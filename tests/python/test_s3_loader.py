@@ -69,6 +69,9 @@ def test_loader_same_order_as_local(stoker_mod, s3_dataset):
     kw = dict(size=32, resize=36, seed=5, workers=2)
     imgs_l, idx_l, ep_l = loader_epochs(stoker_mod, local, 2, **kw)
     imgs_s, idx_s, ep_s = loader_epochs(stoker_mod, url, 2, cache=cache, **kw)
+    with stoker_mod.Loader(url, 4, cache=cache, size=32) as ld:   # the cache holds it now
+        st = ld.fetch_stats()
+        assert st["shards"] >= 1 and st["shards_cached"] == st["shards"], st
     n = len(stoker_mod.Dataset(local))
     for e in range(2):
         assert sorted(idx_s[ep_s == e].tolist()) == list(range(n)), "every record once per epoch"

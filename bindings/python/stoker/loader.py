@@ -1307,6 +1307,13 @@ class Loader:
     # ---- state: resume, also on another world size ---------------------------------------
     STATE_VERSION = 2
 
+    def fetch_stats(self):
+        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
+        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
+        for a local path. Since 0.5."""
+        self._usable()
+        return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
+
     def _config(self):
         return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,
                 "drop_last": self.drop_last, "rank": self.rank, "world_size": self.world_size,

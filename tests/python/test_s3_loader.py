@@ -123,3 +123,22 @@ def test_wrong_credentials_named(stoker_mod, s3_dataset, tmp_path, monkeypatch):
         stoker_mod.Loader(url, 4, size=32, cache=str(tmp_path / "c"))
     msg = str(ei.value)
     assert os.environ["AWS_ENDPOINT_URL"] in msg and "SignatureDoesNotMatch" in msg, msg
+
+
+def test_dataloader_imagefolder_s3(stoker_mod, s3_dataset, tmp_path):
+    """stoker.ImageFolder("s3://...") feeds torch's DataLoader and stoker.DataLoader alike:
+    the same eval batches, as from the local packed copy."""
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    from torch.utils.data import DataLoader as TorchDataLoader
+    url, local, _ = s3_dataset
+    tf = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
+    ds = stoker_mod.ImageFolder(url, tf, cache=str(tmp_path / "c"))
+    ref = stoker_mod.ImageFolder(local, tf)
+    assert len(ds) == len(ref) and ds.classes == ref.classes
+    ours = stoker_mod.DataLoader(ds, batch_size=5)
+    a, b = list(ours), list(TorchDataLoader(ref, batch_size=5))
+    assert len(a) == len(b)
+    for (x, y), (u, v) in zip(a, b):
+        assert torch.equal(x, u) and torch.equal(y, v)
+    ours.close()

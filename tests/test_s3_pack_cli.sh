@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `stoker pack SRC s3://bucket/prefix` against the real S3 server (the `s3` CTest fixture): the
 # dataset packed locally and uploaded lists the same records (index, label, size, CRC) as a local
-# pack of the same source, leaves no marker behind, and `stoker verify` and `loaderbench` read it; a prefix with the unfinished-pack marker is
+# pack of the same source, leaves no marker behind, leaves its shards in the read cache (the
+# first open fetches nothing), and `stoker verify` and `loaderbench` read it; a prefix with the unfinished-pack marker is
 # refused by `stoker info` naming it, and rerunning the pack finishes the upload.
 . "$(dirname "$0")/cli_util.sh"
 if [ ! -f "${STK_S3_ENV:-/nonexistent}" ]; then
@@ -31,8 +32,14 @@ s3py mb "$B"
 "$MK" "$T/src" 3 12 40 90 7 >/dev/null || fail "stk-mkfolder"
 expect_rc 0 "$STOKER" pack "$T/src" "$T/local" --threads 2
 expect_rc 0 "$STOKER" pack "$T/src" "s3://$B/sets/ds" --threads 2
+# the packed shards moved into the read cache (with the bucket's ETag); the staging folder is gone
+cached=$(ls "$T"/cache/s3/*/"$B"/sets/ds/shard-00000.lmdb 2>/dev/null) || fail "the pack left no cached shard"
+[ -s "$cached.etag" ] || fail "the cached shard has no ETag"
+[ -z "$(ls -A "$T"/cache/pack/*/"$B"/sets 2>/dev/null)" ] || fail "the staging folder stayed: $(ls -R "$T/cache/pack")"
+ino=$(stat -c %i "$cached")
 expect_rc 0 "$STOKER" ls "$T/local"; cp "$T/out" "$T/ls.local"
 expect_rc 0 "$STOKER" ls "s3://$B/sets/ds"
+[ "$(stat -c %i "$cached")" = "$ino" ] || fail "the first open fetched the shard again instead of using the pack's copy"
 cmp -s "$T/out" "$T/ls.local" || { diff "$T/out" "$T/ls.local" | head; fail "ls of the bucket differs from the local pack's"; }
 [ "$(wc -l <"$T/out")" -ge 30 ] || fail "ls lists $(wc -l <"$T/out") lines"
 s3py keys "$B" sets/ds/ >"$T/keys"

@@ -10,7 +10,10 @@
  *      rerun after a kill uploads only what is missing; an upload cut short is an unfinished
  *      multipart upload, which is invisible), each as a single PUT or a multipart upload with its
  *      parts in flight;
- *   3. the pack report, then the marker is deleted.
+ *   3. the pack report, then the marker is deleted;
+ *   4. the staging shards move into the read cache (CACHE/s3/HOST/BUCKET/PREFIX, each with the
+ *      bucket's ETag, under the cache lock), so that the first open on this machine fetches
+ *      nothing, and the staging folder is removed.
  * Packing and uploading are not overlapped yet, and shard objects of an older, larger pack under
  * the same prefix are deleted (the listing must describe the new dataset).
  */
@@ -25,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int is_shard(const char *s)
 {
@@ -120,6 +124,50 @@ static int upload(const stk__s3_cfg *c, const char *bucket, const char *prefix, 
     return rc;
 }
 
+/* Step 4: the uploaded shards of DIR into the read cache; the staging folder removed. */
+static int adopt(const stk__s3_cfg *c, const char *bucket, const char *prefix, const char *dir,
+                 char *err)
+{
+    stk__cache cache;
+    stk__s3_obj *objs = NULL;
+    size_t n = 0, plen = strlen(prefix);
+    char cdir[PATH_MAX], path[PATH_MAX + 300];
+    int rc = stk__cache_open(&cache, NULL, 0, err);
+    if (rc != STK_OK)
+        return rc;
+    if (snprintf(cdir, sizeof cdir, "%s/s3/%s/%s%s%.*s", cache.root, strstr(c->endpoint, "://") + 3,
+                 bucket, plen ? "/" : "", (int)(plen ? plen - 1 : 0), prefix) >= (int)sizeof cdir)
+        rc = stk__err(err, STK_E_INVALID, "cache path too long");
+    if (rc == STK_OK && (rc = stk__s3_list(c, bucket, prefix, &objs, &n, err)) == STK_OK &&
+        (rc = stk__mkdirs(cdir, err)) == STK_OK && (rc = stk__cache_lock(&cache, err)) == STK_OK) {
+        for (size_t i = 0; i < n && rc == STK_OK; i++) {
+            const char *name = objs[i].key + plen;
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            if (is_shard(name) && !strchr(name, '/') && stat(path, &st) == 0 &&
+                (uint64_t)st.st_size == objs[i].size)
+                rc = stk__cache_adopt(cdir, name, path, objs[i].etag, err);
+        }
+        stk__cache_unlock(&cache);
+    }
+    stk__cache_close(&cache);
+    stk__s3_objs_free(objs, n);
+    if (rc != STK_OK)
+        return rc;
+    DIR *d = opendir(dir); /* what is left of the staging folder: lock files, report, marker */
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    return STK_OK;
+}
+
 int stk__pack_to_s3(const char *src, const char *url, const stk_pack_options *opts,
                     stk_pack_ext_options *ext, stk_pack_result *result)
 {
@@ -162,7 +210,8 @@ int stk__pack_to_s3(const char *src, const char *url, const stk_pack_options *op
     } else if (rc != STK_OK) {
         return rc;
     }
-    if ((rc = upload(&c, bucket, prefix, dir, err)) != STK_OK)
+    if ((rc = upload(&c, bucket, prefix, dir, err)) != STK_OK ||
+        (rc = adopt(&c, bucket, prefix, dir, err)) != STK_OK)
         return fail(opts, rc, err);
     return STK_OK;
 }

@@ -378,6 +378,11 @@ static const char *auth_hint(const char *why)
         return " (the access key is unknown there: check AWS_ACCESS_KEY_ID / AWS_PROFILE)";
     if (strstr(why, "SignatureDoesNotMatch"))
         return " (the signature was refused: check AWS_SECRET_ACCESS_KEY and AWS_REGION)";
+    if (strstr(why, "PermanentRedirect") || strstr(why, "HTTP 301"))
+        return " (the bucket is elsewhere: check AWS_REGION and the endpoint, or try "
+               "STOKER_S3_ADDRESSING=virtual)";
+    if (strstr(why, "NoSuchBucket"))
+        return " (no such bucket at this endpoint)";
     if (strstr(why, "AccessDenied") || strstr(why, "HTTP 403"))
         return " (access denied: check the credentials and the bucket's policy)";
     return "";

@@ -5,7 +5,7 @@
 # data is gone at stop), no mgr — listening on 127.0.0.1 only. Everything lives in one state
 # directory, with ports of its own, so that parallel runs on one host do not meet.
 #
-#   s3-server.sh start DIR   start (DIR is created; fails if a server already runs there), then
+#   s3-server.sh start DIR   start (DIR is created; a server left there is stopped first), then
 #                            print the environment to use, as `env` does
 #   s3-server.sh env DIR     print AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
 #                            AWS_REGION as shell assignments (eval "$(s3-server.sh env DIR)"),
@@ -51,8 +51,10 @@ start() {
   for b in ceph-mon ceph-osd radosgw radosgw-admin ceph ceph-authtool monmaptool; do
     command -v "$b" >/dev/null || { echo "s3-server.sh: $b missing (apt-get install ceph-mon ceph-osd radosgw ceph-common)" >&2; exit 77; }
   done
-  if [ -f "$dir/rgw.pid" ] && kill -0 "$(cat "$dir/rgw.pid")" 2>/dev/null; then
-    echo "s3-server.sh: a server already runs in $dir" >&2; exit 1
+  # a server left in DIR (a test run that was killed) is stopped first: DIR is this script's own
+  if [ -f "$dir/rgw.pid" ] || [ -f "$dir/mon.pid" ]; then
+    echo "s3-server.sh: stopping the server left in $dir" >&2
+    stop
   fi
   rm -rf "$dir"
   mkdir -p "$dir"/{mon,osd,run,log}

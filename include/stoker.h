@@ -63,6 +63,7 @@ STK_API const char *stk_version_string(void);
 enum stk_feature {
     STK_FEATURE_URING = 1, /**< built with liburing (io_uring may still be refused at run time) */
     STK_FEATURE_CUDA = 2,  /**< built with the CUDA runtime (a device may still be absent) */
+    STK_FEATURE_S3 = 3,    /**< built with libcurl + libxml2: s3:// datasets (since 0.5) */
 };
 /** 1 when the build has the feature, else 0. Thread-safe. */
 STK_API int stk_has_feature(int feature);
@@ -123,6 +124,9 @@ typedef enum stk_param {
     STK_P_LAYOUT = 1,        /**< I: STK_LAYOUT_* [STK_LAYOUT_AUTO] */
     STK_P_FOREIGN_LABEL = 2, /**< I: label given to every record of a foreign LMDB [-1] */
     STK_P_ALLOW_INCOMPLETE = 3, /**< I 0/1: open a dataset an interrupted pack left [0] */
+    STK_P_CACHE_BYTES = 4,   /**< I >= 0: size limit of the cache directory that s3:// datasets
+                                  are fetched into; 0 = env STOKER_CACHE_BYTES, else none [0]
+                                  (since 0.5) */
 
     /* 100..199: reader. Before start. */
     STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO]. Env STOKER_DISABLE_URING=1 makes
@@ -396,14 +400,29 @@ typedef struct stk_dataset stk_dataset;
 
 /** Create an unopened dataset handle. *out is owned by the caller: stk_dataset_destroy(). */
 STK_API int stk_dataset_create(stk_dataset **out);
-/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE. Before open. */
+/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE / STK_P_CACHE_BYTES.
+ *  Before open. */
 STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
+/** The cache directory that an s3:// dataset is fetched into (copied; NULL or "" = the default:
+ *  env STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker). Before open. Several
+ *  processes may share one cache directory. (since 0.5) */
+STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
 /**
  * Open PATH: a directory of shards (shard-NNNNN.lmdb), a single shard file, an LMDB environment
  * (directory with data.mdb, or a file) whose main database maps keys to image bytes, an
  * ImageFolder root, or (STK_LAYOUT_FILES) a manifest or list file naming image files (its path
  * and label fields; a bad line fails the open naming it; targets need a pack). STK_LAYOUT_AUTO detects which. Builds the offset table (see FORMAT.md);
  * reads no payload pages. Holds an LMDB read transaction per shard until destroy.
+ * s3://bucket/prefix (since 0.5; docs/S3.md): the shards shard-NNNNN.lmdb under the prefix are
+ * fetched into the cache directory (stk_dataset_set_cache_dir, STK_P_CACHE_BYTES) — the whole
+ * dataset, in name order, before open returns; cached shards of the same ETag are not fetched
+ * again — every record of a fetched shard is CRC-checked, and the cached copy is opened as a
+ * local dataset (stk_dataset_shard_path names the cached files). Endpoint, region and credentials
+ * come from the environment as the AWS tools read them (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+ * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE with ~/.aws/credentials and
+ * ~/.aws/config). Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials
+ * refused) and other request failures name the endpoint; STK_E_TOO_LARGE when the cache limit
+ * cannot hold a shard or the dataset.
  * Files layout: an entry that is not a regular file (a FIFO, socket or device named like an
  * image, a symlink to one) stays a record, at its ImageFolder index, that is never opened
  * blocking: reading it fails with STK_E_IO "not a regular file: FIFO" (a loader substitutes it
@@ -430,6 +449,21 @@ typedef struct stk_dataset_info {
 
 /** Fill *info. */
 STK_API int stk_dataset_info_get(const stk_dataset *ds, stk_dataset_info *info);
+
+/** What opening an s3:// dataset fetched (since 0.5; docs/S3.md). All zero for a local path. */
+typedef struct stk_fetch_stats {
+    uint64_t shards;         /**< shards of the dataset */
+    uint64_t shards_cached;  /**< found in the cache with the bucket's ETag (hits) */
+    uint64_t shards_fetched; /**< fetched now */
+    uint64_t bytes_fetched;  /**< shard bytes received, retried parts included */
+    uint64_t requests;       /**< ranged GETs sent, retries included */
+    uint64_t retries;        /**< attempts that failed and were retried */
+    double fetch_s;          /**< wall time of the shards' download (0: all were cached) */
+    uint64_t reserved[8];
+} stk_fetch_stats;
+
+/** Fill *ST with what the open fetched. After open. Thread-safe. (since 0.5) */
+STK_API int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st);
 /** Number of records (0 before open). */
 STK_API uint64_t stk_dataset_count(const stk_dataset *ds);
 /** Name of class LABEL, or NULL. Owned by ds. */
@@ -639,6 +673,11 @@ typedef struct stk_pack_result {
  * STK_E_EMPTY, -errno, ...), -errno / STK_E_LMDB for DST I/O; the text (naming the path) goes to
  * OPTS->error. RESULT: records and shards of the whole dataset, resumed_records = records kept
  * from the interrupted run, payload_bytes = all payload bytes, elapsed_s = this call's time.
+ *
+ * DST = s3://bucket/prefix (since 0.5, docs/S3.md): packed as above into a local staging folder
+ * (CACHE/pack/HOST/BUCKET/PREFIX under the cache root of stk_dataset_set_cache_dir's default),
+ * then uploaded; the marker object PREFIX/.stoker-pack-incomplete makes an s3:// open refuse the
+ * prefix (STK_E_INCOMPLETE) until the upload is complete. A rerun uploads what is missing.
  */
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);
@@ -911,6 +950,9 @@ STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
 /** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */
 STK_API int stk_loader_open(stk_loader *h, const char *path);
+/** The cache directory of an s3:// dataset (see stk_dataset_set_cache_dir; STK_P_CACHE_BYTES is
+ *  its limit). Before stk_loader_open. (since 0.5) */
+STK_API int stk_loader_set_cache_dir(stk_loader *h, const char *dir);
 /** Restrict every epoch to the records IDX[0..N) (a subset, as torch.utils.data.Subset): the
  *  epoch's order is then a permutation of positions in this list (identity without shuffle:
  *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.

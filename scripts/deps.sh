@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Install the Debian packages stoker needs — only those missing — for one profile:
 #   deps.sh run    building libstoker, the CLI and loaderbench (what scripts/run.sh needs)
-#   deps.sh test   run + the tests: clang, torch/torchvision/numpy/PIL, valgrind, venv ... (default)
+#   deps.sh test   run + the tests: clang, torch/torchvision/numpy/PIL, valgrind, venv, the S3
+#                  server of the s3 tests (Ceph's radosgw, scripts/s3-server.sh), boto3 ... (default)
 # Run as root (or with sudo). Does nothing, and takes no lock, when everything is present.
 #
 # Another apt/dpkg (a fresh cloud VM's unattended-upgrades, a second deps.sh) may hold the
@@ -20,12 +21,15 @@ set -euo pipefail
 
 # the image decoders of `stoker pack` (libpng ... libstb) are optional for the build; with them
 # pack takes PNG, WebP, GIF, BMP, TIFF sources too. jansson and libcsv read the manifests.
+# libcurl and libxml2 are the fetch layer's (s3:// datasets; optional: STOKER_WITH_S3).
 RUN_PKGS=(build-essential cmake pkg-config liblmdb-dev libjpeg62-turbo-dev liburing-dev
-  libjansson-dev libcsv-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libstb-dev)
+  libjansson-dev libcsv-dev libpng-dev libwebp-dev libgif-dev libtiff-dev libstb-dev
+  libcurl4-openssl-dev libxml2-dev)
 TEST_PKGS=(
   "${RUN_PKGS[@]}" clang ninja-build lmdb-utils libturbojpeg0-dev libjpeg-turbo-progs
   python3 python3-venv python3-numpy python3-pil python3-pytest python3-lmdb
   python3-torch python3-torchvision valgrind fio
+  ceph-mon ceph-osd radosgw ceph-common python3-boto3 openssl
 )
 profile=${1:-test}
 case "$profile" in

@@ -13,12 +13,13 @@ db, src = sys.argv[1], os.path.join(sys.argv[2], "src")
 # the allowed direction, as docs/ARCHITECTURE.md draws it
 allowed = {
     "core": set(),
-    "dataset": {"core"},
+    "fetch": {"core"},
+    "dataset": {"fetch", "core"},
     "decode": {"core"},
     "stage": {"core"},
     "read": {"dataset", "core"},
     "loader": {"read", "dataset", "decode", "stage", "core"},
-    "pack": {"dataset", "decode", "core"},
+    "pack": {"dataset", "decode", "fetch", "core"},
 }
 layers = sorted(allowed)
 on_disk = sorted(d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d)))

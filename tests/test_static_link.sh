@@ -47,7 +47,11 @@ libs=${libs/-lstoker /-l:libstoker.a }
 check_binary "pkg-config --static" "$T/consumer/pc" "$T/ds2"
 
 # 3. fully static, when the dependencies' archives are installed (Debian's -dev packages have them)
-for l in $(pkg-config --static --libs-only-l stoker | tr ' ' '\n' | sed -n 's/^-l//p' | sort -u); do
+# — the dependencies' own too: libcurl's (nghttp2, ssh2, ldap ..., which stoker.pc leaves to the
+# shared libcurl) count when libstoker links libcurl (the s3 build)
+deps=$(pkg-config --static --libs-only-l stoker)
+case " $deps " in *" -lcurl "*) deps="$deps $(pkg-config --static --libs-only-l libcurl libxml-2.0 2>/dev/null)";; esac
+for l in $(echo "$deps" | tr ' ' '\n' | sed -n 's/^-l//p' | sort -u); do
   case "$l" in stoker|pthread|m|dl|rt|c|stdc++) continue;; esac
   if ! "$CC" -print-file-name="lib$l.a" | grep -q /; then
     for d in $(pkg-config --static --libs-only-L stoker | sed 's/-L//g') /usr/lib/x86_64-linux-gnu /usr/lib; do

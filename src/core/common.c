@@ -41,6 +41,12 @@ int stk_has_feature(int feature)
 #else
         return 0;
 #endif
+    case STK_FEATURE_S3:
+#ifdef STK_HAVE_S3
+        return 1;
+#else
+        return 0;
+#endif
     default:
         return 0;
     }

@@ -12,6 +12,8 @@
 #include "files.h"
 #include "format.h"
 #include "params.h"
+#include "remote.h"
+#include "s3.h"
 #include "shard.h"
 
 #include <errno.h>
@@ -51,8 +53,24 @@ int stk_dataset_set(stk_dataset *ds, int key, int64_t value)
         ds->layout = (int)value;
     else if (key == STK_P_FOREIGN_LABEL)
         ds->foreign_label = value;
+    else if (key == STK_P_CACHE_BYTES)
+        ds->cache_bytes = (uint64_t)value;
     else
         ds->allow_incomplete = (int)value;
+    return STK_OK;
+}
+
+int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir)
+{
+    if (!ds)
+        return STK_E_INVALID;
+    if (ds->opened)
+        return stk__err(ds->err, STK_E_STATE, "stk_dataset_set_cache_dir: only before open");
+    char *d = dir && *dir ? stk__strdup(dir) : NULL;
+    if (dir && *dir && !d)
+        return STK_E_NOMEM;
+    free(ds->cache_dir);
+    ds->cache_dir = d;
     return STK_OK;
 }
 
@@ -83,6 +101,8 @@ static void close_all(stk_dataset *ds)
     ds->count = 0;
     ds->payload_bytes = ds->file_bytes = 0;
     ds->max_len = 0;
+    stk__remote_free(ds->remote);
+    ds->remote = NULL;
 }
 
 int stk_dataset_open(stk_dataset *ds, const char *path)
@@ -92,11 +112,16 @@ int stk_dataset_open(stk_dataset *ds, const char *path)
     if (ds->opened)
         return stk__err(ds->err, STK_E_STATE, "dataset already open");
     ds->err[0] = 0;
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return stk__err(ds->err, -errno, "%s", path);
-    int want = ds->layout;
-    int rc = stk__discover_open(ds, path, &st, want);
+    int want = ds->layout, rc;
+    if (stk__s3_is_url(path)) {
+        /* s3://bucket/prefix: fetched into the cache directory, opened from there (remote.c) */
+        rc = stk__remote_open(ds, path, want);
+    } else {
+        struct stat st;
+        if (stat(path, &st) != 0)
+            return stk__err(ds->err, -errno, "%s", path);
+        rc = stk__discover_open(ds, path, &st, want);
+    }
     if (rc) {
         close_all(ds);
         ds->layout = want;
@@ -114,6 +139,7 @@ void stk_dataset_destroy(stk_dataset *ds)
         return;
     close_all(ds);
     free(ds->path);
+    free(ds->cache_dir);
     free(ds);
 }
 

@@ -51,6 +51,9 @@ typedef struct stk__shard {
     uint64_t txnid, last_pgno;
 } stk__shard;
 
+/* What an s3:// dataset holds while open (remote.c). */
+typedef struct stk__remote stk__remote;
+
 struct stk_dataset {
     int layout;                /* STK_LAYOUT_SHARDS / FILES / LMDB after open */
     int opened;
@@ -73,6 +76,10 @@ struct stk_dataset {
     size_t trow;
     uint8_t *targets;
     int targets_owned;
+    /* s3:// datasets (remote.c): the cache directory (NULL: the default) and its limit */
+    char *cache_dir;
+    uint64_t cache_bytes;
+    stk__remote *remote;
     char err[STK__ERRLEN];
 };
 

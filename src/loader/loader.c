@@ -73,6 +73,8 @@ int stk_loader_open(stk_loader *h, const char *path)
     if ((rc = stk_dataset_set(ds, STK_P_LAYOUT, pget_i(h, STK_P_LAYOUT))) != STK_OK ||
         (rc = stk_dataset_set(ds, STK_P_FOREIGN_LABEL, pget_i(h, STK_P_FOREIGN_LABEL))) != STK_OK ||
         (rc = stk_dataset_set(ds, STK_P_ALLOW_INCOMPLETE, pget_i(h, STK_P_ALLOW_INCOMPLETE))) != STK_OK ||
+        (rc = stk_dataset_set(ds, STK_P_CACHE_BYTES, pget_i(h, STK_P_CACHE_BYTES))) != STK_OK ||
+        (rc = stk_dataset_set_cache_dir(ds, h->cache_dir)) != STK_OK ||
         (rc = stk_dataset_open(ds, path)) != STK_OK) {
         const char *why = stk_dataset_last_error(ds);
         stk__err(h->err, rc, "%s", why && *why ? why : stk_strerror(rc));
@@ -85,6 +87,20 @@ int stk_loader_open(stk_loader *h, const char *path)
     }
     h->ds = ds;
     h->state = STK__LS_OPENED;
+    return STK_OK;
+}
+
+int stk_loader_set_cache_dir(stk_loader *h, const char *dir)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state != STK__LS_CREATED)
+        return stk__err(h->err, STK_E_STATE, "stk_loader_set_cache_dir: only before stk_loader_open");
+    char *d = dir && *dir ? stk__strdup(dir) : NULL;
+    if (dir && *dir && !d)
+        return STK_E_NOMEM;
+    free(h->cache_dir);
+    h->cache_dir = d;
     return STK_OK;
 }
 
@@ -684,6 +700,7 @@ void stk_loader_destroy(stk_loader *h)
     pthread_cond_destroy(&h->idle_cv);
     free(h->lut);
     free(h->subset);
+    free(h->cache_dir);
     free(h->pv);
     free(h);
 }

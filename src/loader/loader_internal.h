@@ -131,6 +131,7 @@ struct stk_loader {
     float *lut;                  /* STK_P_LUT: 3 x 256 float outputs, or NULL */
     uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
     uint64_t nsubset;
+    char *cache_dir;             /* stk_loader_set_cache_dir (s3:// datasets), or NULL */
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
     stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */

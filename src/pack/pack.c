@@ -14,6 +14,8 @@
 #include "common.h"
 #include "image_in.h"
 #include "pack_plan.h"
+#include "pack_s3.h"
+#include "s3.h"
 #include "pack_read.h"
 #include "pack_resume.h"
 #include "params.h"
@@ -293,6 +295,8 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
             snprintf(j.o.error, j.o.error_cap, "stk_pack: SRC and DST are required");
         return STK_E_INVALID;
     }
+    if (stk__s3_is_url(dst)) /* packed locally, then uploaded (pack_s3.c) */
+        return stk__pack_to_s3(src, dst, opts, ext, result);
     if (j.x.max_side < 0 || j.x.quality < 0 || j.x.quality > 100) {
         if (j.o.error && j.o.error_cap)
             snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: max_side must be >= 0 and quality 0..100 (got %d, %d)",

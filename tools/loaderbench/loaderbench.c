@@ -546,7 +546,8 @@ static int parse_args(lb_config *cfg, int argc, char **argv)
         struct stat st;
         if (!*cfg->dataset)
             return usage_error("DATASET: empty path");
-        if (stat(cfg->dataset, &st) != 0)
+        /* s3://bucket/prefix is the library's to check (fetched into the cache at open) */
+        if (strncmp(cfg->dataset, "s3://", 5) != 0 && stat(cfg->dataset, &st) != 0)
             return usage_error("DATASET '%s': %s", cfg->dataset, strerror(errno));
     }
     if (seconds_given && cfg->epochs)

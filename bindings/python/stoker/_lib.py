@@ -79,6 +79,7 @@ STK_E_EMPTYSET = -1023
 P_LAYOUT = 1
 P_FOREIGN_LABEL = 2
 P_ALLOW_INCOMPLETE = 3
+P_CACHE_BYTES = 4
 P_IO_BACKEND = 100
 P_IO_DIRECT = 101
 P_QUEUE_DEPTH = 102
@@ -228,6 +229,13 @@ class DatasetInfo(ctypes.Structure):
         ("max_record_bytes", c_uint32),
         ("reserved", c_uint32 * 7),
     ]
+
+
+class FetchStats(ctypes.Structure):
+    """stk_fetch_stats (since 0.5)."""
+    _fields_ = [("shards", c_uint64), ("shards_cached", c_uint64), ("shards_fetched", c_uint64),
+                ("bytes_fetched", c_uint64), ("requests", c_uint64), ("retries", c_uint64),
+                ("fetch_s", ctypes.c_double), ("reserved", c_uint64 * 8)]
 
 
 class RecordInfo(ctypes.Structure):
@@ -497,6 +505,8 @@ _PROTOTYPES = [
     # dataset
     ("stk_dataset_create", c_int, [POINTER(c_void_p)]),
     ("stk_dataset_set", c_int, [c_void_p, c_int, c_int64]),
+    ("stk_dataset_set_cache_dir", c_int, [c_void_p, c_char_p]),
+    ("stk_dataset_fetch_stats", c_int, [c_void_p, c_void_p]),
     ("stk_dataset_open", c_int, [c_void_p, c_char_p]),
     ("stk_dataset_destroy", None, [c_void_p]),
     ("stk_dataset_last_error", c_char_p, [c_void_p]),
@@ -535,6 +545,7 @@ _PROTOTYPES = [
     ("stk_loader_set_floats", c_int, [c_void_p, c_int, POINTER(c_float), c_size_t]),
     ("stk_loader_get", c_int, [c_void_p, c_int, POINTER(c_double)]),
     ("stk_loader_open", c_int, [c_void_p, c_char_p]),
+    ("stk_loader_set_cache_dir", c_int, [c_void_p, c_char_p]),
     ("stk_loader_samples_per_epoch", c_uint64, [c_void_p]),
     ("stk_loader_batches_per_epoch", c_uint64, [c_void_p]),
     ("stk_loader_dataset", c_void_p, [c_void_p]),

@@ -483,13 +483,17 @@ class ImageFolder:
     i with PIL and applies the transforms, so the same object also feeds torch's DataLoader —
     with worker processes too: it pickles without its library handle (spawn, forkserver) and
     each process, a fork() child included, opens the dataset again on first use.
-    Pass it to stoker.DataLoader to read the packed copy."""
+    Pass it to stoker.DataLoader to read the packed copy. ROOT may be ``"s3://bucket/prefix"``
+    (since 0.5): fetched into the cache directory CACHE (limit CACHE_BYTES; docs/S3.md), which
+    stoker.DataLoader uses too."""
 
-    def __init__(self, root, transform=None, target_transform=None):
+    def __init__(self, root, transform=None, target_transform=None, *, cache=None,
+                 cache_bytes=None):
         self.root = _lib.path_arg(root)
         self.transform = transform
         self.target_transform = target_transform
-        self._handle, self._pid = Dataset(self.root), os.getpid()
+        self.cache, self.cache_bytes = cache, cache_bytes
+        self._handle, self._pid = self._open(), os.getpid()
         self.classes = self._handle.classes
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         self._len = len(self._handle)
@@ -498,8 +502,12 @@ class ImageFolder:
     def _ds(self):
         """This process's handle: the one opened here, else a new one (after fork or unpickling)."""
         if self._handle is None or self._pid != os.getpid():
-            self._handle, self._pid = Dataset(self.root), os.getpid()
+            self._handle, self._pid = self._open(), os.getpid()
         return self._handle
+
+    def _open(self):
+        return Dataset(self.root, cache=getattr(self, "cache", None),
+                      cache_bytes=getattr(self, "cache_bytes", None))
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -953,7 +961,9 @@ def _dataloader_class():
                        world_size=world, dist_mode=mode, strict=True,
                        timeout=timeout or None, prefetch=prefetch_factor,
                        pin_memory=pin_memory, max_size=max_size, target="label",
-                       indices=lib_indices, mix=mix, options=options, **kw)
+                       indices=lib_indices, mix=mix, options=options,
+                       cache=getattr(base, "cache", None),
+                       cache_bytes=getattr(base, "cache_bytes", None), **kw)
             ds = L.dataset
             if len(ds) != len(base) or list(ds.classes) != list(base.classes):
                 n_lib, n_tv = len(ds), len(base)

@@ -45,7 +45,9 @@ def target_info_dict(info):
 
 
 class Dataset:
-    """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB).
+    """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB; or, since 0.5,
+    ``"s3://bucket/prefix"``: fetched into the cache directory ``cache`` (limit ``cache_bytes``)
+    first, docs/S3.md).
 
     ``len(ds)`` records; ``ds[i]`` -> (payload bytes, label); ``ds.record(i)`` -> dict of the
     record's shard, key, offset, length, label and CRC; ``ds.name(i)`` a printable name;
@@ -58,7 +60,8 @@ class Dataset:
     int32 class indices padded with -1. Datasets without targets have kind "none".
     """
 
-    def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False):
+    def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False,
+                 cache=None, cache_bytes=None):
         self._lib = lib = _lib.get()
         self._h = None
         self._pid = os.getpid()
@@ -74,6 +77,10 @@ class Dataset:
                         "foreign_label")
         if allow_incomplete:
             self._check(lib.stk_dataset_set(h, _lib.P_ALLOW_INCOMPLETE, 1), "allow_incomplete")
+        if cache is not None:
+            self._check(lib.stk_dataset_set_cache_dir(h, _lib.fspath(cache)), "cache")
+        if cache_bytes is not None:
+            self._check(lib.stk_dataset_set(h, _lib.P_CACHE_BYTES, int(cache_bytes)), "cache_bytes")
         self._check(lib.stk_dataset_open(h, _lib.fspath(path)), "open %s" % self.path)
         self._count = int(lib.stk_dataset_count(h))
 
@@ -199,6 +206,12 @@ class Dataset:
         self._check(self._lib.stk_dataset_info_get(self._h, ctypes.byref(info)), "info")
         return info
 
+    def fetch_stats(self):
+        """What opening an s3:// path fetched: {shards, shards_cached, shards_fetched,
+        bytes_fetched, requests, retries, fetch_s} (all 0 for a local path). Since 0.5."""
+        self._usable()
+        return _fetch_stats(self._lib, self._h)
+
     def info(self):
         """{path, layout, format_version, shards, shard_paths, shard_formats, classes, records,
         payload_bytes, file_bytes, max_record_bytes, target (as ``target_info``)}.
@@ -236,6 +249,14 @@ class Dataset:
             self.close()
         except Exception:   # noqa: BLE001
             pass
+
+
+def _fetch_stats(lib, h):
+    st = _lib.FetchStats()
+    rc = lib.stk_dataset_fetch_stats(h, ctypes.byref(st))
+    if rc:
+        raise _errors.make(rc, "", "fetch_stats")
+    return {k: getattr(st, k) for k, _ in st._fields_ if k != "reserved"}
 
 
 def info(path, **kw):

@@ -378,7 +378,8 @@ class Loader:
 
     Arguments (keyword-only after ``batch_size``):
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
-        ImageFolder root.
+        ImageFolder root; or ``"s3://bucket/prefix"`` (since 0.5): the shards there are fetched
+        into the cache directory first (docs/S3.md; credentials as the AWS tools read them).
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
       size: output side, or (height, width). resize: eval's shorter side before the crop
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
@@ -455,6 +456,9 @@ class Loader:
         most), then ``RandomErasing`` (torchvision's or timm's) last. Drawn from (seed, epoch, sample) like the crop
         (STK_P_AUG_*).
       options: more raw parameters, {STK_P_* number: value}.
+      cache, cache_bytes: for s3:// paths, the cache directory (default STOKER_CACHE_DIR, else
+        ~/.cache/stoker) and its size limit in bytes (default STOKER_CACHE_BYTES, else none;
+        a limit below one shard, or below the dataset, is an error naming it).
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
     Which epoch: the one given to ``set_epoch()``, else the one after the previous ``for``'s
@@ -505,7 +509,7 @@ class Loader:
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 augment=None, resize_passes=None, options=None):
+                 augment=None, resize_passes=None, options=None, cache=None, cache_bytes=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -696,6 +700,10 @@ class Loader:
                 self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
+        if cache is not None:   # s3:// datasets: the cache directory and its limit
+            self._check(lib.stk_loader_set_cache_dir(self._h, _lib.fspath(cache)), "cache")
+        if cache_bytes is not None:
+            self._set(_lib.P_CACHE_BYTES, int(cache_bytes), "cache_bytes")
 
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self.indices = None
@@ -1330,6 +1338,13 @@ class Loader:
 
     # ---- state: resume, also on another world size ---------------------------------------
     STATE_VERSION = 2
+
+    def fetch_stats(self):
+        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
+        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
+        for a local path. Since 0.5."""
+        self._usable()
+        return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
 
     def _config(self):
         return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,

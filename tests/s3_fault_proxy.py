@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""A fault-injecting HTTP proxy between the fetch stage and the test S3 server (radosgw).
+
+    python3 tests/s3_fault_proxy.py UPSTREAM_PORT PORT_FILE LOG_FILE [EVERY]
+
+Listens on 127.0.0.1 (a free port, written to PORT_FILE), forwards each request unchanged to
+127.0.0.1:UPSTREAM_PORT (SigV4 signs the Host header the client used; radosgw checks the
+signature against the same header, so a transparent hop keeps it valid), and spoils every
+EVERY-th request's answer (default 3), cycling through the faults a real link and a busy server
+produce:
+  reset      the connection closed before any answer
+  slowdown   503 with S3's <Code>SlowDown</Code> body (the server's answer is dropped)
+  truncate   the answer's headers and half its body, then the connection closed
+  stall      the answer's headers (nothing when it has no body), then silence for STALL
+             seconds (env STK_PROXY_STALL_S, 3)
+  500        an internal error
+Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
+Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
+requests pass unspoiled).
+"""
+
+import os
+import socket
+import sys
+import threading
+import time
+
+FAULTS = ["reset", "slowdown", "truncate", "stall", "500"]
+
+
+def read_request(conn):
+    """One HTTP request (head + Content-Length body) from CONN, or None at EOF."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v.strip())
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        body += chunk
+    return head, body
+
+
+def forward(up_port, head, body):
+    """Send the request upstream with Connection: close (not a signed header) and read the
+    whole answer: (head, body) of the response."""
+    lines = [l for l in head.split(b"\r\n") if not l.lower().startswith(b"connection:")]
+    req = b"\r\n".join(lines) + b"\r\nConnection: close\r\n\r\n" + body
+    s = socket.create_connection(("127.0.0.1", up_port))
+    s.sendall(req)
+    resp = b""
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        resp += chunk
+    s.close()
+    rhead, _, rbody = resp.partition(b"\r\n\r\n")
+    return rhead, rbody
+
+
+def answer(rhead, rbody):
+    """The response re-framed for a keep-alive client: Content-Length, no chunking, no close."""
+    lines = rhead.split(b"\r\n")
+    keep = [l for l in lines[1:] if l.split(b":")[0].strip().lower() not in
+            (b"connection", b"content-length", b"transfer-encoding")]
+    if b"transfer-encoding: chunked" in rhead.lower():
+        rbody = dechunk(rbody)
+    return b"\r\n".join([lines[0]] + keep + [b"Content-Length: %d" % len(rbody)]) + b"\r\n\r\n", rbody
+
+
+def dechunk(b):
+    out, i = b"", 0
+    while True:
+        j = b.index(b"\r\n", i)
+        n = int(b[i:j].split(b";")[0], 16)
+        if n == 0:
+            return out
+        out += b[j + 2:j + 2 + n]
+        i = j + 2 + n + 2
+
+
+def serve(conn, up_port, state, log):
+    try:
+        while True:
+            req = read_request(conn)
+            if req is None:
+                return
+            head, body = req
+            with state["lock"]:
+                state["n"] += 1
+                fault = None
+                if state["n"] > state["skip"] and state["n"] % state["every"] == 0:
+                    fault = FAULTS[state["k"] % len(FAULTS)]
+                    state["k"] += 1
+            first = head.split(b"\r\n")[0].decode(errors="replace")
+            if fault:
+                with open(log, "a") as f:
+                    f.write("%s %s\n" % (fault, " ".join(first.split()[:2])))
+            if fault == "reset":
+                conn.close()
+                return
+            if fault in ("slowdown", "500"):
+                code = (b"503 Slow Down", b"SlowDown") if fault == "slowdown" else \
+                       (b"500 Internal Server Error", b"InternalError")
+                xml = b"<?xml version=\"1.0\"?><Error><Code>" + code[1] + b"</Code></Error>"
+                conn.sendall(b"HTTP/1.1 " + code[0] + b"\r\nContent-Type: application/xml\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(xml) + xml)
+                continue
+            rhead, rbody = answer(*forward(up_port, head, body))
+            if fault == "truncate":
+                conn.sendall(rhead + rbody[:len(rbody) // 2])
+                conn.close()
+                return
+            if fault == "stall":   # silence mid-body; an empty answer is withheld whole
+                if rbody:
+                    conn.sendall(rhead)
+                time.sleep(float(os.environ.get("STK_PROXY_STALL_S", "3")))
+                conn.close()
+                return
+            conn.sendall(rhead + rbody)
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def main():
+    up_port, port_file, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    every = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)
+    with open(port_file + ".tmp", "w") as f:
+        f.write(str(srv.getsockname()[1]))
+    os.rename(port_file + ".tmp", port_file)
+    state = {"lock": threading.Lock(), "n": 0, "k": 0, "every": every,
+             "skip": int(os.environ.get("STK_PROXY_SKIP", "0"))}
+    global FAULTS
+    if os.environ.get("STK_PROXY_FAULTS"):
+        FAULTS = os.environ["STK_PROXY_FAULTS"].split(",")
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn, up_port, state, log), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

@@ -95,6 +95,82 @@ static void sample_bilinear(const uint8_t *src, int h, int w, float ix, float iy
     }
 }
 
+/* grid_sample's cubic convolution weights (A = -0.75) of the four taps at offsets -1..2 from
+ * floor(x), for T = x - floor(x), as torch's vectorised kernel rounds them (measured, torch 1.13
+ * AVX2 and 2.15 AVX512 alike): ((A t - 5A) t + 8A) t - 4A with no fused step (its compiler fused
+ * the constant products 5A, 8A, 4A, which are exact), ((A + 2) t - (A + 3)) t t + 1 with the
+ * first and last steps fused */
+static float cubic_outer(float t)
+{
+    float u = -0.75f * t;
+    u = u + 3.75f;
+    u = u * t;
+    u = u - 6.f;
+    u = u * t;
+    return u + 3.f;
+}
+
+static float cubic_inner(float t)
+{
+    float u = fmaf(1.25f, t, -2.25f);
+    u = u * t;
+    return fmaf(u, t, 1.f);
+}
+
+static void cubic_weights(float t, float k[4])
+{
+    k[0] = cubic_outer(t + 1.f);
+    k[1] = cubic_inner(t);
+    k[2] = cubic_inner(1.f - t);
+    k[3] = cubic_outer(2.f - t);
+}
+
+/* grid_sample(mode='bicubic', padding zeros): four rows of four taps, each row summed as torch's
+ * kernel is compiled, fma(v0, k0, v1 k1) + v2 k2 + v3 k3 (those two adds not fused), then the
+ * rows as a chain of fused multiply-adds from k0 r0. The fill is the same extra mask channel as
+ * BILINEAR's; torchvision's tensor F.affine / F.rotate refuse BICUBIC, so this is the path they
+ * would run without that check, rounded half to even and clamped to 0..255 (torch's own uint8
+ * cast would wrap the cubic's overshoot: 260 to 4). */
+static void sample_bicubic(const uint8_t *src, int h, int w, float ix, float iy, const stk__augfill *fill,
+                           uint8_t *o)
+{
+    float x0 = floorf(ix), y0 = floorf(iy), kx[4], ky[4];
+    cubic_weights(ix - x0, kx);
+    cubic_weights(iy - y0, ky);
+    const uint8_t *p[4][4] = {{NULL}}; /* [row][column]: NULL outside the image */
+    if (x0 > -3.f && x0 < (float)w + 1.f && y0 > -3.f && y0 < (float)h + 1.f) {
+        int xi = (int)x0 - 1, yi = (int)y0 - 1;
+        for (int r = 0; r < 4; r++)
+            for (int c = 0; c < 4; c++)
+                if (xi + c >= 0 && xi + c < w && yi + r >= 0 && yi + r < h)
+                    p[r][c] = src + ((size_t)(yi + r) * (size_t)w + (size_t)(xi + c)) * 3;
+    }
+    float m = 0.f, row[4];
+    for (int ch = fill->on ? -1 : 0; ch < 3; ch++) { /* -1: the mask channel of ones */
+        for (int r = 0; r < 4; r++) {
+            float v[4];
+            for (int c = 0; c < 4; c++)
+                v[c] = p[r][c] ? (ch < 0 ? 1.f : (float)p[r][c][ch]) : 0.f;
+            float s = fmaf(v[0], kx[0], v[1] * kx[1]);
+            s = s + v[2] * kx[2];
+            row[r] = s + v[3] * kx[3];
+        }
+        float s = ky[0] * row[0];
+        for (int r = 1; r < 4; r++)
+            s = fmaf(ky[r], row[r], s);
+        if (ch < 0) {
+            m = s;
+            continue;
+        }
+        if (fill->on) {
+            float a = s * m;
+            float b = (1.f - m) * fill->v[ch];
+            s = a + b;
+        }
+        o[ch] = round_u8(s);
+    }
+}
+
 /* F_t.affine / F_t.rotate with the inverse matrix M: the grid (float32, as _gen_affine_grid) and
  * the sample, SRC -> DST */
 static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[6], int interp,
@@ -124,6 +200,8 @@ static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[
             float ix = fmaf(gx + 1.f, sw, -0.5f), iy = fmaf(gy + 1.f, sh, -0.5f);
             if (interp == STK__INTERP_BILINEAR)
                 sample_bilinear(src, h, w, ix, iy, fill, o);
+            else if (interp == STK__INTERP_BICUBIC)
+                sample_bicubic(src, h, w, ix, iy, fill, o);
             else
                 sample_nearest(src, h, w, ix, iy, fill, o);
         }
@@ -185,9 +263,9 @@ int stk__affine_check(const float *a, int rotation, int k, char *err)
                             "[%g, %g] must be ordered", k, (double)a[6], (double)a[7], (double)a[8], (double)a[9]);
     }
     const float *f = a + t;
-    if (!((f[0] == 0.f || f[0] == 1.f) && (f[1] == 0.f || f[1] == 1.f)))
-        return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): interpolation %g and fill flag %g must "
-                        "be 0 or 1", k, what, (double)f[0], (double)f[1]);
+    if (!((f[0] == 0.f || f[0] == 1.f || f[0] == 2.f) && (f[1] == 0.f || f[1] == 1.f)))
+        return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): interpolation %g must be 0, 1 or 2 and "
+                        "fill flag %g 0 or 1", k, what, (double)f[0], (double)f[1]);
     for (int c = 0; c < 3; c++)
         if (!(f[2 + c] >= 0.f && f[2 + c] <= 255.f))
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d (%s): fill %g is not in 0..255", k, what,
@@ -230,6 +308,6 @@ void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img
         inverse_affine(0.0, 0.0, -d[0], 0.0, 0.0, 1.0, 0.0, 0.0, m);
     else
         inverse_affine(0.0, 0.0, d[0], d[1], d[2], d[3], d[4], d[5], m);
-    warp(img, scratch, h, w, m, f[0] != 0.f ? STK__INTERP_BILINEAR : STK__INTERP_NEAREST, &fill);
+    warp(img, scratch, h, w, m, (int)f[0], &fill); /* STK__INTERP_*, checked at parse */
     memcpy(img, scratch, (size_t)h * (size_t)w * 3);
 }

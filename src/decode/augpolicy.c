@@ -25,67 +25,83 @@ static float lin_at(float s, float e, float step, int n, int i)
     return i < n / 2 ? fmaf(step, (float)i, s) : fmaf(-step, (float)(n - i - 1), e);
 }
 
-static void linspace_f(int torch, double start, double end, int n, float *out)
+/* Point I of that torch.linspace, alone: tables of any size cost nothing */
+static float linspace_at(int torch, double start, double end, int n, int i)
 {
     float s = (float)start, e = (float)end;
-    if (n == 1) {
-        out[0] = s;
-        return;
-    }
+    if (n == 1)
+        return s;
     float step = (e - s) / (float)(n - 1);
     int lanes = torch == STK__TORCH_1 ? 8 : torch == STK__TORCH_1_AVX512 ? 16 : 0;
     int vec = lanes ? n / (2 * lanes) * (2 * lanes) : 0;
-    for (int i = 0; i < n; i++) {
-        if (i < vec) {
-            int b = i / lanes * lanes, k = i - b;
-            float base = lin_at(s, e, step, n, b);
-            out[i] = base + (float)k * step;
-        } else {
-            out[i] = lin_at(s, e, step, n, i);
-        }
+    if (i < vec) {
+        int b = i / lanes * lanes, k = i - b;
+        float base = lin_at(s, e, step, n, b);
+        return base + (float)k * step;
     }
+    return lin_at(s, e, step, n, i);
 }
 
-int stk__augpolicy_table(int torch, int policy, int op, int bins, int h, int w, float *out, int *signed_op)
+static void linspace_f(int torch, double start, double end, int n, float *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = linspace_at(torch, start, end, n, i);
+}
+
+/* Entry I (< BINS) of OP's magnitude table into *V (stk__augpolicy_table's values); returns 0
+ * for an op without magnitudes. */
+static int table_at(int torch, int policy, int op, int bins, int h, int w, int i, float *v, int *signed_op)
 {
     int wide = policy == STK__AUGP_TRIVIAL;
+    double end;
     *signed_op = 1;
     switch (op) {
     case STK__OP_SHEAR_X:
     case STK__OP_SHEAR_Y:
-        linspace_f(torch, 0.0, wide ? 0.99 : 0.3, bins, out);
-        return bins;
+        end = wide ? 0.99 : 0.3;
+        break;
     case STK__OP_TRANSLATE_X:
-        linspace_f(torch, 0.0, wide ? 32.0 : 150.0 / 331.0 * w, bins, out);
-        return bins;
+        end = wide ? 32.0 : 150.0 / 331.0 * w;
+        break;
     case STK__OP_TRANSLATE_Y:
-        linspace_f(torch, 0.0, wide ? 32.0 : 150.0 / 331.0 * h, bins, out);
-        return bins;
+        end = wide ? 32.0 : 150.0 / 331.0 * h;
+        break;
     case STK__OP_ROTATE:
-        linspace_f(torch, 0.0, wide ? 135.0 : 30.0, bins, out);
-        return bins;
+        end = wide ? 135.0 : 30.0;
+        break;
     case STK__OP_BRIGHTNESS:
     case STK__OP_COLOR:
     case STK__OP_CONTRAST:
     case STK__OP_SHARPNESS:
-        linspace_f(torch, 0.0, wide ? 0.99 : 0.9, bins, out);
-        return bins;
+        end = wide ? 0.99 : 0.9;
+        break;
     case STK__OP_POSTERIZE: {
         /* 8 - (arange(bins) / ((bins - 1) / k)).round().int(), k = 6 (wide) or 4 */
         *signed_op = 0;
         float d = (float)((bins - 1) / (wide ? 6.0 : 4.0));
-        for (int i = 0; i < bins; i++)
-            out[i] = (float)(8 - (int)nearbyintf((float)i / d));
-        return bins;
+        *v = (float)(8 - (int)nearbyintf((float)i / d));
+        return 1;
     }
     case STK__OP_SOLARIZE:
         *signed_op = 0;
-        linspace_f(torch, 255.0, 0.0, bins, out);
-        return bins;
+        *v = linspace_at(torch, 255.0, 0.0, bins, i);
+        return 1;
     default:
         *signed_op = 0;
         return 0;
     }
+    *v = linspace_at(torch, 0.0, end, bins, i);
+    return 1;
+}
+
+int stk__augpolicy_table(int torch, int policy, int op, int bins, int h, int w, float *out, int *signed_op)
+{
+    float v;
+    if (!table_at(torch, policy, op, bins, h, w, 0, &v, signed_op))
+        return 0;
+    for (int i = 0; i < bins; i++)
+        table_at(torch, policy, op, bins, h, w, i, &out[i], signed_op);
+    return bins;
 }
 
 /* One slot of an AutoAugment sub-policy: (op, probability, magnitude bin or -1) */
@@ -161,23 +177,26 @@ static const aa_slot (*aa_policy(int which))[2]
  * far past the few blocks a crop uses, so that turning a policy on changes no crop. */
 #define POLICY_CTR0 0x80000000u
 
-/* _augmentation_space tables live in at most this many bins */
-#define MAX_BINS 1024
-
 static double pick(const stk__augpolicy *p, stk__rng *r, int op, int bin, int h, int w)
 {
-    float tab[MAX_BINS];
-    int sgn = 0;
-    int n = stk__augpolicy_table(p->torch, p->policy, op, p->policy == STK__AUGP_AUTO ? 10 : p->bins, h, w, tab, &sgn);
+    int sgn = 0, bins = p->policy == STK__AUGP_AUTO ? 10 : p->bins;
+    float v = 0.f;
     double mag = 0.0;
-    if (n > 0) {
+    if (table_at(p->torch, p->policy, op, bins, h, w, 0, &v, &sgn)) {
         if (bin < 0)
-            bin = (int)stk__rng_below(r, (uint64_t)n);
-        mag = bin < n ? (double)tab[bin] : 0.0;
+            bin = (int)stk__rng_below(r, (uint64_t)bins);
+        mag = bin < bins && table_at(p->torch, p->policy, op, bins, h, w, bin, &v, &sgn) ? (double)v : 0.0;
     }
     if (sgn && stk__rng_below(r, 2))
         mag = -mag;
     return mag;
+}
+
+/* RandAugment's next op: uniform over the 14 ops, the magnitude of bin P->magnitude, its sign */
+static void rand_next(const stk__augpolicy *p, stk__rng *r, int h, int w, stk__augstep *s)
+{
+    s->op = (int)stk__rng_below(r, STK__OP_INVERT);
+    s->magnitude = pick(p, r, s->op, p->magnitude, h, w);
 }
 
 int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
@@ -195,11 +214,8 @@ int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, 
         break;
     }
     case STK__AUGP_RAND:
-        for (int i = 0; i < p->num_ops && i < STK__AUG_MAX_OPS; i++) {
-            int op = (int)stk__rng_below(&r, STK__OP_INVERT);
-            steps[n].op = op;
-            steps[n++].magnitude = pick(p, &r, op, p->magnitude, h, w);
-        }
+        for (int i = 0; i < p->num_ops && i < STK__AUG_MAX_OPS; i++)
+            rand_next(p, &r, h, w, &steps[n++]);
         break;
     case STK__AUGP_AUTO: {
         const aa_slot(*aa)[2] = aa_policy(p->aa_policy);
@@ -360,6 +376,17 @@ void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch
     }
     if (p->policy == STK__AUGP_AUGMIX) {
         augmix_apply(p, seed, epoch, index, img, h, w, scratch, tmp);
+        return;
+    }
+    if (p->policy == STK__AUGP_RAND) { /* num_ops may exceed STK__AUG_MAX_OPS: drawn as applied */
+        stk__rng r;
+        stk__rng_init(&r, seed, epoch, index);
+        r.ctr[0] = POLICY_CTR0;
+        for (int i = 0; i < p->num_ops; i++) {
+            stk__augstep s;
+            rand_next(p, &r, h, w, &s);
+            stk__augop_apply(s.op, s.magnitude, p->interp, &p->fill, img, h, w, scratch);
+        }
         return;
     }
     stk__augstep steps[STK__AUG_MAX_OPS];

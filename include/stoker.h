@@ -207,8 +207,8 @@ typedef enum stk_param {
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
-                                     (GaussianBlur, kernel odd 1..255; within one level of
-                                     torchvision: docs/ARCHITECTURE.md says why), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
+                                     (GaussianBlur, kernel odd 1..255; equal to torch 1.x,
+                                     within one level of torch 2.x: docs/ARCHITECTURE.md), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
                                      shy1 interp fill_on r g b (RandomAffine: translate in
                                      0..1, scale 1 1 and shear 0 0 0 0 when None; interp
                                      STK_AUG_INTERP_* (BICUBIC since 0.5); fill_on 0 = fill None), 7 dmin dmax

@@ -172,10 +172,11 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
 void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4], int torch);
 
 /* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
- * makes, applied separably with double sums (torch sums the 2-D kernel in float32: the two differ
- * by one level where the exact value lies within float rounding of a half). KX, KY odd >= 1.
- * SCRATCH: H * W * 3 bytes; TMP: H * W * 3 doubles. */
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp);
+ * makes (torch's exp and sum as TORCH, STK__TORCH_*, computes them: SLEEF's expf for torch 1.x,
+ * glibc's standing in for torch 2.x's), its 2-D product, and conv2d's float32 fused
+ * multiply-add chain (augsteps.c). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP:
+ * H * W * 3 + W floats (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, uint8_t *out, float *tmp);
 
 /* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
  * ORDER and F for a jitter, F[0] the sigma of a blur. */

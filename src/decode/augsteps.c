@@ -10,16 +10,70 @@
 #include <math.h>
 #include <string.h>
 
-/* _get_gaussian_kernel1d: linspace(-(k-1)/2, (k-1)/2), exp(-0.5 (x / sigma)^2), / sum, float32 */
-static void gauss1d(int k, double sigma, float *out)
+/* torch.exp as torch 1.x's vectorised CPU kernel computes it: SLEEF's expf_u10 (its AVX2 and
+ * AVX512 builds, fused multiply-adds), equal to torch 1.13's on 462 000 arguments. Torch 2.x
+ * computes another, not identified: glibc's expf stands in for it (1% of results one ulp apart) */
+static float sleef_expf(float d)
 {
-    float s = (float)sigma, sum = 0.f;
+    if (!(d >= -104.f)) /* SLEEF's 0 below -104 (and -inf); NaN stays NaN */
+        return d != d ? d : 0.f;
+    if (d > 88.72283905206835f)
+        return INFINITY;
+    int q = (int)nearbyintf(d * 1.442695040888963407359924681001892137426645954152985934135449406931f);
+    float s = fmaf((float)q, -0.693145751953125f, d);
+    s = fmaf((float)q, -1.428606765330187045e-06f, s);
+    float u = 0.000198527617612853646278381f;
+    u = fmaf(u, s, 0.00139304355252534151077271f);
+    u = fmaf(u, s, 0.00833336077630519866943359f);
+    u = fmaf(u, s, 0.0416664853692054748535156f);
+    u = fmaf(u, s, 0.166666671633720397949219f);
+    u = fmaf(u, s, 0.5f);
+    float ss = s * s;
+    u = 1.0f + fmaf(ss, u, s);
+    return u * ldexpf(1.f, q >> 1) * ldexpf(1.f, q - (q >> 1)); /* SLEEF's ldexp2k */
+}
+
+/* torch.sum of N float32 values on the CPU: vectors of LANES from the start, four accumulators
+ * (vector r into r mod 4, leftover vectors into the first), folded 0 + 1 + 2 + 3; then 0 plus
+ * the scalars past the vectors, plus the lanes in order. Fewer than LANES values: the same with
+ * four scalar accumulators (vectors of one lane). (SumKernel.cpp's cascade sum, whose upper levels start at 16
+ * rows: unused below 256 values) */
+static float torch_sum(const float *v, int n, int lanes)
+{
+    if (n < lanes)
+        lanes = 1;
+    int nv = n / lanes, nr = nv / 4;
+    float p[4][16] = {{0}};
+    for (int r = 0; r < nr; r++)
+        for (int k = 0; k < 4; k++)
+            for (int l = 0; l < lanes; l++)
+                p[k][l] += v[(r * 4 + k) * lanes + l];
+    for (int i = nr * 4; i < nv; i++)
+        for (int l = 0; l < lanes; l++)
+            p[0][l] += v[i * lanes + l];
+    for (int k = 1; k < 4; k++)
+        for (int l = 0; l < lanes; l++)
+            p[0][l] += p[k][l];
+    float acc = 0.f;
+    for (int i = nv * lanes; i < n; i++)
+        acc += v[i];
+    for (int l = 0; l < lanes; l++)
+        acc += p[0][l];
+    return acc;
+}
+
+/* _get_gaussian_kernel1d: x = linspace(-(k-1)/2, (k-1)/2) (integers: exact), exp(-0.5 (x /
+ * sigma)^2), / its sum, in float32 as TORCH computes them */
+static void gauss1d(int torch, int k, double sigma, float *out)
+{
+    float s = (float)sigma;
     for (int i = 0; i < k; i++) {
         float x = (float)(i - (k - 1) / 2); /* k is odd */
         float t = x / s;
-        out[i] = expf(-0.5f * (t * t));
-        sum += out[i];
+        float a = -0.5f * (t * t);
+        out[i] = torch == STK__TORCH_2 ? expf(a) : sleef_expf(a);
     }
+    float sum = torch_sum(out, k, torch == STK__TORCH_1_AVX512 ? 16 : 8);
     for (int i = 0; i < k; i++)
         out[i] /= sum;
 }
@@ -38,29 +92,67 @@ static int reflect(int i, int n)
 
 #define BLUR_MAX_K 255
 
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp)
+/* ACC[x] = fma(K, SRC[x], ACC[x]) for x < N: one tap of the 2-D kernel over an output row's
+ * interior (per value the taps keep torch's order; across x the loop vectorises, with the FMA
+ * instructions where the CPU has them) */
+#if defined(__x86_64__) && defined(__clang__)
+#if !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer)
+__attribute__((target_clones("fma", "default")))
+#endif
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+__attribute__((target_clones("fma", "default"), optimize("tree-vectorize")))
+#endif
+static void blur_tap(float *restrict acc, const float *restrict src, int n, float k)
+{
+    for (int x = 0; x < n; x++)
+        acc[x] = fmaf(k, src[x], acc[x]);
+}
+
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, uint8_t *out, float *tmp)
 {
     float gx[BLUR_MAX_K], gy[BLUR_MAX_K];
-    gauss1d(kx, sigma, gx);
-    gauss1d(ky, sigma, gy);
+    int rows[BLUR_MAX_K];
+    gauss1d(torch, kx, sigma, gx);
+    gauss1d(torch, ky, sigma, gy);
     int rx = kx / 2, ry = ky / 2;
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int c = 0; c < 3; c++) {
-                double acc = 0;
-                for (int j = 0; j < kx; j++)
-                    acc += (double)gx[j] * img[((size_t)y * (size_t)w + (size_t)reflect(x + j - rx, w)) * 3 + (size_t)c];
-                tmp[((size_t)y * (size_t)w + (size_t)x) * 3 + (size_t)c] = acc;
+    /* the interior columns, where no tap needs the reflection: [x0, x1) */
+    int x0 = rx < w ? rx : w, x1 = w - rx > x0 ? w - rx : x0;
+    size_t px = (size_t)h * (size_t)w, row = 3 * (size_t)w;
+    float *plane = tmp, *acc = tmp + 3 * px; /* the image as three float planes, one row of sums */
+    for (size_t i = 0; i < px; i++)
+        for (int c = 0; c < 3; c++)
+            plane[(size_t)c * px + i] = (float)img[3 * i + (size_t)c];
+    for (int y = 0; y < h; y++) {
+        for (int i = 0; i < ky; i++)
+            rows[i] = reflect(y + i - ry, h);
+        for (int c = 0; c < 3; c++) {
+            /* conv2d: per output value, a float32 fused multiply-add chain from 0 over the 2-D
+             * kernel (ky_i * kx_j rounded, as torch.mm makes it) in row order: oneDNN's
+             * depthwise kernel, on torch 1.13 and 2.15 alike */
+            memset(acc, 0, sizeof(float) * (size_t)w);
+            for (int i = 0; i < ky; i++) {
+                const float *src = plane + (size_t)c * px + (size_t)rows[i] * (size_t)w;
+                for (int j = 0; j < kx; j++) {
+                    float k = gy[i] * gx[j];
+                    if (x1 > x0)
+                        blur_tap(acc + x0, src + (x0 + j - rx), x1 - x0, k);
+                    for (int x = 0; x < w; x++) {
+                        if (x == x0 && x1 > x0)
+                            x = x1;
+                        if (x >= w)
+                            break;
+                        acc[x] = fmaf(k, src[reflect(x + j - rx, w)], acc[x]);
+                    }
+                }
             }
-    for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++)
-            for (int c = 0; c < 3; c++) {
-                double acc = 0;
-                for (int i = 0; i < ky; i++)
-                    acc += (double)gy[i] * tmp[((size_t)reflect(y + i - ry, h) * (size_t)w + (size_t)x) * 3 + (size_t)c];
-                double v = nearbyint(acc);
-                img[((size_t)y * (size_t)w + (size_t)x) * 3 + (size_t)c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            uint8_t *o = out + (size_t)y * row + (size_t)c;
+            for (int x = 0; x < w; x++) {
+                float v = nearbyintf(acc[x]);
+                o[3 * (size_t)x] = (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
             }
+        }
+    }
+    memcpy(img, out, row * (size_t)h);
 }
 
 static int step_arity(int kind)
@@ -200,7 +292,8 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
         else if (kind == STK__STEP_GRAYSCALE)
             stk__aug_grayscale(img, (size_t)h * (size_t)w);
         else if (kind == STK__STEP_BLUR)
-            stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], tmp);
+            stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], prog->torch, scratch,
+                            (float *)(void *)tmp);
         else
             stk__augop_jitter(img, h, w, order, f, prog->torch);
     }

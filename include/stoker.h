@@ -201,13 +201,16 @@ typedef enum stk_param {
      * to torchvision's tensor implementation (docs/ARCHITECTURE.md, "Decode and augment");
      * drawn from (seed, epoch, index) on a stream of its own, so crops do not change (since 0.3) */
     STK_P_AUG_POLICY = 220,     /**< I: STK_AUG_* policy [STK_AUG_NONE] (AUGMIX: since 0.3 too) */
-    STK_P_AUG_NUM_OPS = 221,    /**< I 0..16: RandAugment's num_ops, timm's num_layers [2] */
-    STK_P_AUG_MAGNITUDE = 222,  /**< I 0..1023: RandAugment's magnitude, a bin index below
-                                     STK_P_AUG_BINS (checked at start) [9] */
-    STK_P_AUG_BINS = 223,       /**< I 2..1024: num_magnitude_bins of TrivialAugmentWide and
-                                     RandAugment (AutoAugment always uses 10) [31] */
-    STK_P_AUG_INTERP = 224,     /**< I: STK_AUG_INTERP_NEAREST or _BILINEAR, of the geometric ops
-                                     [NEAREST] */
+    STK_P_AUG_NUM_OPS = 221,    /**< I 0..65535: RandAugment's num_ops, timm's num_layers (0..15
+                                     with STK_P_TIMM_WEIGHTED) (0..16 before 0.5) [2] */
+    STK_P_AUG_MAGNITUDE = 222,  /**< I 0..16777215: RandAugment's magnitude, a bin index below
+                                     STK_P_AUG_BINS (checked at start) (0..1023 before 0.5) [9] */
+    STK_P_AUG_BINS = 223,       /**< I 2..16777216: num_magnitude_bins of TrivialAugmentWide and
+                                     RandAugment (AutoAugment always uses 10; 1 is refused:
+                                     torchvision's Posterize table is then 0 / 0 and it raises)
+                                     (2..1024 before 0.5) [31] */
+    STK_P_AUG_INTERP = 224,     /**< I: STK_AUG_INTERP_NEAREST, _BILINEAR or _BICUBIC (since 0.5),
+                                     of the geometric ops [NEAREST] */
     STK_P_AUG_FILL = 225,       /**< I -1..0xFFFFFF: the geometric ops' fill as 0xRRGGBB, or -1
                                      for torchvision's fill=None (zeros, no fill mask) [-1] */
     STK_P_AUG_STEPS = 226,      /**< F[n], n <= 256: per-sample steps run in this order after the
@@ -216,11 +219,11 @@ typedef enum stk_param {
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
-                                     (GaussianBlur, kernel odd 1..255; within one level of
-                                     torchvision), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
+                                     (GaussianBlur, kernel odd 1..255; equal to torch 1.x,
+                                     within one level of torch 2.x: docs/ARCHITECTURE.md), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
                                      shy1 interp fill_on r g b (RandomAffine: translate in
                                      0..1, scale 1 1 and shear 0 0 0 0 when None; interp
-                                     STK_AUG_INTERP_*; fill_on 0 = fill None), 7 dmin dmax
+                                     STK_AUG_INTERP_* (BICUBIC since 0.5); fill_on 0 = fill None), 7 dmin dmax
                                      interp fill_on r g b (RandomRotation) (6, 7: since 0.4;
                                      expand=False, center=None). At most 16 steps; set (NULL,
                                      0) to remove.
@@ -228,10 +231,13 @@ typedef enum stk_param {
     STK_P_ERASE_PROB = 227,     /**< D 0..1: RandomErasing's p, on the delivered (converted,
                                      normalised) host sample, after everything else; device
                                      batches refuse it at start (STK_E_UNSUPPORTED) [0] */
-    STK_P_ERASE_SCALE_MIN = 228, /**< D (0,1]: RandomErasing's scale, low [0.02] */
-    STK_P_ERASE_SCALE_MAX = 229, /**< D (0,1]: high [0.33] */
-    STK_P_ERASE_RATIO_MIN = 230, /**< D > 0: RandomErasing's ratio, low [0.3] */
-    STK_P_ERASE_RATIO_MAX = 231, /**< D > 0: high [3.3] */
+    STK_P_ERASE_SCALE_MIN = 228, /**< D 0..FLT_MAX: RandomErasing's scale, low (torchvision takes
+                                      0..1, timm any; a box of area 0 erases nothing; (0, 1]
+                                      before 0.5) [0.02] */
+    STK_P_ERASE_SCALE_MAX = 229, /**< D 0..FLT_MAX: high [0.33] */
+    STK_P_ERASE_RATIO_MIN = 230, /**< D (0, FLT_MAX]: RandomErasing's ratio, low ((0, 1000]
+                                      before 0.5) [0.3] */
+    STK_P_ERASE_RATIO_MAX = 231, /**< D (0, FLT_MAX]: high [3.3] */
     STK_P_ERASE_VALUE = 232,    /**< F[3]: the value per channel, in delivered units (after the
                                      normalisation; uint8: clamped, truncated) [0, 0, 0] */
     STK_P_ERASE_RANDOM = 233,   /**< I: STK_ERASE_RANDOM_*: 1 (PIXEL) value='random' (timm's
@@ -374,7 +380,9 @@ enum stk_aug_policy {
 };
 /** STK_P_RESIZE_PASSES: the pass order of Pillow <= 12 or of Pillow >= 13 (since 0.4) */
 enum stk_resize_passes { STK_RESIZE_PASSES_PILLOW12 = 0, STK_RESIZE_PASSES_PILLOW13 = 1 };
-enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1 };
+/** STK_P_AUG_INTERP: the geometric ops' filter; BICUBIC (since 0.5) is torch's grid_sample(mode='bicubic'),
+ *  which torchvision's tensor F.affine / F.rotate refuse (docs/ARCHITECTURE.md) */
+enum stk_aug_interp { STK_AUG_INTERP_NEAREST = 0, STK_AUG_INTERP_BILINEAR = 1, STK_AUG_INTERP_BICUBIC = 2 };
 /** STK_P_ERASE_RANDOM's fills; the most boxes STK_P_ERASE_MAX_COUNT allows (since 0.4) */
 enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, STK_ERASE_RANDOM_CHANNEL = 2 };
 #define STK_ERASE_MAX_COUNT 16

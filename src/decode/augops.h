@@ -34,8 +34,9 @@ enum stk__augop {
     STK__OP_COUNT
 };
 
-/* Interpolation of the geometric ops (torchvision: NEAREST default, BILINEAR). */
-enum { STK__INTERP_NEAREST = 0, STK__INTERP_BILINEAR = 1 };
+/* Interpolation of the geometric ops (torchvision: NEAREST default, BILINEAR; BICUBIC: torch's
+ * grid_sample, which torchvision's tensor path refuses). */
+enum { STK__INTERP_NEAREST = 0, STK__INTERP_BILINEAR = 1, STK__INTERP_BICUBIC = 2 };
 
 /* The op named NAME (torchvision's spelling: "ShearX", "Equalize", ...), or -1. */
 int stk__augop_find(const char *name);
@@ -73,11 +74,11 @@ enum { STK__AUGP_TIMM_AUTO = 6 };
 #define STK__AUGMIX_MAX_WIDTH 8
 #define STK__AUGMIX_MAX_DEPTH 8
 
-#define STK__AUG_MAX_OPS 16
+#define STK__AUG_MAX_OPS 64
 
 typedef struct stk__augpolicy {
     int policy;    /* STK__AUGP_* */
-    int num_ops;   /* RandAugment: ops per sample (0..STK__AUG_MAX_OPS) */
+    int num_ops;   /* RandAugment: ops per sample (0..65535) */
     int magnitude; /* RandAugment: the bin index (0..bins-1) */
     int bins;      /* TrivialAugmentWide / RandAugment: num_magnitude_bins (>= 2) */
     int interp;    /* STK__INTERP_* */
@@ -112,7 +113,9 @@ int stk__augpolicy_table(int torch, int policy, int op, int bins, int h, int w, 
 
 /* The ops POLICY applies to sample INDEX of EPOCH for an image of H x W, drawn from the PRNG keyed
  * (seed, epoch, index) on a stream separate from the crop's: into STEPS (room for
- * STK__AUG_MAX_OPS); returns their count. A pure function of its arguments. */
+ * STK__AUG_MAX_OPS; a RandAugment of more ops gives its first STK__AUG_MAX_OPS, the rest are
+ * drawn as stk__augpolicy_apply applies them); returns their count. A pure function of its
+ * arguments. */
 int stk__augpolicy_draw(const stk__augpolicy *p, uint64_t seed, uint64_t epoch, uint64_t index, int h,
                         int w, stk__augstep *steps);
 
@@ -169,10 +172,11 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
 void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4], int torch);
 
 /* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
- * makes, applied separably with double sums (torch sums the 2-D kernel in float32: the two differ
- * by one level where the exact value lies within float rounding of a half). KX, KY odd >= 1.
- * SCRATCH: H * W * 3 bytes; TMP: H * W * 3 doubles. */
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, double *tmp);
+ * makes (torch's exp and sum as TORCH, STK__TORCH_*, computes them: SLEEF's expf for torch 1.x,
+ * glibc's standing in for torch 2.x's), its 2-D product, and conv2d's float32 fused
+ * multiply-add chain (augsteps.c). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP:
+ * H * W * 3 + W floats (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, uint8_t *out, float *tmp);
 
 /* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
  * ORDER and F for a jitter, F[0] the sigma of a blur. */

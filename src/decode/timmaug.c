@@ -628,6 +628,19 @@ void stk__timmra_apply(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint
                        int w, uint8_t *scratch)
 {
     stk__timmstep steps[STK__TIMM_MAX_LAYERS];
+    if (!p->weighted && p->num_layers > STK__TIMM_MAX_LAYERS) { /* drawn as applied, as timmra_draw does */
+        stk__rng r;
+        stk__rng_init(&r, seed, epoch, index);
+        r.ctr[0] = TIMM_CTR0;
+        const int *ops = rand_ops[p->increasing ? 1 : 0];
+        for (int i = 0; i < p->num_layers; i++) {
+            memset(steps, 0, sizeof steps[0]);
+            steps[0].op = ops[stk__rng_below(&r, 15)];
+            draw_op(p, &r, p->prob, p->magnitude, &steps[0]);
+            apply_steps(p, steps, 1, img, h, w, scratch);
+        }
+        return;
+    }
     int n = stk__timmra_draw(p, seed, epoch, index, steps);
     apply_steps(p, steps, n, img, h, w, scratch);
 }
@@ -645,9 +658,9 @@ int stk__timmaa_parse(const float *v, size_t n, stk__timmaa *out, char *err)
         if (s == STK__TIMM_AUTO_MAX_SUB)
             return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY: more than %d sub-policies",
                             STK__TIMM_AUTO_MAX_SUB);
-        if (!(kf >= 1.f && kf <= (float)STK__TIMM_MAX_LAYERS && kf == floorf(kf)))
+        if (!(kf >= 1.f && kf <= (float)STK__TIMM_AUTO_MAX_OPS_SUB && kf == floorf(kf)))
             return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d: op count %g is not 1..%d", s,
-                            (double)kf, STK__TIMM_MAX_LAYERS);
+                            (double)kf, STK__TIMM_AUTO_MAX_OPS_SUB);
         int k = (int)kf;
         if (i + 3 * (size_t)k > n)
             return stk__err(err, STK_E_INVALID, "STK_P_TIMM_AUTO_POLICY sub-policy %d: %d ops take %d values, %zu left",

@@ -51,6 +51,7 @@ const char *stk__timm_name(int op);
 
 #define STK__TIMM_AUTO_MAX_SUB 64  /* sub-policies of an AutoAugment policy */
 #define STK__TIMM_AUTO_MAX_OPS 128 /* ops over all its sub-policies */
+#define STK__TIMM_AUTO_MAX_OPS_SUB 16 /* ops in one sub-policy */
 
 /* A timm AutoAugment policy (STK_P_TIMM_AUTO_POLICY): sub-policy s holds ops off[s] .. off[s + 1]
  * - 1, each an op with its own probability and magnitude (AugmentOp's prob, magnitude). */
@@ -73,7 +74,7 @@ typedef struct stk__timmra {
     int increasing;       /* 'inc1': _RAND_INCREASING_TRANSFORMS, else _RAND_TRANSFORMS */
     int weighted;         /* 'tweights': _RAND_WEIGHTED_0, chosen without replacement (then
                              increasing is ignored and at most 15 layers are drawn) */
-    int num_layers;       /* 'n' (0..16) */
+    int num_layers;       /* 'n' (0..65535; 'tweights': 0..15) */
     double magnitude;     /* 'm' */
     double mstd;          /* 'mstd': 0 none, > 0 N(m, mstd), INFINITY U(0, m) */
     double mmax;          /* the clip's upper bound: 'mmax' or 10 */
@@ -106,11 +107,12 @@ typedef struct stk__timmstep {
     double level;
 } stk__timmstep;
 
-#define STK__TIMM_MAX_LAYERS 16
+#define STK__TIMM_MAX_LAYERS 64
 
 /* The layers P gives sample INDEX of EPOCH, drawn from the PRNG keyed (seed, epoch, index) on a
- * counter range of their own: into STEPS (room for STK__TIMM_MAX_LAYERS); returns their count.
- * A pure function of its arguments. */
+ * counter range of their own: into STEPS (room for STK__TIMM_MAX_LAYERS; of more layers the
+ * first STK__TIMM_MAX_LAYERS, the rest drawn as stk__timmra_apply applies them); returns their
+ * count. A pure function of its arguments. */
 int stk__timmra_draw(const stk__timmra *p, uint64_t seed, uint64_t epoch, uint64_t index, stk__timmstep *steps);
 
 /* Draw and apply P to IMG (H x W x 3) in place; SCRATCH holds H * W * 3 bytes. */

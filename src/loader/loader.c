@@ -246,6 +246,7 @@ _Static_assert((int)STK_AUG_TRIVIAL == (int)STK__AUGP_TRIVIAL && (int)STK_AUG_RA
                    (int)STK_AUG_TIMM_RAND == (int)STK__AUGP_TIMM_RAND &&
                    (int)STK_AUG_TIMM_AUTO == (int)STK__AUGP_TIMM_AUTO && STK__TIMM_POSTERIZE_ORIG == 21 &&
                    (int)STK_AUG_INTERP_BILINEAR == (int)STK__INTERP_BILINEAR &&
+                   (int)STK_AUG_INTERP_BICUBIC == (int)STK__INTERP_BICUBIC &&
                    (int)STK_INTERP_BILINEAR == (int)STK__TIMM_BILINEAR &&
                    (int)STK_INTERP_BICUBIC == (int)STK__TIMM_BICUBIC && (int)STK_INTERP_NEAREST == (int)STK__TIMM_NEAREST,
                "the public and internal policy numbers agree");

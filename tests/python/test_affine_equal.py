@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from conftest import jpeg_bytes, torch_or_skip
+from test_augops_equal import INTERP_MODES, torchvision_bicubic
 
 TOOL = Path(os.environ.get("TEST_TOOLS_DIR", "")) / "stk-augops"
 
@@ -44,7 +45,7 @@ def photo(h, w, seed):
 
 
 def program(kind, degrees, translate=None, scale=None, shear=None, interp="nearest", fill=None):
-    tail = [1 if interp == "bilinear" else 0] + ([0, 0, 0, 0] if fill is None else [1, *fill])
+    tail = [("nearest", "bilinear", "bicubic").index(interp)] + ([0, 0, 0, 0] if fill is None else [1, *fill])
     if kind == "rotation":
         return [7, *degrees, *tail]
     sh = list(shear) if shear is not None else [0, 0, 0, 0]
@@ -70,13 +71,14 @@ def reference(kind, img, d, interp, fill):
     torch = torch_or_skip()
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms import functional as F
-    mode = InterpolationMode.BILINEAR if interp == "bilinear" else InterpolationMode.NEAREST
+    mode = getattr(InterpolationMode, INTERP_MODES[interp])
     t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
     fl = None if fill is None else [float(v) for v in fill]
-    if kind == "rotation":
-        out = F.rotate(t, d[0], mode, expand=False, center=None, fill=fl)
-    else:
-        out = F.affine(t, d[0], [int(d[1]), int(d[2])], d[3], [d[4], d[5]], interpolation=mode, fill=fl)
+    with torchvision_bicubic():
+        if kind == "rotation":
+            out = F.rotate(t, d[0], mode, expand=False, center=None, fill=fl)
+        else:
+            out = F.affine(t, d[0], [int(d[1]), int(d[2])], d[3], [d[4], d[5]], interpolation=mode, fill=fl)
     return out.permute(1, 2, 0).contiguous().numpy()
 
 
@@ -93,7 +95,8 @@ CASES = [
 @pytest.mark.parametrize("kind,kw", CASES)
 @pytest.mark.parametrize("interp,fill", [("nearest", None), ("nearest", (0, 0, 0)), ("bilinear", (0, 0, 0)),
                                          ("bilinear", (200, 10, 60)), ("bilinear", None),
-                                         ("nearest", (127.5, 0.5, 254.5))])
+                                         ("nearest", (127.5, 0.5, 254.5)), ("bicubic", None),
+                                         ("bicubic", (200, 10, 60))])
 def test_equals_torchvision_at_the_drawn_parameters(tmp_path, kind, kw, interp, fill):
     _tool_or_skip()
     torch_or_skip()
@@ -203,8 +206,10 @@ def test_spec_for_and_refusals(stoker_mod):
         augment.spec_for(T.RandomRotation(10, expand=True), 3)
     with pytest.raises(ValueError, match="transform 3 .RandomAffine.*center=.*center=None"):
         augment.spec_for(T.RandomAffine(10, center=(3, 4)), 3)
-    with pytest.raises(ValueError, match="transform 3 .RandomRotation.*BICUBIC"):
-        augment.spec_for(T.RandomRotation(10, interpolation=T.InterpolationMode.BICUBIC), 3)
+    s = augment.spec_for(T.RandomRotation(10, interpolation=T.InterpolationMode.BICUBIC), 3)
+    assert s["interpolation"] == "bicubic"
+    with pytest.raises(ValueError, match="transform 3 .RandomRotation.*fractional.*BICUBIC"):
+        augment.spec_for(T.RandomRotation(10, interpolation=T.InterpolationMode.BICUBIC, fill=0.5), 3)
     assert augment.commutes_with_flip(augment.spec_for(T.RandomRotation(10), 0)) is False
 
 

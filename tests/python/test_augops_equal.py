@@ -6,6 +6,7 @@ BILINEAR, fill None and given, on decoded JPEGs of several sizes. Equal byte for
 The magnitude tables equal torchvision's _augmentation_space; a policy's drawn ops, applied by
 torchvision in order, equal stoker's policy output.
 """
+import contextlib
 import io
 import os
 import subprocess
@@ -46,13 +47,43 @@ def run_op(tmp, img, name, mag, interp, fill):
     return np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
 
 
+@contextlib.contextmanager
+def torchvision_bicubic():
+    """torchvision's tensor F.affine / F.rotate with BICUBIC allowed: their own grid, fill mask and
+    torch's grid_sample(mode='bicubic'), the result rounded and clamped to 0..255 (torchvision
+    refuses BICUBIC there; its uint8 cast would wrap the overshoot). Patched for the duration."""
+    try:
+        from torchvision.transforms import _functional_tensor as F_t
+    except ImportError:
+        from torchvision.transforms import functional_tensor as F_t
+    check, apply = F_t._assert_grid_transform_inputs, F_t._apply_grid_transform
+
+    def check_bicubic(img, matrix, interpolation, fill, modes, *a, **k):
+        return check(img, matrix, interpolation, fill, list(modes) + ["bicubic"], *a, **k)
+
+    def apply_bicubic(img, grid, mode, fill):
+        if mode != "bicubic" or img.is_floating_point():
+            return apply(img, grid, mode, fill)
+        return apply(img.float(), grid, mode, fill).round().clamp(0, 255).to(img.dtype)
+
+    F_t._assert_grid_transform_inputs, F_t._apply_grid_transform = check_bicubic, apply_bicubic
+    try:
+        yield
+    finally:
+        F_t._assert_grid_transform_inputs, F_t._apply_grid_transform = check, apply
+
+
+INTERP_MODES = {"nearest": "NEAREST", "bilinear": "BILINEAR", "bicubic": "BICUBIC"}
+
+
 def reference(img, name, mag, interp, fill):
     torch = torch_or_skip()
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms.autoaugment import _apply_op
     t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
-    mode = InterpolationMode.BILINEAR if interp == "bilinear" else InterpolationMode.NEAREST
-    out = _apply_op(t, name, float(mag), interpolation=mode, fill=None if fill is None else list(map(float, fill)))
+    mode = getattr(InterpolationMode, INTERP_MODES[interp])
+    with torchvision_bicubic():
+        out = _apply_op(t, name, float(mag), interpolation=mode, fill=None if fill is None else list(map(float, fill)))
     return out.permute(1, 2, 0).contiguous().numpy()
 
 
@@ -94,7 +125,8 @@ def test_op_equals_torchvision(tmp_path, name):
         img = photo(h, w, 100 + k)
         for mag in magnitudes(name, h, w):
             modes = [("nearest", None), ("bilinear", None), ("nearest", (128, 128, 128)),
-                     ("bilinear", (124.0, 116.0, 104.0)), ("bilinear", (0.0, 255.0, 77.5))] \
+                     ("bilinear", (124.0, 116.0, 104.0)), ("bilinear", (0.0, 255.0, 77.5)),
+                     ("bicubic", None), ("bicubic", (124.0, 116.0, 104.0))] \
                 if name in GEOMETRIC else [("nearest", None)]
             for interp, fill in modes:
                 got = run_op(tmp_path, img, name, mag, interp, fill)
@@ -107,7 +139,8 @@ def test_op_equals_torchvision(tmp_path, name):
 
 
 @pytest.mark.parametrize("policy,bins", [("trivialaugment", 31), ("randaugment", 31), ("randaugment", 10),
-                                         ("autoaugment", 10)])
+                                         ("autoaugment", 10), ("trivialaugment", 2), ("randaugment", 2),
+                                         ("trivialaugment", 3000), ("randaugment", 1500)])
 def test_tables_equal_torchvision(policy, bins):
     torch = torch_or_skip()
     from torchvision.transforms import autoaugment as aa
@@ -132,7 +165,8 @@ def test_tables_equal_torchvision(policy, bins):
 
 @pytest.mark.parametrize("policy", ["trivialaugment", "randaugment", "autoaugment", "autoaugment-cifar10",
                                     "autoaugment-svhn"])
-@pytest.mark.parametrize("interp,fill", [("nearest", None), ("bilinear", (128, 128, 128))])
+@pytest.mark.parametrize("interp,fill", [("nearest", None), ("bilinear", (128, 128, 128)), ("bicubic", None),
+                                         ("bicubic", (128, 128, 128))])
 def test_policy_equals_torchvision_ops(tmp_path, policy, interp, fill):
     """The policy applies the ops it draws exactly as torchvision's _apply_op chain would."""
     _tool_or_skip()
@@ -232,3 +266,67 @@ def test_augmix_tables_equal_torchvision():
         want = mags.reshape(-1).to(torch.float32).numpy() if mags.ndim > 0 else np.zeros(0, np.float32)
         assert np.array_equal(np.array(vals, np.float32), want), (name, vals, want)
         assert sgn == int(signed), name
+
+
+def test_randaugment_with_50_ops_equals_torchvision_ops(tmp_path):
+    """RandAugment(num_ops=50) (refused before: at most 16): the 50 ops drawn per sample applied
+    exactly as torchvision's _apply_op chain, also with a large table (num_magnitude_bins=1500)."""
+    _tool_or_skip()
+    torch_or_skip()
+    h, w = 64, 80
+    img = photo(h, w, 11)
+    src, dst = tmp_path / "in.rgb", tmp_path / "out.rgb"
+    src.write_bytes(img.tobytes())
+    for index, (mag, bins) in enumerate([(9, 31), (1200, 1500), (0, 2)]):
+        out = subprocess.run([str(TOOL), "policy", "randaugment", "50", str(mag), str(bins), "bilinear", "none", "5",
+                              "1", str(index), str(h), str(w), str(src), str(dst)], check=True, timeout=60,
+                             capture_output=True, text=True).stdout
+        lines = out.splitlines()
+        assert len(lines) == 50, out
+        want = img
+        for line in lines:
+            name, m = line.split()
+            want = reference(want, name, float(m), "bilinear", None)
+        got = np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
+        assert np.array_equal(got, want), f"sample {index}: {out}"
+
+
+def test_settings_torchvision_accepts_are_accepted(stoker_mod):
+    """What torchvision's constructors take is taken, mapped as torchvision runs it: num_ops < 0
+    is no op (range()), magnitude=-k the k-th bin from the end; refused only where torchvision
+    itself raises when it runs, with its reason."""
+    torch = torch_or_skip()
+    from torchvision import transforms as T
+    from stoker import augment
+    assert augment.spec_for(T.RandAugment(num_ops=50), 0)["num_ops"] == 50
+    assert augment.spec_for(T.RandAugment(num_ops=-1), 0)["num_ops"] == 0
+    assert augment.spec_for(T.RandAugment(magnitude=-1), 0)["magnitude"] == 30
+    assert augment.spec_for(T.TrivialAugmentWide(num_magnitude_bins=5000), 0)["num_magnitude_bins"] == 5000
+    keys = dict((k, v) for k, v, _ in augment.params([T.RandAugment(num_ops=50, num_magnitude_bins=3000,
+                                                                    magnitude=2999)]))
+    from stoker import _lib
+    assert keys[_lib.P_AUG_NUM_OPS] == 50 and keys[_lib.P_AUG_BINS] == 3000 and keys[_lib.P_AUG_MAGNITUDE] == 2999
+    for step, match in [(T.TrivialAugmentWide(num_magnitude_bins=1), "Posterize"),
+                        (T.RandAugment(num_magnitude_bins=1), "Posterize"),
+                        (T.RandAugment(magnitude=31), "IndexError")]:
+        with pytest.raises(augment.Unsupported, match=match):
+            augment.spec_for(step, 0)
+    # torchvision's own behaviour behind those refusals
+    from torchvision.transforms.autoaugment import _apply_op
+    bits = T.TrivialAugmentWide()._augmentation_space(1)["Posterize"][0]
+    with pytest.raises(ValueError):
+        _apply_op(torch.zeros((3, 4, 4), dtype=torch.uint8), "Posterize",
+                  float(int(bits[0].item())), T.InterpolationMode.NEAREST, None)
+
+
+def test_loader_runs_randaugment_with_more_ops_than_drawn_at_once(stoker_mod, shards):
+    """RandAugment(num_ops=70), past the 64 ops drawn at once (the rest are drawn as applied):
+    the loader runs it, the same for any worker count, and not as num_ops=64."""
+    torch_or_skip()
+    from torchvision import transforms as T
+    from conftest import loader_epochs
+    a = loader_epochs(stoker_mod, shards[0], 1, size=32, workers=1, augment=[T.RandAugment(num_ops=70)], seed=3)
+    b = loader_epochs(stoker_mod, shards[0], 1, size=32, workers=3, augment=[T.RandAugment(num_ops=70)], seed=3)
+    c = loader_epochs(stoker_mod, shards[0], 1, size=32, workers=2, augment=[T.RandAugment(num_ops=64)], seed=3)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert not np.array_equal(a[0], c[0])

@@ -151,7 +151,7 @@ def test_step_draws_follow_torchvision_distributions(tmp_path):
     ([7, 10, 5, 0, 0, 0, 0, 0], r"step 0 \(RandomRotation\): degrees \[10, 5\] must be ordered"),
     ([1, 0.5, 6, 0, 0, 1.5, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], r"step 1 \(RandomAffine\): translate \(1.5, 0\)"),
     ([6, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0], r"step 0 \(RandomAffine\): scale \[0, 1\]"),
-    ([7, 0, 0, 2, 0, 0, 0, 0], r"step 0 \(RandomRotation\): interpolation 2"),
+    ([7, 0, 0, 3, 0, 0, 0, 0], r"step 0 \(RandomRotation\): interpolation 3 must be 0, 1 or 2"),
     ([7, 0, 0, 0, 1, 0, 300, 0], r"step 0 \(RandomRotation\): fill 300 is not in 0..255"),
     ([6, 0, 0, 0, 0, 1, 1], "step 0: kind 6 takes 15 values"),
     ([1, 1.5], "step 0: probability 1.5"),
@@ -166,10 +166,16 @@ def test_bad_programs_are_refused_naming_the_step(tmp_path, prog, match):
     assert img is None and re.search(match, out), out
 
 
-def test_gaussian_blur_within_one_level_of_torchvision(tmp_path):
-    """GaussianBlur: stoker sums separably in double, torch the 2-D float32 kernel (conv2d): equal
-    except where the exact value is within float rounding of a half — at most one level, on
-    fewer than 0.1% of the values."""
+def _torch1():
+    import torch
+    return str(torch.__version__).startswith("1.")
+
+
+def test_gaussian_blur_equals_torchvision(tmp_path):
+    """GaussianBlur: torch's float32 kernel (its exp and sum), the 2-D product, conv2d's fused
+    multiply-add chain. Torch 1.x: equal byte for byte (its exp is SLEEF's, repeated). Torch 2.x:
+    its exp is not identified and glibc's stands in, so a value can still be one level off —
+    at most one, on fewer than 0.01% of the values."""
     _skip()
     import torch
     from torchvision.transforms import functional as F
@@ -187,7 +193,25 @@ def test_gaussian_blur_within_one_level_of_torchvision(tmp_path):
                     continue                  # torch's reflect padding refuses; stoker folds again
                 want = F.gaussian_blur(t, [kx, ky], [sigma, sigma]).permute(1, 2, 0).numpy()
                 d = np.abs(got.astype(int) - want.astype(int))
-                assert d.max() <= 1, (h, w, kx, ky, sigma)
+                assert d.max() <= (0 if _torch1() else 1), (h, w, kx, ky, sigma, int((d > 0).sum()))
                 worst = max(worst, float((d > 0).mean()))
     print("GaussianBlur: worst fraction of values one level off: %.6f" % worst)
-    assert worst < 1e-3, worst
+    assert worst < 1e-4, worst
+
+
+def test_gaussian_blur_5_sigma_1_5(tmp_path):
+    """The case the issue found one level off (1 of 712 704 values, separable double sums):
+    GaussianBlur(5, sigma=1.5) on 464 x 512, now equal (torch 1.x; torch 2.x within its bound)."""
+    _skip()
+    import torch
+    from torchvision.transforms import functional as F
+    worst = 0
+    for seed in range(3):
+        img = photo(464, 512, 900 + seed)
+        out, got = _steps(tmp_path, [5, 5, 5, 1.5, 1.5], 0, img)
+        t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
+        want = F.gaussian_blur(t, [5, 5], [1.5, 1.5]).permute(1, 2, 0).numpy()
+        d = np.abs(got.astype(int) - want.astype(int))
+        assert d.max() <= (0 if _torch1() else 1)
+        worst = max(worst, int((d > 0).sum()))
+    assert worst <= (0 if _torch1() else 72), worst    # 72: 0.01% of 712 704

@@ -3,8 +3,9 @@
 
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
   classes recognised by module and class name) into spec dicts, returns None for other steps and
-  refuses what stoker does not reproduce (BICUBIC, an AutoAugment policy it does not know, AugMix
-  beyond its bounds, fractional fill with BILINEAR, timm's AugMixAugment and '3a' AutoAugment)
+  refuses what stoker does not reproduce (LANCZOS, an AutoAugment policy it does not know, AugMix
+  beyond its bounds, fractional fill with BILINEAR or BICUBIC, timm's AugMixAugment and '3a'
+  AutoAugment)
   naming the step, its position and what to use instead;
 - Loader(augment=TrivialAugmentWide()) gives the same tensors for 1 and 3 workers and after a
   resume from state_dict mid-epoch;
@@ -23,6 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import torch_or_skip
+from test_augops_equal import torchvision_bicubic
 
 TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
 SIZE = 48
@@ -71,7 +73,9 @@ def test_spec_for_torchvision_v1(stoker_mod):
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC), "transform 4 .*BICUBIC.*NEAREST"),
+    (lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.LANCZOS), "transform 4 .*LANCZOS.*BICUBIC"),
+    (lambda T: T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC, fill=[0.5, 1, 2]),
+     "transform 4 .*fractional fill.*BICUBIC"),
     (lambda T: T.AugMix(mixture_width=9), "transform 4 .*mixture_width 1..8"),
     (lambda T: T.RandAugment(interpolation=T.InterpolationMode.BILINEAR, fill=[0.5, 1, 2]),
      "transform 4 .*fractional fill"),
@@ -184,7 +188,7 @@ def _drawn(policy, args, seed, epoch, index, img, tmp):
     return [(l.split()[0], float(l.split()[1])) for l in out.splitlines()]
 
 
-@pytest.mark.parametrize("which", ["trivial", "rand", "auto", "auto-svhn"])
+@pytest.mark.parametrize("which", ["trivial", "rand", "auto", "auto-svhn", "trivial-bicubic", "rand-bicubic"])
 def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tmp_path, which):
     T = _tv()
     import torch
@@ -199,6 +203,14 @@ def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tm
                             interpolation=T.InterpolationMode.BILINEAR, fill=[200, 10, 60])
         policy, args = "randaugment", ["3", "13", "21", "bilinear", "200,10,60"]
         interp, fill = T.InterpolationMode.BILINEAR, [200.0, 10.0, 60.0]
+    elif which == "trivial-bicubic":  # what torchvision's train.py passes with --interpolation bicubic
+        obj = T.TrivialAugmentWide(interpolation=T.InterpolationMode.BICUBIC)
+        policy, args = "trivialaugment", ["2", "9", "31", "bicubic", "none"]
+        interp, fill = T.InterpolationMode.BICUBIC, None
+    elif which == "rand-bicubic":
+        obj = T.RandAugment(num_ops=4, interpolation=T.InterpolationMode.BICUBIC, fill=[124, 116, 104])
+        policy, args = "randaugment", ["4", "9", "31", "bicubic", "124,116,104"]
+        interp, fill = T.InterpolationMode.BICUBIC, [124.0, 116.0, 104.0]
     elif which == "auto-svhn":
         obj = T.AutoAugment(T.AutoAugmentPolicy.SVHN, interpolation=T.InterpolationMode.BILINEAR, fill=[9, 99, 199])
         policy, args = "autoaugment-svhn", ["2", "9", "31", "bilinear", "9,99,199"]
@@ -217,8 +229,9 @@ def test_loader_samples_equal_torchvision_ops_on_the_crop(stoker_mod, shards, tm
         for k in range(len(aidx)):
             steps = _drawn(policy, args, 5, 0, int(aidx[k]), pi[k], tmp_path)
             want = torch.from_numpy(pi[k]).permute(2, 0, 1).contiguous()
-            for name, mag in steps:
-                want = _apply_op(want, name, mag, interpolation=interp, fill=fill)
+            with torchvision_bicubic():
+                for name, mag in steps:
+                    want = _apply_op(want, name, mag, interpolation=interp, fill=fill)
             assert np.array_equal(ai[k], want.permute(1, 2, 0).numpy()), (int(aidx[k]), steps)
             n += 1
     assert n == len(shards[1])

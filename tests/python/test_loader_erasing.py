@@ -101,3 +101,43 @@ def test_erasing_refusals(stoker_mod, shards):
         augment.params([T.RandomErasing(), T.TrivialAugmentWide()])
     with pytest.raises(ValueError, match="value"):
         augment.spec_for(T.RandomErasing(value="mean"), 3)
+
+
+@pytest.mark.parametrize("kw", [dict(scale=(0, 0)), dict(ratio=(1e6, 1e6)), dict(scale=(0.0, 0.0), ratio=(0.5, 0.5))])
+def test_erasing_settings_torchvision_accepts_that_erase_nothing(stoker_mod, shards, kw):
+    """RandomErasing(scale=(0, 0)) erases boxes of 0 x 0 pixels and ratio=(1e6, 1e6) a box taller
+    than the image, which every try refuses: torchvision leaves every image as it was, and so
+    must the loader (these settings were refused before)."""
+    T = _tv()
+    import torch
+    img = torch.randint(0, 256, (3, SIZE, SIZE), dtype=torch.uint8).float()
+    assert torch.equal(T.RandomErasing(1.0, **kw)(img), img)    # torchvision's own verdict
+    got = _epochs(stoker_mod, shards[0], 1, augment=[T.RandomErasing(1.0, **kw)])
+    plain = _epochs(stoker_mod, shards[0], 1)
+    assert np.array_equal(got[1], plain[1]) and np.array_equal(got[0], plain[0])
+
+
+def test_erasing_refuses_only_what_torchvision_raises_on(stoker_mod, shards):
+    """Unordered ranges only warn in torchvision's constructor but raise in its uniform_ on every
+    image, as does ratio 0 (log 0): refused, naming torchvision's own failure. timm's
+    random.uniform takes its bounds in either order: accepted, the same boxes as ordered."""
+    T = _tv()
+    from stoker import augment
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for kw in (dict(scale=(0.3, 0.1)), dict(ratio=(3.0, 0.3)), dict(ratio=(0.0, 1.0))):
+            with pytest.raises(augment.Unsupported, match="raises? RuntimeError"):
+                augment.spec_for(T.RandomErasing(**kw), 2)
+    try:
+        from timm.data.random_erasing import RandomErasing as TimmErasing
+    except ImportError:
+        return
+    swapped = augment.spec_for(TimmErasing(1.0, min_area=0.4, max_area=0.1, min_aspect=3.0, max_aspect=0.5,
+                                           device="cpu"), 0)
+    ordered = augment.spec_for(TimmErasing(1.0, min_area=0.1, max_area=0.4, min_aspect=0.5, max_aspect=3.0,
+                                           device="cpu"), 0)
+    assert swapped["scale"] == ordered["scale"] and np.allclose(swapped["ratio"], ordered["ratio"])
+    big = augment.spec_for(TimmErasing(1.0, min_area=0.5, max_area=1.5, device="cpu"), 0)  # timm: no bound
+    a = _epochs(stoker_mod, shards[0], 1, augment=[big])
+    assert a[0].shape[0] > 0

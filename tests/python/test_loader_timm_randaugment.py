@@ -59,6 +59,7 @@ def _drawn(spec, seed, index, img, tmp):
     dict(SPEC, magnitude_max=15.0, magnitude_std=3.0, translate_pct=0.3),
     dict(SPEC, interpolation="nearest", prob=0.8),
     dict(SPEC, weighted=True, num_layers=3),
+    dict(SPEC, num_layers=50, magnitude=30.0),    # rand-m30-n50 (refused before: at most 16 layers)
 ])
 def test_loader_samples_equal_pillow_ops_on_the_crop(stoker_mod, shards, tmp_path, spec):
     if not (TOOLS / "stk-timmaug").is_file():
@@ -91,8 +92,8 @@ def test_same_for_any_workers_and_after_resume(stoker_mod, shards):
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(SPEC, num_layers=17), "num_layers 0..16"),
-    (dict(SPEC, num_layers=16, weighted=True), "0..15 weighted"),
+    (dict(SPEC, num_layers=65536), "num_layers 0..65535"),
+    (dict(SPEC, num_layers=16, weighted=True), "without replacement"),
     (dict(SPEC, interpolation="lanczos"), "interpolation"),
     (dict(SPEC, prob=1.5), "prob 0..1"),
     (dict(SPEC, fill=(1, 2)), "fill"),

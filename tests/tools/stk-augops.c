@@ -4,7 +4,7 @@
  *
  *   stk-augops op NAME MAG INTERP FILL H W IN OUT
  *        apply op NAME (torchvision's name) with magnitude MAG to IN (H*W*3 uint8 HWC) -> OUT;
- *        INTERP nearest|bilinear; FILL none or R,G,B
+ *        INTERP nearest|bilinear|bicubic; FILL none or R,G,B
  *   stk-augops tables POLICY BINS H W
  *        prints "name signed v0 v1 ..." per op: the magnitude table (%.9g) for an H x W image
  *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
@@ -54,6 +54,13 @@ static int policy_of(const char *s)
     exit(2);
 }
 
+/* "nearest", "bilinear" or "bicubic" -> STK__INTERP_* */
+static int interp_of(const char *s)
+{
+    return strcmp(s, "bicubic") == 0 ? STK__INTERP_BICUBIC : strcmp(s, "bilinear") == 0 ? STK__INTERP_BILINEAR
+                                                                                      : STK__INTERP_NEAREST;
+}
+
 /* autoaugment's table: "autoaugment" (IMAGENET), "autoaugment-cifar10", "autoaugment-svhn" */
 static int aa_of(const char *s)
 {
@@ -96,7 +103,7 @@ static int cmd_op(char **a)
     parse_fill(a[3], &fill);
     int h = atoi(a[4]), w = atoi(a[5]);
     uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
-    stk__augop_apply(op, atof(a[1]), strcmp(a[2], "bilinear") == 0, &fill, img, h, w, scratch);
+    stk__augop_apply(op, atof(a[1]), interp_of(a[2]), &fill, img, h, w, scratch);
     t_write_file(a[7], img, (size_t)h * w * 3);
     free(img);
     free(scratch);
@@ -127,7 +134,7 @@ static int cmd_policy(char **a)
     p.policy = policy_of(a[0]);
     p.aa_policy = aa_of(a[0]);
     p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
-    p.interp = strcmp(a[4], "bilinear") == 0;
+    p.interp = interp_of(a[4]);
     parse_fill(a[5], &p.fill);
     uint64_t seed = strtoull(a[6], NULL, 10), epoch = strtoull(a[7], NULL, 10), index = strtoull(a[8], NULL, 10);
     int h = atoi(a[9]), w = atoi(a[10]);
@@ -150,7 +157,7 @@ static int cmd_augmix(char **a)
     p.policy = STK__AUGP_AUGMIX;
     p.severity = atoi(a[0]), p.width = atoi(a[1]), p.depth = atoi(a[2]), p.alpha = atof(a[3]);
     p.all_ops = atoi(a[4]);
-    p.interp = strcmp(a[5], "bilinear") == 0;
+    p.interp = interp_of(a[5]);
     parse_fill(a[6], &p.fill);
     uint64_t seed = strtoull(a[7], NULL, 10), epoch = strtoull(a[8], NULL, 10), index = strtoull(a[9], NULL, 10);
     int h = atoi(a[10]), w = atoi(a[11]);

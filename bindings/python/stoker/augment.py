@@ -9,8 +9,10 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
       {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
       {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
       {"op": "autoaugment", "policy": "imagenet" | "cifar10" | "svhn", ...}
-    ``interpolation`` is "nearest" or "bilinear"; ``fill`` None (torchvision's fill=None: zeros)
-    or an (r, g, b) tuple of integers 0..255;
+    ``interpolation`` is "nearest", "bilinear" or "bicubic" (torch's grid_sample bicubic, which
+    torchvision's own tensor F.affine / F.rotate refuse: what they would compute without that
+    check, rounded and clamped to 0..255); ``fill`` None (torchvision's fill=None: zeros) or an
+    (r, g, b) tuple of integers 0..255;
   * for timm's RandAugment (equal byte for byte to timm's PIL ops, Pillow 9.4 to 13;
     tests/python/test_timm_randaugment.py):
       {"op": "timm_randaugment", "num_layers": 2, "magnitude": 9.0, "magnitude_std": 0.5,
@@ -60,6 +62,10 @@ STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotat
 ERASING = "random_erasing"
 AUTO_POLICIES = ("imagenet", "cifar10", "svhn")  # AutoAugmentPolicy values
 _ERASE_MAX_COUNT = 16  # STK_ERASE_MAX_COUNT
+_INTERPS = ("nearest", "bilinear", "bicubic")  # STK_AUG_INTERP_* by index
+_MAX_OPS = 65535  # STK_P_AUG_NUM_OPS's bound: RandAugment's num_ops, timm's num_layers
+_MAX_BINS = 1 << 24  # STK_P_AUG_BINS's bound (float32 counts the bins exactly up to it)
+_FLT_MAX = 3.4028234663852886e38  # STK_P_ERASE_SCALE_* / _RATIO_*: finite float32
 
 _TV_CLASSES = {"TrivialAugmentWide": "trivialaugment", "RandAugment": "randaugment",
                "AutoAugment": "autoaugment", "AugMix": "augmix"}
@@ -112,10 +118,9 @@ def _interp_name(step, position, value):
         name = {0: "nearest", 2: "bilinear", 3: "bicubic", 1: "lanczos", 4: "box", 5: "hamming"}.get(v, str(v))
     else:
         name = str(v)
-    if name not in ("nearest", "bilinear"):
-        raise Unsupported("%s: interpolation=%s is not reproduced (torchvision's tensor path "
-                          "has NEAREST and BILINEAR only); use InterpolationMode.NEAREST or "
-                          "BILINEAR" % (_where(step, position), name.upper()))
+    if name not in ("nearest", "bilinear", "bicubic"):
+        raise Unsupported("%s: interpolation=%s is not reproduced (stoker's geometric ops are torch's "
+                          "grid_sample: NEAREST, BILINEAR, BICUBIC)" % (_where(step, position), name.upper()))
     return name
 
 
@@ -141,8 +146,8 @@ def _fill(step, position, fill, interp):
     for v in vals:
         if v != int(v):
             if interp != "nearest":
-                raise Unsupported("%s: a fractional fill (%r) with BILINEAR is not reproduced; "
-                                  "give integers" % (_where(step, position), fill))
+                raise Unsupported("%s: a fractional fill (%r) with %s is not reproduced; "
+                                  "give integers" % (_where(step, position), fill, interp.upper()))
             v = float(round(v))  # NEAREST rounds the fill half to even, as torch.round
         out.append(int(v))
     return tuple(out)
@@ -153,16 +158,35 @@ def _common(step, position):
     return {"interpolation": interp, "fill": _fill(step, position, getattr(step, "fill", None), interp)}
 
 
+def _bins(step, position, bins):
+    """num_magnitude_bins as torchvision takes it; 1 only where torchvision itself fails."""
+    if bins == 1:
+        raise Unsupported("%s: num_magnitude_bins=1: torchvision's Posterize table then divides 0 by 0 "
+                          "(8 - int(nan)) and F.posterize raises ValueError whenever the policy draws "
+                          "Posterize; use 2 or more bins" % _where(step, position))
+    if bins < 1:
+        raise Unsupported("%s: num_magnitude_bins=%d: torchvision's magnitude tables are empty and it raises "
+                          "when it draws an op" % (_where(step, position), bins))
+    return bins
+
+
 def _torchvision_spec(step, position, kind):
     spec = {"op": kind}
     if kind == "augmix":
         spec.update(severity=int(step.severity), mixture_width=int(step.mixture_width),
                     chain_depth=int(step.chain_depth), alpha=float(step.alpha), all_ops=bool(step.all_ops))
     elif kind == "trivialaugment":
-        spec["num_magnitude_bins"] = int(step.num_magnitude_bins)
+        spec["num_magnitude_bins"] = _bins(step, position, int(step.num_magnitude_bins))
     elif kind == "randaugment":
-        spec.update(num_ops=int(step.num_ops), magnitude=int(step.magnitude),
-                    num_magnitude_bins=int(step.num_magnitude_bins))
+        bins = _bins(step, position, int(step.num_magnitude_bins)) if int(step.num_ops) > 0 else 31
+        mag = int(step.magnitude)
+        if int(step.num_ops) > 0 and not -bins <= mag < bins:
+            raise Unsupported("%s: magnitude=%d indexes past num_magnitude_bins=%d: torchvision raises "
+                              "IndexError as soon as it draws an op with magnitudes"
+                              % (_where(step, position), mag, bins))
+        # range(num_ops) of a negative count is no op; magnitudes[-k] is the k-th bin from the end
+        spec.update(num_ops=max(0, int(step.num_ops)), magnitude=mag % bins if int(step.num_ops) > 0 else 0,
+                    num_magnitude_bins=bins)
     else:
         policy = getattr(step, "policy", "imagenet")
         name = str(getattr(policy, "value", policy)).lower()
@@ -214,8 +238,12 @@ def _timm_erasing_spec(step, position):
     mode = str(getattr(step, "mode", "const")).lower()
     if mode not in _TIMM_ERASE_MODES:
         raise Unsupported("%s: mode=%r (timm has 'const', 'rand' and 'pixel')" % (_where(step, position), mode))
-    lo, hi = step.log_aspect_ratio
-    spec = {"op": ERASING, "p": float(step.probability), "scale": (float(step.min_area), float(step.max_area)),
+    lo, hi = sorted(step.log_aspect_ratio)  # random.uniform(a, b) takes its bounds in either order
+    area = sorted((float(step.min_area), float(step.max_area)))
+    if area[0] < 0:
+        raise Unsupported("%s: min_area=%r: timm's math.sqrt of a negative area raises ValueError"
+                          % (_where(step, position), step.min_area))
+    spec = {"op": ERASING, "p": float(step.probability), "scale": tuple(area),
             "ratio": (math.exp(lo), math.exp(hi)), "value": _TIMM_ERASE_MODES[mode],
             "count": (int(step.min_count), int(step.max_count))}
     return check(spec, _where(step, position))
@@ -370,8 +398,18 @@ def spec_for(step, position):
         else:
             value = [value] if isinstance(value, (int, float)) else list(value)
             value = tuple(float(v) for v in (value * 3 if len(value) == 1 else value))
-        return check({"op": ERASING, "p": float(step.p), "scale": tuple(map(float, step.scale)),
-                      "ratio": tuple(map(float, step.ratio)), "value": value}, _where(step, position))
+        scale, ratio = tuple(map(float, step.scale)), tuple(map(float, step.ratio))
+        for name, (a, b) in (("scale", scale), ("ratio", ratio)):
+            if a > b:  # torchvision only warns at construction
+                raise Unsupported("%s: %s=%r is not a (min, max) range: torchvision raises RuntimeError "
+                                  "(uniform_ expects from <= to) on every image it erases"
+                                  % (_where(step, position), name, (a, b)))
+        if ratio[0] <= 0:
+            raise Unsupported("%s: ratio=%r: torchvision draws in log(ratio), and log(%r) = -inf makes its "
+                              "uniform_ raise RuntimeError on every image it erases"
+                              % (_where(step, position), ratio, ratio[0]))
+        return check({"op": ERASING, "p": float(step.p), "scale": scale,
+                      "ratio": ratio, "value": value}, _where(step, position))
     if mod.startswith("timm.") and name == "RandomErasing":
         return _timm_erasing_spec(step, position)
     if mod.startswith("timm.") and name == "RandAugment":
@@ -405,10 +443,11 @@ def check(spec, where="augment"):
         (s0, s1), (r0, r1) = spec.get("scale", (0.02, 0.33)), spec.get("ratio", (0.3, 3.3))
         c0, c1 = spec.get("count", (1, 1))
         if set(spec) - {"op", "p", "scale", "ratio", "value", "count"} or not 0.0 <= float(spec.get("p", 0.5)) <= 1.0 \
-                or not 0 < s0 <= s1 <= 1 or not 0 < r0 <= r1 or \
+                or not 0 <= s0 <= s1 <= _FLT_MAX or not 0 < r0 <= r1 <= _FLT_MAX or \
                 not (v in ("random", "random_channel") or (not isinstance(v, str) and len(v) == 3)):
-            raise ValueError("%s: random_erasing takes p in [0, 1], scale (0, 1], ratio > 0 and value "
-                             "(3 numbers), 'random' or 'random_channel', got %r" % (where, spec))
+            raise ValueError("%s: random_erasing takes p in [0, 1], scale (min, max) with 0 <= min <= max "
+                             "(torchvision: max <= 1; timm: any), ratio (min, max) with 0 < min <= max and "
+                             "value (3 numbers), 'random' or 'random_channel', got %r" % (where, spec))
         if not 1 <= int(c0) <= int(c1) <= _ERASE_MAX_COUNT:
             raise ValueError("%s: random_erasing's count (min_count, max_count) must satisfy 1 <= min <= max "
                              "<= %d, got %r" % (where, _ERASE_MAX_COUNT, (c0, c1)))
@@ -447,11 +486,11 @@ def check(spec, where="augment"):
         raise ValueError("%s: unknown augment spec keys %s" % (where, sorted(extra)))
     _check_interp_fill(spec, where)
     bins = int(spec.get("num_magnitude_bins", 31))
-    if not 2 <= bins <= 1024:
-        raise ValueError("%s: num_magnitude_bins must be 2..1024, not %d" % (where, bins))
+    if not 2 <= bins <= _MAX_BINS:
+        raise ValueError("%s: num_magnitude_bins must be 2..%d, not %d" % (where, _MAX_BINS, bins))
     if spec["op"] == "randaugment":
-        if not 0 <= int(spec.get("num_ops", 2)) <= 16:
-            raise ValueError("%s: num_ops must be 0..16, not %r" % (where, spec.get("num_ops")))
+        if not 0 <= int(spec.get("num_ops", 2)) <= _MAX_OPS:
+            raise ValueError("%s: num_ops must be 0..%d, not %r" % (where, _MAX_OPS, spec.get("num_ops")))
         if not 0 <= int(spec.get("magnitude", 9)) < bins:
             raise ValueError("%s: magnitude must be 0..num_magnitude_bins - 1 = %d, not %r"
                              % (where, bins - 1, spec.get("magnitude")))
@@ -467,9 +506,9 @@ def check(spec, where="augment"):
 
 
 def _check_interp_fill(spec, where):
-    """The torchvision ops' interpolation (NEAREST or BILINEAR) and fill (None or a colour)."""
-    if spec.get("interpolation", "nearest") not in ("nearest", "bilinear"):
-        raise ValueError("%s: interpolation must be 'nearest' or 'bilinear', not %r"
+    """The torchvision ops' interpolation (NEAREST, BILINEAR or BICUBIC) and fill (None or a colour)."""
+    if spec.get("interpolation", "nearest") not in _INTERPS:
+        raise ValueError("%s: interpolation must be 'nearest', 'bilinear' or 'bicubic', not %r"
                          % (where, spec.get("interpolation")))
     fill = spec.get("fill")
     if fill is not None and (len(fill) != 3 or not all(isinstance(v, int) and 0 <= v <= 255 for v in fill)):
@@ -497,7 +536,7 @@ def _check_geometry(spec, where):
 
 def _geometry_program(s):
     """STK_P_AUG_STEPS values of an affine (6) or rotation (7) step."""
-    tail = [1 if s.get("interpolation") == "bilinear" else 0]
+    tail = [_INTERPS.index(s.get("interpolation", "nearest"))]
     fill = s.get("fill")
     tail += [0, 0, 0, 0] if fill is None else [1, *fill]
     if s["op"] == "rotation":
@@ -510,14 +549,18 @@ def _check_timm(spec, where):
         raise ValueError("%s: unknown timm_randaugment spec keys %s" % (where, sorted(extra)))
     fill = spec.get("fill", (128, 128, 128))
     mstd = float(spec.get("magnitude_std", 0.0))
-    ok = (0 <= int(spec.get("num_layers", 2)) <= (15 if spec.get("weighted") else 16)
+    if spec.get("weighted") and int(spec.get("num_layers", 2)) > 15:
+        raise ValueError("%s: num_layers=%d with 'tweights': timm chooses the ops without replacement among "
+                         "15 (np.random.choice(..., replace=False) raises ValueError above 15)"
+                         % (where, int(spec["num_layers"])))
+    ok = (0 <= int(spec.get("num_layers", 2)) <= _MAX_OPS
           and 0.0 <= float(spec.get("magnitude", 10.0)) <= 1000.0 and (mstd == math.inf or 0.0 <= mstd <= 1e6)
           and 0.0 <= float(spec.get("magnitude_max", 10.0)) <= 1000.0
           and 0.0 <= float(spec.get("prob", 0.5)) <= 1.0 and 0.0 <= float(spec.get("translate_pct", 0.45)) <= 1.0
           and spec.get("interpolation", "random") in ("bilinear", "bicubic", "nearest", "random")
           and len(fill) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in fill))
     if not ok:
-        raise ValueError("%s: timm_randaugment takes num_layers 0..16 (0..15 weighted), magnitude 0..1000, "
+        raise ValueError("%s: timm_randaugment takes num_layers 0..65535 (0..15 weighted), magnitude 0..1000, "
                          "magnitude_std 0..1e6 or inf, magnitude_max 0..1000, prob 0..1, translate_pct 0..1, "
                          "interpolation 'bilinear' / 'bicubic' / 'nearest' / 'random' and fill (three integers "
                          "0..255), got %r" % (where, spec))
@@ -702,8 +745,7 @@ def params(specs):
     fill = s.get("fill")
     out += [(_lib.P_AUG_POLICY, policy, "augment"),
            (_lib.P_AUG_BINS, int(s.get("num_magnitude_bins", 31)), "augment num_magnitude_bins"),
-           (_lib.P_AUG_INTERP, _lib.AUG_INTERP_BILINEAR if s.get("interpolation") == "bilinear"
-            else _lib.AUG_INTERP_NEAREST, "augment interpolation"),
+           (_lib.P_AUG_INTERP, _INTERPS.index(s.get("interpolation", "nearest")), "augment interpolation"),
            (_lib.P_AUG_FILL, -1 if fill is None else (fill[0] << 16) | (fill[1] << 8) | fill[2],
             "augment fill")]
     if s["op"] == "augmix":

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stoker — the command-line tool: pack, info, ls, get, verify, doctor (doctor*.c). A thin
+ * stoker — the command-line tool: pack, info, ls, get, verify, doctor (doctor*.c), run (run.c). A thin
  * program over the public API (stoker.h) only.
  *
  * Exit codes (all commands):
@@ -8,10 +8,11 @@
  *   1  the operation failed (the message names the path and the reason)
  *   2  usage error (unknown command or option, missing argument)
  *   3  verify: one or more bad records (they are listed)
- *   doctor returns its job's exit status (see doctor.c)
+ *   doctor and run return their job's exit status (see doctor.c, run.c)
  */
 #include "stoker.h"
 #include "doctor.h"
+#include "run.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -979,6 +980,7 @@ int main(int argc, char **argv)
             if (!strcmp(c, "get")) return cmd_get(1, h);
             if (!strcmp(c, "verify")) return cmd_verify(1, h);
             if (!strcmp(c, "doctor")) return cmd_doctor(1, h);
+            if (!strcmp(c, "run")) return cmd_run(1, h);
         }
         fputs(usage_main, stdout);
         return 0;
@@ -999,6 +1001,8 @@ int main(int argc, char **argv)
         return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "doctor"))
         return cmd_doctor(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 2, argv + 2);
     fprintf(stderr, "%s: unknown command `%s`\n\n%s", g_prog, cmd, usage_main);
     return EXIT_USAGE;
 }

@@ -36,3 +36,12 @@ def check_levels(lines, expected, stderr):
             n, site, ln["level"], ln["detail"], level, stderr)
         if why is not None:
             assert why in ln["detail"], "#%d (%s): %r lacks %r" % (n, site, ln["detail"], why)
+
+
+RESTART = re.compile(r"^stoker(?:\[rank \d+\])?: DataLoader #(\d+) \([^)]*\): stoker cannot start "
+                     r"this pass", re.M)
+
+
+def restarts(stderr):
+    """Numbers of the loaders whose pass stoker could not start (torch's runs them after)."""
+    return [int(m.group(1)) for m in RESTART.finditer(stderr)]

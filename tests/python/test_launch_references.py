@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 """The reference training scripts, unmodified, under `python -m stoker`: torchvision's
 references/classification/train.py (v1 and --use-v2) with the ResNet-50 v2 recipe's data flags,
-and timm's train.py through create_loader with RandAugment, RandomErasing and Mixup. Each runs
-one epoch on CPU (resnet18, 32x32 crops, 40 training and 20 validation images, so a few steps)
-and must complete; the launcher must report each loader once, at the level EXPECTED below says.
+timm's train.py through create_loader with RandAugment, RandomErasing and Mixup, and a Lightning
+DataModule (launch_lightning_job.py). Each runs on CPU (resnet18 or a linear model, 32x32 crops,
+40 training and 20 validation images, so a few steps) and must complete; the launcher must report
+each loader once, at the level EXPECTED below says.
 
 The scripts are not in this repository (their code stays upstream): tests/upstream/README.md
 names the commits and where to put them; without them these tests skip and say so.
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, SUBPROCESS_ENV, jpeg_bytes, torch_or_skip
-from launch_util import check_levels, loader_lines
+from launch_util import check_levels, loader_lines, restarts
 
 UPSTREAM = os.environ.get("STOKER_UPSTREAM_DIR") or os.path.join(REPO, "tests", "upstream")
 TV_TRAIN = os.path.join(UPSTREAM, "torchvision", "train.py")
@@ -38,6 +39,10 @@ EXPECTED = {
         1: ("train.py:235", "not", "collate_fn="),
         2: ("train.py:243", "not", "ClassificationPresetEval"),
     },
+    "lightning": {
+        1: ("launch_lightning_job.py:27", "full", None),     # train_dataloader
+        2: ("launch_lightning_job.py:30", "full", None),     # val_dataloader
+    },
     "timm": {
         # the prefetcher's fast_collate (FastCollateMixup with --mixup) and ToNumpy; timm's
         # ImageDataset and worker_init_fn come after it
@@ -45,6 +50,11 @@ EXPECTED = {
         2: ("loader.py:467", "not", "collate_fn="),
     },
 }
+
+# loaders whose later pass stoker could not start, so that torch's DataLoader ran them from then
+# on: Lightning keeps the exhausted iterator of a pass alive while it asks for the next one, and
+# this branch's stoker.DataLoader refuses a new pass while one is live (issue 26, part 1)
+RESTARTS = {"lightning": [1, 2]}
 
 CLASSES = 5            # torchvision's train.py reports top-5 accuracy: at least 5 classes
 
@@ -64,8 +74,8 @@ def tiny_imagenet(tmp_path_factory):
     return str(root)
 
 
-def _run(script, args, tmp_path):
-    if not os.path.exists(script):
+def _run(script, args, tmp_path, upstream=True):
+    if upstream and not os.path.exists(script):
         pytest.skip("%s is not here: fetch it as tests/upstream/README.md says" % script)
     env = dict(SUBPROCESS_ENV, OMP_NUM_THREADS="1")
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID"):
@@ -116,3 +126,18 @@ def test_timm_train_create_loader(tiny_imagenet, tmp_path):
     p = _run(TIMM_TRAIN, args, tmp_path)
     assert "*** Best metric" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
     check_levels(loader_lines(p.stderr), EXPECTED["timm"], p.stderr)
+
+
+def test_lightning_datamodule(tiny_imagenet, tmp_path):
+    torch_or_skip()
+    pytest.importorskip("torchvision")
+    pytest.importorskip("lightning", reason="Lightning is not installed for this Python")
+    job = os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_lightning_job.py")
+    p = _run(job, [tiny_imagenet], tmp_path, upstream=False)
+    seen = [ln for ln in p.stdout.splitlines() if ln.startswith("BATCHES ")]
+    assert seen, p.stdout[-3000:]
+    import json
+    # 40 training images in batches of 8, 20 validation images: every epoch whole
+    assert json.loads(seen[-1][8:]) == {"train": [5, 5], "val": [3, 3]}, seen
+    check_levels(loader_lines(p.stderr), EXPECTED["lightning"], p.stderr)
+    assert restarts(p.stderr) == RESTARTS.get("lightning", []), p.stderr

@@ -44,12 +44,18 @@ def _say(text):
     sys.stderr.flush()
 
 
+# frames skipped when naming where a DataLoader was built: torch's and stoker's own, and the
+# frameworks that rebuild a user's DataLoader from its arguments (Lightning, Accelerate)
+_SKIP = ("torch/utils/data/", "/lightning/", "/lightning_fabric/", "/pytorch_lightning/",
+         "/accelerate/")
+_PKG = os.path.dirname(os.path.abspath(__file__)).replace(os.sep, "/") + "/"
+
+
 def _where():
-    """file:line of the frame that built the DataLoader, outside torch and this module."""
-    here = os.path.abspath(__file__)
+    """file:line of the frame that built the DataLoader: the innermost outside _SKIP."""
     for fr in reversed(traceback.extract_stack()[:-2]):
-        f = fr.filename
-        if os.path.abspath(f) == here or "%storch%sutils%sdata" % ((os.sep,) * 3) in f:
+        f = os.path.abspath(fr.filename).replace(os.sep, "/")
+        if f.startswith(_PKG) or any(k in f for k in _SKIP):
             continue
         return "%s:%d" % (os.path.basename(f), fr.lineno)
     return "?"
@@ -110,7 +116,7 @@ def _build_class(base):
                 return self._stk
             self._stk_said = True
             _state["count"] += 1
-            n = _state["count"]
+            n = self._stk_n = _state["count"]
             ds = getattr(self, "dataset", None)
             head = "DataLoader #%d (%s, %s, batch_size=%s)" % (
                 n, self._stk_where, type(ds).__name__, getattr(self, "batch_size", None))
@@ -159,7 +165,20 @@ def _build_class(base):
                              self.batch_size, type(self).__module__, type(self).__qualname__))
                 return base.__iter__(self)
             dl = self._stk_decide()
-            return iter(dl) if dl is not None else base.__iter__(self)
+            if dl is None:
+                return base.__iter__(self)
+            try:
+                return iter(dl)
+            except Exception as e:   # noqa: BLE001 — a pass stoker cannot start: torch's from now on
+                self._stk = None
+                _say("DataLoader #%d (%s): stoker cannot start this pass (%s: %s); torch's "
+                     "DataLoader runs this loader from now on" % (
+                         self._stk_n, self._stk_where, type(e).__name__, _short(e, 200)))
+                try:
+                    dl.close()
+                except Exception:   # noqa: BLE001
+                    pass
+                return base.__iter__(self)
 
         def __len__(self):
             dl = getattr(self, "_stk", None)

@@ -22,6 +22,10 @@ def ident(x):
     return x
 
 
+def double(x):
+    return x * 2
+
+
 def check_worker(_):
     # a worker process (spawn: a new interpreter) has the launcher too
     import torch.utils.data as t
@@ -58,6 +62,15 @@ def single(root, ctx):
 
     c = Mine(ds, batch_size=5)
     assert sum(x.shape[0] for x, _ in c) == len(ds)
+
+    # a Python step after what stoker runs in C: torch's values either way
+    dds = ImageFolder(root, T.Compose([EVAL, T.Lambda(double)]))
+    d = DataLoader(dds, batch_size=4, num_workers=2)
+    for (x, y), (u, v) in zip(d, torch_loader()(dds, batch_size=4)):
+        assert torch.equal(x, u) and torch.equal(y, v)
+
+    import inspect                  # torch's signature, for code that reads it
+    assert inspect.signature(DataLoader.__init__) == inspect.signature(torch_loader().__init__)
     print("JOB OK", flush=True)
 
 

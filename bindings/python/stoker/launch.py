@@ -76,17 +76,78 @@ def _reason(err):
 
 
 def _level(dl, caught):
-    """("fully" | "partly", what runs in Python) for a built stoker.DataLoader DL. A loader
-    that reports it (``acceleration``: (level, detail)) is read; otherwise a warning from its
-    construction that names a Python part makes it "partly"."""
+    """("fully" | "partly" | "not", detail) for a built stoker.DataLoader DL: its
+    ``acceleration`` ((level, detail), level "full", "partial" or "none") when it has one, else
+    its plan (mode "c", "tail" with the steps in Python, "torch" with the reason), else the
+    warnings of its construction: one that names Python makes it "partly"."""
     acc = getattr(dl, "acceleration", None)
     if isinstance(acc, tuple) and len(acc) == 2:
         level, detail = acc
-        return {"full": "fully", "partial": "partly"}.get(level, level), detail
+        return {"full": "fully", "partial": "partly", "none": "not"}.get(level, level), detail
+    plan = getattr(dl, "_plan", None)
+    mode = getattr(plan, "mode", None)
+    if mode == "torch":
+        return "not", _short(getattr(plan, "reason", None) or "stoker cannot read it")
+    if mode == "tail":
+        return "partly", _short("; ".join(getattr(plan, "python", None) or []) or "its tail")
+    if mode == "c":
+        return "fully", ""
     py = [str(w.message) for w in caught if "Python" in str(w.message)]
     if py:
         return "partly", _short("; ".join(py))
     return "fully", ""
+
+
+def _build(args):
+    """(level, detail, stoker.DataLoader or None) for a DataLoader built with ARGS (its
+    arguments by name): stoker's with strict=True when it takes them; else, where
+    stoker.DataLoader can run part of a pipeline in Python (a `strict` argument), the one it
+    builds without strict, unless it would only wrap torch's DataLoader; else ("not", why)."""
+    import warnings
+    if args is None:
+        return "not", "its arguments do not bind to DataLoader's", None
+    try:
+        from . import dataloader as sdl
+        cls = sdl.DataLoader
+        params = inspect.signature(cls.__init__).parameters
+    except Exception as e:   # noqa: BLE001 — no torchvision, ...: torch's runs it
+        return "not", "stoker.DataLoader is not usable here (%s: %s)" % (
+            type(e).__name__, _short(e)), None
+    kw = dict(args)
+    kw.pop("kwargs", None)
+    unknown = [k for k in kw if k not in params]
+    if unknown:
+        return "not", "stoker.DataLoader has no argument %s" % ", ".join(unknown), None
+    tries = [True, False] if "strict" in params else [None]
+    why = None
+    for strict in tries:
+        if strict is not None:
+            kw["strict"] = strict
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                dl = cls(**kw)
+        except ValueError as e:
+            why = why or _reason(e)
+            continue
+        except Exception as e:   # noqa: BLE001 — a failure of stoker's must not stop the job
+            return "not", "stoker.DataLoader failed (%s: %s); torch's runs it" % (
+                type(e).__name__, _short(e)), None
+        level, detail = ("fully", "") if strict else _level(dl, caught)
+        if level == "not":
+            _close(dl)
+            return "not", detail or why, None
+        for w in caught:     # stoker's own warnings (pin_memory, what runs in Python) reach the user
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        return level, detail, dl
+    return "not", why, None
+
+
+def _close(dl):
+    try:
+        dl.close()
+    except Exception:   # noqa: BLE001
+        pass
 
 
 def _build_class(base):
@@ -102,14 +163,19 @@ def _build_class(base):
                 if not type(self).__module__.startswith("stoker."):
                     self._stk_where = _where()
                 return
-            try:
-                bound = sig.bind(self, *args, **kwargs)
-            except TypeError:
-                bound = None
-            self._stk_args = None if bound is None else dict(list(bound.arguments.items())[1:])
-            self._stk_where = _where()
             self._stk = None                # the stoker.DataLoader, once built
             self._stk_said = False
+            self._stk_args = None
+            caller = os.path.abspath(sys._getframe(1).f_code.co_filename).replace(os.sep, "/")
+            if caller.startswith(_PKG):     # built by stoker itself (its torch fallback, the
+                self._stk_said = True       # Python tail's workers): torch's, not reported
+                return
+            try:
+                bound = sig.bind(self, *args, **kwargs)
+                self._stk_args = dict(list(bound.arguments.items())[1:])
+            except TypeError:
+                pass
+            self._stk_where = _where()
 
         def _stk_decide(self):
             if self._stk_said:
@@ -120,36 +186,10 @@ def _build_class(base):
             ds = getattr(self, "dataset", None)
             head = "DataLoader #%d (%s, %s, batch_size=%s)" % (
                 n, self._stk_where, type(ds).__name__, getattr(self, "batch_size", None))
-            if self._stk_args is None:
-                _say("%s: not accelerated: its arguments do not bind to DataLoader's" % head)
+            level, detail, dl = _build(self._stk_args)
+            if level == "not":
+                _say("%s: not accelerated: %s" % (head, detail))
                 return None
-            import warnings
-            try:
-                from . import dataloader as sdl
-                cls = sdl.DataLoader
-                kw = dict(self._stk_args)
-                kw.pop("kwargs", None)
-                params = inspect.signature(cls.__init__).parameters
-                unknown = [k for k in kw if k not in params]
-                if unknown:
-                    _say("%s: not accelerated: stoker.DataLoader has no argument %s"
-                         % (head, ", ".join(unknown)))
-                    return None
-                if "strict" in params:
-                    kw["strict"] = True
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    dl = cls(**kw)
-            except ValueError as e:
-                _say("%s: not accelerated: %s" % (head, _reason(e)))
-                return None
-            except Exception as e:   # noqa: BLE001 — a failure of stoker's must not stop the job
-                _say("%s: not accelerated: stoker.DataLoader failed (%s: %s); torch's runs it"
-                     % (head, type(e).__name__, _short(e)))
-                return None
-            for w in caught:         # stoker's own warnings (pin_memory, ...) reach the user
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-            level, detail = _level(dl, caught)
             _say("%s: accelerated %s%s" % (head, level, (" (in Python: %s)" % detail) if detail else ""))
             self._stk = dl
             return dl
@@ -174,10 +214,7 @@ def _build_class(base):
                 _say("DataLoader #%d (%s): stoker cannot start this pass (%s: %s); torch's "
                      "DataLoader runs this loader from now on" % (
                          self._stk_n, self._stk_where, type(e).__name__, _short(e, 200)))
-                try:
-                    dl.close()
-                except Exception:   # noqa: BLE001
-                    pass
+                _close(dl)
                 return base.__iter__(self)
 
         def __len__(self):
@@ -189,6 +226,9 @@ def _build_class(base):
             """The stoker.DataLoader that runs this loader's passes, or None (torch's)."""
             return getattr(self, "_stk", None)
 
+    # torch's signature, for code that reads it (Lightning's re-instantiation, stoker's own
+    # torch fallback keeping the arguments torch knows)
+    DataLoader.__init__.__signature__ = sig
     DataLoader.__module__ = "torch.utils.data.dataloader"
     DataLoader.__qualname__ = "DataLoader"
     return DataLoader

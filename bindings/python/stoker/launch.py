@@ -48,7 +48,8 @@ def _say(text):
 # frameworks that rebuild a user's DataLoader from its arguments (Lightning, Accelerate)
 _SKIP = ("torch/utils/data/", "/lightning/", "/lightning_fabric/", "/pytorch_lightning/",
          "/accelerate/")
-_PKG = os.path.dirname(os.path.abspath(__file__)).replace(os.sep, "/") + "/"
+_HERE = os.path.abspath(__file__).replace(os.sep, "/")
+_PKG = os.path.dirname(_HERE) + "/"
 
 
 def _where():
@@ -59,6 +60,18 @@ def _where():
             continue
         return "%s:%d" % (os.path.basename(f), fr.lineno)
     return "?"
+
+
+def _built_by_stoker():
+    """True when the innermost frame outside this module, torch's DataLoader code and the
+    frameworks of _SKIP (Lightning wraps __init__) is stoker's package."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = os.path.abspath(f.f_code.co_filename).replace(os.sep, "/")
+        if name != _HERE and not any(k in name for k in _SKIP):
+            return name.startswith(_PKG)
+        f = f.f_back
+    return False
 
 
 def _short(text, n=300):
@@ -166,9 +179,8 @@ def _build_class(base):
             self._stk = None                # the stoker.DataLoader, once built
             self._stk_said = False
             self._stk_args = None
-            caller = os.path.abspath(sys._getframe(1).f_code.co_filename).replace(os.sep, "/")
-            if caller.startswith(_PKG):     # built by stoker itself (its torch fallback, the
-                self._stk_said = True       # Python tail's workers): torch's, not reported
+            if _built_by_stoker():          # stoker's own (its torch fallback, the Python
+                self._stk_said = True       # tail's workers): torch's, not reported
                 return
             try:
                 bound = sig.bind(self, *args, **kwargs)

@@ -56,7 +56,8 @@ EXPECTED = {
 
 # loaders whose later pass stoker could not start, so that torch's DataLoader ran them from then
 # on: Lightning keeps the exhausted iterator of a pass alive while it asks for the next one, and
-# this branch's stoker.DataLoader refuses a new pass while one is live (issue 26, part 1)
+# this branch's stoker.DataLoader refuses a new pass while one is live (issue 26, part 1; in a
+# trial merge with branch fw at 68925c8 there was none: set [] then)
 RESTARTS = {"lightning": [1, 2]}
 
 CLASSES = 5            # torchvision's train.py reports top-5 accuracy: at least 5 classes

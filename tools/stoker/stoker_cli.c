@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stoker — the command-line tool: pack, info, ls, get, verify, doctor (doctor*.c). A thin
+ * stoker — the command-line tool: pack, info, ls, get, verify, doctor (doctor*.c), run (run.c). A thin
  * program over the public API (stoker.h) only.
  *
  * Exit codes (all commands):
@@ -10,12 +10,13 @@
  *   3  verify: one or more bad records (they are listed)
  *   4  pack: another pack holds DST
  *   5  verify, info: DST is not a dataset (no shards, no LMDB, no image file in class folders)
- *   doctor returns its job's exit status (see doctor.c)
+ *   doctor and run return their job's exit status (see doctor.c, run.c)
  * Standard output that cannot be written (a full disk, /dev/full) fails any command (exit 1 when
  * it would have been 0): a report nobody can read is not a success.
  */
 #include "stoker.h"
 #include "doctor.h"
+#include "run.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1097,6 +1098,7 @@ static int run_command(int argc, char **argv)
             if (!strcmp(c, "get")) return cmd_get(1, h);
             if (!strcmp(c, "verify")) return cmd_verify(1, h);
             if (!strcmp(c, "doctor")) return cmd_doctor(1, h);
+            if (!strcmp(c, "run")) return cmd_run(1, h);
         }
         fputs(usage_main, stdout);
         return 0;
@@ -1117,6 +1119,8 @@ static int run_command(int argc, char **argv)
         return cmd_verify(argc - 2, argv + 2);
     if (!strcmp(cmd, "doctor"))
         return cmd_doctor(argc - 2, argv + 2);
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 2, argv + 2);
     fprintf(stderr, "%s: unknown command `%s`\n\n%s", g_prog, cmd, usage_main);
     return EXIT_USAGE;
 }

@@ -20,6 +20,8 @@ from .loader import Loader
 # parse_transform and SUPPORTED moved to stoker.transforms; imported here so that
 # `from stoker.dataloader import parse_transform` keeps working.
 from .transforms import SUPPORTED, _refuse, _tv, parse_transform  # noqa: F401
+from . import pytail as _pytail
+from . import transforms as _tf
 
 class ImageFolder:
     """An image dataset stoker reads: an ImageFolder root or a packed copy of one
@@ -141,8 +143,13 @@ def _resolve_dataset(dataset):
             _refuse("a subclass of stoker.ImageFolder (%s)" % type(dataset).__qualname__)
         return dataset, _subset_indices(indices, len(dataset))
     if not isinstance(dataset, D.ImageFolder):
-        _refuse("dataset %s (an ImageFolder, a Subset of one or stoker.ImageFolder)"
-                % type(dataset).__name__)
+        own = "its own __getitem__" if hasattr(type(dataset), "__getitem__") else \
+            "no __getitem__ stoker knows"
+        _refuse("dataset %s" % type(dataset).__name__,
+                "a dataset with %s: stoker reads and decodes the files of an ImageFolder "
+                "itself and cannot run a dataset's own code" % own,
+                "torchvision.datasets.ImageFolder, a Subset of one, or stoker.ImageFolder "
+                "(a packed copy); without strict=True torch's DataLoader runs it unchanged")
     cls = type(dataset)
     if cls is not D.ImageFolder:
         for klass in cls.__mro__:
@@ -173,7 +180,8 @@ def _subset_indices(indices, n):
     if indices is None:
         return None
     if not all(-n <= i < n for i in indices):
-        _refuse("a Subset with an index outside its dataset's %d samples" % n)
+        raise ValueError("stoker.DataLoader: a Subset with an index outside its dataset's %d "
+                         "samples" % n)
     return [i + n if i < 0 else i for i in indices]
 
 
@@ -277,9 +285,33 @@ class DataLoader(Loader):
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
                  worker_init_fn=None, multiprocessing_context=None, generator=None, *,
                  prefetch_factor=None, persistent_workers=False, pin_memory_device="",
-                 in_order=True, max_size=None, batch_transform=None):
+                 in_order=True, max_size=None, batch_transform=None, strict=False):
         import torch
         _, D = _tv()
+        # ---- pytail: what runs in Python (stoker.pytail) --------------------------------
+        self._strict, self._plan, self._tail, self._torch_dl = bool(strict), None, None, None
+        if not strict:
+            self._plan = plan = _pytail.plan(dataset, collate_fn, batch_transform,
+                                             _resolve_dataset)
+            _pytail.warn(plan, num_workers)
+            if plan.mode == "torch":
+                self._torch_dl = _pytail.torch_loader(
+                    dataset, batch_size=batch_size, shuffle=shuffle, sampler=sampler,
+                    batch_sampler=batch_sampler, num_workers=num_workers,
+                    collate_fn=collate_fn, pin_memory=pin_memory, drop_last=drop_last,
+                    timeout=timeout, worker_init_fn=worker_init_fn,
+                    multiprocessing_context=multiprocessing_context, generator=generator,
+                    prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+                    pin_memory_device=pin_memory_device, in_order=in_order)
+                self._h, self._closed, self.dataset = None, True, dataset
+                self.batch_size, self.num_workers = batch_size, num_workers
+                self.sampler, self.collate_fn = self._torch_dl.sampler, collate_fn
+                self.worker_init_fn, self.generator = worker_init_fn, generator
+                return
+            worker_init_fn_, multiprocessing_context_ = worker_init_fn, multiprocessing_context
+            worker_init_fn = multiprocessing_context = None
+            collate_fn, batch_transform = None, plan.mix
+        # ---- end pytail -------------------------------------------------------------------
         if batch_sampler is not None:
             _refuse("batch_sampler=%s (give batch_size, drop_last and sampler)"
                     % type(batch_sampler).__name__)
@@ -301,11 +333,14 @@ class DataLoader(Loader):
 
         if in_order not in (True, False):
             raise ValueError("in_order must be True or False, not %r" % (in_order,))
-        base, indices = _resolve_dataset(dataset)
+        if self._plan is not None:                                  # pytail
+            base, indices, kw = self._plan.base, self._plan.indices, dict(self._plan.kw)
+        else:
+            base, indices = _resolve_dataset(dataset)
+            if base.target_transform is not None:
+                _refuse("target_transform=%r" % (base.target_transform,))
+            kw = parse_transform(base.transform)
         root = base.root
-        if base.target_transform is not None:
-            _refuse("target_transform=%r" % (base.target_transform,))
-        kw = parse_transform(base.transform)
         self._tf_size = (kw["size"], kw.get("resize"))
         shuffle_, seed, rank, world, mode = _sampler_args(sampler, shuffle, generator, dataset)
         train = kw.pop("train")
@@ -338,6 +373,17 @@ class DataLoader(Loader):
         self.worker_init_fn = None
         self._user_sampler = sampler
         self._last_sampler_epoch = None
+        if self._plan is not None and self._plan.mode == "tail":     # pytail
+            self._tail = _pytail.TailRunner(
+                self._plan, batch_size, self._max_size or self.size, dataset, dict(
+                    num_workers=num_workers, worker_init_fn=worker_init_fn_,
+                    multiprocessing_context=multiprocessing_context_, generator=generator,
+                    prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+                    pin_memory=pin_memory, pin_memory_device=pin_memory_device,
+                    timeout=timeout))
+            self.worker_init_fn, self.multiprocessing_context = (worker_init_fn_,
+                                                                 multiprocessing_context_)
+            self.collate_fn = self._plan.collate_fn
 
     @property
     def decode_threads(self):
@@ -348,7 +394,8 @@ class DataLoader(Loader):
         """Progressive resizing as with torchvision: a crop size changed in the dataset's
         transform since the last pass (``dataset.transform.transforms[0].size = 192``) reaches
         the library as Loader.set_size, re-read at every ``for``."""
-        kw = parse_transform(self._base.transform)
+        kw = (parse_transform(self._base.transform) if self._strict else
+              _tf.split_transform(self._base.transform).kw)
         size, resize = kw["size"], kw.get("resize")
         if (size, resize) == self._tf_size:
             return
@@ -365,6 +412,22 @@ class DataLoader(Loader):
         self._tf_size = (size, resize)
 
     def __iter__(self):
+        if self._torch_dl is not None:                                # pytail: torch runs it
+            return iter(self._torch_dl)
+        if self._tail is not None:                                    # pytail: Python tail
+            return self._tail.iterate(self._iter_c(), len(self))
+        return self._iter_c()
+
+    def __len__(self):
+        return len(self._torch_dl) if self._torch_dl is not None else Loader.__len__(self)
+
+    def close(self):
+        if getattr(self, "_tail", None) is not None:
+            self._tail.close()
+        if getattr(self, "_torch_dl", None) is None:
+            Loader.close(self)
+
+    def _iter_c(self):
         self._usable()
         with self._consuming():         # one consumer thread; reentrant for this one
             self._check_no_live_iter()   # before set_epoch / a new size would end it
@@ -381,5 +444,7 @@ class DataLoader(Loader):
             return super().__iter__()
 
     def __repr__(self):
+        if self._torch_dl is not None:
+            return "stoker.DataLoader(%r, on torch's DataLoader)" % (self.dataset,)
         return "stoker.DataLoader(%r, batch_size=%d, num_workers=%d, %s)" % (
             self.dataset, self.batch_size, self.num_workers, Loader.__repr__(self))

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from . import augment as _augment
+from . import mix as _mix
 from .loader import Loader
 
 SUPPORTED = """stoker.DataLoader supports:
@@ -51,13 +52,30 @@ SUPPORTED = """stoker.DataLoader supports:
            by name and position"""
 
 
-def _refuse(what, why=None, instead=None):
-    """ValueError: WHAT cannot be reproduced exactly [, WHY] [, what to use INSTEAD]."""
+# Where the list of what runs in C is (printed there once, not in every message).
+SEE_ALSO = ("What stoker runs in C: bindings/python/README.md (\"What runs where\"), or "
+            "print(stoker.transforms.SUPPORTED).")
+
+
+class Refusal(ValueError):
+    """What stoker cannot reproduce exactly: the message (str), ``at`` (the position of the
+    step it concerns in the flattened list, None when it is no one step) and ``cause`` (the
+    message's first line, without the advice)."""
+
+    def __init__(self, text, at=None, cause=None):
+        super().__init__(text)
+        self.at, self.cause = at, cause or text
+
+
+def _refuse(what, why=None, instead=None, at=None):
+    """Refusal (a ValueError): WHAT cannot be reproduced exactly [, WHY] [, what to use
+    INSTEAD]; AT is the position of the step concerned, if any."""
+    cause = "%s%s" % (what, (": %s" % why) if why else "")
     text = "stoker.DataLoader cannot reproduce %s exactly, so it refuses it" % what
     text += (": %s." % why) if why else "."
     if instead:
         text += "\nInstead: %s." % instead
-    raise ValueError("%s\n%s" % (text, SUPPORTED))
+    raise Refusal("%s\n%s" % (text, SEE_ALSO), at=at, cause=cause)
 
 
 def _tv():
@@ -121,10 +139,75 @@ def _compose_label(step):
     return {"v1": "transforms.Compose", "v2": "transforms.v2.Compose"}.get(fam, "Compose")
 
 
+class _PresetTemplate:
+    def __call__(self, img):
+        return self.transforms(img)
+
+
+def code_shape(code):
+    """CODE's instructions as comparable tuples: local variables by number, globals and closure
+    variables by kind only (code_refs gives their values), the rest by value — so that two
+    functions written alike compare equal on every Python version."""
+    import dis
+    skip = ("RESUME", "NOP", "CACHE", "COPY_FREE_VARS", "MAKE_CELL", "PRECALL")
+    out = []
+    for i in dis.get_instructions(code):
+        if i.opname in skip:
+            continue
+        if i.opname in ("LOAD_GLOBAL", "LOAD_DEREF", "LOAD_NAME", "LOAD_CLASSDEREF"):
+            out.append(("REF", (i.argrepr or "").startswith("NULL")))
+        elif "FAST" in i.opname:
+            out.append((i.opname, i.arg))
+        else:
+            out.append((i.opname, i.argval))
+    return out
+
+
+def code_refs(fn):
+    """The values of the globals and closure variables FN's code loads, in the order loaded
+    (None for a name that is not bound)."""
+    import dis
+    code = fn.__code__
+    cells = dict(zip(code.co_freevars, [c.cell_contents for c in fn.__closure__ or ()]))
+    glob = getattr(fn, "__globals__", {})
+    builtins = glob.get("__builtins__", {})
+    builtins = getattr(builtins, "__dict__", builtins)
+    out = []
+    for i in dis.get_instructions(code):
+        if i.opname == "LOAD_DEREF" or i.opname == "LOAD_CLASSDEREF":
+            out.append(cells.get(i.argval))
+        elif i.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+            out.append(glob.get(i.argval, builtins.get(i.argval)))
+    return out
+
+
+def _same_code(a, b):
+    return code_shape(a) == code_shape(b)
+
+
+def unwrap_preset(transform):
+    """The Compose inside TRANSFORM when TRANSFORM is an object that only holds one and calls
+    it — torchvision references' ClassificationPresetTrain / ClassificationPresetEval: a
+    ``transforms`` attribute that is a Compose and a ``__call__`` that is exactly
+    ``return self.transforms(img)``; else None."""
+    inner = getattr(transform, "transforms", None)
+    if inner is None or _family(transform) is not None or not _is_compose(inner):
+        return None
+    call = getattr(type(transform), "__call__", None)
+    code = getattr(call, "__code__", None)
+    if code is None or code.co_argcount != 2 or code.co_flags & 0x0C:   # *args / **kwargs
+        return None
+    return inner if _same_code(code, _PresetTemplate.__call__.__code__) else None
+
+
 def _flatten(transform):
-    """The steps of TRANSFORM, nested Compose flattened in order; and the text that names the
-    whole list in messages ("transforms.v2.Compose([RandomResizedCrop, ...])")."""
+    """The steps of TRANSFORM, nested Compose flattened in order (an object that only holds
+    and calls a Compose, unwrap_preset, read through); and the text that names the whole list
+    in messages ("transforms.v2.Compose([RandomResizedCrop, ...])")."""
     steps, nested = [], False
+    inner = unwrap_preset(transform)
+    if inner is not None:
+        transform = inner
 
     def walk(t, depth):
         nonlocal nested
@@ -167,7 +250,7 @@ class _Ctx:
         step = self.steps[i] if i < len(self.steps) else None
         head = "%s at %s" % (_full_name(step), self.where(i)) if step is not None else \
             "the end of %s" % self.whole
-        _refuse(head, what, instead)
+        _refuse(head, what, instead, at=i)
 
 
 # ---- geometry --------------------------------------------------------------------------------
@@ -238,11 +321,17 @@ def _geometry(ctx, kw):
         _resize(ctx, step, kw)
         return
     if step is None:
-        _refuse("an empty transform (PIL images of varying size cannot be batched)")
+        _refuse("an empty transform (PIL images of varying size cannot be batched)", at=0)
     if _conversion_kind(step) is not None:
         ctx.refuse("the conversion comes before the crop: the crop and resize then run on "
                    "tensors (torch's resampling), not on PIL images as stoker reproduces them",
                    "RandomResizedCrop or Resize + CenterCrop first, then %s" % type(step).__name__)
+    if len(ctx.steps) == 1 and _family(step) is None and \
+            getattr(step, "transforms", None) is not None:
+        ctx.refuse("the transform is a %s object holding transforms, whose __call__ stoker "
+                   "cannot see into (it reads through an object whose __call__ is exactly "
+                   "`return self.transforms(img)`)" % type(step).__qualname__,
+                   "give the dataset the Compose it holds, or such a wrapper")
     ctx.refuse("stoker needs the crop first", "RandomResizedCrop(...) [+ RandomHorizontalFlip] "
                "for training or Resize(int) + CenterCrop(size) for evaluation as the first steps")
 
@@ -295,15 +384,21 @@ def _augment_step(step, position, names):
     try:
         spec = _augment.spec_for(step, position)
     except _augment.Unsupported as e:
-        _refuse(at, str(e), "change it as said, or keep torch's DataLoader for this recipe")
+        _refuse(at, str(e), "change it as said, or keep torch's DataLoader for this recipe",
+                at=position)
     if spec is not None:
         return spec
     fam, name = _kind(step)
+    if name in ("MixUp", "CutMix", "Mixup") and (fam is not None or isinstance(
+            step, (_mix._Base, _mix.RandomChoice))):
+        _refuse(at, "%s mixes batches (images and labels together), not one image: in the "
+                "dataset's transform torchvision raises on it too" % name,
+                "pass it as collate_fn= (or batch_transform=) to the DataLoader", at=position)
     if fam is not None and (name in _AUGMENT_NAMES or fam == "timm"):
         _refuse(at, "a per-sample augmentation stoker does not run yet",
-                "remove it, or keep torch's DataLoader for this recipe")
+                "remove it, or keep torch's DataLoader for this recipe", at=position)
     _refuse(at, "a transform stoker does not know",
-            "the steps listed below, or torch's DataLoader for this pipeline")
+            "the steps stoker runs, or torch's DataLoader for this pipeline", at=position)
 
 
 def _erasing_step(step, position, names):
@@ -313,7 +408,8 @@ def _erasing_step(step, position, names):
     if spec is not None:
         return spec
     _refuse("%s at position %d of %s" % (_full_name(step), position, names),
-            "stoker does not erase yet", "remove it, or keep torch's DataLoader for this recipe")
+            "stoker does not erase yet", "remove it, or keep torch's DataLoader for this recipe",
+            at=position)
 
 
 # ---- conversion and values -------------------------------------------------------------------
@@ -409,6 +505,7 @@ def _value_table(ctx, chain):
     if not isinstance(x, torch.Tensor) or tuple(x.shape) != (3, 1, 256):
         ctx.refuse("the conversion gives %r, not a 3-channel image tensor" % (type(x),),
                    "ToTensor() or PILToTensor()", i=ctx.steps.index(chain[0]))
+    out_type = type(x)
     x = x.as_subclass(torch.Tensor) if type(x) is not torch.Tensor else x
     names = {torch.uint8: "uint8", torch.float32: "float32", torch.float16: "float16"}
     if x.dtype not in names:
@@ -417,24 +514,40 @@ def _value_table(ctx, chain):
     if x.dtype == torch.uint8:
         if not torch.equal(x.reshape(3, 256), torch.arange(256, dtype=torch.uint8).repeat(3, 1)):
             ctx.refuse("it changes 8-bit values", "PILToTensor()", i=ctx.steps.index(chain[-1]))
-        return "uint8", None
+        return "uint8", None, out_type
     table = x.reshape(3, 256).float().contiguous().numpy().astype(np.float32)
     if not np.isfinite(table).all():
         ctx.refuse("it gives non-finite values (a zero std?)", "Normalize with std > 0",
                    i=ctx.steps.index(chain[-1]))
-    return names[x.dtype], table
+    return names[x.dtype], table, out_type
 
 
 def parse_transform(transform):
     """The library's settings for a torchvision (v1 or v2) or timm transform, or ValueError
-    naming the step that is not supported, its position and what to use instead. Returns a dict
-    of stoker.Loader keyword arguments (with "train")."""
+    (Refusal) naming the step that is not supported, its position and what to use instead.
+    Returns a dict of stoker.Loader keyword arguments (with "train")."""
     _tv()
     if transform is None:
         _refuse("a dataset without a transform (PIL images of varying size cannot be batched)")
     steps, whole = _flatten(transform)
+    return _parse(steps, whole, open_end=False)[0]
+
+
+def _parse(steps, whole, open_end):
+    """(Loader keyword arguments, the type each sample has after STEPS: PIL's Image class when
+    they end before the conversion — only with OPEN_END —, else the tensor class) or Refusal
+    with ``at`` set to the position of the step it is about."""
     ctx = _Ctx(steps, whole)
-    kw = {}
+    try:
+        return _parse_ctx(ctx, open_end)
+    except Refusal as e:
+        if e.at is None:
+            e.at = min(ctx.i, len(steps))
+        raise
+
+
+def _parse_ctx(ctx, open_end):
+    kw, whole = {}, ctx.whole
     _geometry(ctx, kw)                          # crop / resize [+ flip]
     while ctx.peek() is not None and _conversion_kind(ctx.peek()) is None and not _is_erasing(
             ctx.peek()):
@@ -442,15 +555,22 @@ def parse_transform(transform):
         ctx.i += 1
     chain = _values(ctx, kw)                    # ToTensor / PILToTensor ... [+ Normalize]
     if chain is None:
+        if open_end and ctx.peek() is None:     # PIL images (uint8 HWC) go on to Python
+            from PIL import Image
+            kw.update(dtype="uint8", layout="NHWC")
+            return kw, Image.Image
         ctx.refuse("stoker needs a conversion to a tensor after the crop%s" % (
             " and augmentations" if kw.get("augment") else ""),
             "ToTensor() [+ Normalize], PILToTensor() [+ ConvertImageDtype], v2.ToImage() "
             "[+ v2.ToDtype(torch.float32, scale=True)], or timm's MaybeToTensor()")
+    pure = False
     while ctx.peek() is not None:              # after the values: RandomErasing, ToPureTensor
         s = ctx.peek()
         if _is_erasing(s):
             kw.setdefault("augment", []).append(_erasing_step(s, ctx.i, whole))
-        elif not _is(s, ("ToPureTensor",), ("v2",)):
+        elif _is(s, ("ToPureTensor",), ("v2",)):
+            pure = True
+        else:
             if _conversion_kind(s) is not None or _is_dtype_step(s) or _is(s, ("Normalize",)):
                 ctx.refuse("a second conversion or a Normalize after RandomErasing",
                            "one conversion, then Normalize, then RandomErasing")
@@ -459,7 +579,56 @@ def parse_transform(transform):
                            "put it before ToTensor / ConvertImageDtype (on PIL or uint8)")
             _augment_step(s, ctx.i, whole)    # names it (unknown transform)
         ctx.i += 1
-    kw["dtype"], table = _value_table(ctx, chain)
+    kw["dtype"], table, out_type = _value_table(ctx, chain)
     if table is not None:
         kw["value_table"] = table
-    return kw
+    if pure or any(_is(s, ("ToPureTensor",), ("v2",)) for s in ctx.steps[:ctx.steps.index(
+            chain[0])]):
+        import torch
+        out_type = torch.Tensor
+    return kw, out_type
+
+
+class Split:
+    """A transform cut in two (split_transform): ``kw``, the stoker.Loader keyword arguments of
+    the longest prefix stoker reproduces exactly (None when not even the crop is: then nothing
+    runs in C); ``tail``, the remaining steps, run in Python on each sample; ``sample_type``,
+    what each sample is when the tail gets it (PIL.Image.Image before the conversion, else the
+    tensor class, e.g. torchvision.tv_tensors.Image after v2.ToImage); ``names`` the prefix's
+    and tail's step names; ``reason``, why the cut is where it is (None without a tail)."""
+
+    def __init__(self, steps, whole, cut, kw, sample_type, reason):
+        self.steps, self.whole, self.cut = steps, whole, cut
+        self.kw, self.sample_type, self.reason = kw, sample_type, reason
+        self.prefix, self.tail = steps[:cut], steps[cut:]
+
+    @property
+    def names(self):
+        return ([type(s).__name__ for s in self.prefix], [type(s).__name__ for s in self.tail])
+
+    def __repr__(self):
+        c, p = self.names
+        return "Split(C: %s | Python: %s)" % (", ".join(c) or "-", ", ".join(p) or "-")
+
+
+def split_transform(transform):
+    """The transform cut where stoker stops reproducing it exactly (a Split): the longest
+    prefix that runs in C (decode, crop or resize, the known augmentations, the conversion,
+    Normalize, RandomErasing) and the tail of steps after it, which torch's semantics run on
+    each sample in Python. Never raises for an unknown step: the first one starts the tail."""
+    _tv()
+    if transform is None:
+        return Split([], "no transform", 0, None, None,
+                     "a dataset without a transform (PIL images of varying size)")
+    steps, whole = _flatten(transform)
+    n, reason = len(steps), None
+    while n > 0:
+        try:
+            kw, sample_type = _parse(steps[:n], whole, open_end=True)
+            return Split(steps, whole, n, kw, sample_type, reason)
+        except Refusal as e:
+            reason = e.cause
+            n = e.at if e.at is not None and e.at < n else 0
+    if reason is None:
+        reason = "an empty transform (PIL images of varying size)"
+    return Split(steps, whole, 0, None, None, reason)

@@ -45,6 +45,25 @@ def _tpl_global(batch):
     return _TPL_MIX(*_TPL_DC(batch))      # only its code is compared
 
 
+def _tpl_mix_closure(mix):
+    def collate_fn(batch):
+        return mix(*_TPL_DC(batch))
+    return collate_fn
+
+
+def _tpl_dc_closure(default_collate):
+    def collate_fn(batch):
+        return _TPL_MIX(*default_collate(batch))
+    return collate_fn
+
+
+def _templates():
+    """The code shapes of ``mix(*default_collate(batch))``, each name a closure variable or a
+    global."""
+    return [_tf.code_shape(f.__code__) for f in (
+        _tpl_closure(None, None), _tpl_global, _tpl_mix_closure(None), _tpl_dc_closure(None))]
+
+
 def _default_collates():
     import torch.utils.data as tud
     found = {getattr(tud, "default_collate", None)}
@@ -76,13 +95,13 @@ def _reference_mix(obj):
     except ImportError:
         return None
     need = ("num_classes", "p", "alpha", "inplace")
-    if not all(hasattr(obj, a) for a in need) or float(obj.p) != 1.0 or obj.inplace:
-        return None
+    if not all(hasattr(obj, a) for a in need) or float(obj.p) != 1.0:
+        return None              # inplace only decides whether they clone first: same result
     fwd = getattr(cls, "forward", None)
     code = getattr(fwd, "__code__", None)
     if code is None or code.co_argcount != 3:        # forward(self, batch, target)
         return None
-    kind = _mix.MixUp if "mix" in name[6:].lower() else _mix.CutMix
+    kind = _mix.MixUp if name.lower().startswith("randommix") else _mix.CutMix
     return kind(float(obj.alpha), int(obj.num_classes))
 
 
@@ -121,8 +140,7 @@ def collate_mix(collate_fn):
             getattr(collate_fn, "__defaults__", None):
         return None
     shape = _tf.code_shape(code)
-    if shape not in (_tf.code_shape(_tpl_closure(None, None).__code__),
-                     _tf.code_shape(_tpl_global.__code__)):
+    if shape not in _templates():
         return None
     refs = _tf.code_refs(collate_fn)
     if len(refs) != 2 or refs[1] not in _default_collates():
@@ -209,7 +227,10 @@ def plan(dataset, collate_fn, batch_transform, resolve_dataset):
         why = why or "collate_fn %s is not a batch mix stoker runs in C" % _name(collate_fn)
     if not python:
         return Plan("c", base=base, indices=indices, split=split, kw=dict(split.kw), mix=mix)
-    if mix is not None:        # a known mix after a Python tail: collated in Python too
+    if mix is not None and _as_known_mix(mix_obj) is None:
+        collate = mix_obj      # mix(*default_collate(batch)) itself, called as torch would
+        python.append("collate_fn %s (the batch mix, after the steps above)" % _name(mix_obj))
+    elif mix is not None:      # a mix object after a Python tail: collated in Python too
         collate = _MixCollate(mix_obj if callable(mix_obj) else mix, len(base.classes))
         python.append("the batch mix %s (after the steps above)" % _name(mix_obj))
     else:

@@ -19,7 +19,7 @@ worker_init_fn, seeding, get_worker_info, collate_fn, pin_memory, timeout — ru
 each (sample, target) of it and collates, exactly as it would have on the dataset. Only slot
 and row numbers are pickled to the workers. A batch's slot is reused only after torch has
 handed out that batch: torch keeps at most prefetch_factor x num_workers batches in flight, and
-the ring has two slots more. The design and its costs: docs/PYTHON_TAIL.md.
+the ring has two slots more. What runs where, for users: bindings/python/README.md.
 """
 
 import warnings

@@ -275,3 +275,22 @@ def test_v2_sample_type_reaches_the_tail(folder):
     warned = _same_as_torch(ImageFolder(folder, tf), batch_size=5, num_workers=0)
     assert "Lambda, Normalize" in warned[0], warned
     assert tv_tensors is not None and set(kinds) == {"Image"}, set(kinds)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_leaving_a_for_early_then_the_next_pass(folder, persistent):
+    # torch's iterator still holds the library's pass when a `for` is left early: the next
+    # `for` ends it and runs a full pass (persistent workers reused), equal to torch's
+    tf = T.Compose(EVAL + [T.ToTensor(), T.Lambda(lambda x: x - 1)])
+    ds = ImageFolder(folder, tf)
+    loader, _ = _make(ds, batch_size=4, num_workers=2, persistent_workers=persistent)
+    want = list(TorchDataLoader(ds, batch_size=4))
+    for _ in range(2):
+        for i, _batch in enumerate(loader):
+            if i == 2:
+                break
+        got = list(loader)
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            _equal(a, b)
+    loader.close()

@@ -415,6 +415,7 @@ class DataLoader(Loader):
         if self._torch_dl is not None:                                # pytail: torch runs it
             return iter(self._torch_dl)
         if self._tail is not None:                                    # pytail: Python tail
+            self._tail.end_pass()
             return self._tail.iterate(self._iter_c(), len(self))
         return self._iter_c()
 

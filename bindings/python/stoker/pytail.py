@@ -414,10 +414,17 @@ class TailRunner:
         self.inner = torch_loader(ds, batch_sampler=_Feeder(self),
                                   collate_fn=self.plan.collate_fn, **self.loader_kwargs)
 
+    def end_pass(self):
+        """End the library's pass the last iterate() fed from (a ``for`` left early leaves it
+        referenced by torch's iterator): call before the library's next pass starts."""
+        cur, self.current = getattr(self, "current", None), None
+        if cur is not None and hasattr(cur, "close"):
+            cur.close()
+
     def iterate(self, batches, n):
         if self.inner is None:
             self._allocate()
-        self.source, self.batches = batches, int(n)
+        self.source, self.current, self.batches = batches, batches, int(n)
         return iter(self.inner)
 
     def close(self):

@@ -294,3 +294,9 @@ def test_leaving_a_for_early_then_the_next_pass(folder, persistent):
         for a, b in zip(got, want):
             _equal(a, b)
     loader.close()
+
+
+def test_unbatched_runs_on_torch(folder):
+    ds = ImageFolder(folder, T.Compose(EVAL + [T.ToTensor()]))
+    warned = _same_as_torch(ds, batch_size=None)
+    assert "batch_size=None" in warned[0], warned

@@ -292,7 +292,8 @@ class DataLoader(Loader):
         self._strict, self._plan, self._tail, self._torch_dl = bool(strict), None, None, None
         if not strict:
             self._plan = plan = _pytail.plan(dataset, collate_fn, batch_transform,
-                                             _resolve_dataset)
+                                             _resolve_dataset) if batch_size is not None else \
+                _pytail.Plan("torch", reason="batch_size=None (unbatched samples)")
             _pytail.warn(plan, num_workers)
             if plan.mode == "torch":
                 self._torch_dl = _pytail.torch_loader(

@@ -17,7 +17,8 @@ from . import augment as _augment
 from . import mix as _mix
 from .loader import Loader
 
-SUPPORTED = """stoker.DataLoader supports:
+SUPPORTED = """stoker.DataLoader runs in C (everything else runs in Python or on torch's DataLoader,
+see stoker.pytail; strict=True refuses it instead):
   dataset: torchvision.datasets.ImageFolder (default loader, no target_transform), a subclass
            of it that overrides no loading (__getitem__, loader, find_classes, make_dataset),
            torch.utils.data.Subset of one, or stoker.ImageFolder (an ImageFolder root or a
@@ -45,11 +46,12 @@ SUPPORTED = """stoker.DataLoader supports:
   in_order: True or False (the order is deterministic either way)
   collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
            v2's, timm's Mixup), applied to each batch in place: labels become soft targets
-  not supported: batch_sampler, other collate_fn, worker_init_fn, multiprocessing_context,
-           batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AugMixAugment,
-           timm's '3a' AutoAugment, ...) are refused
-           by name and position"""
+  not in C: batch_sampler, other collate_fn (run in Python), worker_init_fn (called in the
+           Python workers), batch_size=None (torch's DataLoader), a custom ImageFolder loader,
+           a Dataset with its own __getitem__ (torch's DataLoader), target_transform, other
+           per-sample transforms (RandomPerspective, ElasticTransform, RandomApply, Lambda,
+           timm's AugMixAugment, timm's '3a' AutoAugment, ...: from the first of them on,
+           the steps run in Python); strict=True refuses each by name and position"""
 
 
 # Where the list of what runs in C is (printed there once, not in every message).

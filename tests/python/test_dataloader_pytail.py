@@ -247,6 +247,7 @@ def test_mix_in_a_closure_keeps_the_c_path(folder):
     for mix in mixes:
         loader, warned = _make(ds, batch_size=6, collate_fn=_closure(mix))
         assert warned == [] and loader._plan.mode == "c", (mix, warned)
+        stoker.DataLoader(ds, batch_size=6, collate_fn=_closure(mix), strict=True).close()
         x, y = next(iter(loader))
         assert x.shape == (6, 3, 16, 16) and y.shape == (6, 3) and y.dtype == torch.float32
         assert torch.allclose(y.sum(1), torch.ones(6))

@@ -224,17 +224,16 @@ def _sampler_args(sampler, shuffle, generator, dataset):
 
 def _batch_mix(collate_fn, batch_transform, torch):
     """The batch-level mix of collate_fn / batch_transform (stoker.mix.as_mix), or None.
-    collate_fn may be default_collate, or a MixUp / CutMix / RandomChoice object itself;
-    a function wrapping one (``lambda b: mix(*default_collate(b))``) cannot be looked into."""
+    collate_fn may be default_collate, a MixUp / CutMix / RandomChoice object itself, or a
+    function that is exactly ``mix(*default_collate(batch))`` (stoker.pytail.collate_mix)."""
     default = collate_fn is None or collate_fn is getattr(torch.utils.data, "default_collate", None)
     if batch_transform is not None and not default:
         _refuse("collate_fn=%r together with batch_transform=%r" % (collate_fn, batch_transform))
     if default:
         return None if batch_transform is None else _mix.as_mix(batch_transform)
-    try:
-        return _mix.as_mix(collate_fn)
-    except ValueError:
-        pass
+    found = _pytail.collate_mix(collate_fn)
+    if found is not None:
+        return found
     _refuse("collate_fn=%r (for MixUp / CutMix pass the object itself as collate_fn= or "
             "batch_transform=: stoker.MixUp, stoker.CutMix, stoker.RandomChoice, torchvision "
             "v2's MixUp / CutMix / RandomChoice or timm's Mixup)" % (collate_fn,))

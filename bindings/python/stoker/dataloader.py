@@ -249,12 +249,16 @@ class DataLoader(Loader):
     values bit for bit; train transforms draw RandomResizedCrop and the flip from the same
     distributions (the crop is decoded at a reduced DCT scale when that covers it, so pixels
     differ from a full decode by the PSNR the tests bound). What it cannot reproduce exactly
-    raises ValueError naming it (see stoker.transforms.SUPPORTED).
+    runs in Python instead, with torch's semantics (stoker.pytail: the transform's steps after
+    the C prefix, target_transform and an unknown collate_fn in num_workers worker processes; a
+    dataset stoker cannot read on torch's own DataLoader), said in one warning; with
+    ``strict=True`` it raises ValueError naming it (see stoker.transforms.SUPPORTED).
 
     Arguments as DataLoader's, with these meanings:
       num_workers: decode threads. 0 (DataLoader's "load in this process") means the library's
         default count: stoker always decodes in threads of this process, never in worker
-        processes, so 0 does not mean one thread.
+        processes, so 0 does not mean one thread. A Python tail (above) runs in num_workers
+        worker processes, as torch's DataLoader would (0: in this process).
       shuffle / generator / sampler: the order is a keyed permutation of (seed, epoch) computed
         in the library (not torch's randperm): the seed is generator.initial_seed(), the
         sampler's generator or seed, else drawn from torch's global RNG (torch.manual_seed makes
@@ -275,7 +279,11 @@ class DataLoader(Loader):
       collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
         stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
         timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
-        classes float32), as ``mix(*default_collate(batch))`` would (stoker.Loader's mix=).
+        classes float32), as ``mix(*default_collate(batch))`` would (stoker.Loader's mix=);
+        so is a function that is exactly ``mix(*default_collate(batch))``. Any other
+        collate_fn is called in Python on the list of (sample, target) pairs, as torch does.
+      strict: refuse (ValueError) whatever does not run entirely in C, instead of running it
+        in Python.
     Batches may be kept as long as wanted (list(loader), prefetching wrappers): see
     stoker.Loader on batch lifetime.
     """

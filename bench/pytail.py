@@ -15,7 +15,7 @@ num_workers=--workers, shuffle=True, one epoch):
             wrapped): stoker cannot read it and runs torch's own DataLoader. Target: within 5%
             of torch.
 Every (row, loader) is one child process (this script with --child) that builds the loader,
-runs one epoch and prints one JSON line; runs are interleaved (stoker, torch, stoker, torch,
+runs one epoch and prints one JSON line (imports are not timed); runs are interleaved (stoker, torch, stoker, torch,
 ...) so both see the same machine weather. images/s is timed from the loader's creation to its
 last batch. The table gives medians over --repeats and the median of the same-repeat ratios.
 
@@ -64,11 +64,12 @@ def child(args):
         ds = ImageFolder(args.root, T.Compose(steps + [T.Lambda(_scale)]))
     else:
         ds = Wrapped(ImageFolder(args.root, T.Compose(steps)))
+    if args.loader == "stoker":
+        import warnings
+        import stoker                     # imported once per script, as a user's script does
     torch.manual_seed(0)
     t0 = time.perf_counter()
     if args.loader == "stoker":
-        import warnings
-        import stoker
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             dl = stoker.DataLoader(ds, batch_size=args.batch, shuffle=True,

@@ -127,9 +127,14 @@ def test_imagefolder_subclass(folder):
     assert torch.equal(y, _cat(TorchDataLoader(ds, batch_size=4))[1])
     for cls, name in ((Cropping, "__getitem__"), (Relabel, "find_classes")):
         with pytest.raises(ValueError) as e:
-            stoker.DataLoader(cls(folder, EVAL), batch_size=4)
+            stoker.DataLoader(cls(folder, EVAL), batch_size=4, strict=True)
         assert "%s.%s" % (cls.__module__, cls.__qualname__) in str(e.value)
         assert "overrides %s" % name in str(e.value)
+        # without strict, torch's own DataLoader runs it: its batches, and a warning naming why
+        with pytest.warns(UserWarning, match="torch's own DataLoader.*overrides %s" % name):
+            ours = stoker.DataLoader(cls(folder, EVAL), batch_size=4)
+        for (x, y), (u, v) in zip(ours, TorchDataLoader(cls(folder, EVAL), batch_size=4)):
+            assert torch.equal(x, u) and torch.equal(y, v)
 
 
 def test_tensor_loader_refused(folder):
@@ -137,7 +142,7 @@ def test_tensor_loader_refused(folder):
     io = pytest.importorskip("torchvision.io")
     ds = ImageFolder(folder, T.Compose([T.Resize(20), T.CenterCrop(16)]), loader=io.read_image)
     with pytest.raises(ValueError) as e:
-        stoker.DataLoader(ds, batch_size=4)
+        stoker.DataLoader(ds, batch_size=4, strict=True)
     assert "ImageFolder(loader=torchvision.io" in str(e.value) and "read_image" in str(e.value)
     assert "PIL" in str(e.value)
 

@@ -68,7 +68,7 @@ def _equal_to_torch(ds, batch_size=4, same_as=None):
 def _refusal(ds, *needles):
     import stoker
     with pytest.raises(ValueError) as e:
-        stoker.DataLoader(ds, batch_size=4)
+        stoker.DataLoader(ds, batch_size=4, strict=True)
     text = str(e.value)
     for n in needles:
         assert n in text, text

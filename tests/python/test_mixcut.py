@@ -179,8 +179,8 @@ def test_dataloader_end_to_end(root):
             n += len(x)
         assert n == len(ds)
         dl.close()
-    with pytest.raises(ValueError, match="collate_fn=.*MixUp / CutMix"):
-        stoker.DataLoader(ds, batch_size=BS, collate_fn=lambda b: b)
+    with pytest.raises(ValueError, match="collate_fn=.*MixUp / CutMix"):   # strict: C only
+        stoker.DataLoader(ds, batch_size=BS, collate_fn=lambda b: b, strict=True)
 
 
 @pytest.mark.parametrize("minmax", [None, (0.3, 0.8)])

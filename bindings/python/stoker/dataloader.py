@@ -6,10 +6,7 @@ a stoker.ImageFolder, which also reads a packed copy) whose transform is one of 
 recipes, written with torchvision.transforms, .v2 or timm; the loader reads the same files, in
 the same sample order and with the same labels, and hands out what torchvision's DataLoader
 would (float32 / float16 NCHW from the conversion [+ Normalize], uint8 from PILToTensor; int64
-labels). parse_transform reads the flattened Compose step by step: geometry, per-sample
-augmentations (_augment_step), conversion and values, then RandomErasing (_erasing_step).
-Whatever it cannot reproduce exactly is refused with ValueError naming the step, its position
-and what to use instead: nothing is approximated behind the caller's back.
+labels). The transform is read by stoker.transforms.parse_transform.
 """
 
 import io
@@ -22,459 +19,13 @@ import numpy as np
 
 from . import _lib
 from .dataset import Dataset
-from . import augment as _augment
 from . import mix as _mix
 from .loader import Loader
-
-SUPPORTED = """stoker.DataLoader supports:
-  dataset: torchvision.datasets.ImageFolder (default loader, no target_transform), a subclass
-           of it that overrides no loading (__getitem__, loader, find_classes, make_dataset),
-           torch.utils.data.Subset of one, or stoker.ImageFolder (an ImageFolder root or a
-           packed copy from `stoker pack`)
-  transform: a Compose (torchvision.transforms or .v2, nested ones flattened, timm's
-           create_transform output) of, in this order:
-      geometry, train: RandomResizedCrop(size, scale, ratio, interpolation=BILINEAR | BICUBIC
-                       | NEAREST) or timm's RandomResizedCropAndInterpolation (one
-                       interpolation, or 'random': BILINEAR or BICUBIC per image)
-                       [, RandomHorizontalFlip(p)]
-                eval:  Resize(int | (h, w), interpolation=BILINEAR | BICUBIC | NEAREST,
-                       max_size=None) [, CenterCrop(size)]
-    then per-sample augmentations, in order: TrivialAugmentWide, RandAugment, AutoAugment
-           (IMAGENET, CIFAR10, SVHN), AugMix, timm's RandAugment ('rand-m9-mstd0.5-inc1' etc.),
-           timm's AutoAugment ('original-mstd0.5', 'originalr', 'v0', 'v0r'; one policy at
-           most), ColorJitter, RandomGrayscale, RandomVerticalFlip, GaussianBlur, RandomAffine,
-           RandomRotation (expand=False, center=None)
-    then conversion: ToTensor() | timm MaybeToTensor() | timm ToTensor()
-        |  PILToTensor() | v2.ToImage()  [, ConvertImageDtype(float32 | float16)
-                                          | v2.ToDtype(float32 | float16, scale=...)]
-    then [Normalize(mean, std)] [, RandomErasing(p, scale, ratio, value) | timm's RandomErasing
-           (mode const / rand / pixel, min_count, max_count)] [, v2.ToPureTensor()]
-  sampler: None, SequentialSampler, RandomSampler (no replacement, no num_samples),
-           torch DistributedSampler, stoker.ExactDistributedSampler: ordered in C; any other
-           sampler, and a batch_sampler with a batch_size: drawn in Python once per pass
-  in_order: True or False (the order is deterministic either way)
-  collate_fn / batch_transform: MixUp, CutMix, RandomChoice of them (stoker's, torchvision
-           v2's, timm's Mixup), applied to each batch in place: labels become soft targets
-  not supported: other collate_fn, worker_init_fn, multiprocessing_context,
-           batch_size=None, a custom ImageFolder loader or is_valid_file; other per-sample
-           augmentations (RandomPerspective, ElasticTransform, RandomApply, timm's AugMixAugment,
-           timm's '3a' AutoAugment, ...) are refused
-           by name and position"""
-
-
-def _refuse(what, why=None, instead=None):
-    """ValueError: WHAT cannot be reproduced exactly [, WHY] [, what to use INSTEAD]."""
-    text = "stoker.DataLoader cannot reproduce %s exactly, so it refuses it" % what
-    text += (": %s." % why) if why else "."
-    if instead:
-        text += "\nInstead: %s." % instead
-    raise ValueError("%s\n%s" % (text, SUPPORTED))
-
-
-def _tv():
-    try:
-        import torchvision.transforms as T
-        import torchvision.datasets as D
-    except ImportError as e:
-        raise ImportError("stoker.DataLoader needs torchvision (%s)" % e) from None
-    return T, D
-
-
-# ---- recognising a step ----------------------------------------------------------------------
-# A step is recognised by its class: the class torchvision.transforms, torchvision.transforms.v2
-# or timm exports under that name (looked up by module, since v2 and timm need not be importable
-# here). A subclass, even of a known class, is another transform (it may override the call).
-
-_PUBLIC = {"v1": "torchvision.transforms", "v2": "torchvision.transforms.v2"}
-
-
-def _family(step):
-    """"v1", "v2" or "timm" when STEP's class is that library's own, else None."""
-    cls = type(step)
-    mod = getattr(cls, "__module__", "") or ""
-    if mod == "torchvision.transforms.v2" or mod.startswith("torchvision.transforms.v2."):
-        fam = "v2"
-    elif mod.startswith("torchvision.transforms."):
-        fam = "v1"
-    elif mod.startswith("timm.data."):
-        return "timm" if getattr(sys.modules.get(mod), cls.__name__, None) is cls else None
-    else:
-        return None
-    public = sys.modules.get(_PUBLIC[fam])
-    return fam if getattr(public, cls.__name__, None) is cls else None
-
-
-def _kind(step):
-    """(family, class name) of a recognised step, else (None, class name)."""
-    return _family(step), type(step).__name__
-
-
-def _full_name(step):
-    """The class as users import it: torchvision.transforms.v2.TrivialAugmentWide."""
-    fam, name = _kind(step)
-    if fam in _PUBLIC:
-        return "%s.%s" % (_PUBLIC[fam], name)
-    cls = type(step)
-    return "%s.%s" % (cls.__module__, cls.__qualname__)
-
-
-def _is(step, names, families=("v1", "v2")):
-    fam, name = _kind(step)
-    return fam in families and name in names
-
-
-def _is_compose(step):
-    return _is(step, ("Compose",))
-
-
-def _compose_label(step):
-    fam = _family(step)
-    return {"v1": "transforms.Compose", "v2": "transforms.v2.Compose"}.get(fam, "Compose")
-
-
-def _flatten(transform):
-    """The steps of TRANSFORM, nested Compose flattened in order; and the text that names the
-    whole list in messages ("transforms.v2.Compose([RandomResizedCrop, ...])")."""
-    steps, nested = [], False
-
-    def walk(t, depth):
-        nonlocal nested
-        if _is_compose(t):
-            nested = nested or depth > 0
-            for s in t.transforms:
-                walk(s, depth + 1)
-        else:
-            steps.append(t)
-    walk(transform, 0)
-    names = ", ".join(type(s).__name__ for s in steps)
-    if _is_compose(transform):
-        whole = "%s([%s])%s" % (_compose_label(transform), names,
-                                " (nested Compose flattened)" if nested else "")
-    else:
-        whole = "the transform %s" % names
-    return steps, whole
-
-
-class _Ctx:
-    """Where the parser is: the steps, the list's name, the position."""
-
-    def __init__(self, steps, whole):
-        self.steps, self.whole, self.i = steps, whole, 0
-
-    def peek(self):
-        return self.steps[self.i] if self.i < len(self.steps) else None
-
-    def at(self, names, families=("v1", "v2")):
-        s = self.peek()
-        return s is not None and _is(s, names, families)
-
-    def where(self, i=None):
-        i = self.i if i is None else i
-        return "position %d of %s" % (i, self.whole)
-
-    def refuse(self, what, instead, i=None):
-        """ValueError: WHAT (about the step at I) at its position, and what to use INSTEAD."""
-        i = self.i if i is None else i
-        step = self.steps[i] if i < len(self.steps) else None
-        head = "%s at %s" % (_full_name(step), self.where(i)) if step is not None else \
-            "the end of %s" % self.whole
-        _refuse(head, what, instead)
-
-
-# ---- geometry --------------------------------------------------------------------------------
-
-def _interp_name(interp):
-    """'bilinear', 'bicubic', 'nearest', ... for an InterpolationMode, its string value or a PIL
-    constant; a tuple or list (timm's 'random') stays a tuple of names."""
-    if isinstance(interp, (tuple, list)):
-        return tuple(_interp_name(x) for x in interp)
-    value = getattr(interp, "value", interp)
-    if isinstance(value, str):
-        return value.lower()
-    pil = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
-    return pil.get(value, str(interp))
-
-
-def _loader_knows(kwarg):
-    import inspect
-    return kwarg in inspect.signature(Loader.__init__).parameters
-
-
-def _interp_kw(mode, where):
-    """Loader keyword arguments for a resampling MODE other than bilinear, or ValueError."""
-    if mode in ("bicubic", "nearest", "random") and _loader_knows("interpolation"):
-        return {"interpolation": mode}
-    _refuse(where, "stoker resizes with BILINEAR only",
-            "interpolation=InterpolationMode.BILINEAR, or torch's DataLoader")
-
-
-def _interp(ctx, interp):
-    mode = _interp_name(interp)
-    if isinstance(mode, tuple):
-        # timm's interpolation='random': random.choice((BILINEAR, BICUBIC)) per image
-        if sorted(mode) != ["bicubic", "bilinear"]:
-            ctx.refuse("interpolation='random' among %s per image" % (list(mode),),
-                       "one interpolation, or timm's ('bilinear', 'bicubic') pair")
-        mode = "random"
-    if mode == "bilinear":
-        return {}
-    return _interp_kw(mode, "%s(interpolation=%s) at %s" % (_full_name(ctx.peek()), interp,
-                                                             ctx.where()))
-
-
-def _hw(size, what):
-    if isinstance(size, int):
-        return size, size
-    size = tuple(size)
-    if len(size) == 1:
-        return int(size[0]), int(size[0])
-    if len(size) == 2:
-        return int(size[0]), int(size[1])
-    _refuse("%s with size %r" % (what, size))
-
-
-def _geometry(ctx, kw):
-    step = ctx.peek()
-    if ctx.at(("RandomResizedCrop",)) or ctx.at(("RandomResizedCropAndInterpolation",), ("timm",)):
-        kw.update(_interp(ctx, step.interpolation))
-        kw.update(train=True, size=_hw(step.size, type(step).__name__),
-                  scale=tuple(float(x) for x in step.scale),
-                  ratio=tuple(float(x) for x in step.ratio), flip_prob=0.0)
-        ctx.i += 1
-        if ctx.at(("RandomHorizontalFlip",)):
-            kw["flip_prob"] = float(ctx.peek().p)
-            ctx.i += 1
-        return
-    if ctx.at(("Resize",)):
-        _resize(ctx, step, kw)
-        return
-    if step is None:
-        _refuse("an empty transform (PIL images of varying size cannot be batched)")
-    if _conversion_kind(step) is not None:
-        ctx.refuse("the conversion comes before the crop: the crop and resize then run on "
-                   "tensors (torch's resampling), not on PIL images as stoker reproduces them",
-                   "RandomResizedCrop or Resize + CenterCrop first, then %s" % type(step).__name__)
-    ctx.refuse("stoker needs the crop first", "RandomResizedCrop(...) [+ RandomHorizontalFlip] "
-               "for training or Resize(int) + CenterCrop(size) for evaluation as the first steps")
-
-
-def _resize(ctx, rs, kw):
-    if getattr(rs, "max_size", None) is not None:
-        ctx.refuse("max_size=%r" % (rs.max_size,), "Resize(int) without max_size")
-    size = rs.size
-    if isinstance(size, (list, tuple)) and len(size) == 1:
-        size = size[0]
-    interp = _interp(ctx, rs.interpolation)
-    resize_i = ctx.i
-    ctx.i += 1
-    if isinstance(size, (list, tuple)):
-        hw = _hw(size, "Resize")
-        if not _loader_knows("interpolation"):   # the resize=(h, w) engine ships with it
-            ctx.refuse("Resize(%r) resizes to a fixed height and width; stoker resizes the "
-                       "shorter side only" % (list(size),),
-                       "Resize(int) + CenterCrop(size)", i=resize_i)
-        resize = hw
-    else:
-        resize = int(size)
-    kw.update(interp)
-    kw.update(train=False, resize=resize, dct_scaling=False)
-    if ctx.at(("CenterCrop",)):
-        kw["size"] = _hw(ctx.peek().size, "CenterCrop")
-        ctx.i += 1
-    elif isinstance(resize, tuple):
-        kw["size"] = resize                      # Resize((h, w)) alone: the whole image
-    else:
-        ctx.refuse("Resize without a CenterCrop leaves images of varying size, which cannot be "
-                   "batched", "Resize(%d) followed by CenterCrop(size)" % resize, i=resize_i)
-
-
-# ---- per-sample augmentations ---------------------------------------------------------------
-
-_AUGMENT_NAMES = {
-    "TrivialAugmentWide", "RandAugment", "AutoAugment", "AugMix", "ColorJitter",
-    "RandomGrayscale", "GaussianBlur", "RandomVerticalFlip", "RandomRotation", "RandomAffine",
-    "RandomPerspective", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness",
-    "RandomAutocontrast", "RandomEqualize", "RandomInvert", "RandomChannelPermutation",
-    "RandomPhotometricDistort", "ElasticTransform", "RandomApply", "RandomChoice",
-    "RandomOrder", "Grayscale", "GaussianNoise", "RandomErasing"}
-
-
-def _augment_step(step, position, names):
-    """The Loader's spec for the per-sample augmentation STEP (at POSITION of the list NAMES),
-    or ValueError naming it and what to use instead."""
-    at = "%s at position %d of %s" % (_full_name(step), position, names)
-    try:
-        spec = _augment.spec_for(step, position)
-    except _augment.Unsupported as e:
-        _refuse(at, str(e), "change it as said, or keep torch's DataLoader for this recipe")
-    if spec is not None:
-        return spec
-    fam, name = _kind(step)
-    if fam is not None and (name in _AUGMENT_NAMES or fam == "timm"):
-        _refuse(at, "a per-sample augmentation stoker does not run yet",
-                "remove it, or keep torch's DataLoader for this recipe")
-    _refuse(at, "a transform stoker does not know",
-            "the steps listed below, or torch's DataLoader for this pipeline")
-
-
-def _erasing_step(step, position, names):
-    """The Loader's spec for RandomErasing STEP after the conversion and Normalize, or
-    ValueError naming it."""
-    spec = _augment.spec_for(step, position)
-    if spec is not None:
-        return spec
-    _refuse("%s at position %d of %s" % (_full_name(step), position, names),
-            "stoker does not erase yet", "remove it, or keep torch's DataLoader for this recipe")
-
-
-# ---- conversion and values -------------------------------------------------------------------
-
-def _conversion_kind(step):
-    """How STEP turns a PIL image into a tensor: "float" (ToTensor: x / 255), "uint8"
-    (PILToTensor, v2.ToImage), "raw" (timm's ToTensor: x as float, unscaled), "numpy" (timm's
-    ToNumpy), or None when it is no conversion."""
-    if _is(step, ("ToTensor",)) or _is(step, ("MaybeToTensor",), ("timm",)):
-        return "float"
-    if _is(step, ("PILToTensor",)) or _is(step, ("ToImage",), ("v2",)) or \
-            _is(step, ("MaybePILToTensor",), ("timm",)):
-        return "uint8"
-    if _is(step, ("ToTensor",), ("timm",)):
-        return "raw"
-    if _is(step, ("ToNumpy",), ("timm",)):
-        return "numpy"
-    return None
-
-
-def _is_erasing(step):
-    return _is(step, ("RandomErasing",), ("v1", "v2", "timm"))
-
-
-def _is_dtype_step(step):
-    return _is(step, ("ConvertImageDtype",)) or _is(step, ("ToDtype",), ("v2",))
-
-
-def _dtype_of(ctx, step):
-    """The torch dtype a ConvertImageDtype / ToDtype step converts images to."""
-    want = step.dtype
-    if isinstance(want, dict):   # v2.ToDtype({tv_tensors.Image: dtype, "others": ...})
-        img = [v for k, v in want.items() if getattr(k, "__name__", k) in ("Image", "others")]
-        if len(set(img)) != 1:
-            ctx.refuse("dtype=%r (no single dtype for images)" % (want,),
-                       "ToDtype(torch.float32, scale=True)")
-        want = img[0]
-    return want
-
-
-def _values(ctx, kw):
-    """Conversion, dtype and Normalize (and augmentations on uint8 tensors between them):
-    return the steps that map each 8-bit value to the output value, in order."""
-    step = ctx.peek()
-    kind = _conversion_kind(step) if step is not None else None
-    if kind is None:
-        return None
-    if kind == "numpy":
-        ctx.refuse("it yields NumPy arrays for timm's prefetcher collate",
-                   "create_transform(..., use_prefetcher=False) (MaybeToTensor)")
-    chain = [step]
-    ctx.i += 1
-    floats = kind != "uint8"
-    import torch
-    while ctx.peek() is not None:
-        s = ctx.peek()
-        if _is_dtype_step(s):
-            want = _dtype_of(ctx, s)
-            if want not in (torch.float32, torch.float16, torch.uint8):
-                ctx.refuse("dtype %s" % (want,), "torch.float32 or torch.float16")
-            floats = floats or want != torch.uint8
-            chain.append(s)
-        elif _is(s, ("Normalize",)):
-            if not floats:
-                ctx.refuse("Normalize on uint8 images (torchvision refuses it too)",
-                           "ConvertImageDtype(torch.float32) / v2.ToDtype(torch.float32, "
-                           "scale=True) before Normalize")
-            chain.append(s)
-        elif _is(s, ("ToPureTensor",), ("v2",)):
-            pass              # stoker's batches are plain tensors already
-        elif not floats and _conversion_kind(s) is None and not _is_erasing(s):
-            kw.setdefault("augment", []).append(_augment_step(s, ctx.i, ctx.whole))
-        else:
-            break
-        ctx.i += 1
-    return chain
-
-
-def _value_table(ctx, chain):
-    """Run CHAIN (a conversion, then dtype and Normalize steps) on an image holding every 8-bit
-    value in each channel: the loader then looks the values up, so its output equals
-    torchvision's bit for bit. Returns (dtype name, 3x256 float32 table or None)."""
-    import torch
-    from PIL import Image
-    ramp = np.repeat(np.arange(256, dtype=np.uint8).reshape(1, 256, 1), 3, axis=2)
-    x = Image.fromarray(ramp, "RGB")
-    try:
-        for s in chain:
-            x = s(x)
-    except Exception as e:   # noqa: BLE001 — torchvision's own complaint, passed on
-        ctx.refuse("torchvision fails on it (%s: %s)" % (type(e).__name__, e),
-                   "Normalize(mean, std) with 1 or 3 channels", i=ctx.steps.index(s))
-    if not isinstance(x, torch.Tensor) or tuple(x.shape) != (3, 1, 256):
-        ctx.refuse("the conversion gives %r, not a 3-channel image tensor" % (type(x),),
-                   "ToTensor() or PILToTensor()", i=ctx.steps.index(chain[0]))
-    x = x.as_subclass(torch.Tensor) if type(x) is not torch.Tensor else x
-    names = {torch.uint8: "uint8", torch.float32: "float32", torch.float16: "float16"}
-    if x.dtype not in names:
-        ctx.refuse("output dtype %s" % (x.dtype,), "float32, float16 or uint8",
-                   i=ctx.steps.index(chain[-1]))
-    if x.dtype == torch.uint8:
-        if not torch.equal(x.reshape(3, 256), torch.arange(256, dtype=torch.uint8).repeat(3, 1)):
-            ctx.refuse("it changes 8-bit values", "PILToTensor()", i=ctx.steps.index(chain[-1]))
-        return "uint8", None
-    table = x.reshape(3, 256).float().contiguous().numpy().astype(np.float32)
-    if not np.isfinite(table).all():
-        ctx.refuse("it gives non-finite values (a zero std?)", "Normalize with std > 0",
-                   i=ctx.steps.index(chain[-1]))
-    return names[x.dtype], table
-
-
-def parse_transform(transform):
-    """The library's settings for a torchvision (v1 or v2) or timm transform, or ValueError
-    naming the step that is not supported, its position and what to use instead. Returns a dict
-    of stoker.Loader keyword arguments (with "train")."""
-    _tv()
-    if transform is None:
-        _refuse("a dataset without a transform (PIL images of varying size cannot be batched)")
-    steps, whole = _flatten(transform)
-    ctx = _Ctx(steps, whole)
-    kw = {}
-    _geometry(ctx, kw)                          # crop / resize [+ flip]
-    while ctx.peek() is not None and _conversion_kind(ctx.peek()) is None and not _is_erasing(
-            ctx.peek()):
-        kw.setdefault("augment", []).append(_augment_step(ctx.peek(), ctx.i, whole))
-        ctx.i += 1
-    chain = _values(ctx, kw)                    # ToTensor / PILToTensor ... [+ Normalize]
-    if chain is None:
-        ctx.refuse("stoker needs a conversion to a tensor after the crop%s" % (
-            " and augmentations" if kw.get("augment") else ""),
-            "ToTensor() [+ Normalize], PILToTensor() [+ ConvertImageDtype], v2.ToImage() "
-            "[+ v2.ToDtype(torch.float32, scale=True)], or timm's MaybeToTensor()")
-    while ctx.peek() is not None:              # after the values: RandomErasing, ToPureTensor
-        s = ctx.peek()
-        if _is_erasing(s):
-            kw.setdefault("augment", []).append(_erasing_step(s, ctx.i, whole))
-        elif not _is(s, ("ToPureTensor",), ("v2",)):
-            if _conversion_kind(s) is not None or _is_dtype_step(s) or _is(s, ("Normalize",)):
-                ctx.refuse("a second conversion or a Normalize after RandomErasing",
-                           "one conversion, then Normalize, then RandomErasing")
-            if _is(s, _AUGMENT_NAMES) or _family(s) == "timm":
-                ctx.refuse("an augmentation on float images after the conversion",
-                           "put it before ToTensor / ConvertImageDtype (on PIL or uint8)")
-            _augment_step(s, ctx.i, whole)    # names it (unknown transform)
-        ctx.i += 1
-    kw["dtype"], table = _value_table(ctx, chain)
-    if table is not None:
-        kw["value_table"] = table
-    return kw
-
+# parse_transform and SUPPORTED moved to stoker.transforms; imported here so that
+# `from stoker.dataloader import parse_transform` keeps working.
+from .transforms import SUPPORTED, _refuse, _tv, parse_transform  # noqa: F401
+from . import pytail as _pytail
+from . import transforms as _tf
 
 class ImageFolder:
     """An image dataset stoker reads: an ImageFolder root or a packed copy of one
@@ -608,8 +159,13 @@ def _resolve_dataset(dataset):
             _refuse("a subclass of stoker.ImageFolder (%s)" % type(dataset).__qualname__)
         return dataset, _subset_indices(indices, len(dataset))
     if not isinstance(dataset, D.ImageFolder):
-        _refuse("dataset %s (an ImageFolder, a Subset of one or stoker.ImageFolder)"
-                % type(dataset).__name__)
+        own = "its own __getitem__" if hasattr(type(dataset), "__getitem__") else \
+            "no __getitem__ stoker knows"
+        _refuse("dataset %s" % type(dataset).__name__,
+                "a dataset with %s: stoker reads and decodes the files of an ImageFolder "
+                "itself and cannot run a dataset's own code" % own,
+                "torchvision.datasets.ImageFolder, a Subset of one, or stoker.ImageFolder "
+                "(a packed copy); without strict=True torch's DataLoader runs it unchanged")
     cls = type(dataset)
     if cls is not D.ImageFolder:
         for klass in cls.__mro__:
@@ -640,7 +196,8 @@ def _subset_indices(indices, n):
     if indices is None:
         return None
     if not all(-n <= i < n for i in indices):
-        _refuse("a Subset with an index outside its dataset's %d samples" % n)
+        raise ValueError("stoker.DataLoader: a Subset with an index outside its dataset's %d "
+                         "samples" % n)
     return [i + n if i < 0 else i for i in indices]
 
 
@@ -707,17 +264,16 @@ def _draw_key_base(sampler):
 
 def _batch_mix(collate_fn, batch_transform, torch):
     """The batch-level mix of collate_fn / batch_transform (stoker.mix.as_mix), or None.
-    collate_fn may be default_collate, or a MixUp / CutMix / RandomChoice object itself;
-    a function wrapping one (``lambda b: mix(*default_collate(b))``) cannot be looked into."""
+    collate_fn may be default_collate, a MixUp / CutMix / RandomChoice object itself, or a
+    function that is exactly ``mix(*default_collate(batch))`` (stoker.pytail.collate_mix)."""
     default = collate_fn is None or collate_fn is getattr(torch.utils.data, "default_collate", None)
     if batch_transform is not None and not default:
         _refuse("collate_fn=%r together with batch_transform=%r" % (collate_fn, batch_transform))
     if default:
         return None if batch_transform is None else _mix.as_mix(batch_transform)
-    try:
-        return _mix.as_mix(collate_fn)
-    except ValueError:
-        pass
+    found = _pytail.collate_mix(collate_fn)
+    if found is not None:
+        return found
     _refuse("collate_fn=%r (for MixUp / CutMix pass the object itself as collate_fn= or "
             "batch_transform=: stoker.MixUp, stoker.CutMix, stoker.RandomChoice, torchvision "
             "v2's MixUp / CutMix / RandomChoice or timm's Mixup)" % (collate_fn,))
@@ -812,12 +368,17 @@ def _dataloader_class():
         give the same values bit for bit; train transforms draw RandomResizedCrop and the flip
         from the same distributions (the crop is decoded at a reduced DCT scale when that
         covers it, so pixels differ from a full decode by the PSNR the tests bound). What it
-        cannot reproduce exactly raises ValueError naming it (see stoker.dataloader.SUPPORTED).
+        cannot reproduce exactly runs in Python instead, with torch's semantics
+        (stoker.pytail: the transform's steps after the C prefix, target_transform and an
+        unknown collate_fn in num_workers worker processes; a dataset stoker cannot read on
+        torch's own DataLoader), said in one warning; with ``strict=True`` it raises
+        ValueError naming it (see stoker.transforms.SUPPORTED).
 
         Arguments as DataLoader's, with these meanings:
           num_workers: decode threads. 0 (DataLoader's "load in this process") means the
             library's default count: stoker always decodes in threads of this process, never
-            in worker processes, so 0 does not mean one thread.
+            in worker processes, so 0 does not mean one thread. A Python tail (above) runs in
+            num_workers worker processes, as torch's DataLoader would (0: in this process).
           shuffle / generator: the order is a keyed permutation of (seed, epoch) computed in
             the library (not torch's randperm): the seed is generator.initial_seed(), else
             drawn from torch's global RNG (torch.manual_seed makes it reproducible). Each
@@ -852,7 +413,11 @@ def _dataloader_class():
           collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
             stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
             timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
-            classes float32), as ``mix(*default_collate(batch))`` would.
+            classes float32), as ``mix(*default_collate(batch))`` would; so is a function
+            that is exactly ``mix(*default_collate(batch))``. Any other collate_fn is called
+            in Python on the list of (sample, target) pairs, as torch does.
+          strict: refuse (ValueError) whatever does not run entirely in C, instead of running
+            it in Python.
         Passes: each iter() is one pass, begun at its first next(); a pass that begins ends
         an earlier one (abandoned, or exhausted but still referenced) instead of failing;
         stepping that earlier iterator again raises RuntimeError if it had batches left
@@ -866,10 +431,43 @@ def _dataloader_class():
                      drop_last=False, timeout=0, worker_init_fn=None,
                      multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                      persistent_workers=False, pin_memory_device="", in_order=True,
-                     max_size=None, batch_transform=None):
+                     max_size=None, batch_transform=None, strict=False):
             import torch
             _tv()
             _own(self, '_loader', None)
+            # ---- what runs in Python (stoker.pytail) ------------------------------------
+            _own(self, '_strict', bool(strict))
+            _own(self, '_plan', None)
+            _own(self, '_tail', None)
+            _own(self, '_torch_mode', False)
+            if not strict:
+                plan = (_pytail.plan(dataset, collate_fn, batch_transform, _resolve_dataset)
+                        if batch_size is not None or batch_sampler is not None else
+                        _pytail.Plan("torch", reason="batch_size=None (unbatched samples)"))
+                _own(self, '_plan', plan)
+                _pytail.warn(plan, num_workers)
+                if plan.mode == "torch":         # torch's own DataLoader runs it, unchanged
+                    targs = dict(dataset=dataset, batch_size=batch_size, shuffle=shuffle,
+                                 sampler=sampler, batch_sampler=batch_sampler,
+                                 num_workers=num_workers, collate_fn=collate_fn,
+                                 pin_memory=pin_memory, drop_last=drop_last, timeout=timeout,
+                                 worker_init_fn=worker_init_fn,
+                                 multiprocessing_context=multiprocessing_context,
+                                 generator=generator, prefetch_factor=prefetch_factor,
+                                 persistent_workers=persistent_workers,
+                                 pin_memory_device=pin_memory_device, in_order=in_order)
+                    if prefetch_factor is None:
+                        targs.pop("prefetch_factor")
+                    if not pin_memory_device:
+                        targs.pop("pin_memory_device")
+                    super().__init__(**{k: v for k, v in targs.items() if k in torch_params})
+                    _own(self, '_torch_mode', True)
+                    return
+                worker_init_fn_, multiprocessing_context_ = worker_init_fn, multiprocessing_context
+                worker_init_fn = multiprocessing_context = None
+                collate_fn_ = collate_fn
+                collate_fn, batch_transform = None, plan.mix
+            # ---- end of the Python part's set-up ----------------------------------------
             if batch_size is None and batch_sampler is None:
                 _refuse("batch_size=None (unbatched samples)")
             mix = _batch_mix(collate_fn, batch_transform, torch)
@@ -887,10 +485,13 @@ def _dataloader_class():
                 raise ValueError("timeout option should be non-negative")
             if in_order not in (True, False):
                 raise ValueError("in_order must be True or False, not %r" % (in_order,))
-            base, indices = _resolve_dataset(dataset)
-            if base.target_transform is not None:
-                _refuse("target_transform=%r" % (base.target_transform,))
-            kw = parse_transform(base.transform)
+            if self._plan is not None:
+                base, indices, kw = self._plan.base, self._plan.indices, dict(self._plan.kw)
+            else:
+                base, indices = _resolve_dataset(dataset)
+                if base.target_transform is not None:
+                    _refuse("target_transform=%r" % (base.target_transform,))
+                kw = parse_transform(base.transform)
 
             # torch's own constructor: its checks (shuffle with sampler, batch_sampler with
             # batch_size...) and its attributes; worker settings are kept as given below
@@ -978,6 +579,17 @@ def _dataloader_class():
             _own(self, '_base', base)
             _own(self, '_current', None)
             _own(self, '_last_sampler_epoch', None)
+            if self._plan is not None and self._plan.mode == "tail":
+                _own(self, '_tail', _pytail.TailRunner(
+                    self._plan, bs, L._max_size or L.size, dataset, dict(
+                        num_workers=num_workers, worker_init_fn=worker_init_fn_,
+                        multiprocessing_context=multiprocessing_context_, generator=generator,
+                        prefetch_factor=prefetch_factor, persistent_workers=persistent_workers,
+                        pin_memory=pin_memory, pin_memory_device=pin_memory_device,
+                        timeout=timeout)))
+                _own(self, 'worker_init_fn', worker_init_fn_)
+                _own(self, 'multiprocessing_context', multiprocessing_context_)
+                _own(self, 'collate_fn', collate_fn_)
 
         # ---- the owned stoker.Loader ----------------------------------------------------
         @property
@@ -1001,7 +613,10 @@ def _dataloader_class():
             return self._loader.num_workers
 
         def close(self):
-            """Stop the library's threads and free its memory (idempotent)."""
+            """Stop the library's threads and free its memory, and the Python part's worker
+            processes (idempotent)."""
+            if self.__dict__.get("_tail") is not None:
+                self._tail.close()
             if self.__dict__.get("_loader") is not None:
                 self._loader.close()
 
@@ -1013,21 +628,34 @@ def _dataloader_class():
             return False
 
         def __len__(self):
+            if self._torch_mode:
+                return super().__len__()
             return len(self._loader)
 
         def state_dict(self):
             """stoker.Loader.state_dict() of the owned loader (Lightning saves it in its
             checkpoints and loads it on resume: the epoch goes on at the saved batch)."""
+            if self._torch_mode:
+                return {}                      # torch's DataLoader keeps no position either
             return self._loader.state_dict()
 
         def load_state_dict(self, state):
             """stoker.Loader.load_state_dict(): the next pass continues STATE's epoch."""
+            if self._torch_mode:
+                if state:
+                    raise ValueError("stoker.DataLoader: this loader runs on torch's DataLoader "
+                                     "(see its warning) and cannot resume a stoker state")
+                return
             self._loader.load_state_dict(state)
 
         def set_epoch(self, epoch):
             """stoker.Loader.set_epoch(): the next pass runs EPOCH (a pass of EPOCH in
             progress goes on). Asking again for the epoch of the last pass, once that pass
             is over, repeats its order and augmentation: a warning says so (train or shuffle)."""
+            if self._torch_mode:               # torch's DataLoader: its sampler's epoch
+                if hasattr(self.sampler, "set_epoch"):
+                    self.sampler.set_epoch(epoch)
+                return
             L = self._loader
             if ((L.train or L.shuffle) and L._started and not L._in_progress() and L._resume is None
                     and int(epoch) == L._epoch - 1):
@@ -1041,7 +669,8 @@ def _dataloader_class():
             """Progressive resizing as with torchvision: a crop size changed in the dataset's
             transform since the last pass (``dataset.transform.transforms[0].size = 192``)
             reaches the library as Loader.set_size, re-read at every pass."""
-            kw = parse_transform(self._base.transform)
+            kw = (parse_transform(self._base.transform) if self._strict else
+                  _tf.split_transform(self._base.transform).kw)
             size, resize = kw["size"], kw.get("resize")
             if (size, resize) == self._tf_size:
                 return
@@ -1120,9 +749,14 @@ def _dataloader_class():
                 return Loader.__iter__(L)
 
         def __iter__(self):
+            if self._torch_mode:                   # a dataset or pipeline stoker cannot read
+                return super().__iter__()
             self._loader._usable()
             with self._loader._consuming():    # another thread inside: RuntimeError naming it
                 self._follow_transform(apply=False)   # a refused size change fails at iter()
+            if self._tail is not None:             # the Python part on the C prefix's batches
+                self._tail.end_pass()
+                return self._tail.iterate(_Pass(self), len(self))
             return _Pass(self)
 
         def __del__(self):
@@ -1133,6 +767,8 @@ def _dataloader_class():
 
         def __repr__(self):
             L = self.__dict__.get("_loader")
+            if self.__dict__.get("_torch_mode"):
+                return "stoker.DataLoader(%r, on torch's DataLoader)" % (self.dataset,)
             return "stoker.DataLoader(%r, batch_size=%s, num_workers=%d, %s)" % (
                 self.dataset, self.batch_size, self.num_workers,
                 Loader.__repr__(L) if L is not None else "not built")

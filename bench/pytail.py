@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Issue 26: what stoker.DataLoader costs when part of the pipeline runs in Python.
+
+  /usr/bin/python3 bench/pytail.py [--data DIR] [--count 400] [--repeats 3] [--workers 2]
+      [--batch 64] [--json FILE]
+
+Rows (each: stoker.DataLoader and torch's DataLoader given the same dataset and arguments,
+num_workers=--workers, shuffle=True, one epoch):
+  tail      ImageFolder with RandomResizedCrop(176), RandomHorizontalFlip(), ToTensor(),
+            Normalize(ImageNet), Lambda(x * 1.0 + 0.0): stoker runs everything up to Normalize
+            in C and the Lambda in its Python workers (stoker.pytail), torch everything in its
+            workers. Target: stoker >= 1.5x torch.
+  fallback  a Dataset with its own __getitem__ (ImageFolder + the same Compose, no Lambda,
+            wrapped): stoker cannot read it and runs torch's own DataLoader. Target: within 5%
+            of torch.
+Every (row, loader) is one child process (this script with --child) that builds the loader,
+runs one epoch and prints one JSON line (imports are not timed); runs are interleaved (stoker, torch, stoker, torch,
+...) so both see the same machine weather. images/s is timed from the loader's creation to its
+last batch. The table gives medians over --repeats and the median of the same-repeat ratios.
+
+Data: --data DIR/imnet, made once with /work/shared/tools/make-imagenet-like --count COUNT
+--classes 10 when absent (real photos, ImageNet-like sizes).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+MAKE = os.path.join(REPO, "..", "shared", "tools", "make-imagenet-like")
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def _scale(x):
+    return x * 1.0 + 0.0
+
+
+class Wrapped:
+    """A user's Dataset over an ImageFolder (its own __getitem__)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __len__(self):
+        return len(self.inner)
+
+    def __getitem__(self, i):
+        return self.inner[i]
+
+
+def child(args):
+    import torch
+    import torchvision.transforms as T
+    from torchvision.datasets import ImageFolder
+    steps = [T.RandomResizedCrop(176), T.RandomHorizontalFlip(), T.ToTensor(),
+             T.Normalize(MEAN, STD)]
+    if args.row == "tail":
+        ds = ImageFolder(args.root, T.Compose(steps + [T.Lambda(_scale)]))
+    else:
+        ds = Wrapped(ImageFolder(args.root, T.Compose(steps)))
+    if args.loader == "stoker":
+        import warnings
+        import stoker                     # imported once per script, as a user's script does
+    torch.manual_seed(0)
+    t0 = time.perf_counter()
+    if args.loader == "stoker":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dl = stoker.DataLoader(ds, batch_size=args.batch, shuffle=True,
+                                   num_workers=args.workers)
+    else:
+        dl = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True,
+                                         num_workers=args.workers)
+    n = 0
+    for x, y in dl:
+        n += int(x.shape[0])
+    dt = time.perf_counter() - t0
+    print(json.dumps({"row": args.row, "loader": args.loader, "images": n, "seconds": dt,
+                      "img_s": n / dt}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", default="/tmp/pytail-bench")
+    ap.add_argument("--count", type=int, default=400)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--json")
+    ap.add_argument("--child", action="store_true")
+    ap.add_argument("--row")
+    ap.add_argument("--loader")
+    ap.add_argument("--root")
+    args = ap.parse_args()
+    if args.child:
+        return child(args)
+    root = os.path.join(args.data, "imnet")
+    if not os.path.isdir(root):
+        subprocess.run([MAKE, "--count", str(args.count), "--classes", "10", "--jobs", "1",
+                        root], check=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(REPO, "bindings", "python") + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    runs = []
+    for rep in range(args.repeats):
+        for row in ("tail", "fallback"):
+            for loader in ("stoker", "torch"):
+                cmd = [sys.executable, os.path.abspath(__file__), "--child", "--row", row,
+                       "--loader", loader, "--root", root, "--workers", str(args.workers),
+                       "--batch", str(args.batch)]
+                out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                r["repeat"] = rep
+                runs.append(r)
+                print("repeat %d %-8s %-6s %7.1f img/s" % (rep, row, loader, r["img_s"]),
+                      flush=True)
+    print("\n| row | stoker img/s | torch img/s | ratio of medians | same-repeat ratio "
+          "(min-max) |\n|---|---|---|---|---|")
+    for row in ("tail", "fallback"):
+        s = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "stoker"]
+        t = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "torch"]
+        same = [a / b for a, b in zip(s, t)]
+        print("| %s | %.0f | %.0f | %.2fx | %.2fx (%.2f-%.2f) |" % (
+            row, statistics.median(s), statistics.median(t),
+            statistics.median(s) / statistics.median(t), statistics.median(same), min(same),
+            max(same)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(runs, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,12 +19,11 @@ STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "b
 
 # launch_job.py's loaders in the order of their first pass: (the line that builds it, level,
 # part of the reason). #2 (a Lambda first, worker_init_fn, worker processes) stays torch's;
-# #4 (a Lambda after ToTensor) is torch's on this branch and "partly" once stoker.DataLoader
-# runs a pipeline's tail in Python (checked in a trial merge with that work).
+# #4 (a Lambda after ToTensor) is "partly": stoker.DataLoader runs the pipeline's tail in Python.
 SINGLE = {1: ("launch_job.py:46", "full", None),
           2: ("launch_job.py:56", "not", None),
           3: ("launch_job.py:63", "not", "a subclass of DataLoader (__main__.Mine)"),
-          4: ("launch_job.py:68", "not", None)}
+          4: ("launch_job.py:68", "partly", "Lambda")}
 
 
 def _needs():

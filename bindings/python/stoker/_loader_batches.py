@@ -72,7 +72,7 @@ class _Iter:
     """One pass over the loader (one epoch, or the rest of it after load_state_dict). While it
     is live (not exhausted, not closed, still referenced) the loader refuses another iter()."""
 
-    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "__weakref__")
+    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "interrupted", "__weakref__")
 
     def __init__(self, loader, gen, epoch):
         self._loader = loader
@@ -80,6 +80,7 @@ class _Iter:
         self.epoch = epoch
         self.done = False
         self.batches = 0     # handed out by this pass
+        self.interrupted = False  # KeyboardInterrupt left the last next(): not "live"
 
     def __iter__(self):
         return self
@@ -88,7 +89,14 @@ class _Iter:
         if self.done or self._loader._gen != self._gen:
             self.done = True
             raise StopIteration
-        out = self._loader._next(self)
+        self.interrupted = False
+        try:
+            out = self._loader._next(self)
+        except KeyboardInterrupt:
+            # the traceback (Jupyter keeps it) holds this frame and so this iterator: it must not
+            # keep the loader from a new `for` (which ends this pass); next(it) still goes on
+            self.interrupted = True
+            raise
         self.batches += 1
         return out
 

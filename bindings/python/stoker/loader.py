@@ -23,6 +23,7 @@ from . import augment as _augment
 from . import dataset as _dataset
 from . import errors as _errors
 from . import mix as _mix
+from ._loader_bad import BadRecordLog
 from ._loader_args import (DTYPE_NAMES, INTERP_NAMES, _CAI_TYPESTR, _NP_DTYPE,  # noqa: F401
                            _TARGET_NP, _torch, installed_pillow_passes, normalization,
                            parse_device, parse_dtype, parse_interpolation, parse_layout,
@@ -98,9 +99,19 @@ class Loader(HeldBatches, ResumeState):
         initialised, else the RANK / WORLD_SIZE environment variables. Every rank gets the same
         number of batches (dist_mode="pad" wraps around as DistributedSampler; "drop" drops the
         remainder).
-      strict: a bad record (corrupt, truncated, not a JPEG, too large) raises DataError naming
-        it; by default it is replaced by a deterministic substitute, counted and listed in
-        stats()["errors"].
+      strict: a bad record (corrupt, truncated, empty, not a JPEG, too large, CRC mismatch,
+        unreadable) raises DataError naming it. By default it is replaced by another, good record
+        of the epoch (drawn from (seed, epoch, index): the same for any ``workers`` and after a
+        resume; decoded and augmented as the bad one's sample would have been) with that
+        record's own label and target — never a grey image or label -1; the batch's dataset
+        index stays the bad record's. It is counted and listed in stats()["errors"]; the
+        loader's first bad record and, at the end of each epoch that had one, a summary (count,
+        commonest reasons) are warned about (``stoker.BadRecordWarning``). If no good record is
+        found in 64 draws, the pass raises naming the record.
+      max_bad_fraction: the largest share of bad records an epoch may have [0.01]: above it the
+        iteration raises (DataError, or StokerIOError for unreadable records) naming the
+        commonest reasons. Checked once 10000 samples of the epoch were yielded and at its last
+        batch (a short epoch: at its end). 1.0 never raises (STK_P_MAX_BAD_FRACTION).
       return_index: also yield the dataset indices (last).
       target: "auto", "label" or "both" (see above). multi_hot: label lists as float32
         multi-hot rows (STK_P_MULTI_HOT); InvalidArgument for a dataset without label lists.
@@ -171,7 +182,9 @@ class Loader(HeldBatches, ResumeState):
     be called from any thread (``close()`` wakes a blocked ``for``, which ends with
     StopIteration). One pass at a time: ``iter()`` while an earlier iterator is live (not
     exhausted, closed or dropped) raises RuntimeError naming it. Ctrl-C interrupts a blocked
-    iteration within ~0.1 s (KeyboardInterrupt); the loader stays usable.
+    iteration within ~0.1 s (KeyboardInterrupt); the loader stays usable: a new ``for`` runs the
+    next epoch even while the traceback (and so the interrupted iterator) is kept, as Jupyter
+    keeps it; ``next()`` on the interrupted iterator goes on with its pass until then.
 
     fork(): the loader's threads do not exist in a fork() child. In the child every method
     raises StokerError (create a new Loader there); the parent's loader is unaffected.
@@ -188,7 +201,7 @@ class Loader(HeldBatches, ResumeState):
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 augment=None, resize_passes=None, options=None):
+                 augment=None, resize_passes=None, max_bad_fraction=None, options=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -292,6 +305,8 @@ class Loader(HeldBatches, ResumeState):
         self._check(lib.stk_loader_create(ctypes.byref(h)), "stk_loader_create")
         self._h = h
         _live.add(self)
+        self._badlog = BadRecordLog()
+        self._check(self._badlog.install(lib, h), "stk_loader_set_log")
 
         sets = [
             (_lib.P_BATCH_SIZE, self.batch_size, "batch_size"),
@@ -347,6 +362,10 @@ class Loader(HeldBatches, ResumeState):
             sets.append((_lib.P_IO_BACKEND, names[io_backend], "io_backend"))
         for key, value, name in sets:
             self._set(key, value, name)
+        if max_bad_fraction is not None:
+            if not 0.0 <= float(max_bad_fraction) <= 1.0:
+                raise ValueError("max_bad_fraction must be in [0, 1], got %r" % (max_bad_fraction,))
+            self._set(_lib.P_MAX_BAD_FRACTION, float(max_bad_fraction), "max_bad_fraction")
         if flip_prob is not None:
             self._set(_lib.P_FLIP_PROB, float(flip_prob), "flip_prob")
         if scale is not None:
@@ -507,7 +526,7 @@ class Loader(HeldBatches, ResumeState):
         """A second iter() while a pass is live would end it silently (one pipeline per
         loader): refuse, naming the live one."""
         it = self._active() if self._active is not None else None
-        if it is not None and not it.done and it._gen == self._gen:
+        if it is not None and not it.done and not it.interrupted and it._gen == self._gen:
             raise RuntimeError(
                 "an iterator of this stoker.Loader is live (epoch %d, batch %d of %d); finish it, "
                 "or call it.close() / del it first (a Loader runs one pass at a time; set_epoch() "
@@ -669,6 +688,7 @@ class Loader(HeldBatches, ResumeState):
             rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
             if rc != _lib.STK_TIMEOUT or self._closing:
                 break
+        self._badlog.warn(stacklevel=4)   # _next_inside < _next < _Iter.__next__ < the loop
         if self._closing and rc != _lib.STK_OK:   # close() in another thread woke us
             it.done = True
             raise StopIteration

@@ -959,7 +959,10 @@ STK_API int stk_loader_start(stk_loader *h);
  * After STK_TIMEOUT or STK_E_CANCELLED nothing is lost: the next call returns the same batch.
  * A strict-mode failure (or a fatal stager error) is sticky: next() returns it until
  * stk_loader_seek / stk_loader_set_epoch (which restart the pipeline) or stop + start.
- * Bad records in the default mode (corrupt, truncated, empty, not a JPEG, over STK_P_MAX_PIXELS,
+ * Images: JPEG; and (since 0.5) PNG, WebP, GIF, BMP, TIFF and PPM/PGM, known by their first
+ * bytes, where the build has their decoders (stk_version_string lists them): decoded whole with
+ * pack's decoders (Pillow's convert("RGB") pixels), then cropped and resized as a JPEG at 8/8.
+ * Bad records in the default mode (corrupt, truncated, empty, not an image it reads, over STK_P_MAX_PIXELS,
  * CRC mismatch, unreadable; since 0.5): each is replaced by another good record of the epoch's
  * record set (the dataset, or the stk_loader_set_indices list), drawn uniformly from the key
  * (STK_P_SEED, epoch, bad record's index) — the same for any worker count and after a seek or

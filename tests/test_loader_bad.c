@@ -17,6 +17,7 @@
  * stk-test: concurrency
  */
 #include "common.h"
+#include "image_in.h"
 #include "test_loader_util.h"
 
 #include <errno.h>
@@ -29,6 +30,9 @@
 enum { I_EMPTY = 3, I_TRUNC = 9, I_HDR = 12, I_WARN = 15, I_PNG = 21, I_HUGE = 29, I_CRC = 34 };
 static const int BAD[] = {I_EMPTY, I_TRUNC, I_HDR, I_PNG, I_HUGE, I_CRC};
 #define NBAD 6
+
+/* The 16-byte PNG stub: not a JPEG, or (since 0.5, where the build decodes PNG) a truncated PNG. */
+static int png_status(void) { return stk__img_can_decode(STK__IMG_PNG) ? STK_E_TRUNCATED : STK_E_NOT_JPEG; }
 
 static int is_bad(uint64_t i)
 {
@@ -187,7 +191,7 @@ static void test_default_policy(const tl_data *d)
         T_CHECK(strcmp(re.where, want) == 0, "where = '%s', want '%s'", re.where, want);
         T_CHECK(re.reason[0] != '\0' && re.status < 0, "reason for %llu: %s", (unsigned long long)re.index, re.reason);
         int want_status = re.index == I_EMPTY ? STK_E_EMPTY
-                          : re.index == I_PNG ? STK_E_NOT_JPEG
+                          : re.index == I_PNG ? png_status()
                           : re.index == I_HUGE ? STK_E_TOO_LARGE
                           : re.index == I_CRC ? STK_E_CRC
                           : re.index == I_TRUNC ? STK_E_TRUNCATED
@@ -249,7 +253,7 @@ static void test_strict(const tl_data *d)
     h = bad_loader(d, 1);
     T_OK(stk_loader_start(h));
     T_OK(stk_loader_seek(h, 0, 2 * BS - 0));
-    T_CHECK(stk_loader_next(h, NULL, -1, &b) == STK_E_NOT_JPEG, "batch 2 holds the PNG");
+    T_CHECK(stk_loader_next(h, NULL, -1, &b) == png_status(), "batch 2 holds the PNG");
     stk_loader_destroy(h);
 }
 

@@ -50,7 +50,7 @@ int main(void)
 
     tl_data d;
     tl_data_make(&d, "badlimit", N);
-    set_bad(&d, 13, "\x89PNG\r\n\x1a\n and then some");
+    set_bad(&d, 13, "plain text, not an image");
     tl_write(&d);
 
     /* default limit: the last batch of the epoch fails */

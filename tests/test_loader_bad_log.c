@@ -59,7 +59,7 @@ int main(void)
     tl_data_make(&d, "badlog", N);
     for (int k = 4; k < N; k += 15) { /* records 4 and 19 */
         free(d.payload[k]);
-        d.payload[k] = (uint8_t *)strdup("GIF89a, not a JPEG at all");
+        d.payload[k] = (uint8_t *)strdup("plain text, not an image");
         d.len[k] = strlen((char *)d.payload[k]);
     }
     tl_write(&d);

@@ -28,7 +28,7 @@ static stk_loader *mk(const char *path, int workers)
 static void set_bad(tl_data *d, size_t k)
 {
     free(d->payload[k]);
-    d->payload[k] = (uint8_t *)strdup("RIFF....WEBPVP8 not a JPEG");
+    d->payload[k] = (uint8_t *)strdup("plain text, not an image");
     d->len[k] = strlen((char *)d->payload[k]);
 }
 

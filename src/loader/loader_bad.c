@@ -177,8 +177,8 @@ static void reasons(const uint64_t *k, char *buf, size_t cap, int *top)
 static const char *hint(int top)
 {
     return top == STK__BAD_NOT_JPEG
-               ? ": the loader reads JPEG images; pack the folder with `stoker pack` (it converts "
-                 "PNG/WebP/GIF/TIFF/BMP to JPEG) or, in Python, use stoker.DataLoader"
+               ? ": the loader reads JPEG, PNG, WebP, GIF, BMP, TIFF, PPM; pack the folder with "
+                 "`stoker pack` (it lists what it cannot read) or use stoker.DataLoader"
                : "";
 }
 

@@ -62,7 +62,8 @@ class Loader(HeldBatches, ResumeState):
 
     Arguments (keyword-only after ``batch_size``):
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
-        ImageFolder root.
+        ImageFolder root (JPEG; PNG, WebP, GIF, BMP, TIFF and PPM files are decoded too, with
+        pack's decoders: slower than JPEG, equal to torchvision's pipeline on Pillow).
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
       size: output side, or (height, width). resize: eval's shorter side before the crop
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),

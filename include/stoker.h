@@ -971,7 +971,8 @@ STK_API int stk_loader_start(stk_loader *h);
  * order), payload_bytes[i] is 0. A drawn record that is
  * bad too is drawn again, STK_SUBSTITUTE_TRIES times at most; when none is good the batch fails
  * (the bad record's status, last_error naming it and the commonest reasons; sticky as a strict
- * failure). batch->substituted[i] = 1 marks a substitute, batch->bad counts them,
+ * failure). STK_STAGE_READ delivers no image and draws no substitute (the label stays the
+ * record's). batch->substituted[i] = 1 marks a substitute, batch->bad counts them,
  * stk_loader_error_get names the bad records. The first bad record of the loader is logged and
  * every epoch that had one ends with a summary line (stk_loader_set_log); above
  * STK_P_MAX_BAD_FRACTION next fails. STK_P_STRICT fails at the first bad record instead.

@@ -77,14 +77,16 @@ void stk__bad_note(stk_loader *h, stk__slot *s, uint32_t i, const stk__read *rd,
     if (stk_dataset_record_name(h->ds, rd->index, where, sizeof where) != STK_OK)
         fmt(where, sizeof where, "record %llu", (unsigned long long)rd->index);
     pthread_mutex_lock(&h->mu);
-    if (!found)
+    if (found == 0)
         s->badi.nosub = 1;
     if (i < s->badi.first_i) { /* the lowest sample: the same whatever the worker count */
         s->badi.first_i = i;
         s->badi.first_status = status;
         char sub[96];
-        if (found)
+        if (found > 0)
             fmt(sub, sizeof sub, "replaced by record %llu", (unsigned long long)sub_index);
+        else if (found < 0)
+            fmt(sub, sizeof sub, "not replaced (read-only stage: no image)");
         else
             fmt(sub, sizeof sub, "no good record found to replace it in %d draws", STK_SUBSTITUTE_TRIES);
         fmt(s->badi.first, sizeof s->badi.first, "bad record %s (dataset index %llu, epoch %llu): %s; %s", where,

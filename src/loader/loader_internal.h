@@ -269,7 +269,8 @@ int stk__bad_class(int status);
 /* Reset a batch's bad-record info (WORK, when the batch starts). */
 void stk__bad_reset(stk__slot *s);
 /* Sample I of slot S (record RD) is bad with STATUS / REASON: note it for the consumer (its class;
- * its text when it is the lowest bad sample so far) (takes h->mu). */
+ * its text when it is the lowest bad sample so far) (takes h->mu). FOUND: 1 replaced by record
+ * SUB_INDEX, 0 no good record found (the batch fails), -1 not replaced (read-only stage). */
 void stk__bad_note(stk_loader *h, stk__slot *s, uint32_t i, const stk__read *rd, int status,
                    const char *reason, uint64_t sub_index, int found);
 /* Draw a good substitute for bad record RD into the sample at O (decoded, augmented with RD's

@@ -299,16 +299,17 @@ static void process(stk__worker *w, stk__read *rd)
             strict_fail(h, s, i, rd, status, reason);
         } else {
             /* another good record of the epoch, with its own label and target; indices[i] stays
-             * the position's record, so the order is the epoch's */
+             * the position's record, so the order is the epoch's. The read-only stage delivers
+             * no image: nothing to replace (and `stoker verify` reads each record once). */
             uint64_t j = 0;
             int32_t lj = -1;
-            int found = stk__bad_draw(h, w, rd, o, &j, &lj) == STK_OK;
-            if (found) {
+            int found = !o ? -1 : stk__bad_draw(h, w, rd, o, &j, &lj) == STK_OK;
+            if (found == 1) {
                 if (o)
                     finish(w, rd, o, dst);
                 label = lj;
                 target_of = j;
-            } else {
+            } else if (!found) {
                 substitute(h, w, dst); /* the batch fails: defined bytes all the same */
             }
             stk__bad_note(h, s, i, rd, status, why, j, found);

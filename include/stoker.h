@@ -169,7 +169,8 @@ typedef enum stk_param {
     STK_P_RATIO_MIN = 208,     /**< D > 0: aspect ratio, low [3/4] */
     STK_P_RATIO_MAX = 209,     /**< D > 0: high [4/3] */
     STK_P_MAX_PIXELS = 210,    /**< I >= 1: images with more pixels are bad records [89478485] */
-    STK_P_STRICT = 211,        /**< I 0/1: a bad record or libjpeg warning fails next() [0] */
+    STK_P_STRICT = 211,        /**< I 0/1: a bad record or libjpeg warning fails next(); else a
+                                    bad record is replaced by a good one (stk_loader_next) [0] */
     STK_P_DCT_SCALING = 212,   /**< I 0/1: decode at the smallest covering DCT scale [1] */
     STK_P_MAX_OUT_HEIGHT = 213, /**< I 0..65535: largest output height stk_loader_set_output_size
                                      may ask for; the ring is sized for it. 0 = STK_P_OUT_HEIGHT.
@@ -303,6 +304,14 @@ typedef enum stk_param {
                                       the ops are STK_P_TIMM_MSTD / _UNIFORM / _MMAX / _RESAMPLE
                                       / _TRANSLATE_PCT and STK_P_AUG_FILL. (NULL, 0) empties it;
                                       start refuses STK_AUG_TIMM_AUTO with an empty policy [none] */
+    STK_P_MAX_BAD_FRACTION = 255, /**< D 0..1: the largest share of bad records an epoch may have
+                                      (since 0.5). Checked by stk_loader_next as it hands out each
+                                      batch: once 10000 samples of the epoch were handed out
+                                      (STK_BAD_CHECK_MIN), and at the epoch's last batch whatever
+                                      the count; above it (bad > fraction x handed out) next fails
+                                      with the commonest reason's status and a last_error naming
+                                      the commonest reasons (sticky until a seek or set_epoch).
+                                      1 never fails; STK_P_STRICT fails at the first [0.01] */
 
     /* 300..399: batches, host ring, stager. Before start. */
     STK_P_BATCH_SIZE = 300,    /**< I 1..65536 [256] */
@@ -929,6 +938,12 @@ typedef struct stk_stats {
     uint64_t reserved[4];
 } stk_stats;
 
+/** Samples of an epoch handed out before STK_P_MAX_BAD_FRACTION is checked mid-epoch (since 0.5);
+ *  a shorter epoch is checked at its last batch only. */
+#define STK_BAD_CHECK_MIN 10000
+/** Draws of a substitute for one bad record before the batch fails (since 0.5). */
+#define STK_SUBSTITUTE_TRIES 64
+
 /** Record error kept by the loader (the first 1024 are kept; the count goes on). */
 typedef struct stk_record_error {
     uint64_t index;   /**< dataset index */
@@ -1033,8 +1048,23 @@ STK_API int stk_loader_start(stk_loader *h);
  * After STK_TIMEOUT or STK_E_CANCELLED nothing is lost: the next call returns the same batch.
  * A strict-mode failure (or a fatal stager error) is sticky: next() returns it until
  * stk_loader_seek / stk_loader_set_epoch (which restart the pipeline) or stop + start.
- * Bad records in the default mode: batch->substituted[i] = 1 marks a sample replaced by the
- * deterministic substitute, batch->bad counts them, stk_loader_error_get names them.
+ * Images: JPEG; and (since 0.5) PNG, WebP, GIF, BMP, TIFF and PPM/PGM, known by their first
+ * bytes, where the build has their decoders (stk_version_string lists them): decoded whole with
+ * pack's decoders (Pillow's convert("RGB") pixels), then cropped and resized as a JPEG at 8/8.
+ * Bad records in the default mode (corrupt, truncated, empty, not an image it reads, over STK_P_MAX_PIXELS,
+ * CRC mismatch, unreadable; since 0.5): each is replaced by another good record of the epoch's
+ * record set (the dataset, or the stk_loader_set_indices list), drawn uniformly from the key
+ * (STK_P_SEED, epoch, bad record's index) — the same for any worker count and after a seek or
+ * resume — decoded and augmented as the bad record's sample would have been (its crop key),
+ * with its own label and target (labels[i]); indices[i] stays the bad record (the epoch's
+ * order), payload_bytes[i] is 0. A drawn record that is
+ * bad too is drawn again, STK_SUBSTITUTE_TRIES times at most; when none is good the batch fails
+ * (the bad record's status, last_error naming it and the commonest reasons; sticky as a strict
+ * failure). STK_STAGE_READ delivers no image and draws no substitute (the label stays the
+ * record's). batch->substituted[i] = 1 marks a substitute, batch->bad counts them,
+ * stk_loader_error_get names the bad records. The first bad record of the loader is logged and
+ * every epoch that had one ends with a summary line (stk_loader_set_log); above
+ * STK_P_MAX_BAD_FRACTION next fails. STK_P_STRICT fails at the first bad record instead.
  * When the dataset gives no batch per epoch (STK_P_DROP_LAST with fewer samples than a batch),
  * every call returns STK_END and moves on one epoch.
  * Threads: the consumer thread. Another thread calling it while one is inside gets STK_E_STATE
@@ -1075,8 +1105,8 @@ STK_API void stk_images_free(void *images);
  *  of batch->size rows of INFO->size elements of INFO->dtype, valid until the batch is released
  *  (or detached: copy them first). With STK_P_MULTI_HOT a label list comes as float32 rows of
  *  INFO->classes (1.0 for each label of the record, else 0.0; INFO->size = classes, kind
- *  STK_TARGET_VALUES). A substituted sample (bad record) keeps its own record's target, as its
- *  label. NULL, with INFO->dtype = STK_TDT_NONE, when the dataset has no targets. INFO may be
+ *  STK_TARGET_VALUES). A substituted sample (bad record) carries its substitute's target, as
+ *  its label (since 0.5). NULL, with INFO->dtype = STK_TDT_NONE, when the dataset has no targets. INFO may be
  *  NULL. Consumer thread. Since 0.2. */
 STK_API const void *stk_loader_batch_targets(const stk_loader *h, const stk_batch *batch,
                                              stk_target_info *info);
@@ -1218,6 +1248,25 @@ STK_API uint64_t stk_loader_error_count(const stk_loader *h);
 /** The I-th kept record error (I < min(count, 1024); STK_E_RANGE otherwise), in the order the
  *  workers met them. Any thread. */
 STK_API int stk_loader_error_get(const stk_loader *h, uint64_t i, stk_record_error *out);
+/** Levels of stk_log_fn messages (since 0.5). */
+enum stk_log_level { STK_LOG_WARNING = 1, STK_LOG_INFO = 2 };
+/**
+ * A log message of a loader (since 0.5): LEVEL (STK_LOG_*), MSG a line without its newline, owned
+ * by the loader and valid during the call only; USER as given to stk_loader_set_log.
+ */
+typedef void (*stk_log_fn)(void *user, int level, const char *msg);
+/**
+ * Where the loader's messages go (since 0.5). Messages: the first bad record of the loader
+ * (STK_LOG_WARNING: its name — shard and key, or file path — dataset index, epoch, status and
+ * reason, and the record that replaced it), and at the end of every epoch that had a bad record
+ * one summary line (STK_LOG_WARNING: the count of bad records among those handed out, the
+ * commonest reasons). FN NULL (the default) writes each as one line "stoker: MSG" on stderr.
+ * FN is called only from the thread calling stk_loader_next, inside that call, after the loader's
+ * locks are released: it may call the query functions (stats, report, error_get, last_error) but
+ * not next, release, seek, stop or destroy of this loader. Any time before stk_loader_start (or
+ * between stop and start); STK_E_STATE once started.
+ */
+STK_API int stk_loader_set_log(stk_loader *h, stk_log_fn fn, void *user);
 /** How the loader's STK_P_WORKERS was chosen, as text into BUF (like snprintf: returns the length
  *  it needs, BUF may be NULL with CAP 0): the CPU budget's note when the default is in use (the
  *  budget is measured once, by stk_loader_create), else "workers N: set by the caller (default

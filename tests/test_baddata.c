@@ -316,6 +316,7 @@ int main(void)
     T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, bench ? 224 : 32));
     T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, bench ? 224 : 32));
     T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, 16));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     T_OK(stk_loader_set(h, STK_P_WORKERS, 2));
     T_OK(stk_loader_set(h, STK_P_SHUFFLE, 0));
     if (stk_loader_open(h, dst) != STK_OK)
@@ -453,6 +454,7 @@ int main(void)
     T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, bench ? 224 : 32));
     T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, bench ? 224 : 32));
     T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, 16));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     T_OK(stk_loader_set(h, STK_P_SHUFFLE, 0));
     T_OK(stk_loader_set(h, STK_P_STRICT, 1));
     T_OK(stk_loader_open(h, dst));

@@ -140,7 +140,13 @@ int main(void)
     static const uint8_t png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R'};
     expect(dec(png, sizeof png, 0, &warn), STK_E_NOT_JPEG, "png");
     T_CHECK(strstr(stk_decoder_last_error(D), "PNG") != NULL, "png reason: %s", stk_decoder_last_error(D));
-    T_CHECK(proc(png, sizeof png, 0, err) == STK_E_NOT_JPEG && strstr(err, "PNG"), "process png: %s", err);
+    /* the loader's sample path decodes PNG too (since 0.5, when the build has libpng): this
+     * 16-byte stub is then a truncated PNG */
+    {
+        int st = proc(png, sizeof png, 0, err);
+        T_CHECK((st == STK_E_TRUNCATED || st == STK_E_DECODE || st == STK_E_NOT_JPEG) && strstr(err, "PNG"),
+                "process png: %s: %s", stk_status_name(st), err);
+    }
     expect(dec((const uint8_t *)"GIF89a\1\0\1\0", 10, 0, &warn), STK_E_NOT_JPEG, "gif");
     expect(dec((const uint8_t *)"\xff", 1, 0, &warn), STK_E_TRUNCATED, "lone 0xFF");
     expect(dec((const uint8_t *)"\xff\xd8", 2, 0, &warn), STK_E_TRUNCATED, "SOI only");

@@ -93,6 +93,7 @@ static stk_loader *mk(const char *path, const fcfg *c)
         T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_US, c->delay_us));
     T_OK(stk_loader_set(h, STK_P_FAULT_SEED, (int64_t)c->fseed));
     T_OK(stk_loader_set(h, STK_P_STRICT, c->strict));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     if (c->prefetch)
         T_OK(stk_loader_set(h, STK_P_PREFETCH, c->prefetch));
     int rc = stk_loader_start(h);
@@ -343,8 +344,9 @@ static void quiesce(stk_loader *h)
 
 /* The shard file shrinks mid-epoch (ftruncate to a third, or TINY: to 8 KiB, LMDB's two meta
  * pages, so that the B-tree pages are gone too: naming a record must not touch them): reads past
- * the new end fail, are substituted and reported; strict stops; with the file restored a fresh
- * loader is clean. */
+ * the new end fail, are replaced by good records and reported; strict stops, and so does the
+ * default mode when no good record is left (TINY); with the file restored a fresh loader is
+ * clean. */
 static void shrink(int backend, int strict, int tiny)
 {
     char dir[4400], shard[4500];
@@ -371,6 +373,14 @@ static void shrink(int backend, int strict, int tiny)
         const char *le = stk_loader_last_error(h);
         T_CHECK(rc != STK_OK && rc != STK_END && rc != STK_TIMEOUT, "%s: next() returned %d", what, rc);
         T_CHECK(strstr(le, "shard-00000.lmdb key") && strstr(le, "strict"), "%s: last error `%s`", what, le);
+        fprintf(stderr, "  %s: stopped after %zu more samples: %s\n", what, e.n, le);
+    } else if (tiny) {
+        /* every record is gone: no good record is left to replace a bad one, and the pass fails
+         * naming the record (since 0.5; before, grey images went on) */
+        const char *le = stk_loader_last_error(h);
+        T_CHECK(rc != STK_OK && rc != STK_END && rc != STK_TIMEOUT, "%s: next() returned %d", what, rc);
+        T_CHECK(strstr(le, "shard-00000.lmdb key") && strstr(le, "no good record found to replace it"),
+                "%s: last error `%s`", what, le);
         fprintf(stderr, "  %s: stopped after %zu more samples: %s\n", what, e.n, le);
     } else {
         T_CHECK(rc == STK_END, "%s: the epoch ended with %d: %s", what, rc, stk_loader_last_error(h));

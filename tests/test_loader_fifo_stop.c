@@ -19,6 +19,7 @@ int main(void)
     size_t n = t_make_imagefolder(root, 2, 6, 32, 64, 3);
     stk_loader *h = tl_loader(root, 4, 2);
     T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_PPM, 0));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     const stk_dataset *ds = stk_loader_dataset(h);
     T_CHECK(stk_dataset_count(ds) == n, "%llu records, %zu files", (unsigned long long)stk_dataset_count(ds), n);
     /* class_001's first file becomes a FIFO nobody writes to */

@@ -84,6 +84,7 @@ static int one_cycle(uint64_t *rng)
     T_OK(stk_loader_set(h, STK_P_IO_BACKEND, backend));
     T_OK(stk_loader_set(h, STK_P_PREFETCH, 2 + (int64_t)(t_xorshift(rng) % 3)));
     T_OK(stk_loader_set(h, STK_P_STRICT, t_xorshift(rng) % 4 == 0));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     if (t_xorshift(rng) % 2) {
         T_OK(stk_loader_set(h, STK_P_FAULT_EIO_PPM, 50000));
         T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_PPM, 100000));
@@ -205,6 +206,7 @@ static void test_error_cap(void)
     alarm(tl_sanitized() ? 400 : 120);
     stk_loader *h = tl_loader(D.path, BS, 2);
     T_OK(stk_loader_set(h, STK_P_FAULT_EIO_PPM, 900000));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     T_OK(stk_loader_set(h, STK_P_STAGE, STK_STAGE_DECODE));
     T_OK(stk_loader_start(h));
     long rss_mid = 0;

@@ -48,6 +48,7 @@ static stk_loader *mk(int io_threads)
     T_OK(stk_loader_set(h, STK_P_PREFETCH, 2));
     T_OK(stk_loader_set(h, STK_P_WORKERS, 1));
     T_OK(stk_loader_set(h, STK_P_IO_THREADS, io_threads));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     T_OK(stk_loader_set(h, STK_P_QUEUE_DEPTH, 2));
     T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, 32));
     T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, 32));

@@ -140,6 +140,7 @@ static void part_loader(int unused)
     T_OK(stk_loader_set(h, STK_P_WORKERS, 2));
     T_OK(stk_loader_set(h, STK_P_IO_THREADS, 2));
     T_OK(stk_loader_set(h, STK_P_OUT_HEIGHT, 16));
+    T_OK(stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)); /* bad records are the subject */
     T_OK(stk_loader_set(h, STK_P_OUT_WIDTH, 16));
     T_OK(stk_loader_open(h, g_root));
     T_OK(stk_loader_start(h));

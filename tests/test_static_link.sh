@@ -60,6 +60,9 @@ for l in $(echo "$deps" | tr ' ' '\n' | sed -n 's/^-l//p' | sort -u); do
     echo "fully static: skipped (no lib$l.a)"; echo ok; exit 0
   fi
 done
+# libtiff's static dependency libLerc is C++, and Debian's libtiff-4.pc does not name the C++
+# runtime: a fully static link needs it after -lLerc (the decode layer links libtiff since 0.5)
+case " $libs " in *" -lLerc "*) libs="$libs -lstdc++";; esac
 "$CC" -static -std=c11 -Wall -Werror $(pkg-config --cflags stoker) -o "$T/consumer/full" "$T/consumer/main.c" $libs \
   2>"$T/full.log" || { cat "$T/full.log"; fail "fully static link ($libs)"; }
 readelf -d "$T/consumer/full" 2>/dev/null | grep -q NEEDED && fail "the -static binary has NEEDED entries"

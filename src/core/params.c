@@ -96,6 +96,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_ERASE_MAX_COUNT, L, STK__PW_START, 1, STK_ERASE_MAX_COUNT, 1),
     I_ROW(STK_P_AUG_TORCH, L, STK__PW_START, STK_AUG_TORCH_1, STK_AUG_TORCH_2, STK_AUG_TORCH_1),
     F_ROW(STK_P_TIMM_AUTO_POLICY, 0, -FLT_MAX, FLT_MAX),
+    D_ROW(STK_P_MAX_BAD_FRACTION, 0, 0.0, 1.0, 0.01),
     /* batches, ring, stager: before start */
     I_ROW(STK_P_BATCH_SIZE, L, STK__PW_START, 1, 65536, 256),
     I_ROW(STK_P_DROP_LAST, L, STK__PW_START, 0, 1, 0),

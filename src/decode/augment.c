@@ -9,6 +9,7 @@
 #include "augment.h"
 
 #include "decode.h"
+#include "image_in.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -912,6 +913,46 @@ static int resize_vh(stk__worker_ctx *w, const uint8_t *px, size_t stride, int x
     return STK_OK;
 }
 
+/* A PNG, WebP, GIF, BMP, TIFF or PPM/PGM sample (since 0.5): pack's decoders (image_in.c, Pillow's
+ * convert("RGB") pixels) to a whole RGB image, then the crop and resize of a JPEG decoded at 8/8
+ * — so a raw folder's sample equals torchvision's on the same file. One allocation per sample
+ * (the decoders allocate): these formats are the slow path; pack them for speed. */
+static int process_rgb(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
+                       uint64_t index, int kind, const uint8_t *data, size_t len, uint8_t *out, char *err)
+{
+    uint8_t *img = NULL;
+    int W = 0, H = 0;
+    int rc = stk__img_decode_rgb(kind, data, len, c->max_pixels, &img, &W, &H, err);
+    if (rc != STK_OK)
+        return rc;
+    stk__crop cr;
+    stk__crop_params(c, seed, epoch, index, W, H, &cr);
+    int ow = c->out_w;
+    size_t n = (size_t)ow * 3, ts = tmp_stride(ow);
+    if (plan_axes(w, c, &cr, W, H, 8) != STK_OK ||
+        reserve((void **)&w->tmp, &w->tmp_cap, ts * (size_t)tmp_rows(w->ay.hi - w->ay.lo), 1) != 0 ||
+        reserve((void **)&w->hs, &w->hs_cap, hscratch_size(&w->ax), 1) != 0 ||
+        reserve((void **)&w->acc, &w->acc_cap, n, sizeof(int32_t)) != 0) {
+        free(img);
+        return stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, c->out_h);
+    }
+    int xlo = w->ax.lo, ylo = w->ay.lo, xw = w->ax.hi - xlo, yh = w->ay.hi - ylo;
+    axis_rebase(&w->ax, xlo);
+    axis_rebase(&w->ay, ylo);
+    size_t stride = (size_t)W * 3; /* the decoders leave 64 bytes of slack past the last row */
+    const uint8_t *px = img + (size_t)ylo * stride + (size_t)xlo * 3;
+    rc = STK_OK;
+    if (vertical_first(c, &cr, W, H)) {
+        if (resize_vh(w, px, stride, xw, cr.flip, out) != STK_OK)
+            rc = stk__err(err, STK_E_NOMEM, "out of memory for a %dx%d resize", ow, c->out_h);
+    } else {
+        resize_h(&w->ax, px, stride, yh, w->tmp, ts, cr.flip, w->hs);
+        resize_v(&w->ay, w->tmp, ts, (int)n, out, w->acc);
+    }
+    free(img);
+    return rc;
+}
+
 int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t seed, uint64_t epoch,
                         uint64_t index, const uint8_t *data, size_t len, uint8_t *out,
                         int *warnings, char *err)
@@ -920,6 +961,11 @@ int stk__process_sample(stk__worker_ctx *w, const stk__aug_config *c, uint64_t s
         *warnings = 0;
     int W, H;
     int rc = stk__dec_header(w->dec, data, len, c->max_pixels, &W, &H, NULL, err);
+    if (rc == STK_E_NOT_JPEG) {
+        int kind = stk__img_sniff(data, len);
+        if (kind != STK__IMG_UNKNOWN && kind != STK__IMG_JPEG && stk__img_can_decode(kind))
+            return process_rgb(w, c, seed, epoch, index, kind, data, len, out, err);
+    }
     if (rc != STK_OK)
         return rc;
     stk__crop cr;

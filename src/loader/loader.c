@@ -48,6 +48,7 @@ int stk_loader_create(stk_loader **out)
     }
     pthread_mutex_init(&h->mu, NULL);
     pthread_mutex_init(&h->stats_mu, NULL);
+    pthread_mutex_init(&h->sub_mu, NULL);
     stk__errlist_init(&h->errs);
     stk__cond_init_monotonic(&h->space_cv);
     stk__cond_init_monotonic(&h->ready_cv);
@@ -195,6 +196,7 @@ static void free_ring(stk_loader *h)
             stk__free_aligned(h->workers[i].scratch);
             stk__free_aligned(h->workers[i].aug_scratch);
             stk__free_aligned(h->workers[i].aug_tmp);
+            free(h->workers[i].sub_buf);
         }
         free(h->workers);
         h->workers = NULL;
@@ -395,6 +397,7 @@ static int configure(stk_loader *h)
     h->aug.ratio_max = pget_d(h, STK_P_RATIO_MAX);
     h->aug.max_pixels = pget_i(h, STK_P_MAX_PIXELS);
     h->aug.strict = (int)pget_i(h, STK_P_STRICT);
+    h->max_bad = pget_d(h, STK_P_MAX_BAD_FRACTION);
     h->aug.dct_scaling = (int)pget_i(h, STK_P_DCT_SCALING);
     h->aug.interp = (int)pget_i(h, STK_P_INTERP);
     h->aug.passes = (int)pget_i(h, STK_P_RESIZE_PASSES);
@@ -642,6 +645,8 @@ int stk_loader_start(stk_loader *h)
     h->failed = 0;
     h->pipe_status = 0;
     h->cancel_pending = 0;
+    h->t_epoch = UINT64_MAX;
+    h->nlog = 0;
     h->held_host = h->held_dev = 0;
     pthread_mutex_unlock(&h->mu);
     rc = stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
@@ -694,6 +699,7 @@ void stk_loader_destroy(stk_loader *h)
     stk_dataset_destroy(h->ds);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->stats_mu);
+    pthread_mutex_destroy(&h->sub_mu);
     stk__errlist_destroy(&h->errs);
     pthread_cond_destroy(&h->space_cv);
     pthread_cond_destroy(&h->ready_cv);
@@ -898,6 +904,8 @@ static int next_hand_out(stk_loader *h, void *cuda_stream, const stk_batch **b)
             snprintf(h->err, sizeof h->err, "%s", d->fail_msg);
             return h->failed = d->fail_status;
         }
+        if ((rc = stk__bad_account(h, d->epoch, d->first, d->size, &d->badi)) != STK_OK)
+            return h->failed = rc;
         if ((rc = stk__stager_hand_out(h->stager, buf, cuda_stream, cerr)) != STK_OK)
             return h->failed = stk__err(h->err, rc, "handing out batch %llu: %s", (unsigned long long)d->number, cerr);
         fill_batch(h, &d->batch, d->epoch, d->number, d->first, d->size, d->bad, stk__stager_buffer(h->stager, buf),
@@ -912,6 +920,11 @@ static int next_hand_out(stk_loader *h, void *cuda_stream, const stk_batch **b)
         snprintf(h->err, sizeof h->err, "%s", s->fail_msg);
         return h->failed = s->fail_status;
     }
+    for (int c = 0; c < STK__BADK; c++)
+        s->badi.k[c] = atomic_load(&s->badk[c]);
+    int rc = stk__bad_account(h, s->epoch, s->first, s->size, &s->badi);
+    if (rc != STK_OK)
+        return h->failed = rc;
     fill_batch(h, &s->batch, s->epoch, s->number, s->first, s->size, atomic_load(&s->bad), s->images, -1,
                s->labels, s->indices, s->substituted, s->payload);
     s->held = 1;
@@ -948,7 +961,16 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
         *out = b;
     }
     consumer_leave(h, 1);
+    /* the log messages go out after the unlock (the callback may query the loader) */
+    char msgs[2][STK__ERRLEN + 256];
+    int nlog = h->nlog;
+    stk_log_fn fn = h->log_fn;
+    void *user = h->log_user;
+    for (int i = 0; i < nlog; i++)
+        memcpy(msgs[i], h->logq[i], sizeof msgs[i]);
+    h->nlog = 0;
     pthread_mutex_unlock(&h->mu);
+    stk__bad_flush(fn, user, nlog, msgs);
     return rc;
 }
 
@@ -1147,6 +1169,7 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
     pthread_mutex_lock(&h->mu);
     h->failed = 0;
     h->pipe_status = 0;
+    h->t_epoch = UINT64_MAX; /* the bad-record tally starts again where the run does */
     pthread_mutex_unlock(&h->mu);
     int rc = stk__loader_launch_at(h, epoch, next_sample, base);
     if (rc != STK_OK) {

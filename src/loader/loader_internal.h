@@ -47,6 +47,22 @@ typedef union stk__pval {
     double d;
 } stk__pval;
 
+/* ---- bad records (loader_bad.c) ----------------------------------------------------------- */
+
+/* Reason classes of bad records, counted per batch for the epoch summary and the limit. */
+enum { STK__BAD_NOT_JPEG, STK__BAD_DECODE, STK__BAD_TOO_LARGE, STK__BAD_CRC, STK__BAD_TRUNCATED,
+       STK__BAD_EMPTY, STK__BAD_CORRUPT, STK__BAD_READ, STK__BADK };
+
+/* A batch's bad records as the consumer accounts them: per class, the lowest sample's text, and
+ * whether one had no good substitute. */
+typedef struct stk__badinfo {
+    uint32_t k[STK__BADK];
+    uint32_t first_i;            /* lowest bad sample (UINT32_MAX: none) */
+    int nosub;                   /* a bad record found no good substitute: the batch fails */
+    int first_status;
+    char first[STK__ERRLEN];     /* the lowest bad sample: name, index, reason, substitute */
+} stk__badinfo;
+
 /* ---- ring, device buffers, workers --------------------------------------------------------- */
 
 typedef struct stk__slot {
@@ -63,6 +79,8 @@ typedef struct stk__slot {
     uint32_t size;
     _Atomic uint32_t remaining;
     _Atomic uint32_t bad;
+    _Atomic uint32_t badk[STK__BADK]; /* bad records per class */
+    stk__badinfo badi;   /* first_i, nosub, first (guarded by h->mu); k copied at hand-out */
     /* storage, allocated once at start */
     uint8_t *images;     /* NULL for STK_STAGE_READ */
     uint8_t *targets;    /* bs rows of h->tout_row bytes; NULL without targets */
@@ -81,6 +99,7 @@ typedef struct stk__devbuf {
     char fail_msg[STK__ERRLEN];
     uint64_t epoch, number, first;
     uint32_t size, bad;
+    stk__badinfo badi;
     uint8_t *targets;
     int32_t *labels;
     uint64_t *indices;
@@ -97,6 +116,8 @@ typedef struct stk__worker {
     uint8_t *scratch;    /* uint8 HWC sample when the slot needs a conversion */
     uint8_t *aug_scratch; /* a sample for the augmentation ops (STK_P_AUG_POLICY), else NULL */
     double *aug_tmp;      /* a sample of doubles for GaussianBlur or AugMix, else NULL */
+    uint8_t *sub_buf;     /* a substitute's payload (allocated at the first bad record) */
+    size_t sub_cap;
     char err[STK__ERRLEN];
 } stk__worker;
 
@@ -216,6 +237,18 @@ struct stk_loader {
     _Atomic uint64_t pos_epoch, pos_next; /* tell(), readable from any thread */
 
     stk__errlist errs;           /* bad records (loader_errors.c) */
+
+    /* bad records (loader_bad.c) */
+    stk_log_fn log_fn;           /* stk_loader_set_log; NULL: stderr */
+    void *log_user;
+    double max_bad;              /* STK_P_MAX_BAD_FRACTION, fixed at start */
+    pthread_mutex_t sub_mu;      /* substitute reads (stk_dataset_read sets the dataset's error) */
+    /* consumer side, guarded by mu */
+    int warned;                  /* the loader's first bad record was logged */
+    uint64_t t_epoch;            /* the epoch tallied (UINT64_MAX: none) */
+    uint64_t t_seen, t_bad, t_k[STK__BADK];
+    int nlog;                    /* messages to log when next() leaves (after the unlock) */
+    char logq[2][STK__ERRLEN + 256];
 };
 
 /* loader_params.c: records an epoch covers (the stk_loader_set_indices list, else the dataset) */
@@ -232,6 +265,25 @@ uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base
 void stk__loader_halt(stk_loader *h);
 /* run batch K -> epoch, first sample, size (h->bpe > 0 or K < r_nb0) */
 void stk__loader_geom(const stk_loader *h, uint64_t k, uint64_t *epoch, uint64_t *first, uint32_t *size);
+
+/* loader_bad.c */
+int stk__bad_class(int status);
+/* Reset a batch's bad-record info (WORK, when the batch starts). */
+void stk__bad_reset(stk__slot *s);
+/* Sample I of slot S (record RD) is bad with STATUS / REASON: note it for the consumer (its class;
+ * its text when it is the lowest bad sample so far) (takes h->mu). FOUND: 1 replaced by record
+ * SUB_INDEX, 0 no good record found (the batch fails), -1 not replaced (read-only stage). */
+void stk__bad_note(stk_loader *h, stk__slot *s, uint32_t i, const stk__read *rd, int status,
+                   const char *reason, uint64_t sub_index, int found);
+/* Draw a good substitute for bad record RD into the sample at O (decoded, augmented with RD's
+ * key; O may be NULL in the read-only stage): STK_OK with *INDEX and *LABEL of the record used, or the status of the last draw when STK_SUBSTITUTE_TRIES found none. */
+int stk__bad_draw(stk_loader *h, stk__worker *w, const stk__read *rd, uint8_t *o, uint64_t *index,
+                  int32_t *label);
+/* The consumer hands out a batch (h->mu held): tally it into its epoch, queue the first-bad and
+ * summary messages, check STK_P_MAX_BAD_FRACTION. STK_OK, or the failure (h->err set). */
+int stk__bad_account(stk_loader *h, uint64_t epoch, uint64_t first, uint32_t size, const stk__badinfo *b);
+/* Log the queued messages (after h->mu is released; FN, USER and the texts copied under it). */
+void stk__bad_flush(stk_log_fn fn, void *user, int n, char msgs[][STK__ERRLEN + 256]);
 
 /* loader_report.c */
 void stk__loader_stats_reset(stk_loader *h);

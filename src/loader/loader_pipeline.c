@@ -123,6 +123,7 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
         s->fail_msg[0] = '\0';
         atomic_store(&s->remaining, size);
         atomic_store(&s->bad, 0);
+        stk__bad_reset(s);
         s->started = 1;
     }
     *pos = h->w_pos;
@@ -232,6 +233,34 @@ static void put_target(stk_loader *h, stk__slot *s, uint32_t i, uint64_t index)
     }
 }
 
+/* The augmentation, conversion and erasing of a decoded sample at O (the slot's DST, or the
+ * worker's scratch converted into DST), keyed by RD's epoch and draw key (draw_key). */
+static void finish(stk__worker *w, const stk__read *rd, uint8_t *o, uint8_t *dst)
+{
+    stk_loader *h = w->h;
+    /* the augmentation's time (stats augment_s), without the convert between its two parts; no
+     * clock is read when there is no augmentation */
+    int erasing = h->erase.p > 0 && dst;
+    uint64_t aug_ns = 0;
+    if (h->aug_on) {
+        uint64_t t0 = stk__now_ns();
+        stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, draw_key(h, rd), o, h->aug.out_h, h->aug.out_w,
+                           w->aug_scratch, w->aug_tmp);
+        aug_ns = stk__now_ns() - t0;
+    }
+    if (!h->direct_out)
+        convert(h, w->scratch, dst);
+    if (erasing) {
+        uint64_t t0 = stk__now_ns();
+        erase(h, rd, dst);
+        aug_ns += stk__now_ns() - t0;
+    }
+    if (h->aug_on || erasing) {
+        stk__clock_add(&h->tel.aug_ns, aug_ns);
+        atomic_fetch_add(&h->tel.aug_items, 1);
+    }
+}
+
 static void process(stk__worker *w, stk__read *rd)
 {
     stk_loader *h = w->h;
@@ -239,16 +268,17 @@ static void process(stk__worker *w, stk__read *rd)
     stk__slot *s = &h->slots[k % h->K];
     uint32_t i = (uint32_t)(rd->pos - s->first);
     uint8_t *dst = s->images ? s->images + (size_t)i * h->host_sample_bytes : NULL;
+    uint8_t *o = h->stage == STK_STAGE_READ ? NULL : h->direct_out ? dst : w->scratch;
     int status = rd->status;
     const char *reason = rd->detail;
     int32_t label = rd->label;
+    uint64_t target_of = rd->index; /* the record whose label and target the sample carries */
     if (status != STK_OK) {
         if (label < 0)
             label = stk__dataset_static_label(h->ds, rd->index);
         atomic_fetch_add(status == STK_E_CRC ? &h->tel.crc_errors : &h->tel.io_errors, 1);
-    } else if (h->stage != STK_STAGE_READ) {
+    } else if (o) {
         int warn = 0;
-        uint8_t *o = h->direct_out ? dst : w->scratch;
         w->err[0] = '\0';
         status = stk__process_sample(w->ctx, &h->aug, h->seed, rd->epoch, draw_key(h, rd), rd->data, rd->len,
                                      o, &warn, w->err);
@@ -258,34 +288,9 @@ static void process(stk__worker *w, stk__read *rd)
             reason = w->err;
             atomic_fetch_add(&h->tel.decode_errors, 1);
         } else {
-            /* the augmentation's time (stats augment_s), without the convert between its two
-             * parts; no clock is read when there is no augmentation */
-            int erasing = h->erase.p > 0 && dst;
-            uint64_t aug_ns = 0;
-            if (h->aug_on) {
-                uint64_t t0 = stk__now_ns();
-                stk__augprog_apply(&h->augprog, &h->augp, h->seed, rd->epoch, draw_key(h, rd), o, h->aug.out_h,
-                                   h->aug.out_w, w->aug_scratch, w->aug_tmp);
-                aug_ns = stk__now_ns() - t0;
-            }
-            if (!h->direct_out)
-                convert(h, w->scratch, dst);
-            if (erasing) {
-                uint64_t t0 = stk__now_ns();
-                erase(h, rd, dst);
-                aug_ns += stk__now_ns() - t0;
-            }
-            if (h->aug_on || erasing) {
-                stk__clock_add(&h->tel.aug_ns, aug_ns);
-                atomic_fetch_add(&h->tel.aug_items, 1);
-            }
+            finish(w, rd, o, dst);
         }
     }
-    s->indices[i] = rd->index;
-    s->labels[i] = label;
-    if (s->targets)
-        put_target(h, s, i, rd->index);
-    s->payload[i] = rd->status == STK_OK ? rd->len : 0;
     if (status != STK_OK) {
         s->substituted[i] = 1;
         atomic_fetch_add(&s->bad, 1);
@@ -294,14 +299,37 @@ static void process(stk__worker *w, stk__read *rd)
         char why[STK__ERRLEN];
         fmt(why, sizeof why, "%s: %s", stk_status_name(status),
                  reason && *reason ? reason : stk_strerror(status));
-        stk__errlist_add(&h->errs, h->ds, rd->index, rd->epoch, status,
-                         rd->status != STK_OK ? rd->sys_errno : 0, why);
-        substitute(h, w, dst);
-        if (h->aug.strict)
+        int sys_errno = rd->status != STK_OK ? rd->sys_errno : 0;
+        if (h->aug.strict) {
+            stk__errlist_add(&h->errs, h->ds, rd->index, rd->epoch, status, sys_errno, why);
+            substitute(h, w, dst);
             strict_fail(h, s, i, rd, status, reason);
+        } else {
+            /* another good record of the epoch, with its own label and target; indices[i] stays
+             * the position's record, so the order is the epoch's. The read-only stage delivers
+             * no image: nothing to replace (and `stoker verify` reads each record once). */
+            uint64_t j = 0;
+            int32_t lj = -1;
+            int found = !o ? -1 : stk__bad_draw(h, w, rd, o, &j, &lj) == STK_OK;
+            if (found == 1) {
+                if (o)
+                    finish(w, rd, o, dst);
+                label = lj;
+                target_of = j;
+            } else if (!found) {
+                substitute(h, w, dst); /* the batch fails: defined bytes all the same */
+            }
+            stk__bad_note(h, s, i, rd, status, why, j, found);
+            stk__errlist_add(&h->errs, h->ds, rd->index, rd->epoch, status, sys_errno, why);
+        }
     } else {
         s->substituted[i] = 0;
     }
+    s->indices[i] = rd->index;
+    s->labels[i] = label;
+    if (s->targets)
+        put_target(h, s, i, target_of);
+    s->payload[i] = rd->status == STK_OK ? rd->len : 0;
     atomic_fetch_add(&h->tel.dec_clock.items, 1);
     atomic_fetch_add(&h->tel.dec_clock.bytes, rd->status == STK_OK ? rd->len : 0);
     if (atomic_fetch_sub(&s->remaining, 1) == 1) {
@@ -374,6 +402,9 @@ static void *stager_main(void *arg)
         d->bad = atomic_load(&s->bad);
         d->fail_status = s->fail_status;
         memcpy(d->fail_msg, s->fail_msg, sizeof d->fail_msg);
+        d->badi = s->badi;
+        for (int c = 0; c < STK__BADK; c++)
+            d->badi.k[c] = atomic_load(&s->badk[c]);
         memcpy(d->labels, s->labels, s->size * sizeof(*d->labels));
         if (d->targets)
             memcpy(d->targets, s->targets, s->size * h->tout_row);

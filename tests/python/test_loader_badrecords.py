@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Bad records: counted and listed in stats() by default (the epoch goes on, full batches);
-strict=True raises DataError naming the record."""
+"""Bad records: counted and listed in stats() by default (the epoch goes on, full batches;
+the dataset is 3 of 14 bad, so max_bad_fraction is raised above the default 1%); strict=True
+raises DataError naming the record."""
 
 import os
 import re
@@ -31,7 +32,7 @@ def bad_dataset(tmp_path_factory, stoker_mod):
 def test_bad_records_are_reported_and_the_epoch_goes_on(stoker_mod, bad_dataset):
     path, bad, n = bad_dataset
     with stoker_mod.Loader(path, 4, size=32, workers=2, return_index=True, train=False,
-                           resize=40) as loader:
+                           resize=40, max_bad_fraction=1.0) as loader:
         seen = []
         for images, labels, idx in loader:
             assert images.shape[0] == len(idx)

@@ -590,9 +590,10 @@ def write_with_targets(dst, items, info):
     return rcs
 
 
-def test_substituted_sample_keeps_its_own_target(tmp_path, stoker_mod):
-    """A record that does not decode is replaced by another image (not strict), but its sample
-    keeps its own record's target and label (stk_loader_batch_targets)."""
+def test_substituted_sample_carries_its_substitutes_target(tmp_path, stoker_mod):
+    """A record that does not decode is replaced by another, good record (not strict): its
+    sample carries that record's target and label together (since 0.5; it kept the bad record's
+    own before), and its index stays the bad record's (stk_loader_batch_targets)."""
     from stoker import _lib
     rng = np.random.default_rng(81)
     n, bad = 11, 6
@@ -607,12 +608,17 @@ def test_substituted_sample_keeps_its_own_target(tmp_path, stoker_mod):
     with stoker_mod.Dataset(dst) as ds:
         np.testing.assert_array_equal(ds.targets(), want)
     with stoker_mod.Loader(dst, 4, train=False, size=24, shuffle=True, return_index=True,
-                           target="both") as loader:
+                           target="both", max_bad_fraction=1.0) as loader:
         seen = []
         for _images, labels, targets, idx in loader:
-            idx = as_np(idx)
-            np.testing.assert_array_equal(as_np(targets), want[idx])
-            np.testing.assert_array_equal(as_np(labels), idx % 3)
+            idx, labels, targets = as_np(idx), as_np(labels), as_np(targets)
+            for x, y, t in zip(idx, labels, targets):
+                if x != bad:
+                    np.testing.assert_array_equal(t, want[x])
+                    assert y == x % 3
+                    continue
+                sub = [j for j in range(n) if j != bad and np.array_equal(want[j], t)]
+                assert len(sub) == 1 and y == sub[0] % 3, (t, y)
             seen.extend(idx.tolist())
         assert sorted(seen) == list(range(n))
         # this epoch's (the loader may already be reading the next one)

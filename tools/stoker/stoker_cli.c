@@ -816,7 +816,16 @@ static int cmp_bad(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Pass 1. Returns 0, or -1 with a message printed. */
+/* verify lists every bad record itself: the loader's own messages would repeat them */
+static void quiet_log(void *user, int level, const char *msg)
+{
+    (void)user;
+    (void)level;
+    (void)msg;
+}
+
+/* Pass 1 (every bad record is to be seen, however many: no STK_P_MAX_BAD_FRACTION). Returns 0,
+ * or -1 with a message printed. */
 static int verify_read_pass(const char *path, uint64_t n, bad_list *bad, uint8_t *badmap, int quiet)
 {
     stk_loader *h;
@@ -827,6 +836,7 @@ static int verify_read_pass(const char *path, uint64_t n, bad_list *bad, uint8_t
     }
     if ((rc = stk_loader_set(h, STK_P_STAGE, STK_STAGE_READ)) || (rc = stk_loader_set(h, STK_P_SHUFFLE, 0)) ||
         (rc = stk_loader_set(h, STK_P_VERIFY_CRC, 1)) || (rc = stk_loader_set(h, STK_P_BATCH_SIZE, 256)) ||
+        (rc = stk_loader_set_double(h, STK_P_MAX_BAD_FRACTION, 1.0)) || (rc = stk_loader_set_log(h, quiet_log, NULL)) ||
         (rc = stk_loader_open(h, path)) || (rc = stk_loader_start(h))) {
         fprintf(stderr, "%s: %s: %s\n", g_prog, path,
                 *stk_loader_last_error(h) ? stk_loader_last_error(h) : stk_strerror(rc));

@@ -21,7 +21,7 @@ Works without torch (NumPy arrays) and without a GPU.
 import sys
 
 from . import _lib
-from .errors import (Cancelled, DataError, DatasetExists, InvalidArgument, StateError,
+from .errors import (BadRecordWarning, Cancelled, DataError, DatasetExists, InvalidArgument, StateError,
                      StokerError, StokerIOError, StokerMemoryError, StokerTimeout, Unsupported)
 
 _lib.get()   # load and version-check libstoker now: a clear ImportError rather than a late one
@@ -63,6 +63,6 @@ def strerror(status):
 
 
 __all__ = ["Loader", "LoaderStats", "MixUp", "CutMix", "RandomChoice", "DataLoader", "ImageFolder", "ExactDistributedSampler", "Dataset", "pack", "info", "decode", "image_info",
-           "StokerError", "DataError", "StokerIOError", "StateError", "InvalidArgument",
+           "StokerError", "DataError", "BadRecordWarning", "StokerIOError", "StateError", "InvalidArgument",
            "Cancelled", "Unsupported", "DatasetExists", "StokerTimeout", "StokerMemoryError",
            "version_string", "has_cuda", "strerror", "library_path", "__version__"]

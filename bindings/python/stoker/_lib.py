@@ -171,6 +171,8 @@ P_AUG_TORCH = 253
 AUG_TORCH_1, AUG_TORCH_1_AVX512, AUG_TORCH_2 = 0, 1, 2
 # timm's AutoAugment policy (STK_AUG_TIMM_AUTO; since 0.4): sub-policies of (op, prob, magnitude)
 P_TIMM_AUTO_POLICY = 254
+# the largest share of bad records an epoch may have (since 0.5)
+P_MAX_BAD_FRACTION = 255
 # STK_P_TIMM_AUTO_POLICY's op numbers: the index in this tuple (timm's NAME_TO_OP names)
 TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "PosterizeIncreasing", "Solarize",
             "SolarizeIncreasing", "SolarizeAdd", "Color", "ColorIncreasing", "Contrast", "ContrastIncreasing",
@@ -187,6 +189,7 @@ DOUBLE_PARAMS = frozenset({P_FLIP_PROB, P_SCALE_MIN, P_SCALE_MAX, P_RATIO_MIN, P
 # timm's RandAugment's doubles
 DOUBLE_PARAMS = DOUBLE_PARAMS | frozenset({P_TIMM_MAGNITUDE, P_TIMM_MSTD, P_TIMM_MMAX, P_TIMM_PROB,
                                            P_TIMM_TRANSLATE_PCT})
+DOUBLE_PARAMS = DOUBLE_PARAMS | frozenset({P_MAX_BAD_FRACTION})
 
 LAYOUT_AUTO, LAYOUT_SHARDS, LAYOUT_FILES, LAYOUT_LMDB = 0, 1, 2, 3
 LAYOUT_NAMES = {LAYOUT_AUTO: "auto", LAYOUT_SHARDS: "shards", LAYOUT_FILES: "files",
@@ -265,6 +268,9 @@ class PackProgress(ctypes.Structure):
 
 
 PackProgressFn = ctypes.CFUNCTYPE(None, POINTER(PackProgress), c_void_p)
+# stk_log_fn (since 0.5): (user, level, message)
+LogFn = ctypes.CFUNCTYPE(None, c_void_p, ctypes.c_int, ctypes.c_char_p)
+LOG_WARNING, LOG_INFO = 1, 2
 
 
 class PackOptions(ctypes.Structure):
@@ -561,6 +567,7 @@ _PROTOTYPES = [
      [c_void_p, POINTER(c_uint64), POINTER(c_uint64), POINTER(c_uint64)]),
     ("stk_loader_set_output_size", c_int, [c_void_p, c_uint32, c_uint32]),
     ("stk_loader_set_indices", c_int, [c_void_p, POINTER(c_uint64), c_size_t]),   # 0.3
+    ("stk_loader_set_log", c_int, [c_void_p, LogFn, c_void_p]),   # 0.5
     ("stk_loader_cancel", c_int, [c_void_p]),
     ("stk_loader_stop", c_int, [c_void_p]),
     ("stk_loader_destroy", None, [c_void_p]),

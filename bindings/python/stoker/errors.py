@@ -25,6 +25,12 @@ class DataError(StokerError, ValueError):
     empty, truncated, unsupported format, incomplete or changed dataset)."""
 
 
+class BadRecordWarning(UserWarning):
+    """stoker.Loader met a bad record (the first of the loader: named, with its reason and the
+    good record that replaced it) or ends an epoch that had some (a summary: count and commonest
+    reasons)."""
+
+
 class StokerIOError(StokerError, OSError):
     """An I/O error (STK_E_IO or a negated errno)."""
 

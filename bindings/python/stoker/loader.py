@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
-"""stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator."""
+"""stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator.
 
-import atexit
+The class lives here with its construction, iteration, epochs and sizes, info and lifetime; its
+other concerns are modules of their own: the arguments' parsing (_loader_args), the pass
+iterator and batch records (_loader_batches), batches held by reference (_loader_held),
+state_dict / load_state_dict (_loader_state), ``dataset`` / ``sampler`` and the process hooks
+(_loader_views). The names other modules and tests import from here stay importable here."""
+
 import collections
 import contextlib
 import ctypes
-import hashlib
 import os
-import sys
 import threading
 import time
 import warnings
@@ -20,340 +23,21 @@ from . import augment as _augment
 from . import dataset as _dataset
 from . import errors as _errors
 from . import mix as _mix
-
-_NP_DTYPE = {
-    _lib.DTYPE_UINT8: np.dtype(np.uint8),
-    _lib.DTYPE_FLOAT16: np.dtype(np.float16),
-    _lib.DTYPE_BFLOAT16: np.dtype(np.int16),  # raw bits; torch views them as bfloat16
-    _lib.DTYPE_FLOAT32: np.dtype(np.float32),
-}
-_CAI_TYPESTR = {
-    _lib.DTYPE_UINT8: "|u1",
-    _lib.DTYPE_FLOAT16: "<f2",
-    _lib.DTYPE_BFLOAT16: "<i2",
-    _lib.DTYPE_FLOAT32: "<f4",
-}
-_DTYPE_NAMES = {
-    "uint8": _lib.DTYPE_UINT8, "u8": _lib.DTYPE_UINT8, "byte": _lib.DTYPE_UINT8,
-    "float16": _lib.DTYPE_FLOAT16, "half": _lib.DTYPE_FLOAT16, "fp16": _lib.DTYPE_FLOAT16,
-    "f2": _lib.DTYPE_FLOAT16,
-    "bfloat16": _lib.DTYPE_BFLOAT16, "bf16": _lib.DTYPE_BFLOAT16,
-    "float32": _lib.DTYPE_FLOAT32, "float": _lib.DTYPE_FLOAT32, "fp32": _lib.DTYPE_FLOAT32,
-    "f4": _lib.DTYPE_FLOAT32,
-}
-_TARGET_NP = _dataset.TARGET_NP_DTYPE
-DTYPE_NAMES = {_lib.DTYPE_UINT8: "uint8", _lib.DTYPE_FLOAT16: "float16",
-               _lib.DTYPE_BFLOAT16: "bfloat16", _lib.DTYPE_FLOAT32: "float32"}
+from ._loader_bad import BadRecordLog
+from ._loader_args import (DTYPE_NAMES, INTERP_NAMES, _CAI_TYPESTR, _NP_DTYPE,  # noqa: F401
+                           _TARGET_NP, _torch, installed_pillow_passes, normalization,
+                           parse_device, parse_dtype, parse_interpolation, parse_layout,
+                           parse_resize, parse_resize_passes, resolve_distributed)
+from ._loader_batches import (LoaderStats, _CudaView, _Held, _Iter, _on_free,  # noqa: F401
+                              _per_image, _stage_dict)
+from ._loader_held import HeldBatches
+from ._loader_state import ResumeState
+from ._loader_views import LoaderDataset, RankSampler, _live  # noqa: F401
 
 _POLL_MS = 100  # next() waits at most this long per call, so that Ctrl-C is seen promptly
 
-_live = weakref.WeakSet()   # every open Loader of this process
-_torch_state = {"tried": False, "mod": None}
 
-
-def _torch():
-    """torch if importable (imported once), else None."""
-    if not _torch_state["tried"]:
-        _torch_state["tried"] = True
-        try:
-            import torch  # noqa: F401
-            _torch_state["mod"] = torch
-        except ImportError:
-            _torch_state["mod"] = None
-    return _torch_state["mod"]
-
-
-def parse_dtype(dtype):
-    """A torch dtype, numpy dtype or name -> STK_DTYPE_*."""
-    if dtype is None:
-        return _lib.DTYPE_UINT8
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(dtype, torch.dtype):
-        table = {torch.uint8: _lib.DTYPE_UINT8, torch.float16: _lib.DTYPE_FLOAT16,
-                 torch.bfloat16: _lib.DTYPE_BFLOAT16, torch.float32: _lib.DTYPE_FLOAT32}
-        if dtype in table:
-            return table[dtype]
-        raise ValueError("dtype %s is not supported: use uint8, float16, bfloat16 or float32"
-                         % (dtype,))
-    if isinstance(dtype, str):
-        name = dtype.lower()
-        for prefix in ("torch.", "np.", "numpy."):
-            if name.startswith(prefix):
-                name = name[len(prefix):]
-        if name in _DTYPE_NAMES:
-            return _DTYPE_NAMES[name]
-    try:
-        nd = np.dtype(dtype)
-    except TypeError:
-        nd = None
-    if nd is not None:
-        table = {np.dtype(np.uint8): _lib.DTYPE_UINT8, np.dtype(np.float16): _lib.DTYPE_FLOAT16,
-                 np.dtype(np.float32): _lib.DTYPE_FLOAT32}
-        if nd in table:
-            return table[nd]
-    raise ValueError("dtype %r is not supported: use uint8, float16, bfloat16 or float32"
-                     % (dtype,))
-
-
-def parse_device(device):
-    """'cpu' | 'cuda' | 'cuda:N' | torch.device | int -> CUDA ordinal or -1."""
-    if device is None:
-        return -1
-    if isinstance(device, bool):
-        raise ValueError("device must be 'cpu', 'cuda', 'cuda:N' or an ordinal, not %r" % device)
-    if isinstance(device, int):
-        if device < -1:
-            raise ValueError("device ordinal must be >= 0 (or -1 for the CPU), not %d" % device)
-        return device
-    text = str(device).strip().lower()
-    if text == "cpu":
-        return -1
-    if text == "cuda":
-        torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_available():
-            return int(torch.cuda.current_device())
-        return 0
-    if text.startswith("cuda:"):
-        try:
-            n = int(text[5:])
-        except ValueError:
-            n = -1
-        if n >= 0:
-            return n
-    raise ValueError("device must be 'cpu', 'cuda', 'cuda:N' or an ordinal, not %r" % (device,))
-
-
-def parse_layout(layout):
-    text = str(layout).upper()
-    if text in ("NCHW", "CHW"):
-        return _lib.NCHW
-    if text in ("NHWC", "HWC"):
-        return _lib.NHWC
-    raise ValueError("layout must be 'NCHW' or 'NHWC', not %r" % (layout,))
-
-
-INTERP_NAMES = {"bilinear": _lib.INTERP_BILINEAR, "bicubic": _lib.INTERP_BICUBIC,
-                "nearest": _lib.INTERP_NEAREST, "random": _lib.INTERP_RANDOM}
-
-
-_PIL_FILTERS = {0: "nearest", 2: "bilinear", 3: "bicubic"}   # PIL.Image.NEAREST, BILINEAR, BICUBIC
-
-
-def installed_pillow_passes():
-    """STK_RESIZE_PASSES_* of the Pillow this interpreter would import (Pillow 13 changed the
-    order of its resize passes), PILLOW12 when there is none."""
-    try:
-        from PIL import __version__ as v
-        major = int(str(v).split(".")[0])
-    except (ImportError, ValueError):
-        return _lib.RESIZE_PASSES_PILLOW12
-    return _lib.RESIZE_PASSES_PILLOW13 if major >= 13 else _lib.RESIZE_PASSES_PILLOW12
-
-
-def parse_resize_passes(value):
-    """None (the installed Pillow's), "pillow12" or "pillow13" -> STK_RESIZE_PASSES_*."""
-    if value is None:
-        return installed_pillow_passes()
-    names = {"pillow12": _lib.RESIZE_PASSES_PILLOW12, "pillow13": _lib.RESIZE_PASSES_PILLOW13}
-    if isinstance(value, str) and value.lower() in names:
-        return names[value.lower()]
-    raise ValueError("resize_passes must be None (the installed Pillow's), 'pillow12' or 'pillow13', "
-                     "not %r" % (value,))
-
-
-def parse_interpolation(interpolation):
-    """'bilinear' | 'bicubic' | 'nearest' | 'random' (any case), torchvision's InterpolationMode
-    (its .value is that name) or Pillow's filter number -> STK_INTERP_*."""
-    name = getattr(interpolation, "value", interpolation)
-    if isinstance(name, int) and not isinstance(name, bool):
-        name = _PIL_FILTERS.get(int(name), name)
-    if isinstance(name, str) and name.lower() in INTERP_NAMES:
-        return INTERP_NAMES[name.lower()]
-    raise ValueError("interpolation must be 'bilinear', 'bicubic', 'nearest' (Pillow's filters, "
-                     "byte for byte) or 'random' (timm's: bilinear or bicubic per image), not %r"
-                     % (interpolation,))
-
-
-def parse_resize(resize):
-    """eval's Resize: an int (the shorter side, torchvision Resize(int)) -> (int, None), or
-    (height, width) (Resize((h, w)), no aspect kept) -> (None, (h, w))."""
-    if isinstance(resize, (tuple, list)):
-        if len(resize) == 1:
-            return int(resize[0]), None
-        if len(resize) != 2:
-            raise ValueError("resize must be an int or (height, width), got %r" % (resize,))
-        h, w = int(resize[0]), int(resize[1])
-        if h < 1 or w < 1:
-            raise ValueError("resize=(height, width) must be positive, got %r" % (resize,))
-        return None, (h, w)
-    return int(resize), None
-
-
-def _triple(value, name):
-    if np.ndim(value) == 0:
-        v = [float(value)] * 3
-    else:
-        v = [float(x) for x in value]
-        if len(v) == 1:
-            v = v * 3
-    if len(v) != 3:
-        raise ValueError("%s must be a number or 3 numbers (one per RGB channel), got %r"
-                         % (name, value))
-    return v
-
-
-def normalization(dtype_code, mean, std):
-    """Library mean/std (0..255 units) for the torchvision-convention MEAN/STD (0..1 units).
-
-    float output without mean/std is x/255 (torchvision's ToTensor); with them it is
-    Normalize(mean, std)(x/255) = (x - 255*mean) / (255*std). uint8 output takes neither.
-    Returns (mean3, std3) or None.
-    """
-    if dtype_code == _lib.DTYPE_UINT8:
-        if mean is not None or std is not None:
-            raise ValueError("mean/std need a float dtype (float16, bfloat16 or float32); "
-                             "uint8 output is the raw 0..255 pixels")
-        return None
-    m = _triple(0.0 if mean is None else mean, "mean")
-    s = _triple(1.0 if std is None else std, "std")
-    for x in s:
-        if not x > 0:
-            raise ValueError("std must be > 0, got %r" % (std,))
-    return [x * 255.0 for x in m], [x * 255.0 for x in s]
-
-
-def resolve_distributed(rank, world_size):
-    """(rank, world_size): explicit values, else torch.distributed when initialised, else the
-    RANK / WORLD_SIZE environment variables, else (0, 1)."""
-    r, w = rank, world_size
-    if r is None or w is None:
-        tr = tw = None
-        torch = sys.modules.get("torch")
-        dist = getattr(torch, "distributed", None) if torch is not None else None
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            tr, tw = dist.get_rank(), dist.get_world_size()
-        else:
-            env_r, env_w = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-            if env_w is not None:
-                try:
-                    tw = int(env_w)
-                    tr = int(env_r) if env_r is not None else 0
-                except ValueError:
-                    raise ValueError("RANK=%r / WORLD_SIZE=%r are not integers"
-                                     % (env_r, env_w)) from None
-        if w is None:
-            w = tw if tw is not None else 1
-        if r is None:
-            r = tr if tr is not None else 0
-    r, w = int(r), int(w)
-    if w < 1 or not 0 <= r < w:
-        raise ValueError("need 0 <= rank < world_size, got rank=%d world_size=%d" % (r, w))
-    return r, w
-
-
-class _CudaView:
-    """A device batch described by __cuda_array_interface__ (v2: the caller's stream already
-    waits for the batch, so no stream is named and consumers need not synchronise)."""
-
-    def __init__(self, ptr, shape, typestr):
-        self.__cuda_array_interface__ = {
-            "shape": tuple(shape), "typestr": typestr, "data": (ptr, False),
-            "strides": None, "version": 2,
-        }
-
-
-class LoaderStats(dict):
-    """stats() result: a dict of the library's counters; str() is the library's report."""
-
-    def __init__(self, values, report_text):
-        super().__init__(values)
-        self.report = report_text
-
-    def __str__(self):
-        return self.report or dict.__repr__(self)
-
-
-def _stage_dict(s):
-    return {"busy_s": s.busy_s, "starved_s": s.starved_s, "blocked_s": s.blocked_s,
-            "items": s.items, "bytes": s.bytes, "errors": s.errors, "threads": s.threads}
-
-
-def _per_image(st):
-    """Busy ms per image of read, decode without augmentation and augment; augment / decode."""
-    decode_s = max(st.decode.busy_s - st.augment_s, 0.0)
-    n = max(st.decode.items, 1)
-    ms = {"read": 1e3 * st.read.busy_s / max(st.read.items, 1), "decode": 1e3 * decode_s / n,
-          "augment": 1e3 * st.augment_s / n}
-    return ms, (st.augment_s / decode_s if decode_s > 0 else 0.0)
-
-
-class _Held:
-    """A batch handed out by reference: the library's batch (ADDR) until it is released or its
-    image memory detached (PTR, freed by the last reference's finaliser)."""
-
-    __slots__ = ("addr", "seq", "device", "pinned", "ptr", "alive", "busy", "done")
-
-    def __init__(self, addr, seq, device, pinned):
-        self.addr, self.seq, self.device, self.pinned = addr, seq, device, pinned
-        self.ptr = None
-        self.alive = True    # a reference to the images exists
-        self.busy = False    # the consumer is detaching it right now
-        self.done = False    # released or detached: the library no longer holds it for us
-
-
-def _on_free(mu, freed, rec, images_free):
-    """Finaliser of a batch's images (any thread): a held batch goes to FREED, where the
-    iterating thread releases it; detached memory is freed here."""
-    with mu:
-        rec.alive = False
-        if rec.busy:
-            return                       # the detaching thread frees it
-        if rec.done:
-            if rec.ptr:
-                images_free(rec.ptr)
-                rec.ptr = None
-            return
-        freed.append(rec)
-
-
-class _Iter:
-    """One pass over the loader (one epoch, or the rest of it after load_state_dict). While it
-    is live (not exhausted, not closed, still referenced) the loader refuses another iter()."""
-
-    __slots__ = ("_loader", "_gen", "epoch", "done", "batches", "asked", "__weakref__")
-
-    def __init__(self, loader, gen, epoch, asked=False):
-        self._loader = loader
-        self._gen = gen
-        self.epoch = epoch
-        self.asked = asked   # its epoch was given by set_epoch()
-        self.done = False
-        self.batches = 0     # handed out by this pass
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self.done or self._loader._gen != self._gen:
-            self.done = True
-            raise StopIteration
-        out = self._loader._next(self)
-        self.batches += 1
-        return out
-
-    def __len__(self):
-        return len(self._loader)
-
-    def close(self):
-        """End this pass now (as leaving the ``for`` does): the loader may be iterated again."""
-        self.done = True
-
-    def __repr__(self):
-        return "<stoker.Loader iterator: epoch %d, batch %d of %d%s>" % (
-            self.epoch, self.batches, len(self._loader), ", done" if self.done else "")
-
-
-class Loader:
+class Loader(HeldBatches, ResumeState):
     """Batches of decoded, augmented images from a stoker dataset — a drop-in replacement for
     ``torch.utils.data.DataLoader(ImageFolder(...), ...)`` in a training loop.
 
@@ -378,8 +62,10 @@ class Loader:
 
     Arguments (keyword-only after ``batch_size``):
       path: a directory of shards (``stoker.pack``), one shard file, a foreign LMDB or an
-        ImageFolder root; or ``"s3://bucket/prefix"`` (since 0.5): the shards there are fetched
-        into the cache directory first (docs/S3.md; credentials as the AWS tools read them).
+        ImageFolder root (JPEG; PNG, WebP, GIF, BMP, TIFF and PPM files are decoded too, with
+        pack's decoders: slower than JPEG, equal to torchvision's pipeline on Pillow); or
+        ``"s3://bucket/prefix"`` (since 0.5): the shards there are fetched into the cache
+        directory first (docs/S3.md; credentials as the AWS tools read them).
       train: RandomResizedCrop(size) + horizontal flip (True) or Resize(resize)+CenterCrop(size).
       size: output side, or (height, width). resize: eval's shorter side before the crop
         (Resize(int)), or (height, width): the whole image to exactly that size (Resize((h, w)),
@@ -416,9 +102,19 @@ class Loader:
         initialised, else the RANK / WORLD_SIZE environment variables. Every rank gets the same
         number of batches (dist_mode="pad" wraps around as DistributedSampler; "drop" drops the
         remainder).
-      strict: a bad record (corrupt, truncated, not a JPEG, too large) raises DataError naming
-        it; by default it is replaced by a deterministic substitute, counted and listed in
-        stats()["errors"].
+      strict: a bad record (corrupt, truncated, empty, not a JPEG, too large, CRC mismatch,
+        unreadable) raises DataError naming it. By default it is replaced by another, good record
+        of the epoch (drawn from (seed, epoch, index): the same for any ``workers`` and after a
+        resume; decoded and augmented as the bad one's sample would have been) with that
+        record's own label and target — never a grey image or label -1; the batch's dataset
+        index stays the bad record's. It is counted and listed in stats()["errors"]; the
+        loader's first bad record and, at the end of each epoch that had one, a summary (count,
+        commonest reasons) are warned about (``stoker.BadRecordWarning``). If no good record is
+        found in 64 draws, the pass raises naming the record.
+      max_bad_fraction: the largest share of bad records an epoch may have [0.01]: above it the
+        iteration raises (DataError, or StokerIOError for unreadable records) naming the
+        commonest reasons. Checked once 10000 samples of the epoch were yielded and at its last
+        batch (a short epoch: at its end). 1.0 never raises (STK_P_MAX_BAD_FRACTION).
       return_index: also yield the dataset indices (last).
       target: "auto", "label" or "both" (see above). multi_hot: label lists as float32
         multi-hot rows (STK_P_MULTI_HOT); InvalidArgument for a dataset without label lists.
@@ -492,7 +188,9 @@ class Loader:
     be called from any thread (``close()`` wakes a blocked ``for``, which ends with
     StopIteration). One pass at a time: ``iter()`` while an earlier iterator is live (not
     exhausted, closed or dropped) raises RuntimeError naming it. Ctrl-C interrupts a blocked
-    iteration within ~0.1 s (KeyboardInterrupt); the loader stays usable.
+    iteration within ~0.1 s (KeyboardInterrupt); the loader stays usable: a new ``for`` runs the
+    next epoch even while the traceback (and so the interrupted iterator) is kept, as Jupyter
+    keeps it; ``next()`` on the interrupted iterator goes on with its pass until then.
 
     fork(): the loader's threads do not exist in a fork() child. In the child every method
     raises StokerError (create a new Loader there); the parent's loader is unaffected.
@@ -509,7 +207,8 @@ class Loader:
                  dist_mode="pad", max_pinned_bytes=None, device_buffers=None, max_size=None,
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
-                 augment=None, resize_passes=None, options=None, cache=None, cache_bytes=None):
+                 augment=None, resize_passes=None, max_bad_fraction=None, options=None,
+                 cache=None, cache_bytes=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -614,6 +313,8 @@ class Loader:
         self._check(lib.stk_loader_create(ctypes.byref(h)), "stk_loader_create")
         self._h = h
         _live.add(self)
+        self._badlog = BadRecordLog()
+        self._check(self._badlog.install(lib, h), "stk_loader_set_log")
 
         sets = [
             (_lib.P_BATCH_SIZE, self.batch_size, "batch_size"),
@@ -669,6 +370,10 @@ class Loader:
             sets.append((_lib.P_IO_BACKEND, names[io_backend], "io_backend"))
         for key, value, name in sets:
             self._set(key, value, name)
+        if max_bad_fraction is not None:
+            if not 0.0 <= float(max_bad_fraction) <= 1.0:
+                raise ValueError("max_bad_fraction must be in [0, 1], got %r" % (max_bad_fraction,))
+            self._set(_lib.P_MAX_BAD_FRACTION, float(max_bad_fraction), "max_bad_fraction")
         if flip_prob is not None:
             self._set(_lib.P_FLIP_PROB, float(flip_prob), "flip_prob")
         if scale is not None:
@@ -700,11 +405,11 @@ class Loader:
                 self._set(key, value, name)
         for key, value in (options or {}).items():
             self._set(int(key), value, "options[%d]" % int(key))
+
         if cache is not None:   # s3:// datasets: the cache directory and its limit
             self._check(lib.stk_loader_set_cache_dir(self._h, _lib.fspath(cache)), "cache")
         if cache_bytes is not None:
             self._set(_lib.P_CACHE_BYTES, int(cache_bytes), "cache_bytes")
-
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self.indices = None
         if indices is not None:
@@ -833,7 +538,7 @@ class Loader:
         """A second iter() while a pass is live would end it silently (one pipeline per
         loader): refuse, naming the live one."""
         it = self._active() if self._active is not None else None
-        if it is not None and not it.done and it._gen == self._gen:
+        if it is not None and not it.done and not it.interrupted and it._gen == self._gen:
             raise RuntimeError(
                 "an iterator of this stoker.Loader is live (epoch %d, batch %d of %d); finish it, "
                 "or call it.close() / del it first (a Loader runs one pass at a time; set_epoch() "
@@ -843,120 +548,6 @@ class Loader:
         if self.device >= 0 and self._torch is not None:
             return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
         return None
-
-    # ---- batches handed out by reference ------------------------------------------------------
-    def _recover_slot(self):
-        """A batch next() handed out that never reached the caller (Ctrl-C right after the
-        call): give it back."""
-        addr = self._slot.value
-        if addr and not any(r.addr == addr and not r.done for r in self._held.values()):
-            self._slot.value = None
-            self._check(self._lib.stk_loader_release(self._h, addr, self._stream()),
-                        "stk_loader_release")
-        self._slot.value = None
-
-    def _give_back(self, rec, wait=False):
-        """Release REC (its last reference is gone). Page-locked memory may still be read by an
-        asynchronous copy queued on the current CUDA stream: it is released once an event
-        recorded there has passed (at once when WAIT)."""
-        if rec.done:
-            return
-        torch = self._torch
-        if rec.pinned and not rec.device and torch is not None and torch.cuda.is_available():
-            ev = torch.cuda.Event()
-            ev.record(torch.cuda.current_stream())
-            if not wait:
-                self._pending.append((rec, ev))
-                return
-            ev.synchronize()
-        self._release(rec)
-
-    def _release(self, rec):
-        rec.done = True
-        self._held.pop(rec.seq, None)
-        stream = self._stream() if rec.device else None
-        self._check(self._lib.stk_loader_release(self._h, rec.addr, stream), "stk_loader_release")
-
-    def _drain(self):
-        """Release the batches whose references are gone (iterating thread only)."""
-        self._recover_slot()
-        while self._freed:
-            self._give_back(self._freed.popleft())
-        if self._pending:
-            keep = []
-            for rec, ev in self._pending:
-                if ev.query():
-                    self._release(rec)
-                else:
-                    keep.append((rec, ev))
-            self._pending = keep
-
-    def _detach(self, rec):
-        """Move REC's images out of the ring: the caller keeps them, the slot gets new memory."""
-        with self._mu:
-            if not rec.alive or rec.done:
-                return                   # its finaliser queued it in _freed
-            rec.busy = True
-        ptr = ctypes.c_void_p()
-        rc = self._lib.stk_loader_detach(self._h, rec.addr, ctypes.byref(ptr))
-        with self._mu:
-            rec.busy = False
-            if rc == _lib.STK_OK:
-                rec.done = True
-                rec.ptr = ptr.value
-                self._held.pop(rec.seq, None)
-                if not rec.alive:
-                    self._lib.stk_images_free(rec.ptr)
-                    rec.ptr = None
-            elif not rec.alive:
-                self._freed.append(rec)
-        self._check(rc, "stk_loader_detach")
-
-    def _make_room(self):
-        """Before batch number _seq: the batch K earlier shares its slot (device buffer), and
-        the one after it the next. Batches still referenced there are detached (host) or, for
-        device batches, reported: device memory cannot change hands."""
-        self._drain()
-        if not self._held:
-            return
-        limit = self._seq - self._ring + 1
-        for rec in sorted(self._held.values(), key=lambda r: r.seq):
-            if rec.seq > limit:
-                break
-            pend = [p for p in self._pending if p[0] is rec]
-            if pend:
-                self._pending = [p for p in self._pending if p[0] is not rec]
-                pend[0][1].synchronize()
-                self._release(rec)
-            elif rec.device:
-                if rec.seq <= self._seq - self._ring:
-                    raise _errors.StateError(
-                        "device batch %d is still referenced and its buffer is needed for batch "
-                        "%d: with device=cuda at most device_buffers - 1 = %d batches can be kept "
-                        "by reference; clone() the ones you keep or raise device_buffers"
-                        % (rec.seq, self._seq, self._ring - 1), _lib.STK_E_STATE, "STK_E_STATE")
-            else:
-                self._detach(rec)
-
-    def _settle_all(self):
-        """Before a seek (the library wants every batch back): detach what is still referenced."""
-        self._drain()
-        for rec in list(self._pending):
-            rec[1].synchronize()
-            self._release(rec[0])
-        self._pending = []
-        for rec in sorted(self._held.values(), key=lambda r: r.seq):
-            if rec.device:
-                if rec.alive:
-                    raise _errors.StateError(
-                        "%d device batches are still referenced; the loader cannot change its "
-                        "position under them (drop or clone() them first)" % sum(
-                            1 for r in self._held.values() if r.device and r.alive),
-                        _lib.STK_E_STATE, "STK_E_STATE")
-                self._release(rec)
-            else:
-                self._detach(rec)
-        self._drain()
 
     def _ensure_position(self, epoch, sample, base=0):
         lib = self._lib
@@ -1110,6 +701,7 @@ class Loader:
             rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
             if rc != _lib.STK_TIMEOUT or self._closing:
                 break
+        self._badlog.warn(stacklevel=4)   # _next_inside < _next < _Iter.__next__ < the loop
         if self._closing and rc != _lib.STK_OK:   # close() in another thread woke us
             it.done = True
             raise StopIteration
@@ -1280,6 +872,13 @@ class Loader:
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
 
+    def fetch_stats(self):
+        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
+        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
+        for a local path. Since 0.5."""
+        self._usable()
+        return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
+
     @property
     def epoch(self):
         """The epoch of the pass in progress, else the one the next ``for`` runs."""
@@ -1335,241 +934,6 @@ class Loader:
     def size(self):
         """(height, width) of the batches the next ``for`` yields (or the one in progress)."""
         return self._pending_size if self._pending_size is not None else (self.height, self.width)
-
-    # ---- state: resume, also on another world size ---------------------------------------
-    STATE_VERSION = 2
-
-    def fetch_stats(self):
-        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
-        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
-        for a local path. Since 0.5."""
-        self._usable()
-        return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
-
-    def _config(self):
-        return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,
-                "drop_last": self.drop_last, "rank": self.rank, "world_size": self.world_size,
-                "samples_per_epoch": self._samples, "train": self.train}
-
-    def _dataset_id(self):
-        """{"count", "fingerprint"}: the record count and a hash of the dataset's identity —
-        record count, payload bytes, class names and shard file names (not their directory, so
-        a copy elsewhere matches); with ``indices`` their count and the list."""
-        if self._fingerprint is None:
-            lib = self._lib
-            ds = lib.stk_loader_dataset(self._h)
-            info = _lib.DatasetInfo()
-            self._check(lib.stk_dataset_info_get(ds, ctypes.byref(info)), "dataset info")
-            h = hashlib.sha256(b"stoker-dataset-v1")
-            h.update(b"%d %d %d" % (info.records, info.payload_bytes, info.layout))
-            for i in range(info.classes):
-                h.update(b"\0c" + (lib.stk_dataset_class_name(ds, i) or b""))
-            if info.layout == _lib.LAYOUT_SHARDS:
-                for i in range(info.shards):
-                    h.update(b"\0s" + os.path.basename(lib.stk_dataset_shard_path(ds, i) or b""))
-            count = int(info.records)
-            if self.indices is not None:     # a subset: its records are the epoch's
-                h.update(b"\0i" + self.indices.tobytes())
-                count = int(self.indices.size)
-            self._fingerprint = {"count": count, "fingerprint": h.hexdigest()[:32]}
-        return dict(self._fingerprint)
-
-    def _consumed(self, epoch_base, sample):
-        n = self._dataset_id()["count"]
-        return epoch_base + min(sample * self.world_size, n - epoch_base)
-
-    def state_dict(self):
-        """Where this loader goes on, as a plain dict (save it in the loop to resume mid-epoch):
-        inside a ``for``, the sample after the last batch yielded; outside, where the next
-        ``for`` starts. It resumes on any world size (load_state_dict). Format, version 2:
-
-          version       2
-          dataset       {"count": records, "fingerprint": hash of records, payload bytes,
-                        classes and shard names} — a resume on another dataset is refused
-          seed, shuffle the order's key — must match
-          epoch         the epoch to continue
-          world_size, rank, dist_mode, batch_size, drop_last: this run's split
-          next_sample   this rank's position in its share of the epoch
-          base          global positions the epoch had consumed when this run began it (0, or
-                        the ``consumed`` of the state this run resumed from)
-          consumed      the epoch's global positions delivered once every rank is at
-                        next_sample: base + min(next_sample * world_size, count - base)
-          samples_per_epoch, train: for information
-        Version 1 states (same world size only) are still accepted by load_state_dict."""
-        self._usable()
-        base = 0
-        if self._in_progress():
-            epoch, sample = self._tell()
-            if epoch != self._active().epoch:   # the library already moved past the epoch end
-                epoch, sample = self._active().epoch + 1, 0
-            else:
-                base = self._tell_global()[2]
-        elif self._resume is not None:
-            epoch, sample, base = self._resume
-        else:
-            epoch, sample = self._epoch, 0
-        state = {"version": self.STATE_VERSION, "dataset": self._dataset_id(),
-                 "epoch": int(epoch), "next_sample": int(sample), "base": int(base),
-                 "consumed": int(self._consumed(base, sample)),
-                 "dist_mode": self.dist_mode}
-        state.update(self._config())
-        return state
-
-    @staticmethod
-    def _field(state, key, kind, where="state_dict"):
-        if key not in state:
-            raise ValueError("%s: field %r is missing (not a stoker.Loader state_dict?)"
-                             % (where, key))
-        v = state[key]
-        ok = isinstance(v, bool) if kind is bool else (isinstance(v, kind)
-                                                      and not isinstance(v, bool))
-        if not ok:
-            raise ValueError("%s: field %r must be %s, got %r" % (where, key, kind.__name__, v))
-        return v
-
-    def _check_state(self, state, where):
-        """Validate one version-2 state against this loader; returns it."""
-        f = self._field
-        ds = f(state, "dataset", dict, where)
-        mine = self._dataset_id()
-        cnt, fp = ds.get("count"), ds.get("fingerprint")
-        if not isinstance(cnt, int) or not isinstance(fp, str):
-            raise ValueError("%s: field 'dataset' must be {'count': int, 'fingerprint': str}, "
-                             "got %r" % (where, ds))
-        if cnt != mine["count"] or fp != mine["fingerprint"]:
-            raise ValueError("%s: field 'dataset' is from another dataset (saved %d records, "
-                             "fingerprint %s; this loader's %s: %d records, %s)"
-                             % (where, cnt, fp, self.path, mine["count"], mine["fingerprint"]))
-        seed = f(state, "seed", int, where)
-        if seed != self.seed:
-            raise ValueError("%s: field 'seed' = %d, this loader's seed is %d (the order would "
-                             "differ)" % (where, seed, self.seed))
-        shuffle = f(state, "shuffle", bool, where)
-        if shuffle != self.shuffle:
-            raise ValueError("%s: field 'shuffle' = %r, this loader's is %r"
-                             % (where, shuffle, self.shuffle))
-        epoch = f(state, "epoch", int, where)
-        world = f(state, "world_size", int, where)
-        rank = f(state, "rank", int, where)
-        sample = f(state, "next_sample", int, where)
-        base = f(state, "base", int, where)
-        consumed = f(state, "consumed", int, where)
-        n = mine["count"]
-        if epoch < 0:
-            raise ValueError("%s: field 'epoch' = %d is negative" % (where, epoch))
-        if world < 1 or not 0 <= rank < world:
-            raise ValueError("%s: fields 'rank' = %d / 'world_size' = %d are not a rank of a "
-                             "world" % (where, rank, world))
-        if not 0 <= base <= n:
-            raise ValueError("%s: field 'base' = %d is outside 0..%d" % (where, base, n))
-        if sample < 0 or consumed != base + min(sample * world, n - base):
-            raise ValueError("%s: field 'consumed' = %d does not follow from base %d, "
-                             "next_sample %d and world_size %d (expected %d)"
-                             % (where, consumed, base, sample, world,
-                                base + min(max(sample, 0) * world, n - base)))
-        return state
-
-    def load_state_dict(self, state):
-        """Continue from STATE (from state_dict()): the next ``for`` yields the rest of that
-        epoch. STATE may come from a run with another world size (elastic resume): then the
-        epoch's global positions [0, consumed) count as delivered and the rest is split among
-        this run's ranks, rank r taking consumed + r, consumed + r + W, ... (dist_mode "pad"
-        repeats the rest's first samples so that every rank has as many; "drop" leaves out the
-        rest's last (count - consumed) mod W). Across the two runs every sample of the epoch is
-        delivered once, those tail rules aside. With the same world size, split and batch size
-        the rest is exactly what the uninterrupted run would have delivered.
-
-        Every rank may load the same state (rank 0's, say): under DDP all ranks are at the same
-        step. A list of every rank's states is accepted too and checked to agree; states whose
-        ranks took different numbers of samples are refused (what was delivered is then not a
-        prefix of the epoch's order). A state from another dataset, seed or shuffle, or a
-        malformed one, raises ValueError naming the field."""
-        self._usable()
-        if isinstance(state, (list, tuple)):
-            state = self._merge_states(state)
-        if not isinstance(state, dict):
-            raise ValueError("state_dict must be a dict (or a list of every rank's), got %s"
-                             % type(state).__name__)
-        version = self._field(state, "version", int)
-        if version == 1:
-            epoch, sample, base = self._load_v1(state)
-        elif version == self.STATE_VERSION:
-            self._check_state(state, "state_dict")
-            epoch, sample, base = self._resume_point(state)
-        else:
-            raise ValueError("state_dict: field 'version' = %d is not supported (this stoker "
-                             "reads versions 1 and %d)" % (version, self.STATE_VERSION))
-        with self._consuming():
-            self._drain()
-            self._end_iteration()
-            self._resume = (epoch, sample, base)
-            self._epoch = epoch
-            self._asked = False
-
-    def _merge_states(self, states):
-        if not states:
-            raise ValueError("state_dict: an empty list of rank states")
-        for i, st in enumerate(states):
-            if not isinstance(st, dict):
-                raise ValueError("state_dict[%d] is not a dict" % i)
-            if self._field(st, "version", int, "state_dict[%d]" % i) != self.STATE_VERSION:
-                raise ValueError("state_dict[%d]: field 'version' must be %d in a list of rank "
-                                 "states" % (i, self.STATE_VERSION))
-            self._check_state(st, "state_dict[%d]" % i)
-        first = states[0]
-        world = first["world_size"]
-        ranks = sorted(st["rank"] for st in states)
-        if ranks != list(range(world)):
-            raise ValueError("state_dict: the list holds ranks %r, not every rank of world size "
-                             "%d once" % (ranks, world))
-        for key in ("epoch", "world_size", "base", "seed", "dist_mode", "batch_size",
-                    "drop_last"):
-            vals = sorted({repr(st.get(key)) for st in states})
-            if len(vals) > 1:
-                raise ValueError("state_dict: field %r differs between the ranks' states (%s)"
-                                 % (key, ", ".join(vals)))
-        ks = {st["next_sample"] for st in states}
-        if len(ks) > 1:
-            raise ValueError("state_dict: field 'next_sample' differs between ranks (%s): the "
-                             "ranks took different numbers of samples, so what was delivered "
-                             "is not a prefix of the epoch's order; save the states at the same "
-                             "step on every rank" % sorted(ks))
-        return first
-
-    def _resume_point(self, state):
-        """(epoch, next_sample, base) this rank continues at."""
-        n = self._dataset_id()["count"]
-        epoch = state["epoch"]
-        same_split = (state["world_size"] == self.world_size
-                      and state.get("dist_mode") == self.dist_mode
-                      and state.get("batch_size") == self.batch_size
-                      and state.get("drop_last") == self.drop_last)
-        if same_split:
-            # exactly the uninterrupted continuation (padding included)
-            base, sample = state["base"], state["next_sample"]
-            if base == 0 and sample >= self._samples:
-                return epoch + 1, 0, 0          # this rank's share is done
-        else:
-            base, sample = state["consumed"], 0
-        if base >= n and sample == 0:
-            return epoch + 1, 0, 0              # nothing of the epoch is left
-        return epoch, sample, base
-
-    def _load_v1(self, state):
-        if "epoch" not in state or "next_sample" not in state:
-            raise ValueError("not a stoker.Loader state_dict: %r" % (state,))
-        mine = self._config()
-        diff = ["%s: saved %r, this loader %r" % (k, state[k], v) for k, v in mine.items()
-                if k in state and state[k] != v]
-        if diff:
-            raise ValueError("state_dict does not match this loader (" + "; ".join(diff) + ")")
-        epoch, sample = int(state["epoch"]), int(state["next_sample"])
-        if epoch < 0 or not 0 <= sample <= self._samples:
-            raise ValueError("state_dict position out of range: epoch %d, next_sample %d "
-                             "(samples per epoch %d)" % (epoch, sample, self._samples))
-        if sample == self._samples:
-            epoch, sample = epoch + 1, 0
-        return epoch, sample, 0
 
     # ---- info ----------------------------------------------------------------------------
     @property
@@ -1667,26 +1031,6 @@ class Loader:
             return LoaderStats(d, _lib.text(buf.value))
 
     # ---- lifetime ------------------------------------------------------------------------
-    def _keep_held(self):
-        """close(): host batches still referenced outlive the loader."""
-        try:
-            self._drain()
-            for rec, ev in self._pending:
-                ev.synchronize()
-            self._pending = []
-            dev = 0
-            for rec in sorted(self._held.values(), key=lambda r: r.seq):
-                if rec.device:
-                    dev += rec.alive
-                elif not rec.done:
-                    self._detach(rec)
-            if dev:
-                warnings.warn("stoker: close() with %d device batches still referenced: their "
-                              "memory is freed (clone() device batches that must outlive the "
-                              "loader)" % dev, stacklevel=3)
-        except _errors.StokerError as e:   # close() must go on: the batches then die with it
-            warnings.warn("stoker: close(): could not keep the batches still referenced: %s" % e)
-
     def _quiesce(self):
         """close(): no consumer call enters from now on; wake the one blocked in the library
         (stk_loader_cancel) and wait until it has left. Its pass then ends (StopIteration)."""
@@ -1747,76 +1091,3 @@ class Loader:
                                                 "cpu" if self.device < 0 else
                                                 "cuda:%d" % self.device, self.rank,
                                                 self.world_size, state))
-
-
-class LoaderDataset:
-    """``loader.dataset`` of a stoker.Loader: what a training script reads of an ImageFolder
-    (``len``, ``root``, ``classes``, ``class_to_idx``). Items are not readable through it (the
-    loader reads them); use stoker.Dataset or stoker.ImageFolder for that."""
-
-    def __init__(self, root, classes, n):
-        self.root = root
-        self.classes = list(classes)
-        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
-        self._n = n
-
-    def __len__(self):
-        return self._n
-
-    def __repr__(self):
-        return "stoker.LoaderDataset(root=%r, %d records, %d classes)" % (
-            self.root, self._n, len(self.classes))
-
-
-class RankSampler:
-    """``loader.sampler`` of a stoker.Loader: ``len()`` is this rank's samples per epoch (as
-    DistributedSampler's); ``set_epoch(e)`` is ``loader.set_epoch(e)``. The order itself is
-    computed in the library (a keyed permutation of (seed, epoch)), so it is not iterable."""
-
-    def __init__(self, loader, n):
-        self._loader = weakref.ref(loader)
-        self._n = n
-        self.num_replicas, self.rank = loader.world_size, loader.rank
-        self.shuffle, self.seed = loader.shuffle, loader.seed
-        self.drop_last = loader.dist_mode == "drop"
-
-    def __len__(self):
-        return self._n
-
-    @property
-    def epoch(self):
-        loader = self._loader()
-        return loader.epoch if loader is not None else 0
-
-    def set_epoch(self, epoch):
-        loader = self._loader()
-        if loader is not None:
-            loader.set_epoch(epoch)
-
-    def __iter__(self):
-        raise TypeError("a stoker.Loader's sampler is not iterable: the library computes the "
-                        "order (pass return_index=True to see each batch's dataset indices)")
-
-
-def _after_fork_in_child():
-    # The parent's loaders must not be destroyed here (their threads are not in this process):
-    # forget the handles so that close()/__del__ do nothing but mark them closed.
-    for loader in list(_live):
-        loader._closed = True
-        loader._h = None
-        loader._entry = threading.Condition(threading.Lock())  # a parent thread may hold it
-        loader._consumer = None
-    _live.clear()
-
-
-def _close_all_at_exit():
-    for loader in list(_live):
-        try:
-            loader.close()
-        except Exception:   # noqa: BLE001
-            pass
-
-
-atexit.register(_close_all_at_exit)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -4,7 +4,8 @@
  * file name), decoded to 8-bit RGB the way Pillow's Image.open(f).convert("RGB") sees them, with
  * well-kept libraries: libpng, libwebp (+ demux), giflib, libtiff, stb_image (BMP); binary
  * PPM/PGM (a header and raw samples) is read in image_in.c. Each library is optional at build
- * time. Internal to the pack layer.
+ * time. Internal to the decode layer (since 0.5; pack converts sources with it, the loader
+ * decodes a raw folder's non-JPEG files with it).
  */
 #ifndef STK_IMAGE_IN_H
 #define STK_IMAGE_IN_H

@@ -31,7 +31,7 @@ out=$("$T/consumer/pc" "$T/ds1") || fail "pkg-config consumer run: $out"
 cat >"$T/consumer/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.20)
 project(consumer C)
-find_package(stoker 0.2 REQUIRED)
+find_package(stoker 0.5 REQUIRED)
 add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE stoker::stoker)
 CM

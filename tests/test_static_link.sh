@@ -29,7 +29,7 @@ check_binary() { # NAME BINARY DATASET
 cat >"$T/consumer/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.20)
 project(consumer C)
-find_package(stoker 0.2 REQUIRED)
+find_package(stoker 0.5 REQUIRED)
 add_executable(consumer main.c)
 target_link_libraries(consumer PRIVATE stoker::stoker_static)
 CM

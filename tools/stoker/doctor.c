@@ -6,7 +6,8 @@
  * starts the command in its own process group, samples it from outside every --interval
  * (doctor_sample.c), reads the hook's event lines as they are appended, stops the job after
  * --seconds (SIGINT to the group as a terminal's Ctrl-C does, then SIGTERM, then SIGKILL, each
- * after a bounded wait), and hands everything to doctor_verdict.c / doctor_svg.c.
+ * after a bounded wait), and hands everything to doctor_verdict.c (analysis), doctor_rules.c
+ * (verdict), doctor_report.c and doctor_svg.c (output).
  * Why the split (sampler outside, hook as small as possible): docs/doctor.md.
  */
 #include "doctor.h"

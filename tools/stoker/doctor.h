@@ -3,7 +3,8 @@
  * stoker doctor — shared types of the CLI's `doctor` command (doctor*.c). The sampler
  * (doctor_sample.c) reads /proc, cgroup files and NVML from outside the job; the job's Python
  * reports its events through the hook (doctor_hook.py, embedded at build time); doctor_verdict.c
- * turns both into the diagnosis, doctor_svg.c into the timeline. Design: docs/doctor.md.
+ * turns both into figures, doctor_rules.c into the verdict, doctor_report.c into the report and
+ * --json, doctor_svg.c into the timeline. Design: docs/doctor.md.
  */
 #ifndef STOKER_DOCTOR_H
 #define STOKER_DOCTOR_H
@@ -148,7 +149,7 @@ void dr_sampler_finish(dr_sampler *s, dr_run *r);
 void dr_sampler_destroy(dr_sampler *s);
 int64_t dr_now(void);
 
-/* doctor_verdict.c: the analysis; prints the report and writes --json */
+/* doctor_verdict.c (analysis), doctor_rules.c (verdict), doctor_report.c (report, --json) */
 typedef struct dr_result dr_result;
 dr_result *dr_analyse(const dr_run *r);
 void dr_report(const dr_run *r, const dr_result *a, FILE *f);

@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 # stk-test: serial
+# stk-test: timeout 3600
 """`stoker doctor` on constructed jobs (doctor_jobs.py), each bounded by one known stage, with real
 torch on the CPU: the verdict line names that stage, and the figure behind it agrees with what the
 job measured about itself (it writes its own data wait, save time and call counts) within the
 tolerance stated at each assert. The storage job reads a cold ext4 on a loop device whose reads
 the kernel throttles (cgroup blkio / io.max): a real slow device, not a sleep in the script.
-Runs serially (timing figures); each job is stopped by the doctor after a few seconds.
+Runs serially (timing figures). Each job runs its fixed number of steps to the end, however long a
+loaded machine makes that: every assert is on the figures the doctor recorded (and the job's own),
+never on how many steps fit in a wall-clock window; a test that needs the doctor to stop the job
+passes --seconds itself.
 """
 import json
 import os
@@ -25,8 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOBS = os.path.join(HERE, "doctor_jobs.py")
 STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "build"), "stoker")
 PY = sys.executable
-# each job runs a fixed number of steps (a loaded machine imports torch slowly); --seconds only caps
-SECONDS = os.environ.get("STK_DOCTOR_SECONDS", "90")
+# each job runs a fixed number of steps (a loaded machine imports torch slowly and runs them
+# slowly): no --seconds unless a test asks for one (STK_DOCTOR_SECONDS: a cap for manual runs);
+# the subprocess timeout only guards against a hang
+SECONDS = os.environ.get("STK_DOCTOR_SECONDS")
+HANG = 1800
 
 if not os.access(STOKER, os.X_OK):
     pytest.skip("no stoker CLI at %s" % STOKER, allow_module_level=True)
@@ -45,9 +52,10 @@ def imagefolder(root, classes=2, per_class=64, side=256, quality=90):
 
 def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS, rc=0, batches=True, opts=()):
     js, me = str(tmp_path / "doctor.json"), str(tmp_path / "job.json")
-    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js] + list(opts) + ["--"] + list(prefix) + \
+    cap = ["--seconds", seconds] if seconds else []
+    cmd = [STOKER, "doctor"] + cap + ["--json", js] + list(opts) + ["--"] + list(prefix) + \
           [PY, JOBS] + list(job_args) + ["--steps", str(steps), "--out", me]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
     assert p.returncode == rc, p.stderr
     verdict = [l for l in p.stderr.splitlines() if l.startswith("7. verdict:")]
     assert len(verdict) == 1, p.stderr
@@ -194,12 +202,13 @@ def test_projected_gpu_step_never_fewer_workers(tmp_path):
 def test_thread_pool_beside_contention(tmp_path):
     # the compute job on 2 intra-op threads (batches of 256: each operator split between them),
     # on cores 0 and 1, each shared with two CPU hogs (other processes): the pool's threads wait
-    # for a core at every operator; the next step is one thread per core the job got
+    # for a core at every operator; the next step is one thread per core the job got. 6 steps, run
+    # to their end: the rule reads CPU accounting (ran / waited for a core), not a rate
     if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs taskset and 2 cores")
     hogs = [subprocess.Popen(["taskset", "-c", c, PY, "-c", "while True: pass"]) for c in "0011"]
     try:
-        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 12, prefix=["taskset", "-c", "0,1"])
+        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 6, prefix=["taskset", "-c", "0,1"])
     finally:
         for h in hogs:
             h.kill()
@@ -403,7 +412,7 @@ def test_worker_count_advice_holds(tmp_path):
         out = str(tmp_path / "sweep.json")
         p = subprocess.run(enter + [PY, "-W", "ignore", JOBS, "sweep", "--batch", "8", "--steps", "120",
                                     "--rounds", "3", "--counts", ",".join(map(str, counts)), "--out", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
         assert p.returncode == 0, p.stderr
         with open(out) as f:
             best = {int(k): r for k, r in json.load(f)["best"].items()}

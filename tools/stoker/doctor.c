@@ -32,6 +32,8 @@
 
 extern const unsigned char dr_hook_py[];
 extern const size_t dr_hook_py_len;
+extern const unsigned char dr_preload_so[];
+extern const size_t dr_preload_so_len;
 
 #define EXIT_USAGE 2     /* the doctor's own errors: usage, a command that cannot be run, ... */
 #define EXIT_JOB_2 125   /* the job exited with 2, which would read as the doctor's usage error */
@@ -520,20 +522,23 @@ int cmd_doctor(int argc, char **argv)
 
     /* the hook's directory and the event file */
     const char *tmp = getenv("TMPDIR");
-    char dir[PATH_MAX], hook[PATH_MAX + 32], evpath[PATH_MAX + 32];
+    char dir[PATH_MAX], hook[PATH_MAX + 32], evpath[PATH_MAX + 32], preload[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/stoker-doctor-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "stoker doctor: cannot create a directory %s: %s\n", dir, strerror(errno));
         return EXIT_USAGE;
     }
     snprintf(hook, sizeof hook, "%s/sitecustomize.py", dir);
+    snprintf(preload, sizeof preload, "%s/stk_doctor_preload.so", dir);
     if (events)
         snprintf(evpath, sizeof evpath, "%s", events);
     else
         snprintf(evpath, sizeof evpath, "%s/events", dir);
-    if (write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || write_file(evpath, "", 0, !events) != 0) {
-        fprintf(stderr, "stoker doctor: cannot write %s or %s: %s\n", hook, evpath, strerror(errno));
+    if (write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || write_file(evpath, "", 0, !events) != 0 ||
+        write_file(preload, dr_preload_so, dr_preload_so_len, 1) != 0) {
+        fprintf(stderr, "stoker doctor: cannot write %s, %s or %s: %s\n", hook, evpath, preload, strerror(errno));
         unlink(hook);
+        unlink(preload);
         if (!events)
             unlink(evpath);
         rmdir(dir);
@@ -602,6 +607,14 @@ int cmd_doctor(int argc, char **argv)
             setenv("PYTHONPATH", np, 1);
         }
         setenv("STOKER_DOCTOR_EVENTS", evpath, 1);
+        /* launchers that set PYTHONPATH themselves: the preload puts the hook back in front */
+        setenv("STOKER_DOCTOR_HOOKDIR", dir, 1);
+        const char *lp = getenv("LD_PRELOAD");
+        char *nl = malloc(strlen(preload) + (lp ? strlen(lp) : 0) + 2);
+        if (nl) {
+            sprintf(nl, "%s%s%s", preload, lp && *lp ? ":" : "", lp && *lp ? lp : "");
+            setenv("LD_PRELOAD", nl, 1);
+        }
         execvp(cmd[0], cmd);
         int e = errno;
         if (write(ep[1], &e, sizeof e) < 0)
@@ -714,6 +727,7 @@ out:
         close(t.fd);
     dr_sampler_destroy(smp);
     unlink(hook);
+    unlink(preload);
     if (!events)
         unlink(evpath);
     rmdir(dir);

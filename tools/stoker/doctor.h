@@ -65,6 +65,13 @@ typedef struct dr_save {           /* S: a save call (torch.save, np.save, safet
     char kind[16];
 } dr_save;
 
+typedef struct dr_pyproc {       /* a Python interpreter seen in the job's tree (once a second) */
+    int pid;
+    char cmd[112];                 /* its command line, cut */
+    char why[200];                 /* if it never loads the hook: the likely reason, from its flags and environment */
+} dr_pyproc;
+#define DR_MAXPY 16
+
 typedef struct dr_gpu {
     char name[96];
     double mem_total;
@@ -120,6 +127,8 @@ typedef struct dr_run {
     int py_pids[64];
     int npy;
     int main_pid;                  /* the Python process that iterates (first N), else first H */
+    dr_pyproc pyseen[DR_MAXPY];    /* Python processes the sampler saw (not forks of one) */
+    int npyseen;
     int worker_pids[256];
     int nworkers_seen;
     int max_workers;               /* largest num_workers of an iterator */
@@ -148,6 +157,9 @@ void dr_sampler_limits(dr_sampler *s, dr_run *r);
 void dr_sampler_finish(dr_sampler *s, dr_run *r);
 void dr_sampler_destroy(dr_sampler *s);
 int64_t dr_now(void);
+
+/* the Python processes seen without the hook (no H event from their pid): up to `cap` into out */
+int dr_unhooked(const dr_run *r, const dr_pyproc **out, int cap);
 
 /* doctor_verdict.c (analysis), doctor_rules.c (verdict), doctor_report.c (report, --json) */
 typedef struct dr_result dr_result;

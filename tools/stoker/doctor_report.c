@@ -60,6 +60,10 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     if (!r->hooked)
         fprintf(f, " (no Python process of the job loaded the hook)");
     fprintf(f, "\n");
+    const dr_pyproc *up[DR_MAXPY];
+    int nup = dr_unhooked(r, up, DR_MAXPY);
+    for (int i = 0; i < nup; i++)
+        fprintf(f, "   WITHOUT THE HOOK: Python process %d `%s`: %s\n", up[i]->pid, up[i]->cmd, up[i]->why);
 
     fprintf(f, "1. GPU        ");
     if (!r->nvml)
@@ -236,6 +240,17 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jstr(f, r->err_tail);
     fprintf(f, ", ");
     jnum(f, "python_processes_hooked", r->hooked, 1);
+    const dr_pyproc *up[DR_MAXPY];
+    int nup = dr_unhooked(r, up, DR_MAXPY);
+    fprintf(f, "\"python_processes_without_hook\": [");
+    for (int i = 0; i < nup; i++) {
+        fprintf(f, "%s{\"pid\": %d, \"cmd\": ", i ? ", " : "", up[i]->pid);
+        jstr(f, up[i]->cmd);
+        fprintf(f, ", \"why\": ");
+        jstr(f, up[i]->why);
+        fprintf(f, "}");
+    }
+    fprintf(f, "], ");
     jnum(f, "batches", a->nsteps, 0);
     fprintf(f, "},\n  \"gpu\": {\"nvml\": %s, \"why\": ", r->nvml ? "true" : "false");
     jstr(f, r->nvml_why);

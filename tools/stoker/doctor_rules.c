@@ -110,8 +110,17 @@ static void decide_outside(const dr_run *r, dr_result *a)
 {
     char *v = a->verdict, *f = a->figures, *nx = a->next;
     size_t vc = sizeof a->verdict, fc = sizeof a->figures, nc = sizeof a->next;
-    const char *why = !r->hooked ? "no Python process of the job loaded the hook (not Python, or run with -I/-S/-E)"
-                                 : "the job never iterated a torch DataLoader or a stoker.Loader";
+    const dr_pyproc *up[1];
+    char whybuf[400];
+    const char *why = "the job never iterated a torch DataLoader or a stoker.Loader";
+    if (dr_unhooked(r, up, 1)) {
+        snprintf(whybuf, sizeof whybuf, "Python process %d (`%.80s`) ran without the hook: %s", up[0]->pid, up[0]->cmd,
+                 up[0]->why);
+        why = whybuf;
+    } else if (!r->hooked)
+        why = r->npyseen ? "no Python process of the job loaded the hook"
+                         : "no Python process of the job loaded the hook (none was seen: not Python, or one that "
+                           "ended within a sampling interval)";
     if (r->failed) {
         char how[96];
         dr_job_status(r, how, sizeof how);

@@ -47,6 +47,19 @@ const char *dr_verdict_line(const dr_result *a)
     return a->line;
 }
 
+int dr_unhooked(const dr_run *r, const dr_pyproc **out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < r->npyseen && n < cap; i++) {
+        int hooked = 0;
+        for (int j = 0; j < r->npy; j++)
+            hooked |= r->py_pids[j] == r->pyseen[i].pid;
+        if (!hooked)
+            out[n++] = &r->pyseen[i];
+    }
+    return n;
+}
+
 void dr_result_free(dr_result *a)
 {
     free(a);

@@ -54,9 +54,10 @@ typedef struct dr_step {           /* N: one batch handed to the training loop *
 typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int pid;
     int64_t t0, t1;
-    char kind[8];                  /* torch | stoker */
+    char kind[8];                  /* torch | stoker | loop (no loader: each backward() a step) */
     int workers, bs, pin;
     int lid;                       /* the loader */
+    int mem;                       /* its data is already in memory (TensorDataset, a list; the loop's) */
 } dr_iter;
 
 typedef struct dr_save {           /* S: a save call (torch.save, np.save, safetensors) */

@@ -174,18 +174,30 @@ def _stk_doctor_install():
 
     def loader_id(loader):
         # which loader an iterator belongs to (training and validation apart): a small number per
-        # loader object, kept on it (the id() of a freed loader may come back)
-        lid = getattr(loader, "_stk_lid", 0)
-        if not lid:
+        # dataset, kept on it (a new DataLoader each epoch over the same dataset is the same
+        # training loader), else per loader object (a dataset that takes no attribute: a list);
+        # the id() of a freed object may come back, an attribute does not
+        for o in (getattr(loader, "dataset", None), loader):
+            if o is None:
+                continue
+            lid = getattr(o, "_stk_lid", 0)
+            if lid:
+                return lid
             lid = len(lids) + 1
-            lids[lid] = 1
             try:
-                loader._stk_lid = lid
+                o._stk_lid = lid
             except Exception:
-                lid = 0
-        return lid
+                continue
+            lids[lid] = 1
+            return lid
+        return 0
 
-    def wrap_iter(orig, kind, workers, pin):
+    def in_memory(loader):
+        # data already in memory (a TensorDataset, a list of tensors or batches): no worker helps
+        ds = getattr(loader, "dataset", None)
+        return int(type(ds).__name__ == "TensorDataset" or isinstance(ds, (list, tuple)))
+
+    def wrap_iter(orig, kind, workers, pin, mem=lambda s: 0):
         def __iter__(self):
             t0 = now()
             it = orig(self)
@@ -194,9 +206,9 @@ def _stk_doctor_install():
                 it._stk_lid = lid
             except Exception:
                 pass
-            emit("I %d %d %d %s %d %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
-                                                  int(getattr(self, "batch_size", 0) or 0),
-                                                  pin(self), lid))
+            emit("I %d %d %d %s %d %d %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
+                                                     int(getattr(self, "batch_size", 0) or 0),
+                                                     pin(self), lid, mem(self)))
             return it
         return __iter__
 
@@ -243,7 +255,7 @@ def _stk_doctor_install():
         m._BaseDataLoaderIter.__next__ = wrap_next(m._BaseDataLoaderIter.__next__)
         m.DataLoader.__iter__ = wrap_iter(m.DataLoader.__iter__, "torch",
                                           lambda s: int(s.num_workers),
-                                          lambda s: int(bool(s.pin_memory)))
+                                          lambda s: int(bool(s.pin_memory)), in_memory)
 
     def patch_worker(m):
         import functools
@@ -353,6 +365,89 @@ def _stk_doctor_install():
             C[4] += 1
             return r
         torch.cuda.synchronize = synchronize
+
+        # a training loop without a loader (tensors sliced in the loop): each backward() is a step,
+        # a batch of the pseudo-loader "loop" that waited 0 ns, so the same rules read its steps;
+        # only in a process that has not iterated a loader. Its size: the first input of the first
+        # module called after the step's backward, on the first steps and 1 step in 64 (a global
+        # forward pre-hook, removed at the next backward: never while torch iterates its hooks)
+        ab = torch.autograd.backward
+        reg = getattr(getattr(torch.nn, "modules", None), "module", None)
+        reg = getattr(reg, "register_module_forward_pre_hook", None)
+        lp = {"n": 0, "dt": None, "h": None, "steps": 0, "lid": 0, "on": True, "last": 0}
+
+        class LoopBatch:
+            __slots__ = ("shape", "dtype")
+
+        lb = LoopBatch()
+        lb.shape = (0,)
+        lb.dtype = None
+
+        def fwd_pre(mod, inp):
+            if lp["dt"] is None:
+                x = inp[0] if isinstance(inp, tuple) and inp else inp
+                sh = getattr(x, "shape", None)
+                if sh:
+                    lp["n"] = int(sh[0])
+                    lp["dt"] = x.dtype
+
+        def arm():
+            if reg is not None and lp["h"] is None:
+                lp["dt"] = None
+                try:
+                    lp["h"] = reg(fwd_pre)
+                except Exception:
+                    pass
+
+        def backward(*a, **k):
+            r = ab(*a, **k)
+            if lp["on"]:
+                h = lp["h"]
+                if h is not None:
+                    lp["h"] = None
+                    h.remove()
+                if nb == lp["last"]:
+                    loop_step()         # no loader batch since the last backward: the loop's step
+                elif not lp["lid"]:
+                    lp["on"] = False    # a loader's batches are the steps
+                lp["last"] = nb
+            return r
+
+        class LoopIter:
+            _stk_lid = 0
+
+        li = LoopIter()
+
+        def loop_step():
+            nonlocal nb, pos, prev
+            t = now()
+            if not lp["lid"]:
+                lid = len(lids) + 1
+                lids[lid] = 1
+                lp["lid"] = li._stk_lid = lid
+                emit("I %d %d %d loop 0 %d 0 %d 1\n" % (os.getpid(), t, t, lp["n"], lid))
+            if lp["dt"] is not None:
+                lb.shape = (lp["n"],)
+                lb.dtype = lp["dt"]
+            lp["steps"] += 1
+            nb += 1
+            if li._stk_lid == blid and t - flushed < 200000000:
+                try:
+                    pack_into(blk, pos, t - prev, 0)
+                    pos += 8
+                    prev = t
+                except struct.error:
+                    block_start(li, lb, t, t)
+                else:
+                    if pos == BLK:
+                        flush_block()
+            else:
+                block_start(li, lb, t, t)
+            if lp["steps"] < 3 or not lp["steps"] & 63:
+                arm()
+
+        arm()
+        torch.autograd.backward = backward
 
         save = timed_save(torch.save, "torch.save")
         torch.save = save

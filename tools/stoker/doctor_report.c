@@ -128,9 +128,12 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     if (!a->nsteps)
         fprintf(f, "no batches seen (%s)\n", r->hooked ? "no DataLoader / stoker.Loader iterated" : "no hook");
     else {
-        fprintf(f, "%s loader, %s %d%s: waiting for the next batch %.0f%% of the time\n", a->kind,
-                strcmp(a->kind, "stoker") ? "num_workers" : "decode threads", a->workers,
-                a->pin ? ", pinned" : "", 100 * a->input_share);
+        if (!strcmp(a->kind, "loop"))
+            fprintf(f, "no loader: batches made in the training loop (each backward() a step), batch %d\n", a->bs);
+        else
+            fprintf(f, "%s loader, %s %d%s%s: waiting for the next batch %.0f%% of the time\n", a->kind,
+                    strcmp(a->kind, "stoker") ? "num_workers" : "decode threads", a->workers,
+                    a->pin ? ", pinned" : "", a->mem ? ", data in memory" : "", 100 * a->input_share);
         fprintf(f, "              per step: wait median %.1f ms, p99 %.1f ms; between batches median %.1f ms, "
                 "p99 %.1f ms\n", 1e3 * a->wait_med, 1e3 * a->wait_p99, 1e3 * a->between_med, 1e3 * a->between_p99);
         fprintf(f, "              first batch %.0f ms; %d epoch start%s, %.0f ms each (iterator + first batch)\n",
@@ -328,6 +331,7 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jstr(f, a->kind);
     fprintf(f, ", ");
     jnum(f, "num_workers", a->workers, 1);
+    fprintf(f, "\"data_in_memory\": %s, ", a->mem ? "true" : "false");
     jnum(f, "pin_memory", a->pin, 1);
     jnum(f, "wait_share", a->input_share, 1);
     jnum(f, "wait_total_s", a->wait_total, 1);

@@ -25,6 +25,7 @@ struct dr_result {
     int eval_batches, eval_passes; /* batches and iterators of the other loaders (evaluation) */
     double eval_s;                /* time in evaluation passes: out of the verdict's window */
     int workers, pin, bs;
+    int mem;                      /* the training loader's data is in memory already: no worker helps */
     char kind[8], dtype[16];
     char loader_role[48];
     double ld_n, ld_busy, ld_rq, ld_disk;

@@ -53,6 +53,7 @@
 #define TH_OUTSIDE_DISK 0.25 /* ... I/O-bound: threads in disk wait */
 #define GPU_SPEEDUP_LO 20.0 /* a CPU-only job's step on a GPU: assumed this many times faster ... */
 #define GPU_SPEEDUP_HI 50.0 /* ... to this many (--gpu-step-ms replaces the assumption) */
+#define TH_GPU_PROJ_MIN 1e-4 /* a projected GPU step under this (s): too short to advise a GPU for */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 
 /* 1, 2, 5 x 10^k at or above v */
@@ -187,7 +188,7 @@ typedef struct wmodel {
 static int worker_model(const dr_run *r, const dr_result *a, wmodel *m)
 {
     memset(m, 0, sizeof *m);
-    if (a->nsteps < 4 || a->tick_s <= 0 || strcmp(a->kind, "torch"))
+    if (a->nsteps < 4 || a->tick_s <= 0 || strcmp(a->kind, "torch") || a->mem)
         return 0;
     double n = a->nsteps, load, main = a->cpu[DR_MAIN] * a->tick_s;
     if (a->workers > 0) {
@@ -261,7 +262,7 @@ static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t n
 }
 
 /* steps under a millisecond with the loader keeping up: the per-batch overheads are the job */
-static void decide_tiny(dr_result *a, double cpu_step)
+static void decide_tiny(const dr_run *r, dr_result *a, double cpu_step)
 {
     snprintf(a->verdict, sizeof a->verdict, "too small for the hardware");
     snprintf(a->figures, sizeof a->figures,
@@ -270,11 +271,22 @@ static void decide_tiny(dr_result *a, double cpu_step)
              "operator dispatch, kernel launches) are as large as its work",
              1e3 * cpu_step, 1e3 * a->between_med, 1e3 * a->wait_med);
     int b = a->bs > 0 ? a->bs : 1;
-    snprintf(a->next, sizeof a->next,
-             "batch %d -> %d or more (the per-batch cost stays, the work per batch grows), merge several "
-             "steps' work into one, or run on a smaller device; not more loader processes: each would add "
-             "an inter-process hop per batch that costs more than the step",
-             b, b * 8);
+    size_t n = 0;
+    /* torch's intra-op pool on such a step: each operator is split between threads that meet at
+     * its end, for microseconds of work; one thread does it without the meeting */
+    if (r->allowed >= 2 && a->cpu[DR_OTHER] >= TH_POOL * a->cpu[DR_MAIN])
+        n = (size_t)snprintf(a->next, sizeof a->next,
+                             "OMP_NUM_THREADS=1 (or torch.set_num_threads(1)): the step's other threads ran %.2f "
+                             "cores beside the main thread's %.2f, splitting operators too small to share; and ",
+                             a->cpu[DR_OTHER], a->cpu[DR_MAIN]);
+    if (n < sizeof a->next)
+        snprintf(a->next + n, sizeof a->next - n,
+                 "batch %d -> %d or more (the per-batch cost stays, the work per batch grows)%s, merge several "
+                 "steps' work into one, or run on a smaller device; not more loader processes: %s",
+                 b, b * 8, b == 1 ? " — batch size 1: every step pays the whole fixed cost for one sample" : "",
+                 a->mem || !strcmp(a->kind, "loop") ? "the data is in memory already"
+                                                   : "each would add an inter-process hop per batch that costs more "
+                                                     "than the step");
 }
 
 /* the busiest GPU's mean utilisation (%), and the memory in use (max) and in all, bytes */
@@ -357,6 +369,16 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
         hi = step / GPU_SPEEDUP_LO;
         snprintf(as, sizeof as, "%.1f-%.1f ms, assuming it runs %.0f-%.0fx faster than this CPU's %.1f ms "
                  "(--gpu-step-ms sets it)", 1e3 * lo, 1e3 * hi, GPU_SPEEDUP_LO, GPU_SPEEDUP_HI, 1e3 * step);
+    }
+    /* a step of a few ms on this CPU is a fraction of a ms on a GPU: shorter than the kernel
+     * launches it would take; a projection of "0.0 ms" helps nobody */
+    if (r->gpu_step_ms <= 0 && hi < TH_GPU_PROJ_MIN) {
+        int b = a->bs > 0 ? a->bs : 1;
+        snprintf(nx, nc, "batch %d -> %d or more (scale the learning rate with it), or merge several steps' work "
+                 "into one: a step of %.2f ms on this CPU is too short for a GPU to gain much (its kernel launches "
+                 "alone take about that)%s", b, b * 8, 1e3 * step,
+                 b == 1 ? "; batch size 1 pays the whole fixed cost of a step for one sample" : "");
+        return;
     }
     wmodel m;
     if (!worker_model(r, a, &m)) {
@@ -509,7 +531,7 @@ static void decide_steps(const dr_run *r, dr_result *a)
     }
     if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 && cpu_step < TH_TINY_STEP &&
         a->between_med < TH_TINY_WALL) {
-        decide_tiny(a, cpu_step);
+        decide_tiny(r, a, cpu_step);
         return;
     }
     int torch = strcmp(a->kind, "stoker") != 0;

@@ -675,8 +675,12 @@ static void sample_system(dr_sampler *s, dr_run *r, dr_tick *k, double dt, int f
         if (!p)
             continue;
         uint64_t tot = strtoull(p + 6, NULL, 10);
-        if (!first)
-            k->psi[i] = (double)(tot - s->psi[i]) / 1e6 / dt;
+        /* a share of the interval: the kernel folds its per-CPU stall times into `total` when the
+         * file is read, so one interval can take in some of the previous one's (it read 102%) */
+        if (!first) {
+            double sh = (double)(tot - s->psi[i]) / 1e6 / dt;
+            k->psi[i] = sh > 1 ? 1 : sh;
+        }
         s->psi[i] = tot;
         r->psi_ok = 1;
     }

@@ -105,6 +105,7 @@ static void analyse_steps(const dr_run *r, dr_result *a)
                 a->nepochs++;
                 a->workers = I->workers;
                 a->pin = I->pin;
+                a->mem = I->mem;
                 snprintf(a->kind, sizeof a->kind, "%s", I->kind);
             }
             it++;
@@ -339,7 +340,8 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
         a->ld_rq = a->rq[DR_WORKER] / n;
         a->ld_disk = a->dth[DR_WORKER] / n;
     } else {
-        snprintf(a->loader_role, sizeof a->loader_role, "the main thread (num_workers=0)");
+        snprintf(a->loader_role, sizeof a->loader_role, !strcmp(a->kind, "loop") ? "the main thread (no loader)"
+                                                                                 : "the main thread (num_workers=0)");
         a->ld_n = 1;
         if (mw > 0) {
             a->ld_busy = mbusy / mw;

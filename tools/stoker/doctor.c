@@ -251,6 +251,23 @@ static void on_event(dr_run *r, char *line)
     case 'E':
         r->e_count++;
         break;
+    case 'L': {
+        dr_stkstats L;
+        memset(&L, 0, sizeof L);
+        if (sscanf(line, "L %d %d %d %d %lf %lf %lf %lf %lf %lld %lld %15s", &L.pid, &L.lid, &L.rthreads,
+                   &L.dthreads, &L.rbusy, &L.rstarved, &L.dbusy, &L.dstarved, &L.wall, &L.errors,
+                   &L.substituted, L.bottleneck) == 12) {
+            int i = 0;
+            while (i < r->nstk && !(r->stk[i].pid == L.pid && r->stk[i].lid == L.lid))
+                i++;
+            if (i < DR_MAXSTK) {
+                r->stk[i] = L;
+                if (i == r->nstk)
+                    r->nstk++;
+            }
+        }
+        break;
+    }
     case 'X':
         if (sscanf(line, "X %d %lld %n", &pid, &a, &n) >= 2 && pid == r->main_pid) {
             r->x_t = a;

@@ -60,6 +60,15 @@ typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int mem;                       /* its data is already in memory (TensorDataset, a list; the loop's) */
 } dr_iter;
 
+typedef struct dr_stkstats {      /* L: a stoker loader's own stats (cumulative; the last one counts) */
+    int pid, lid;
+    int rthreads, dthreads;        /* read and decode threads */
+    double rbusy, rstarved, dbusy, dstarved, wall; /* seconds, summed over each stage's threads */
+    long long errors, substituted; /* bad records, and those replaced */
+    char bottleneck[16];           /* the library's own verdict (stk_bottleneck_name) */
+} dr_stkstats;
+#define DR_MAXSTK 8
+
 typedef struct dr_save {           /* S: a save call (torch.save, np.save, safetensors) */
     int pid;
     int64_t t0, t1, bytes;
@@ -128,6 +137,8 @@ typedef struct dr_run {
     int py_pids[64];
     int npy;
     int main_pid;                  /* the Python process that iterates (first N), else first H */
+    dr_stkstats stk[DR_MAXSTK];    /* per stoker loader of the main process */
+    int nstk;
     dr_pyproc pyseen[DR_MAXPY];    /* Python processes the sampler saw (not forks of one) */
     int npyseen;
     int worker_pids[256];

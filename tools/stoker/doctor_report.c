@@ -140,6 +140,11 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
                 1e3 * a->first_batch, a->nepochs, a->nepochs == 1 ? "" : "s", 1e3 * a->epoch_start_mean);
         fprintf(f, "              the loader (%s): on a CPU %.0f%%, waiting for a CPU %.0f%%, in disk wait %.0f%%\n",
                 a->loader_role, 100 * a->ld_busy, 100 * a->ld_rq, 100 * a->ld_disk);
+        if (a->stk)
+            fprintf(f, "              stoker's own stats: read %d threads busy %.1f s (starved %.1f s), decode %d threads "
+                    "busy %.1f s (starved %.1f s) over %.1f s; %lld bad records, %lld substituted; its verdict: %s\n",
+                    a->stk->rthreads, a->stk->rbusy, a->stk->rstarved, a->stk->dthreads, a->stk->dbusy,
+                    a->stk->dstarved, a->stk->wall, a->stk->errors, a->stk->substituted, a->stk->bottleneck);
         if (a->eval_batches)
             fprintf(f, "              evaluation: %d batch%s from %d other loader%s in %d pass%s, %.1f s (%.0f%% of "
                     "the window); the figures above and the verdict are the training loader's\n",
@@ -332,6 +337,20 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     fprintf(f, ", ");
     jnum(f, "num_workers", a->workers, 1);
     fprintf(f, "\"data_in_memory\": %s, ", a->mem ? "true" : "false");
+    if (a->stk) {
+        const dr_stkstats *k = a->stk;
+        fprintf(f, "\"stoker\": {\"read_threads\": %d, \"decode_threads\": %d, ", k->rthreads, k->dthreads);
+        jnum(f, "read_busy_s", k->rbusy, 1);
+        jnum(f, "read_starved_s", k->rstarved, 1);
+        jnum(f, "decode_busy_s", k->dbusy, 1);
+        jnum(f, "decode_starved_s", k->dstarved, 1);
+        jnum(f, "wall_s", k->wall, 1);
+        jnum(f, "bad_records", (double)k->errors, 1);
+        jnum(f, "substituted", (double)k->substituted, 1);
+        fprintf(f, "\"verdict\": ");
+        jstr(f, k->bottleneck);
+        fprintf(f, "}, ");
+    }
     jnum(f, "pin_memory", a->pin, 1);
     jnum(f, "wait_share", a->input_share, 1);
     jnum(f, "wait_total_s", a->wait_total, 1);

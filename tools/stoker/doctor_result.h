@@ -26,6 +26,7 @@ struct dr_result {
     double eval_s;                /* time in evaluation passes: out of the verdict's window */
     int workers, pin, bs;
     int mem;                      /* the training loader's data is in memory already: no worker helps */
+    const dr_stkstats *stk;       /* a stoker training loader's own stats, or NULL */
     char kind[8], dtype[16];
     char loader_role[48];
     double ld_n, ld_busy, ld_rq, ld_disk;

@@ -568,6 +568,27 @@ static void decide_steps(const dr_run *r, dr_result *a)
             sub = "loader waits";
             snprintf(nx, nc, "look at the Dataset's __getitem__: the loader is neither on a CPU nor in disk wait");
         }
+        const dr_stkstats *k = torch ? NULL : a->stk;
+        if (k && (!strcmp(k->bottleneck, "decode") || !strcmp(k->bottleneck, "read") ||
+                  !strcmp(k->bottleneck, "stage"))) {
+            /* stoker's loader: its own stage accounting names the stage, in its own words */
+            double db = k->wall > 0 && k->dthreads ? k->dbusy / (k->wall * k->dthreads) : 0;
+            double rb = k->wall > 0 && k->rthreads ? k->rbusy / (k->wall * k->rthreads) : 0;
+            if (!strcmp(k->bottleneck, "decode")) {
+                sub = "decode-bound";
+                snprintf(nx, nc, "more cores for stoker's %d decode threads (busy %.0f%% of the loader's time, its own "
+                         "stats; the job may use %g cores), or less to decode: smaller stored images (`stoker pack "
+                         "--max-side`) or lighter augmentation", k->dthreads, 100 * db, r->allowed);
+            } else if (!strcmp(k->bottleneck, "read")) {
+                sub = "read-bound";
+                snprintf(nx, nc, "faster storage or the page cache for the shards: stoker's %d read thread%s busy "
+                         "%.0f%%, its decode threads starved for records %.1f s", k->rthreads,
+                         k->rthreads == 1 ? "" : "s", 100 * rb, k->dstarved);
+            } else {
+                sub = "stage-bound";
+                snprintf(nx, nc, "the host-to-device stage: pinned memory (pin_memory=True) and a device-side batch");
+            }
+        }
         snprintf(v, vc, "input-bound (%s)", sub);
         snprintf(f, fc,
                  "waiting for the next batch %.0f%% of the time (median %.1f ms, p99 %.1f ms per step; "
@@ -578,6 +599,13 @@ static void decide_steps(const dr_run *r, dr_result *a)
                      ? 100 * a->epoch_start_mean * a->nepochs / (a->wait_total + a->iter_total) : 0,
                  a->loader_role, 100 * a->ld_busy,
                  100 * a->ld_rq, 100 * a->ld_disk);
+        if (k) {
+            size_t fl = strlen(f);
+            snprintf(f + fl, fc - fl, "; stoker's own stats: read %d thread%s busy %.1f s, decode %d thread%s busy "
+                     "%.1f s and starved %.1f s, %lld bad record%s; its verdict: %s", k->rthreads,
+                     k->rthreads == 1 ? "" : "s", k->rbusy, k->dthreads, k->dthreads == 1 ? "" : "s", k->dbusy,
+                     k->dstarved, k->errors, k->errors == 1 ? "" : "s", k->bottleneck);
+        }
     } else if (pick == 2) {
         snprintf(v, vc, "checkpoint-bound");
         double each = a->nsave ? a->save_total / a->nsave : 0;

@@ -323,6 +323,11 @@ static void analyse_ticks(const dr_run *r, dr_result *a)
 
     /* the loading role */
     if (!strcmp(a->kind, "stoker")) {
+        for (int i = 0; i < r->nstk; i++)
+            if (r->stk[i].pid == r->main_pid && r->stk[i].lid == a->train_lid)
+                a->stk = &r->stk[i];
+        if (!a->workers && a->stk)
+            a->workers = a->stk->dthreads;
         if (!a->workers)
             a->workers = (int)(a->ndec + 0.5);
         double n = a->workers > 0 ? a->workers : 1;

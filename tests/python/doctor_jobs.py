@@ -10,7 +10,8 @@ workers; the test runs it on one core), sync (.item() on every sample of every s
 any step), stokerdl (the decode job through stoker.DataLoader, --workers decode threads), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), tinyloop (the same with a tiny MLP on --batch
 samples), augment (~3 ms of CPU per sample in the Dataset,
---workers N), augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), pool (the
+--workers N), epochs (the same in epochs of 32 samples, its workers started anew at each),
+augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), pool (the
 compute job on batches of 256, for --threads N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
 then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
 per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
@@ -196,6 +197,10 @@ def main():
         loader = memory_loader(1024, (512,), 32 if m == "compute" else 256)
         model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
                               nn.Linear(512, 10))
+    elif m == "epochs":  # short epochs (32 samples) of the augment Dataset, workers not persistent
+        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(Augment(), range(32)), batch_size=args.batch,
+                                             num_workers=args.workers, drop_last=True)
+        model = nn.Linear(32, 10)
     elif m == "augment":
         loader = augment_loader(args.workers, args.batch)
         model = nn.Linear(32, 10)

@@ -112,3 +112,72 @@ def test_stoker_dataloader_read_from_its_own_stats(tmp_path):
     if v["stage"].startswith("input-bound") and k["verdict"] in ("read", "decode", "stage"):
         assert v["stage"] == "input-bound (%s-bound)" % k["verdict"], (v, k)
     assert "workers 2 ->" not in v["next"], v
+
+
+def test_epoch_starts_named(tmp_path):
+    # epochs of 4 batches with 2 workers that are not persistent: the workers start again at each
+    # of the 6 epoch starts; when those starts are a quarter of the wait or more (the figures say),
+    # an input-bound verdict's next step begins with persistent_workers=True
+    d, err = doctor(tmp_path, ["epochs", "--workers", "2", "--batch", "8", "--steps", "24"])
+    dd, v = d["data"], d["verdict"]
+    assert d["job"]["batches"] == 24 and dd["epochs_started"] == 6 and dd["num_workers"] == 2, dd
+    wait = dd["wait_total_s"] + dd["iterator_creation_total_s"]
+    share = dd["epoch_start_mean_s"] * dd["epochs_started"] / wait
+    print("epoch starts %.0f%% of the wait; %s: %s" % (100 * share, v["stage"], v["next"][:120]))
+    if v["stage"].startswith("input-bound") and share >= 0.27:
+        assert v["next"].startswith("persistent_workers=True: the 2 workers start again at each of the 6 "
+                                    "epoch starts"), v
+    if share < 0.23:
+        assert "persistent_workers" not in v["next"], v
+
+
+def _plot(tmp_path, args, rc=0, name="p"):
+    svg, js = str(tmp_path / (name + ".svg")), str(tmp_path / (name + ".json"))
+    p = subprocess.run([STOKER, "doctor", "--plot", svg, "--json", js, "--", PY, JOBS] + args,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
+    assert p.returncode == rc, p.stderr
+    with open(js) as f:
+        return svg, json.load(f)
+
+
+def test_svg_text_boxes_inside_their_lanes(tmp_path):
+    # the picture rendered by librsvg; every text's inked box measured on the rendering: inside the
+    # picture, inside or outside each lane (never across its edge), overlapping no other text. The
+    # next step is whole (not cut after two lines), a failed job's headline says it failed, the
+    # evaluation passes are shaded, no GPU lane without a GPU
+    import shutil
+    if not shutil.which("rsvg-convert"):
+        pytest.skip("no rsvg-convert (Debian: librsvg2-bin)")
+    pytest.importorskip("PIL.Image")
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "doctor"))
+    import svg_render_check
+    import xml.etree.ElementTree as ET
+    ns = "{http://www.w3.org/2000/svg}"
+    for args, rc, name in ((["crash"], 1, "crash"), (["traineval", "--steps", "10"], 0, "eval"),
+                           (["sync", "--steps", "30"], 0, "sync")):
+        svg, d = _plot(tmp_path, args, rc, name)
+        bad, bx = svg_render_check.check(svg, str(tmp_path / (name + ".png")))
+        assert not bad, (name, bad)
+        texts = ["".join(t.itertext()) for t in ET.parse(svg).getroot().iter(ns + "text")]
+        head = [t for t in texts if t.startswith("verdict: ")]
+        assert len(head) == 1, texts
+        if d["job"]["failed"]:
+            assert head[0].startswith("verdict: the job FAILED (exit code 1)") or \
+                head[0].startswith("verdict: the job failed"), head
+        else:
+            assert "FAILED" not in head[0], head
+        # the next step, joined from its lines, is the verdict's whole next step
+        i = [k for k, t in enumerate(texts) if t.startswith("next: ")][0]
+        joined = texts[i][6:]
+        for t in texts[i + 1:]:
+            if joined.replace(" ", "") == d["verdict"]["next"].replace(" ", "")[:len(joined.replace(" ", ""))] \
+                    and len(joined) < len(d["verdict"]["next"]):
+                joined += " " + t
+        assert joined.replace(" ", "") == d["verdict"]["next"].replace(" (above)", "").replace(" ", ""), \
+            (joined, d["verdict"]["next"])
+        gpu = d["gpu"]["nvml"] and d["gpu"]["devices"]
+        assert ("GPU utilisation" in texts) == bool(gpu), texts
+        if name == "eval":
+            assert "evaluation" in texts, texts
+        if name == "sync":
+            assert "host-sync calls" in texts, texts

@@ -201,8 +201,8 @@ static void on_event(dr_run *r, char *line)
     case 'I': {
         dr_iter it;
         memset(&it, 0, sizeof it);
-        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
-                   &it.pin, &it.lid, &it.mem) >= 7) {
+        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
+                   &it.pin, &it.lid, &it.mem, &it.persistent) >= 7) {
             it.t0 = a;
             it.t1 = b;
             GROW(r->iters, r->niters, r->capiters);

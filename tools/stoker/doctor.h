@@ -58,6 +58,7 @@ typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int workers, bs, pin;
     int lid;                       /* the loader */
     int mem;                       /* its data is already in memory (TensorDataset, a list; the loop's) */
+    int persistent;                /* DataLoader(persistent_workers=True) */
 } dr_iter;
 
 typedef struct dr_stkstats {      /* L: a stoker loader's own stats (cumulative; the last one counts) */
@@ -187,6 +188,7 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path);
 /* analysis results the SVG needs */
 double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1);
 void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next);
+int dr_result_evals(const dr_result *a, const int64_t **t0, const int64_t **t1); /* evaluation passes */
 
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);

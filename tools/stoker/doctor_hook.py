@@ -252,9 +252,10 @@ def _stk_doctor_install():
                 it._stk_lid = lid
             except Exception:
                 pass
-            emit("I %d %d %d %s %d %d %d %d %d\n" % (os.getpid(), t0, now(), k, wk(self),
-                                                     int(getattr(self, "batch_size", 0) or 0),
-                                                     pin(self), lid, mem(self)))
+            emit("I %d %d %d %s %d %d %d %d %d %d\n" % (os.getpid(), t0, now(), k, wk(self),
+                                                        int(getattr(self, "batch_size", 0) or 0),
+                                                        pin(self), lid, mem(self),
+                                                        int(bool(getattr(self, "persistent_workers", 0)))))
             return it
         return __iter__
 
@@ -476,7 +477,7 @@ def _stk_doctor_install():
                 lid = len(lids) + 1
                 lids[lid] = 1
                 lp["lid"] = li._stk_lid = lid
-                emit("I %d %d %d loop 0 %d 0 %d 1\n" % (os.getpid(), t, t, lp["n"], lid))
+                emit("I %d %d %d loop 0 %d 0 %d 1 0\n" % (os.getpid(), t, t, lp["n"], lid))
             if lp["dt"] is not None:
                 lb.shape = (lp["n"],)
                 lb.dtype = lp["dt"]

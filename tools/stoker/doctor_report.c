@@ -172,10 +172,15 @@ void dr_report(const dr_run *r, const dr_result *a, FILE *f)
     if (a->nsave) {
         char kinds[96];
         dr_save_kinds(a, kinds, sizeof kinds);
+        char every[48]; /* two saves in one step are "2.0 a step", not "every 0 steps" */
+        if (a->steps_per_save > 0 && a->steps_per_save < 0.95)
+            snprintf(every, sizeof every, "%.1f a step", 1 / a->steps_per_save);
+        else
+            snprintf(every, sizeof every, "every %.0f steps", a->steps_per_save);
         fprintf(f, "   writes     checkpoints: %d (%s), %.1f MB and %.0f ms each (save call %.0f ms, file write + "
-                "fsync %.0f ms), every %.0f steps: %.0f%% of the time\n", a->nsave, kinds,
+                "fsync %.0f ms), %s: %.0f%% of the time\n", a->nsave, kinds,
                 mb(a->save_bytes / a->nsave), 1e3 * a->save_total / a->nsave, 1e3 * a->save_call_s / a->nsave,
-                1e3 * a->wr_s[0] / a->nsave, a->steps_per_save, 100 * a->save_share);
+                1e3 * a->wr_s[0] / a->nsave, every, 100 * a->save_share);
     } else {
         fprintf(f, "   writes     no checkpoint (torch.save, np.save, safetensors, a .pt/.ckpt/.npy/.pkl/... file)\n");
     }

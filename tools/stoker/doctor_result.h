@@ -24,8 +24,11 @@ struct dr_result {
     int train_lid, nloaders;      /* the training loader (most batches), loaders iterated */
     int eval_batches, eval_passes; /* batches and iterators of the other loaders (evaluation) */
     double eval_s;                /* time in evaluation passes: out of the verdict's window */
+    int64_t ev0[64], ev1[64];     /* the first 64 evaluation passes (for the plot) */
+    int nev;
     int workers, pin, bs;
     int mem;                      /* the training loader's data is in memory already: no worker helps */
+    int persistent;               /* its workers persist across epochs */
     const dr_stkstats *stk;       /* a stoker training loader's own stats, or NULL */
     char kind[8], dtype[16];
     char loader_role[48];

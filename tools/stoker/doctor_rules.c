@@ -53,6 +53,7 @@
 #define TH_OUTSIDE_DISK 0.25 /* ... I/O-bound: threads in disk wait */
 #define GPU_SPEEDUP_LO 20.0 /* a CPU-only job's step on a GPU: assumed this many times faster ... */
 #define GPU_SPEEDUP_HI 50.0 /* ... to this many (--gpu-step-ms replaces the assumption) */
+#define TH_EPOCH_START 0.25 /* epoch starts (worker start + first batch) this share of the wait: persistent_workers */
 #define TH_GPU_PROJ_MIN 1e-4 /* a projected GPU step under this (s): too short to advise a GPU for */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 
@@ -558,6 +559,11 @@ static void decide_steps(const dr_run *r, dr_result *a)
             sub = "decode";
             if (torch && worker_advice(r, a, nx, nc))
                 ;
+            else if (torch && a->mem)
+                snprintf(nx, nc, "index whole batches at once (a BatchSampler, or slice the tensors yourself) or batch "
+                         "%d -> %d: the data is in memory already, so the wait is the per-sample indexing and collate in "
+                         "the main thread; not more workers, which would copy the tensors between processes",
+                         a->bs > 0 ? a->bs : 1, 8 * (a->bs > 0 ? a->bs : 1));
             else if (torch && a->workers < cores)
                 snprintf(nx, nc, "workers %d -> %d", a->workers, cores);
             else if (torch)
@@ -588,6 +594,18 @@ static void decide_steps(const dr_run *r, dr_result *a)
                 sub = "stage-bound";
                 snprintf(nx, nc, "the host-to-device stage: pinned memory (pin_memory=True) and a device-side batch");
             }
+        }
+        /* the workers started again at every epoch start: a large part of the wait */
+        double est = a->wait_total + a->iter_total > 0
+                         ? a->epoch_start_mean * a->nepochs / (a->wait_total + a->iter_total) : 0;
+        if (torch && a->workers > 0 && !a->persistent && a->nepochs >= 2 && est >= TH_EPOCH_START) {
+            char rest[640];
+            snprintf(rest, sizeof rest, "%s", nx);
+            int kp = snprintf(nx, nc, "persistent_workers=True: the %d workers start again at each of the %d epoch "
+                             "starts, %.0f ms each, %.0f%% of the wait; then ", a->workers, a->nepochs,
+                             1e3 * a->epoch_start_mean, 100 * est);
+            if (kp > 0 && (size_t)kp < nc)
+                snprintf(nx + kp, nc - (size_t)kp, "%.*s", (int)(nc - (size_t)kp - 1), rest);
         }
         snprintf(v, vc, "input-bound (%s)", sub);
         snprintf(f, fc,
@@ -620,10 +638,15 @@ static void decide_steps(const dr_run *r, dr_result *a)
             want = nice_up(every * 2.0);
         char kinds[96];
         dr_save_kinds(a, kinds, sizeof kinds);
+        char evs[48]; /* two saves in one step are "2.0 a step", not "every 0 steps" */
+        if (a->steps_per_save > 0 && a->steps_per_save < 0.95)
+            snprintf(evs, sizeof evs, "%.1f a step", 1 / a->steps_per_save);
+        else
+            snprintf(evs, sizeof evs, "every %ld steps", every);
         snprintf(f, fc, "checkpoints %.0f%% of the time: %d saves (%s) of %.1f MB, %.0f ms each (%.0f ms in the "
-                 "save calls, %.0f ms in the job's own writes and fsync to the file), every %ld steps",
+                 "save calls, %.0f ms in the job's own writes and fsync to the file), %s",
                  100 * a->save_share, a->nsave, kinds, a->nsave ? a->save_bytes / a->nsave / 1e6 : 0, 1e3 * each,
-                 a->nsave ? 1e3 * a->save_call_s / a->nsave : 0, a->nsave ? 1e3 * a->wr_s[0] / a->nsave : 0, every);
+                 a->nsave ? 1e3 * a->save_call_s / a->nsave : 0, a->nsave ? 1e3 * a->wr_s[0] / a->nsave : 0, evs);
         snprintf(nx, nc, "checkpoint every %ld steps instead of %ld (saves then take ~%.0f%%), or save in the "
                  "background so the step does not wait: torch.distributed.checkpoint.async_save (torch >= 2.3), "
                  "or a thread that writes a CPU copy of the state dict", want, every, 100 * CKPT_TARGET);

@@ -47,6 +47,13 @@ const char *dr_verdict_line(const dr_result *a)
     return a->line;
 }
 
+int dr_result_evals(const dr_result *a, const int64_t **t0, const int64_t **t1)
+{
+    *t0 = a->ev0;
+    *t1 = a->ev1;
+    return a->nev;
+}
+
 int dr_unhooked(const dr_run *r, const dr_pyproc **out, int cap)
 {
     int n = 0;
@@ -106,6 +113,7 @@ static void analyse_steps(const dr_run *r, dr_result *a)
                 a->workers = I->workers;
                 a->pin = I->pin;
                 a->mem = I->mem;
+                a->persistent = I->persistent;
                 snprintf(a->kind, sizeof a->kind, "%s", I->kind);
             }
             it++;
@@ -218,6 +226,10 @@ static void eval_spans(const dr_run *r, dr_result *a)
                 r->iters[k].t0 < end)
                 end = r->iters[k].t0;
         a->eval_s += (double)(end - I->t0) / 1e9;
+        if (a->nev < 64) {
+            a->ev0[a->nev] = I->t0;
+            a->ev1[a->nev++] = end;
+        }
         a->eval_passes++;
         open = end;
     }

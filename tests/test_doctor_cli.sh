@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# stk-test: timeout 1800
 # stoker doctor around jobs that are not constructed bottlenecks: bad input (exit 2 and a clear
 # message), exit statuses passed through (a failing, a killed, a crashing job), the stop sequence
 # (SIGINT, then SIGTERM, then SIGKILL for a job that ignores the first two), the system half for a

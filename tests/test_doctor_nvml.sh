@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
+# stk-test: timeout 1800
 # stoker doctor's GPU half without a GPU: a stand-in libnvidia-ml.so.1 (tests/doctor/fake_nvml.c,
 # found through LD_LIBRARY_PATH) reports one 80 GiB GPU, a set utilisation and memory, and the
 # job as a process with a context. The report and --json carry those figures; with torch, a

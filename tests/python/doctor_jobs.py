@@ -7,9 +7,11 @@ MODE: decode, storage (ImageFolder of JPEGs, RandomResizedCrop, tiny model), che
 torch.save every few steps), compute (a long step, batches from memory), starved (4 DataLoader
 workers; the test runs it on one core), sync (.item() on every sample of every step), crash
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
-any step), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
-slices batches out of a tensor, no DataLoader), augment (~3 ms of CPU per sample in the Dataset,
---workers N), augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), pool (the
+any step), stokerdl (the decode job through stoker.DataLoader, --workers decode threads), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
+slices batches out of a tensor, no DataLoader), tinyloop (the same with a tiny MLP on --batch
+samples), augment (~3 ms of CPU per sample in the Dataset,
+--workers N), epochs (the same in epochs of 32 samples, its workers started anew at each),
+augstep (the augment loader behind a ~0.1 s step: compute-bound on the CPU), pool (the
 compute job on batches of 256, for --threads N), lightning (the checkpoint job saving as Lightning does: torch.save into a BytesIO,
 then write + fsync), npsave (np.save and a pickled file every 5 steps), logging (a CSV line
 per step, flushed and fsynced), sweep (the augment job's batches/s at each of --counts worker counts), traineval
@@ -118,20 +120,27 @@ def traineval(args):
 
 
 def slicing(args):
-    """a training loop without a DataLoader: batches sliced out of an in-memory tensor"""
+    """a training loop without a DataLoader: batches sliced out of an in-memory tensor (tinyloop:
+    a tiny MLP on batches of --batch, the job a new user writes first)"""
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(4096, 256, generator=g), torch.randint(0, 10, (4096,), generator=g)
-    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(4)],
-                          nn.Linear(256, 10))
+    d = 256 if args.mode == "slicing" else 32
+    x, y = torch.randn(4096, d, generator=g), torch.randint(0, 10, (4096,), generator=g)
+    if args.mode == "slicing":
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(4)],
+                              nn.Linear(256, 10))
+        bs = 32
+    else:
+        model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+        bs = args.batch
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     me = {"mode": "slicing", "steps": 0, "step_s": []}
     t_start = time.monotonic()
     try:
         while me["steps"] < args.steps:
-            i = (me["steps"] * 32) % 4096
+            i = (me["steps"] * bs) % (4096 - bs)
             t0 = time.monotonic()
-            loss = loss_fn(model(x[i:i + 32]), y[i:i + 32])
+            loss = loss_fn(model(x[i:i + bs]), y[i:i + bs])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -167,7 +176,7 @@ def main():
     if m == "fail":  # a job that dies before its first step, as one with a wrong path does
         print("doctor_jobs: constructed failure: no dataset at /nonexistent/data", file=sys.stderr)
         return 3
-    if m == "slicing":
+    if m in ("slicing", "tinyloop"):
         return slicing(args)
     if m == "sweep":
         return sweep(args)
@@ -176,10 +185,22 @@ def main():
     if m in ("decode", "storage", "starved"):
         loader = image_loader(args)
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
+    elif m == "stokerdl":  # the decode job through stoker.DataLoader (--workers: its decode threads)
+        import stoker
+        import torchvision
+        import torchvision.transforms as T
+        ds = torchvision.datasets.ImageFolder(args.data, T.Compose([T.RandomResizedCrop(64), T.ToTensor()]))
+        loader = stoker.DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers,
+                                   drop_last=True)
+        model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
     elif m in ("compute", "pool"):  # pool: batches large enough for --threads to split each operator
         loader = memory_loader(1024, (512,), 32 if m == "compute" else 256)
         model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
                               nn.Linear(512, 10))
+    elif m == "epochs":  # short epochs (32 samples) of the augment Dataset, workers not persistent
+        loader = torch.utils.data.DataLoader(torch.utils.data.Subset(Augment(), range(32)), batch_size=args.batch,
+                                             num_workers=args.workers, drop_last=True)
+        model = nn.Linear(32, 10)
     elif m == "augment":
         loader = augment_loader(args.workers, args.batch)
         model = nn.Linear(32, 10)

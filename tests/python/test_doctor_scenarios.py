@@ -1,11 +1,15 @@
 # SPDX-License-Identifier: MIT
 # stk-test: serial
+# stk-test: timeout 3600
 """`stoker doctor` on constructed jobs (doctor_jobs.py), each bounded by one known stage, with real
 torch on the CPU: the verdict line names that stage, and the figure behind it agrees with what the
 job measured about itself (it writes its own data wait, save time and call counts) within the
 tolerance stated at each assert. The storage job reads a cold ext4 on a loop device whose reads
 the kernel throttles (cgroup blkio / io.max): a real slow device, not a sleep in the script.
-Runs serially (timing figures); each job is stopped by the doctor after a few seconds.
+Runs serially (timing figures). Each job runs its fixed number of steps to the end, however long a
+loaded machine makes that: every assert is on the figures the doctor recorded (and the job's own),
+never on how many steps fit in a wall-clock window; a test that needs the doctor to stop the job
+passes --seconds itself.
 """
 import json
 import os
@@ -25,8 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOBS = os.path.join(HERE, "doctor_jobs.py")
 STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "build"), "stoker")
 PY = sys.executable
-# each job runs a fixed number of steps (a loaded machine imports torch slowly); --seconds only caps
-SECONDS = os.environ.get("STK_DOCTOR_SECONDS", "90")
+# each job runs a fixed number of steps (a loaded machine imports torch slowly and runs them
+# slowly): no --seconds unless a test asks for one (STK_DOCTOR_SECONDS: a cap for manual runs);
+# the subprocess timeout only guards against a hang
+SECONDS = os.environ.get("STK_DOCTOR_SECONDS")
+HANG = 1800
 
 if not os.access(STOKER, os.X_OK):
     pytest.skip("no stoker CLI at %s" % STOKER, allow_module_level=True)
@@ -45,9 +52,10 @@ def imagefolder(root, classes=2, per_class=64, side=256, quality=90):
 
 def doctor(tmp_path, job_args, steps, prefix=(), seconds=SECONDS, rc=0, batches=True, opts=()):
     js, me = str(tmp_path / "doctor.json"), str(tmp_path / "job.json")
-    cmd = [STOKER, "doctor", "--seconds", seconds, "--json", js] + list(opts) + ["--"] + list(prefix) + \
+    cap = ["--seconds", seconds] if seconds else []
+    cmd = [STOKER, "doctor"] + cap + ["--json", js] + list(opts) + ["--"] + list(prefix) + \
           [PY, JOBS] + list(job_args) + ["--steps", str(steps), "--out", me]
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
     assert p.returncode == rc, p.stderr
     verdict = [l for l in p.stderr.splitlines() if l.startswith("7. verdict:")]
     assert len(verdict) == 1, p.stderr
@@ -165,13 +173,16 @@ def test_logging_bound(tmp_path):
 
 
 def test_compute_bound_projected_gpu_step(tmp_path):
-    # the compute job (CPU only, ~0.2 s steps) with --gpu-step-ms 0.2: on such a GPU the main
-    # thread's in-line loading (TensorDataset, num_workers=0) would be most of the step
+    # the compute job (CPU only, ~0.2 s steps) with --gpu-step-ms 0.2: the projection takes the
+    # step the option gives. Its data is a TensorDataset, in memory already: no worker count is
+    # advised for it (issue 28: "workers 0 -> 8" on an in-memory dataset; a worker would only add
+    # an inter-process copy of tensors the main process already holds)
     v, d, job, err = doctor(tmp_path, ["compute"], 8, opts=["--gpu-step-ms", "0.2"])
     assert v.startswith("7. verdict: compute-bound"), err
+    assert d["data"]["data_in_memory"] is True, d["data"]
     nxt = d["verdict"]["next"]
-    assert "there the step would take 0.2 ms, as --gpu-step-ms says" in nxt, nxt
-    assert "then the input side" in nxt and "workers 0 -> " in nxt, nxt
+    assert "0.2 ms, as --gpu-step-ms says" in nxt, nxt
+    assert "workers" not in nxt, nxt
 
 
 def test_projected_gpu_step_never_fewer_workers(tmp_path):
@@ -194,12 +205,13 @@ def test_projected_gpu_step_never_fewer_workers(tmp_path):
 def test_thread_pool_beside_contention(tmp_path):
     # the compute job on 2 intra-op threads (batches of 256: each operator split between them),
     # on cores 0 and 1, each shared with two CPU hogs (other processes): the pool's threads wait
-    # for a core at every operator; the next step is one thread per core the job got
+    # for a core at every operator; the next step is one thread per core the job got. 6 steps, run
+    # to their end: the rule reads CPU accounting (ran / waited for a core), not a rate
     if not shutil.which("taskset") or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs taskset and 2 cores")
     hogs = [subprocess.Popen(["taskset", "-c", c, PY, "-c", "while True: pass"]) for c in "0011"]
     try:
-        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 12, prefix=["taskset", "-c", "0,1"])
+        v, d, job, err = doctor(tmp_path, ["pool", "--threads", "2"], 6, prefix=["taskset", "-c", "0,1"])
     finally:
         for h in hogs:
             h.kill()
@@ -304,10 +316,13 @@ def test_tiny_job_is_too_small(tmp_path):
 
 
 def test_no_dataloader_is_compute_bound(tmp_path):
-    # batches sliced out of a tensor, no DataLoader: the outside figures (a busy main thread) decide
-    v, d, job, err = doctor(tmp_path, ["slicing"], 100, batches=False)
-    assert d["job"]["batches"] == 0
-    assert v.startswith("7. verdict: compute-bound: no training step seen (the job never iterated"), err
+    # batches sliced out of a tensor, no DataLoader: each backward() is a step (the hook's step
+    # clock without a loader), 32 samples each, and the busy main thread makes it compute-bound
+    v, d, job, err = doctor(tmp_path, ["slicing"], 100)
+    assert d["job"]["batches"] == 100 and d["data"]["loader"] == "loop", d["data"]
+    assert d["batch"]["size"] == 32, d["batch"]
+    assert v.startswith("7. verdict: compute-bound"), err
+    assert "workers" not in d["verdict"]["next"], d["verdict"]
     # the job's main thread ran (or waited for a CPU) most of the run: the figures say so
     assert d["cpu"]["roles"]["main"]["cores"] + d["cpu"]["roles"]["main"]["runqueue_wait_cores"] >= 0.5, d["cpu"]
 
@@ -403,7 +418,7 @@ def test_worker_count_advice_holds(tmp_path):
         out = str(tmp_path / "sweep.json")
         p = subprocess.run(enter + [PY, "-W", "ignore", JOBS, "sweep", "--batch", "8", "--steps", "120",
                                     "--rounds", "3", "--counts", ",".join(map(str, counts)), "--out", out],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
         assert p.returncode == 0, p.stderr
         with open(out) as f:
             best = {int(k): r for k, r in json.load(f)["best"].items()}

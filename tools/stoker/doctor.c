@@ -6,7 +6,8 @@
  * starts the command in its own process group, samples it from outside every --interval
  * (doctor_sample.c), reads the hook's event lines as they are appended, stops the job after
  * --seconds (SIGINT to the group as a terminal's Ctrl-C does, then SIGTERM, then SIGKILL, each
- * after a bounded wait), and hands everything to doctor_verdict.c / doctor_svg.c.
+ * after a bounded wait), and hands everything to doctor_verdict.c (analysis), doctor_rules.c
+ * (verdict), doctor_report.c and doctor_svg.c (output).
  * Why the split (sampler outside, hook as small as possible): docs/doctor.md.
  */
 #include "doctor.h"
@@ -31,6 +32,8 @@
 
 extern const unsigned char dr_hook_py[];
 extern const size_t dr_hook_py_len;
+extern const unsigned char dr_preload_so[];
+extern const size_t dr_preload_so_len;
 
 #define EXIT_USAGE 2     /* the doctor's own errors: usage, a command that cannot be run, ... */
 #define EXIT_JOB_2 125   /* the job exited with 2, which would read as the doctor's usage error */
@@ -198,8 +201,8 @@ static void on_event(dr_run *r, char *line)
     case 'I': {
         dr_iter it;
         memset(&it, 0, sizeof it);
-        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
-                   &it.pin, &it.lid) >= 7) {
+        if (sscanf(line, "I %d %lld %lld %7s %d %d %d %d %d %d", &it.pid, &a, &b, it.kind, &it.workers, &it.bs,
+                   &it.pin, &it.lid, &it.mem, &it.persistent) >= 7) {
             it.t0 = a;
             it.t1 = b;
             GROW(r->iters, r->niters, r->capiters);
@@ -248,6 +251,23 @@ static void on_event(dr_run *r, char *line)
     case 'E':
         r->e_count++;
         break;
+    case 'L': {
+        dr_stkstats L;
+        memset(&L, 0, sizeof L);
+        if (sscanf(line, "L %d %d %d %d %lf %lf %lf %lf %lf %lld %lld %15s", &L.pid, &L.lid, &L.rthreads,
+                   &L.dthreads, &L.rbusy, &L.rstarved, &L.dbusy, &L.dstarved, &L.wall, &L.errors,
+                   &L.substituted, L.bottleneck) == 12) {
+            int i = 0;
+            while (i < r->nstk && !(r->stk[i].pid == L.pid && r->stk[i].lid == L.lid))
+                i++;
+            if (i < DR_MAXSTK) {
+                r->stk[i] = L;
+                if (i == r->nstk)
+                    r->nstk++;
+            }
+        }
+        break;
+    }
     case 'X':
         if (sscanf(line, "X %d %lld %n", &pid, &a, &n) >= 2 && pid == r->main_pid) {
             r->x_t = a;
@@ -519,20 +539,23 @@ int cmd_doctor(int argc, char **argv)
 
     /* the hook's directory and the event file */
     const char *tmp = getenv("TMPDIR");
-    char dir[PATH_MAX], hook[PATH_MAX + 32], evpath[PATH_MAX + 32];
+    char dir[PATH_MAX], hook[PATH_MAX + 32], evpath[PATH_MAX + 32], preload[PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/stoker-doctor-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "stoker doctor: cannot create a directory %s: %s\n", dir, strerror(errno));
         return EXIT_USAGE;
     }
     snprintf(hook, sizeof hook, "%s/sitecustomize.py", dir);
+    snprintf(preload, sizeof preload, "%s/stk_doctor_preload.so", dir);
     if (events)
         snprintf(evpath, sizeof evpath, "%s", events);
     else
         snprintf(evpath, sizeof evpath, "%s/events", dir);
-    if (write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || write_file(evpath, "", 0, !events) != 0) {
-        fprintf(stderr, "stoker doctor: cannot write %s or %s: %s\n", hook, evpath, strerror(errno));
+    if (write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || write_file(evpath, "", 0, !events) != 0 ||
+        write_file(preload, dr_preload_so, dr_preload_so_len, 1) != 0) {
+        fprintf(stderr, "stoker doctor: cannot write %s, %s or %s: %s\n", hook, evpath, preload, strerror(errno));
         unlink(hook);
+        unlink(preload);
         if (!events)
             unlink(evpath);
         rmdir(dir);
@@ -601,6 +624,14 @@ int cmd_doctor(int argc, char **argv)
             setenv("PYTHONPATH", np, 1);
         }
         setenv("STOKER_DOCTOR_EVENTS", evpath, 1);
+        /* launchers that set PYTHONPATH themselves: the preload puts the hook back in front */
+        setenv("STOKER_DOCTOR_HOOKDIR", dir, 1);
+        const char *lp = getenv("LD_PRELOAD");
+        char *nl = malloc(strlen(preload) + (lp ? strlen(lp) : 0) + 2);
+        if (nl) {
+            sprintf(nl, "%s%s%s", preload, lp && *lp ? ":" : "", lp && *lp ? lp : "");
+            setenv("LD_PRELOAD", nl, 1);
+        }
         execvp(cmd[0], cmd);
         int e = errno;
         if (write(ep[1], &e, sizeof e) < 0)
@@ -713,6 +744,7 @@ out:
         close(t.fd);
     dr_sampler_destroy(smp);
     unlink(hook);
+    unlink(preload);
     if (!events)
         unlink(evpath);
     rmdir(dir);

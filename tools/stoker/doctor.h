@@ -3,7 +3,8 @@
  * stoker doctor — shared types of the CLI's `doctor` command (doctor*.c). The sampler
  * (doctor_sample.c) reads /proc, cgroup files and NVML from outside the job; the job's Python
  * reports its events through the hook (doctor_hook.py, embedded at build time); doctor_verdict.c
- * turns both into the diagnosis, doctor_svg.c into the timeline. Design: docs/doctor.md.
+ * turns both into figures, doctor_rules.c into the verdict, doctor_report.c into the report and
+ * --json, doctor_svg.c into the timeline. Design: docs/doctor.md.
  */
 #ifndef STOKER_DOCTOR_H
 #define STOKER_DOCTOR_H
@@ -53,16 +54,34 @@ typedef struct dr_step {           /* N: one batch handed to the training loop *
 typedef struct dr_iter {           /* I: an iterator created (epoch start) */
     int pid;
     int64_t t0, t1;
-    char kind[8];                  /* torch | stoker */
+    char kind[8];                  /* torch | stoker | loop (no loader: each backward() a step) */
     int workers, bs, pin;
     int lid;                       /* the loader */
+    int mem;                       /* its data is already in memory (TensorDataset, a list; the loop's) */
+    int persistent;                /* DataLoader(persistent_workers=True) */
 } dr_iter;
+
+typedef struct dr_stkstats {      /* L: a stoker loader's own stats (cumulative; the last one counts) */
+    int pid, lid;
+    int rthreads, dthreads;        /* read and decode threads */
+    double rbusy, rstarved, dbusy, dstarved, wall; /* seconds, summed over each stage's threads */
+    long long errors, substituted; /* bad records, and those replaced */
+    char bottleneck[16];           /* the library's own verdict (stk_bottleneck_name) */
+} dr_stkstats;
+#define DR_MAXSTK 8
 
 typedef struct dr_save {           /* S: a save call (torch.save, np.save, safetensors) */
     int pid;
     int64_t t0, t1, bytes;
     char kind[16];
 } dr_save;
+
+typedef struct dr_pyproc {       /* a Python interpreter seen in the job's tree (once a second) */
+    int pid;
+    char cmd[112];                 /* its command line, cut */
+    char why[200];                 /* if it never loads the hook: the likely reason, from its flags and environment */
+} dr_pyproc;
+#define DR_MAXPY 16
 
 typedef struct dr_gpu {
     char name[96];
@@ -119,6 +138,10 @@ typedef struct dr_run {
     int py_pids[64];
     int npy;
     int main_pid;                  /* the Python process that iterates (first N), else first H */
+    dr_stkstats stk[DR_MAXSTK];    /* per stoker loader of the main process */
+    int nstk;
+    dr_pyproc pyseen[DR_MAXPY];    /* Python processes the sampler saw (not forks of one) */
+    int npyseen;
     int worker_pids[256];
     int nworkers_seen;
     int max_workers;               /* largest num_workers of an iterator */
@@ -148,7 +171,10 @@ void dr_sampler_finish(dr_sampler *s, dr_run *r);
 void dr_sampler_destroy(dr_sampler *s);
 int64_t dr_now(void);
 
-/* doctor_verdict.c: the analysis; prints the report and writes --json */
+/* the Python processes seen without the hook (no H event from their pid): up to `cap` into out */
+int dr_unhooked(const dr_run *r, const dr_pyproc **out, int cap);
+
+/* doctor_verdict.c (analysis), doctor_rules.c (verdict), doctor_report.c (report, --json) */
 typedef struct dr_result dr_result;
 dr_result *dr_analyse(const dr_run *r);
 void dr_report(const dr_run *r, const dr_result *a, FILE *f);
@@ -162,6 +188,7 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path);
 /* analysis results the SVG needs */
 double dr_result_window(const dr_result *a, int64_t *t0, int64_t *t1);
 void dr_result_verdict(const dr_result *a, const char **stage, const char **figures, const char **next);
+int dr_result_evals(const dr_result *a, const int64_t **t0, const int64_t **t1); /* evaluation passes */
 
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);

@@ -112,11 +112,14 @@ def _stk_doctor_install():
                 dtypes[d] = name
         return n, name
 
-    def block_start(it, b, t0, t1):
+    def iter_lid(it):
+        # an iterator that takes no attribute (stoker's _Iter has __slots__): its loader's number
+        return getattr(getattr(it, "_loader", None), "_stk_lid", 0)
+
+    def block_start(lid, b, t0, t1):
         # a batch that starts a block: the first after a write, of another loader, or after a gap
         # over 4.29 s; one whose wait is over 4.29 s does not fit a record: a text line instead
         nonlocal pos, base, prev, blid, bdt, bn
-        lid = it._stk_lid
         n, dt = batch_size(b)
         flush_block()
         if nb == 1:
@@ -148,22 +151,27 @@ def _stk_doctor_install():
                 b = orig(self)
             except StopIteration:
                 emit("E %d %d\n" % (os.getpid(), now()))
+                lid = self._stk_lid or iter_lid(self)
+                ld = stoker_loaders.get(lid)
+                if ld is not None:
+                    stoker_stats(lid, ld)
                 raise
             finally:
                 in_next = False
             t1 = now()
-            if self._stk_lid == blid and t1 - flushed < 200000000:
+            lid = self._stk_lid or iter_lid(self)
+            if lid == blid and t1 - flushed < 200000000:
                 try:
                     pack_into(blk, pos, t0 - prev, t1 - t0)
                     pos += 8
                     prev = t1
                 except struct.error:        # a gap or wait over 4.29 s
-                    block_start(self, b, t0, t1)
+                    block_start(lid, b, t0, t1)
                 else:
                     if pos == BLK:
                         flush_block()
             else:
-                block_start(self, b, t0, t1)
+                block_start(lid, b, t0, t1)
             if timed:
                 K[K[0] % 1024 + 1] = tb - t0 + now() - t1
                 K[0] += 1
@@ -174,29 +182,80 @@ def _stk_doctor_install():
 
     def loader_id(loader):
         # which loader an iterator belongs to (training and validation apart): a small number per
-        # loader object, kept on it (the id() of a freed loader may come back)
-        lid = getattr(loader, "_stk_lid", 0)
+        # dataset (a new DataLoader each epoch over the same dataset is the same training loader),
+        # else per loader object (a dataset that takes no attribute: a list), kept on both (the
+        # id() of a freed object may come back, an attribute does not)
+        ds = getattr(loader, "dataset", None)
+        lid = getattr(ds, "_stk_lid", 0) or getattr(loader, "_stk_lid", 0)
         if not lid:
             lid = len(lids) + 1
             lids[lid] = 1
-            try:
-                loader._stk_lid = lid
-            except Exception:
-                lid = 0
-        return lid
+        ok = 0
+        for o in (ds, loader):
+            if o is not None:
+                try:
+                    o._stk_lid = lid
+                    ok = 1
+                except Exception:
+                    pass
+        return lid if ok else 0
 
-    def wrap_iter(orig, kind, workers, pin):
+    def in_memory(loader):
+        # data already in memory (a TensorDataset, a list of tensors or batches): no worker helps
+        ds = getattr(loader, "dataset", None)
+        return int(type(ds).__name__ == "TensorDataset" or isinstance(ds, (list, tuple)))
+
+    def is_stoker(loader):
+        # stoker.Loader, stoker.DataLoader (also if it becomes a torch DataLoader subclass)
+        return type(loader).__module__.split(".")[0] == "stoker"
+
+    def stoker_threads(s):
+        return int(getattr(s, "decode_threads", None) or getattr(s, "num_workers", 0) or 0)
+
+    import weakref
+    stoker_loaders = weakref.WeakValueDictionary()  # lid -> loader: their own stats at the end
+
+    def stoker_stats(lid, loader):
+        # stoker's loader reports from its own counters (stats()): threads, per-stage busy and
+        # starved seconds, bad records, the library's own verdict; cumulative, the last one counts
+        try:
+            d = loader.stats(max_errors=0)
+            if not d.get("started"):
+                return
+            rd, dc, v = d["read"], d["decode"], d.get("verdict") or {}
+            emit("L %d %d %d %d %.6f %.6f %.6f %.6f %.6f %d %d %s\n" % (
+                os.getpid(), lid, rd["threads"], dc["threads"], rd["busy_s"], rd["starved_s"],
+                dc["busy_s"], dc["starved_s"], d["wall_s"], d.get("error_count", 0), d.get("substituted", 0),
+                (v.get("bottleneck_name") or "-").replace(" ", "_")[:15]))
+        except Exception:
+            pass
+
+    iter_depth = [0]
+
+    def wrap_iter(orig, kind, workers, pin, mem=lambda s: 0):
         def __iter__(self):
+            if iter_depth[0]:               # a subclass's __iter__ through another patched one
+                return orig(self)
             t0 = now()
-            it = orig(self)
+            iter_depth[0] += 1
+            try:
+                it = orig(self)
+            finally:
+                iter_depth[0] -= 1
+            k, wk = kind, workers
+            if kind == "torch" and is_stoker(self):
+                k, wk = "stoker", stoker_threads
             lid = loader_id(self)
+            if k == "stoker":
+                stoker_loaders[lid] = self
             try:
                 it._stk_lid = lid
             except Exception:
                 pass
-            emit("I %d %d %d %s %d %d %d %d\n" % (os.getpid(), t0, now(), kind, workers(self),
-                                                  int(getattr(self, "batch_size", 0) or 0),
-                                                  pin(self), lid))
+            emit("I %d %d %d %s %d %d %d %d %d %d\n" % (os.getpid(), t0, now(), k, wk(self),
+                                                        int(getattr(self, "batch_size", 0) or 0),
+                                                        pin(self), lid, mem(self),
+                                                        int(bool(getattr(self, "persistent_workers", 0)))))
             return it
         return __iter__
 
@@ -243,7 +302,7 @@ def _stk_doctor_install():
         m._BaseDataLoaderIter.__next__ = wrap_next(m._BaseDataLoaderIter.__next__)
         m.DataLoader.__iter__ = wrap_iter(m.DataLoader.__iter__, "torch",
                                           lambda s: int(s.num_workers),
-                                          lambda s: int(bool(s.pin_memory)))
+                                          lambda s: int(bool(s.pin_memory)), in_memory)
 
     def patch_worker(m):
         import functools
@@ -258,9 +317,14 @@ def _stk_doctor_install():
     def patch_stoker(m):
         m._Iter._stk_lid = 0
         m._Iter.__next__ = wrap_next(m._Iter.__next__)
-        m.Loader.__iter__ = wrap_iter(m.Loader.__iter__, "stoker",
-                                      lambda s: int(getattr(s, "workers", 0) or 0),
-                                      lambda s: 1)
+        m.Loader.__iter__ = wrap_iter(m.Loader.__iter__, "stoker", stoker_threads, lambda s: 1)
+
+    def patch_stoker_dataloader(m):
+        # stoker.DataLoader's own __iter__ (it does not go through Loader.__iter__); also when it
+        # is a torch DataLoader subclass: the outer of the patched __iter__s reports, as stoker
+        D = getattr(m, "DataLoader", None)
+        if D is not None and "__iter__" in D.__dict__:
+            D.__iter__ = wrap_iter(D.__dict__["__iter__"], "stoker", stoker_threads, lambda s: 1)
 
     def patch_torch(torch):
         T = torch.Tensor
@@ -354,6 +418,89 @@ def _stk_doctor_install():
             return r
         torch.cuda.synchronize = synchronize
 
+        # a training loop without a loader (tensors sliced in the loop): each backward() is a step,
+        # a batch of the pseudo-loader "loop" that waited 0 ns, so the same rules read its steps;
+        # only in a process that has not iterated a loader. Its size: the first input of the first
+        # module called after the step's backward, on the first steps and 1 step in 64 (a global
+        # forward pre-hook, removed at the next backward: never while torch iterates its hooks)
+        ab = torch.autograd.backward
+        reg = getattr(getattr(torch.nn, "modules", None), "module", None)
+        reg = getattr(reg, "register_module_forward_pre_hook", None)
+        lp = {"n": 0, "dt": None, "h": None, "steps": 0, "lid": 0, "on": True, "last": 0}
+
+        class LoopBatch:
+            __slots__ = ("shape", "dtype")
+
+        lb = LoopBatch()
+        lb.shape = (0,)
+        lb.dtype = None
+
+        def fwd_pre(mod, inp):
+            if lp["dt"] is None:
+                x = inp[0] if isinstance(inp, tuple) and inp else inp
+                sh = getattr(x, "shape", None)
+                if sh:
+                    lp["n"] = int(sh[0])
+                    lp["dt"] = x.dtype
+
+        def arm():
+            if reg is not None and lp["h"] is None:
+                lp["dt"] = None
+                try:
+                    lp["h"] = reg(fwd_pre)
+                except Exception:
+                    pass
+
+        def backward(*a, **k):
+            r = ab(*a, **k)
+            if lp["on"]:
+                h = lp["h"]
+                if h is not None:
+                    lp["h"] = None
+                    h.remove()
+                if nb == lp["last"]:
+                    loop_step()         # no loader batch since the last backward: the loop's step
+                elif not lp["lid"]:
+                    lp["on"] = False    # a loader's batches are the steps
+                lp["last"] = nb
+            return r
+
+        class LoopIter:
+            _stk_lid = 0
+
+        li = LoopIter()
+
+        def loop_step():
+            nonlocal nb, pos, prev
+            t = now()
+            if not lp["lid"]:
+                lid = len(lids) + 1
+                lids[lid] = 1
+                lp["lid"] = li._stk_lid = lid
+                emit("I %d %d %d loop 0 %d 0 %d 1 0\n" % (os.getpid(), t, t, lp["n"], lid))
+            if lp["dt"] is not None:
+                lb.shape = (lp["n"],)
+                lb.dtype = lp["dt"]
+            lp["steps"] += 1
+            nb += 1
+            if li._stk_lid == blid and t - flushed < 200000000:
+                try:
+                    pack_into(blk, pos, t - prev, 0)
+                    pos += 8
+                    prev = t
+                except struct.error:
+                    block_start(li._stk_lid, lb, t, t)
+                else:
+                    if pos == BLK:
+                        flush_block()
+            else:
+                block_start(li._stk_lid, lb, t, t)
+            if lp["steps"] < 3 or not lp["steps"] & 63:
+                arm()
+
+        arm()
+        torch.autograd.backward = backward
+
         save = timed_save(torch.save, "torch.save")
         torch.save = save
         torch.serialization.save = save
@@ -379,6 +526,7 @@ def _stk_doctor_install():
                "torch.utils.data.dataloader": patch_dataloader,
                "torch.utils.data._utils.worker": patch_worker,
                "stoker.loader": patch_stoker,
+               "stoker.dataloader": patch_stoker_dataloader,
                "numpy": patch_numpy,
                "safetensors.torch": patch_safetensors,
                "safetensors.numpy": patch_safetensors}
@@ -414,6 +562,8 @@ def _stk_doctor_install():
 
     def at_exit():
         if os.getpid() == pid:
+            for lid, ld in list(stoker_loaders.items()):
+                stoker_stats(lid, ld)
             if K[0]:                        # the median: a preempted batch does not count
                 ks = sorted(K[1:min(K[0], 1024) + 1])
                 emit("K %d %d %d\n" % (pid, K[0], ks[len(ks) // 2]))

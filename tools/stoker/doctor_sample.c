@@ -529,6 +529,107 @@ static void scan_fds(dr_sampler *s, dr_run *r)
     }
 }
 
+/* a NUL-separated /proc file into one line (NULs as spaces), cut to cap */
+static void nul_line(char *buf, ssize_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (ssize_t i = 0; i < n && k + 1 < cap; i++)
+        out[k++] = buf[i] ? buf[i] : ' ';
+    while (k && out[k - 1] == ' ')
+        k--;
+    out[k] = 0;
+}
+
+/* the value of NAME in a NUL-separated environment block, or NULL */
+static const char *env_in(const char *buf, ssize_t n, const char *name)
+{
+    size_t l = strlen(name);
+    for (ssize_t i = 0; i < n;) {
+        const char *e = buf + i;
+        size_t el = strnlen(e, (size_t)(n - i));
+        if (el > l && !strncmp(e, name, l) && e[l] == '=')
+            return e + l + 1;
+        i += (ssize_t)el + 1;
+    }
+    return NULL;
+}
+
+/* why a Python interpreter would not load the hook, from its command line and initial environment */
+static void python_why(const char *cmd, ssize_t cn, const char *env, ssize_t en, char *why, size_t cap)
+{
+    /* the interpreter's own flags, before -c / -m / the script: -I, -E, -S (alone or combined) */
+    ssize_t i = (ssize_t)strnlen(cmd, (size_t)cn) + 1;
+    while (i < cn) {
+        const char *a = cmd + i;
+        size_t al = strnlen(a, (size_t)(cn - i));
+        i += (ssize_t)al + 1;
+        if (a[0] != '-' || a[1] == '-' || !a[1])
+            break;
+        if (a[1] == 'W' || a[1] == 'X') {
+            if (!a[2])
+                i += (ssize_t)strnlen(cmd + i, (size_t)(cn > i ? cn - i : 0)) + 1;
+            continue;
+        }
+        if (a[1] == 'c' || a[1] == 'm')
+            break;
+        if (strpbrk(a + 1, "IES")) {
+            snprintf(why, cap, "run with %s: Python then ignores PYTHONPATH (-I, -E) or skips site (-S)", a);
+            return;
+        }
+    }
+    const char *ev = env_in(env, en, "STOKER_DOCTOR_EVENTS"), *pp = env_in(env, en, "PYTHONPATH"),
+               *lp = env_in(env, en, "LD_PRELOAD");
+    if (!ev)
+        snprintf(why, cap, "its environment lacks the doctor's variables: its launcher cleared it (env -i, a "
+                 "clean environment)");
+    else if (!lp || !strstr(lp, "stk_doctor_preload"))
+        snprintf(why, cap, "its launcher set PYTHONPATH=%.60s and LD_PRELOAD=%.40s without the doctor's", pp ? pp : "",
+                 lp ? lp : "");
+    else
+        snprintf(why, cap, "the hook did not report: a statically linked or embedded interpreter, an "
+                 "unwritable event file, or one that ended as it started");
+}
+
+/* once a second: Python interpreters in the job's tree (exec'd, not forks of another), with why
+ * each would miss the hook; the report names those that never loaded it */
+static void scan_python(dr_sampler *s, dr_run *r)
+{
+    static char cmd[4096], env[32768], pcmd[4096];
+    char path[64], exe[256];
+    for (int i = 0; i < s->npids && r->npyseen < DR_MAXPY; i++) {
+        int pid = s->pids[i], known = 0;
+        for (int j = 0; j < r->npyseen; j++)
+            known |= r->pyseen[j].pid == pid;
+        if (known || in_list(r->worker_pids, r->nworkers_seen < 256 ? r->nworkers_seen : 256, pid))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/exe", pid);
+        ssize_t n = readlink(path, exe, sizeof exe - 1);
+        if (n <= 0)
+            continue;
+        exe[n] = 0;
+        const char *b = strrchr(exe, '/');
+        b = b ? b + 1 : exe;
+        if (strncmp(b, "python", 6) && strncmp(b, "pypy", 4))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
+        ssize_t cn = read_small(path, cmd, sizeof cmd);
+        if (cn <= 0)
+            continue;
+        /* a fork of a Python process (a DataLoader worker, multiprocessing's fork) shares its
+         * parent's command line and its hook */
+        snprintf(path, sizeof path, "/proc/%d/cmdline", s->ppids[i]);
+        ssize_t pn = read_small(path, pcmd, sizeof pcmd);
+        if (pn == cn && !memcmp(cmd, pcmd, (size_t)cn))
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/environ", pid);
+        ssize_t en = read_small(path, env, sizeof env);
+        dr_pyproc *p = &r->pyseen[r->npyseen++];
+        p->pid = pid;
+        nul_line(cmd, cn, p->cmd, sizeof p->cmd);
+        python_why(cmd, cn, env, en > 0 ? en : 0, p->why, sizeof p->why);
+    }
+}
+
 static void sample_gpus(dr_sampler *s, dr_run *r, dr_tick *k, int procs)
 {
     for (int i = 0; i < r->ngpu; i++) {
@@ -574,8 +675,12 @@ static void sample_system(dr_sampler *s, dr_run *r, dr_tick *k, double dt, int f
         if (!p)
             continue;
         uint64_t tot = strtoull(p + 6, NULL, 10);
-        if (!first)
-            k->psi[i] = (double)(tot - s->psi[i]) / 1e6 / dt;
+        /* a share of the interval: the kernel folds its per-CPU stall times into `total` when the
+         * file is read, so one interval can take in some of the previous one's (it read 102%) */
+        if (!first) {
+            double sh = (double)(tot - s->psi[i]) / 1e6 / dt;
+            k->psi[i] = sh > 1 ? 1 : sh;
+        }
         s->psi[i] = tot;
         r->psi_ok = 1;
     }
@@ -781,6 +886,7 @@ void dr_sampler_tick(dr_sampler *s, dr_run *r, int64_t now)
     if (s->ticks % 5 == 0 || !s->npids)
         walk_tree(s, r->pid); /* new processes show up within 5 ticks; between, the known ones */
     sample_threads(s, r, k, dt);
+    scan_python(s, r); /* every tick: a short-lived interpreter is seen too */
     sample_system(s, r, k, dt, 0);
     sample_disks(s, r, k, dt, 0);
     if (s->ticks % 10 == 0) {

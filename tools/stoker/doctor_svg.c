@@ -17,7 +17,6 @@
 #define RIGHT 180.0
 #define LANE 120.0
 #define GAP 34.0
-#define TOP 142.0
 
 static const char *role_col[DR_NROLES] = {"#d62728", "#1f77b4", "#2ca02c", "#9e9e9e"};
 static const char *role_lbl[DR_NROLES] = {"main thread", "DataLoader workers", "stoker threads", "other"};
@@ -108,13 +107,16 @@ static void series(const plot *p, const dr_run *r, double y, double ymax, double
     fprintf(p->f, "\"/>\n");
 }
 
-/* text of `len` characters at font size `fs`: its width, roughly (DejaVu Sans averages ~0.6 em) */
-static double text_w(size_t len, double fs) { return 0.62 * fs * (double)len; }
+/* text of `len` characters at font size `fs`: its width, on the safe side (DejaVu Sans: ~0.6 em
+ * for lower case, 0.64 digits; rendered and measured by tests/doctor/svg_render_check.py) */
+#define EM 0.6
+#define EM_BOLD 0.66
+static double text_w(size_t len, double fs) { return EM * fs * (double)len; }
 
 /* the characters of s (from its start) that fit in `px` at font size fs, cut at a space */
-static size_t fit(const char *s, double px, double fs)
+static size_t fit(const char *s, double px, double fs, double em)
 {
-    size_t len = strlen(s), n = (size_t)(px / (0.62 * fs));
+    size_t len = strlen(s), n = (size_t)(px / (em * fs));
     if (len <= n)
         return len;
     size_t cut = n;
@@ -123,13 +125,15 @@ static size_t fit(const char *s, double px, double fs)
     return cut > n / 2 ? cut : n;
 }
 
-/* a paragraph wrapped to the plot's width, at most `lines` lines; returns the next line's y */
+/* a paragraph wrapped to the plot's width, at most `lines` lines (the last cut with "..."); returns
+ * the next line's y */
 static double para(FILE *f, const char *prefix, const char *s, double y, double fs, int lines, const char *attr)
 {
     size_t pl = strlen(prefix);
-    for (int line = 0; *s && line < lines; line++, y += fs + 3) {
-        double avail = W - LEFT - 10 - (line == 0 ? text_w(pl, fs) : 0);
-        size_t cut = fit(s, avail, fs);
+    double em = strstr(attr, "bold") ? EM_BOLD : EM;
+    for (int line = 0; *s && line < lines; line++, y += fs + 4) {
+        double avail = W - LEFT - 20 - (line == 0 ? em * fs * (double)pl : 0);
+        size_t cut = fit(s, avail, fs, em);
         int last = line == lines - 1 && cut < strlen(s);
         if (last && cut > 3)
             cut -= 3;
@@ -165,38 +169,64 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
     plot p = {f, (double)((r->t_end ? r->t_end : r->t_start) - r->t_start) / 1e9};
     if (p.t1 <= 0)
         p.t1 = 1;
-    int lanes = 4;
-    double H = TOP + lanes * (LANE + GAP) + 40;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
-            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
-    fprintf(f, "<text x=\"%.1f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">stoker doctor: ", LEFT);
+    int gpu_lane = r->nvml && r->ngpu; /* lanes only for what the machine has */
+    int lanes = 3 + gpu_lane;
+
+    /* the header first, into memory: its height (the figures and the next step wrapped whole,
+     * up to 8 and 6 lines) places the lanes below it, so nothing overlaps */
+    char *hb = NULL;
+    size_t hn = 0;
+    FILE *hf = open_memstream(&hb, &hn);
+    if (!hf) {
+        fclose(f);
+        return -1;
+    }
+    fprintf(hf, "<text x=\"%.1f\" y=\"24\" font-size=\"16\" font-weight=\"bold\">stoker doctor: ", LEFT);
     char cmd[200] = "";
     size_t n = 0;
     for (char **q = r->argv; *q && n < sizeof cmd - 4; q++)
         n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", q == r->argv ? "" : " ", *q);
     if (n >= sizeof cmd)
         n = sizeof cmd - 1;
-    size_t room = (size_t)((W - LEFT - 10) / (0.62 * 16)) - 15; /* after "stoker doctor: " */
+    size_t room = (size_t)((W - LEFT - 20) / (EM_BOLD * 16)) - 15; /* after "stoker doctor: " */
     if (n > room && room > 4)
         snprintf(cmd + room - 3, sizeof cmd - (room - 3), "...");
-    esc(f, cmd);
-    fprintf(f, "</text>\n");
-    /* the verdict, its figures wrapped at a word, the next step */
+    esc(hf, cmd);
+    fprintf(hf, "</text>\n");
+    /* the verdict (a failed job's says so first), its figures, the next step */
     const char *stage, *figs, *nx;
     dr_result_verdict(a, &stage, &figs, &nx);
     int64_t w0, w1;
     dr_result_window(a, &w0, &w1);
-    fprintf(f, "<text x=\"%.1f\" y=\"44\" font-size=\"14\" font-weight=\"bold\" fill=\"#b00\">verdict: ", LEFT);
-    esc(f, stage);
-    fprintf(f, "</text>\n");
-    double y0 = para(f, "", figs, 61, 12, 3, " fill=\"#b00\"");
+    char head[200];
+    if (r->failed && strncmp(stage, "the job failed", 14)) {
+        if (r->exited)
+            snprintf(head, sizeof head, "verdict: the job FAILED (exit code %d); before it: %s", r->exit_code, stage);
+        else
+            snprintf(head, sizeof head, "verdict: the job FAILED (signal %d); before it: %s", r->term_signal, stage);
+    } else
+        snprintf(head, sizeof head, "verdict: %s", stage);
+    double yh = para(hf, "", head, 46, 14, 2, " font-weight=\"bold\" fill=\"#b00\"");
+    double y0 = para(hf, "", figs, yh + 2, 12, 8, " fill=\"#b00\"");
     char nxs[1024]; /* the report's "(above)" points at lines the picture does not have */
     snprintf(nxs, sizeof nxs, "%s", nx);
     for (char *q; (q = strstr(nxs, " (above)"));)
         memmove(q, q + 8, strlen(q + 8) + 1);
-    para(f, "next: ", nxs, y0 + 2, 12, 2, " font-weight=\"bold\"");
+    double yn = para(hf, "next: ", nxs, y0 + 4, 12, 6, " font-weight=\"bold\"");
+    if (!gpu_lane) {
+        char g[240];
+        snprintf(g, sizeof g, "no GPU lane: %s", r->nvml ? r->nvml_why : r->nvml_why[0] ? r->nvml_why : "no NVML");
+        yn = para(hf, "", g, yn + 4, 11, 1, " fill=\"#777\"");
+    }
+    fclose(hf);
+    const double TOP = yn + 40;  /* the marker row (training loop starts, stop) at TOP - 24 */
+    double H = TOP + lanes * (LANE + GAP) + 40;
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+            "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H, W, H);
+    fwrite(hb, 1, hn, f);
+    free(hb);
 
     /* checkpoints, behind everything */
     double ybot = TOP + lanes * (LANE + GAP) - GAP;
@@ -218,27 +248,31 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         cx0 = x0;
         cx1 = x1;
     }
-
-    /* 1: GPU */
-    double y = TOP;
-    lane(&p, y, "GPU utilisation", "%", 100);
-    if (!r->nvml || !r->ngpu)
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"13\" fill=\"#777\">no GPU figures: ", LEFT + 12, y + LANE / 2);
-    if (!r->nvml || !r->ngpu) {
-        esc(f, r->nvml_why);
-        fprintf(f, "</text>\n");
+    /* evaluation passes, shaded across the lanes */
+    const int64_t *e0, *e1;
+    int nev = dr_result_evals(a, &e0, &e1);
+    for (int i = 0; i < nev; i++) {
+        double x0 = X(&p, (double)(e0[i] - r->t_start) / 1e9), x1 = X(&p, (double)(e1[i] - r->t_start) / 1e9);
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#607d8b\" opacity=\"0.16\"/>\n",
+                x0, TOP - 14, x1 - x0 > 1 ? x1 - x0 : 1, ybot - TOP + 14);
     }
+
+    double y = TOP;
+    /* 1: GPU, when there is one */
     static const char *gcol[4] = {"#6a1b9a", "#00897b", "#f57c00", "#3949ab"};
-    for (int g = 0; g < r->ngpu; g++) {
-        series(&p, r, y, 100, f_gpu, g, gcol[g % 4], NULL);
-        char lbl[32];
-        snprintf(lbl, sizeof lbl, "GPU%d", g);
-        if (g < 5)
-            legend(&p, y, g, gcol[g % 4], lbl);
+    if (gpu_lane) {
+        lane(&p, y, "GPU utilisation", "%", 100);
+        for (int g = 0; g < r->ngpu; g++) {
+            series(&p, r, y, 100, f_gpu, g, gcol[g % 4], NULL);
+            char lbl[32];
+            snprintf(lbl, sizeof lbl, "GPU%d", g);
+            if (g < 5)
+                legend(&p, y, g, gcol[g % 4], lbl);
+        }
+        y += LANE + GAP;
     }
 
     /* 2: CPU by role, stacked */
-    y += LANE + GAP;
     /* a fixed axis, 0 .. the cores the job may use: a spike (workers starting) is clipped and
      * marked, not allowed to squash the rest of the run into a thin strip */
     double cmax = ceil(r->allowed > 0 ? r->allowed : 1);
@@ -340,6 +374,25 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         c = e;
     }
     legend(&p, y, 0, "#c62828", "wait, max a pixel");
+    /* host-sync calls (.item(), .cpu(), .numpy(), cuda.synchronize) made by the steps: a mark a
+     * pixel column under the lane (the counters travel per block of batches: where they were) */
+    int marks = 0;
+    double lastx = -1;
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const dr_step *s = &r->steps[i];
+        if (s->pid != r->main_pid || !(s->c[0] + s->c[1] + s->c[2] + s->c[3]))
+            continue;
+        double x = floor(X(&p, (double)(s->t0 - r->t_start) / 1e9));
+        if (x == lastx)
+            continue;
+        lastx = x;
+        marks++;
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"1.5\" height=\"6\" fill=\"#6a1b9a\"/>\n", x, y + LANE - 6);
+    }
+    if (marks)
+        legend(&p, y, 1, "#6a1b9a", "host-sync calls");
+    if (nev)
+        legend(&p, y, marks ? 2 : 1, "#607d8b", "evaluation");
 
     /* time axis */
     double yb = y + LANE;
@@ -352,13 +405,15 @@ int dr_svg(const dr_run *r, const dr_result *a, const char *path)
         double xw = X(&p, (double)(w0 - r->t_start) / 1e9);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2e7d32\" stroke-dasharray=\"2,2\"/>"
                 "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#2e7d32\" text-anchor=\"%s\">training loop starts</text>\n",
-                xw, TOP - 14, xw, yb, xw - 3 - text_w(20, 11) < 2 ? xw + 3 : xw - 3, TOP - 2,
-                xw - 3 - text_w(20, 11) < 2 ? "start" : "end");
+                xw, TOP - 30, xw, yb, xw - 3 - text_w(20, 11) < LEFT ? xw + 3 : xw - 3, TOP - 24,
+                xw - 3 - text_w(20, 11) < LEFT ? "start" : "end");
     }
     if (r->t_stop) {
         double xs = X(&p, (double)(r->t_stop - r->t_start) / 1e9);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-dasharray=\"2,2\"/>"
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">stop</text>\n", xs, TOP - 14, xs, yb, xs + 3, TOP - 2);
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\"%s>stop</text>\n", xs, TOP - 30, xs, yb,
+                xs + 3 + text_w(4, 11) > W ? xs - 3 : xs + 3, TOP - 24,
+                xs + 3 + text_w(4, 11) > W ? " text-anchor=\"end\"" : "");
     }
     fprintf(f, "</svg>\n");
     return fclose(f) == 0 ? 0 : -1;

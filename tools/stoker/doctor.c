@@ -436,7 +436,7 @@ static int find_command(const char *cmd)
     }
 }
 
-static int write_file(const char *path, const void *data, size_t n, int excl)
+int dr_write_file(const char *path, const void *data, size_t n, int excl)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (excl ? O_EXCL : O_TRUNC), 0600);
     if (fd < 0)
@@ -551,8 +551,8 @@ int cmd_doctor(int argc, char **argv)
         snprintf(evpath, sizeof evpath, "%s", events);
     else
         snprintf(evpath, sizeof evpath, "%s/events", dir);
-    if (write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || write_file(evpath, "", 0, !events) != 0 ||
-        write_file(preload, dr_preload_so, dr_preload_so_len, 1) != 0) {
+    if (dr_write_file(hook, dr_hook_py, dr_hook_py_len, 1) != 0 || dr_write_file(evpath, "", 0, !events) != 0 ||
+        dr_write_file(preload, dr_preload_so, dr_preload_so_len, 1) != 0) {
         fprintf(stderr, "stoker doctor: cannot write %s, %s or %s: %s\n", hook, evpath, preload, strerror(errno));
         unlink(hook);
         unlink(preload);

@@ -170,6 +170,10 @@ void dr_sampler_limits(dr_sampler *s, dr_run *r);
 void dr_sampler_finish(dr_sampler *s, dr_run *r);
 void dr_sampler_destroy(dr_sampler *s);
 int64_t dr_now(void);
+/* Write N bytes of DATA to PATH (mode 0600; EXCL: O_EXCL, a file already there fails, else
+ * truncated), retrying short writes and EINTR: 0, or -1 with errno (the temporary files of
+ * doctor and run). */
+int dr_write_file(const char *path, const void *data, size_t n, int excl);
 
 /* the Python processes seen without the hook (no H event from their pid): up to `cap` into out */
 int dr_unhooked(const dr_run *r, const dr_pyproc **out, int cap);

@@ -9,6 +9,7 @@
  * Returns the command's exit status (128 + N for a signal N). Design: docs/FRAMEWORKS.md.
  */
 #include "run.h"
+#include "doctor.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -39,26 +40,6 @@ static const char usage_run[] =
     "\n"
     "exit codes: the command's own (128 + N when a signal N ended it), 2 usage error or the\n"
     "            command cannot be started\n";
-
-static int write_all(const char *path, const void *data, size_t n)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return -1;
-    const char *p = data;
-    while (n) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            close(fd);
-            return -1;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return close(fd);
-}
 
 /* the private directory, its file and the byte code Python may have cached beside it */
 static void remove_dir(const char *dir)
@@ -106,7 +87,7 @@ int cmd_run(int argc, char **argv)
         return EXIT_USAGE;
     }
     snprintf(site, sizeof site, "%s/sitecustomize.py", dir);
-    if (write_all(site, launch_site_py, launch_site_py_len) != 0) {
+    if (dr_write_file(site, launch_site_py, launch_site_py_len, 1) != 0) {
         fprintf(stderr, "stoker run: cannot write %s: %s\n", site, strerror(errno));
         remove_dir(dir);
         return EXIT_USAGE;

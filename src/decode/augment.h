@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * augment.h — decode + augment one sample: crop parameters, the DCT scale of the crop-window
- * decode (decode.h), the antialiased resize and flip. Implemented in augment.c. Internal.
+ * decode (decode.h), the antialiased resize and flip. Implemented in augcrop.c (the crop and
+ * scale), resample.c (the resize kernels) and augment.c (the sample). Internal.
  */
 #ifndef STK_AUGMENT_H
 #define STK_AUGMENT_H
@@ -54,7 +55,7 @@ void stk__crop_params(const stk__aug_config *c, uint64_t seed, uint64_t epoch, u
  * at which the crop still covers out_w x out_h in both directions (8 when dct_scaling is off). */
 int stk__plan_scale(const stk__aug_config *c, const stk__crop *crop, int width, int height);
 
-/* ---- augment.c: the resize --------------------------------------------------------------
+/* ---- augment.c, resample.c: the resize -----------------------------------------------------
  * Antialiased separable resize with Pillow's BILINEAR or BICUBIC arithmetic (triangle or cubic
  * filter whose support grows with the downscale factor, coefficients in 22-bit fixed point,
  * horizontal pass first into an 8-bit intermediate, then vertical), or Pillow's NEAREST pixel

@@ -1,20 +1,18 @@
 # SPDX-License-Identifier: MIT
 """stoker.Loader: the whole C pipeline behind a DataLoader-like Python iterator.
 
-The class lives here with its construction, iteration, epochs and sizes, info and lifetime; its
-other concerns are modules of their own: the arguments' parsing (_loader_args), the pass
-iterator and batch records (_loader_batches), batches held by reference (_loader_held),
-state_dict / load_state_dict (_loader_state), ``dataset`` / ``sampler`` and the process hooks
+The class lives here with its construction, epochs and sizes, and lifetime; its other concerns
+are modules of their own: the arguments' parsing (_loader_args), the pass iterator and batch
+records (_loader_batches), a pass from positioning to the yielded tensors (_loader_iter), the
+one-consumer-thread rule and close() from another thread (_loader_consumer), batches held by
+reference (_loader_held), classes / stats / report (_loader_info), state_dict /
+load_state_dict (_loader_state), ``dataset`` / ``sampler`` and the process hooks
 (_loader_views). The names other modules and tests import from here stay importable here."""
 
 import collections
-import contextlib
 import ctypes
 import os
 import threading
-import time
-import warnings
-import weakref
 
 import numpy as np
 
@@ -30,14 +28,15 @@ from ._loader_args import (DTYPE_NAMES, INTERP_NAMES, _CAI_TYPESTR, _NP_DTYPE,  
                            parse_resize, parse_resize_passes, resolve_distributed)
 from ._loader_batches import (LoaderStats, _CudaView, _Held, _Iter, _on_free,  # noqa: F401
                               _per_image, _stage_dict)
+from ._loader_consumer import ConsumerThread
 from ._loader_held import HeldBatches
+from ._loader_info import LoaderInfo
+from ._loader_iter import _POLL_MS, PassIteration  # noqa: F401
 from ._loader_state import ResumeState
 from ._loader_views import LoaderDataset, RankSampler, _live  # noqa: F401
 
-_POLL_MS = 100  # next() waits at most this long per call, so that Ctrl-C is seen promptly
 
-
-class Loader(HeldBatches, ResumeState):
+class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState):
     """Batches of decoded, augmented images from a stoker dataset — a drop-in replacement for
     ``torch.utils.data.DataLoader(ImageFolder(...), ...)`` in a training loop.
 
@@ -496,163 +495,7 @@ class Loader(HeldBatches, ResumeState):
         if self._closed or self._h is None:
             raise _errors.StateError("the loader is closed", _lib.STK_E_STATE, "STK_E_STATE")
 
-    @contextlib.contextmanager
-    def _consuming(self, closed_ok=False):
-        """The body runs as the loader's one consumer thread: the library's consumer calls
-        (next, release, detach, seek, start) come from one thread at a time, and close() from
-        another thread waits until the body has left before it destroys the handle. Another
-        thread inside meanwhile: RuntimeError naming it. Closed or closing: StateError, or
-        (CLOSED_OK) the body gets False and ends the pass."""
-        if os.getpid() != self._pid:
-            self._usable()                # the fork() child's error, before "closed"
-        me = threading.current_thread()
-        with self._entry:
-            if self._closing or self._h is None:
-                if not closed_ok:
-                    self._usable()
-                    raise _errors.StateError("the loader is closed", _lib.STK_E_STATE,
-                                             "STK_E_STATE")
-                ok = False
-            else:
-                owner = self._consumer
-                if owner is not None and owner[0] is not me:
-                    raise RuntimeError(
-                        "stoker.Loader is being iterated by thread %r (ident %d); one consumer "
-                        "thread per loader: iterate it from one thread, or give each thread its "
-                        "own Loader" % (owner[0].name, owner[0].ident))
-                if owner is None:
-                    self._consumer = owner = [me, 0]
-                owner[1] += 1
-                ok = True
-        try:
-            yield ok
-        finally:
-            if ok:
-                with self._entry:
-                    self._consumer[1] -= 1
-                    if not self._consumer[1]:
-                        self._consumer = None
-                        self._entry.notify_all()
-
-    def _check_no_live_iter(self):
-        """A second iter() while a pass is live would end it silently (one pipeline per
-        loader): refuse, naming the live one."""
-        it = self._active() if self._active is not None else None
-        if it is not None and not it.done and not it.interrupted and it._gen == self._gen:
-            raise RuntimeError(
-                "an iterator of this stoker.Loader is live (epoch %d, batch %d of %d); finish it, "
-                "or call it.close() / del it first (a Loader runs one pass at a time; set_epoch() "
-                "or load_state_dict() also end it)" % (it.epoch, it.batches, len(self)))
-
-    def _stream(self):
-        if self.device >= 0 and self._torch is not None:
-            return ctypes.c_void_p(self._torch.cuda.current_stream(self.device).cuda_stream)
-        return None
-
-    def _ensure_position(self, epoch, sample, base=0):
-        lib = self._lib
-        if not self._started:
-            self._apply_size(before_start=True)
-            self._set(_lib.P_EPOCH, epoch, "epoch")
-            self._check(lib.stk_loader_start(self._h), "start")
-            self._started = True
-            self._after_start()
-            if sample or base:
-                self._check(lib.stk_loader_resume(self._h, epoch, base, sample),
-                            "resume epoch %d at sample %d after %d consumed"
-                            % (epoch, sample, base))
-            return
-        if self._tell() == (epoch, sample) and self._tell_global()[2] == base:
-            if self._apply_size():
-                return
-            # the library keeps what it prefetched here, at the old size: move away, so that
-            # positioning below restarts the pipeline (a rare case: batches prefetched at the
-            # position the next `for` starts from)
-            self._check(lib.stk_loader_set_epoch(self._h, epoch + 1), "set_epoch(%d)" % (epoch + 1))
-        self._settle_all()
-        if sample == 0 and base == 0:
-            self._check(lib.stk_loader_set_epoch(self._h, epoch), "set_epoch(%d)" % epoch)
-        else:
-            self._check(lib.stk_loader_resume(self._h, epoch, base, sample),
-                        "resume epoch %d at sample %d after %d consumed" % (epoch, sample, base))
-        if not self._apply_size():
-            self._check(lib.stk_loader_set_output_size(self._h, *self._pending_size),
-                        "set_size%r" % (self._pending_size,))
-
-    def _apply_size(self, before_start=False):
-        """Apply the size set_size() asked for; False if the library refuses it here (state)."""
-        if self._pending_size is None:
-            return True
-        if not before_start:
-            self._settle_all()            # the library resizes with no batch held
-        rc = self._lib.stk_loader_set_output_size(self._h, *self._pending_size)
-        if rc == _lib.STK_E_STATE and not before_start:
-            return False
-        self._check(rc, "set_size%r" % (self._pending_size,))
-        self.height, self.width = self._pending_size
-        self._pending_size = None
-        return True
-
-    def _tell_global(self):
-        e, c, b = ctypes.c_uint64(), ctypes.c_uint64(), ctypes.c_uint64()
-        self._check(self._lib.stk_loader_tell_global(self._h, ctypes.byref(e), ctypes.byref(c),
-                                                     ctypes.byref(b)), "stk_loader_tell_global")
-        return int(e.value), int(c.value), int(b.value)
-
-    def _after_start(self):
-        st = _lib.Stats()
-        self._check(self._lib.stk_loader_stats(self._h, ctypes.byref(st)), "stats")
-        dev = st.device >= 0
-        v = ctypes.c_double()
-        key = _lib.P_DEVICE_BUFFERS if dev else _lib.P_PREFETCH
-        self._check(self._lib.stk_loader_get(self._h, key, ctypes.byref(v)), "get")
-        self._ring = int(v.value)
-        self.pinned = bool(st.pinned_bytes) and not dev
-        if self.pin_memory and self.device < 0 and not self.pinned:
-            why = {_lib.STK_E_UNSUPPORTED: "libstoker was built without CUDA",
-                   _lib.STK_E_NODEVICE: "no usable CUDA device"}.get(
-                       st.pin_reason, "cudaHostAlloc failed: %s" % _errors.strerror(st.pin_reason))
-            self.pin_memory_reason = why
-            warnings.warn("stoker: pin_memory=True but batches are in pageable memory (%s); "
-                          "see loader.pin_memory_reason" % why, stacklevel=3)
-
-    def _tell(self):
-        e, s = ctypes.c_uint64(), ctypes.c_uint64()
-        self._check(self._lib.stk_loader_tell(self._h, ctypes.byref(e), ctypes.byref(s)),
-                    "stk_loader_tell")
-        return int(e.value), int(s.value)
-
-    def _in_progress(self):
-        it = self._active() if self._active is not None else None
-        return it is not None and not it.done and it._gen == self._gen
-
-    def _end_iteration(self):
-        """A new pass or a change of position ends the pass in progress."""
-        self._gen += 1
-        self._active = None
-
-    # ---- iteration -----------------------------------------------------------------------
-    def __iter__(self):
-        self._usable()
-        with self._consuming():
-            self._check_no_live_iter()
-            return self._iter_inside()
-
-    def _iter_inside(self):
-        self._drain()
-        self._end_iteration()
-        if self._resume is not None:
-            epoch, sample, base = self._resume
-        else:
-            epoch, sample, base = self._epoch, 0, 0
-        self._ensure_position(epoch, sample, base)
-        self._resume = None
-        self._epoch = epoch + 1           # the `for` after this one runs the next epoch
-        it = _Iter(self, self._gen, epoch, self._asked)
-        self._asked = False
-        self._active = weakref.ref(it)
-        return it
-
+    # ---- batches per epoch ---------------------------------------------------------------
     def __len__(self):
         """Batches per epoch on this rank."""
         return self._batches
@@ -671,163 +514,6 @@ class Loader(HeldBatches, ResumeState):
     def samples_per_epoch(self):
         """Samples per epoch on this rank (padded or dropped to be equal on every rank)."""
         return self._samples
-
-    def _next(self, it):
-        with self._consuming(closed_ok=True) as ok:
-            if not ok or it.done or it._gen != self._gen:
-                it.done = True            # closed, or ended while this thread waited to enter
-                raise StopIteration
-            self._usable()
-            return self._next_inside(it)
-
-    def _next_inside(self, it):
-        lib = self._lib
-        self._make_room()
-        stream = self._stream()
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        while True:
-            wait = _POLL_MS
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:  # the last poll's detail names the read in flight the longest
-                    detail = self._detail()
-                    raise _errors.StokerTimeout(
-                        "no batch within timeout=%gs (epoch %d)%s" % (
-                            self.timeout, it.epoch, ": " + detail if detail else ""),
-                        _lib.STK_TIMEOUT, "STK_TIMEOUT")
-                wait = max(1, min(_POLL_MS, int(left * 1000)))
-            # the batch pointer lands in self._slot: if Ctrl-C strikes right after the call, the
-            # next step still finds and releases it
-            rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
-            if rc != _lib.STK_TIMEOUT or self._closing:
-                break
-        self._badlog.warn(stacklevel=4)   # _next_inside < _next < _Iter.__next__ < the loop
-        if self._closing and rc != _lib.STK_OK:   # close() in another thread woke us
-            it.done = True
-            raise StopIteration
-        if rc == _lib.STK_END:
-            it.done = True
-            raise StopIteration
-        if rc != _lib.STK_OK:
-            it.done = True
-            raise _errors.make(rc, self._detail(), "epoch %d" % it.epoch)
-        return self._wrap(_lib.Batch.from_address(self._slot.value), self._slot.value)
-
-    def _wrap(self, b, addr):
-        n = int(b.size)
-        c, hgt, wid = int(b.channels), int(b.height), int(b.width)
-        shape = (n, c, hgt, wid) if b.layout == _lib.NCHW else (n, hgt, wid, c)
-        torch = self._torch
-        labels = (np.ctypeslib.as_array(b.labels, (n,)).astype(np.int64) if self._want_labels
-                  else None)
-        idx = (np.ctypeslib.as_array(b.indices, (n,)).astype(np.int64) if self.return_index
-               else None)
-        targets = self._targets(addr, n) if self._want_targets else None
-        seq = self._seq
-        self._seq += 1
-        device = b.device >= 0
-        rec = _Held(addr, seq, device, self.pinned)
-        self._held[seq] = rec
-        self._slot.value = None           # from here on the batch is found through _held
-        if device:
-            view = _CudaView(b.images, shape, _CAI_TYPESTR[b.dtype])
-            images = torch.as_tensor(view, device="cuda:%d" % b.device)
-            if b.dtype == _lib.DTYPE_BFLOAT16:
-                images = images.view(torch.bfloat16)
-            live = sum(1 for r in self._held.values() if r.device and r.alive and not r.done)
-            if self.copy or live >= self._ring:
-                # keeping this one by reference would leave no buffer to stage the next into
-                if not self.copy:
-                    self._copied += 1
-                    if not self._warned_copy:
-                        self._warned_copy = True
-                        warnings.warn("stoker: %d device batches are kept by reference "
-                                      "(device_buffers=%d): the next ones are handed out as "
-                                      "copies (counted in stats()['copied'])"
-                                      % (live - 1, self._ring), stacklevel=3)
-                images = images.clone()
-                del view
-                rec.alive = False
-                self._release(rec)
-            else:
-                weakref.finalize(view, _on_free, self._mu, self._freed, rec,
-                                 self._lib.stk_images_free).atexit = False
-                del view
-        else:
-            if self.device >= 0 and not self._warned_fallback:
-                self._warned_fallback = True
-                warnings.warn("stoker: device=cuda:%d requested but the library hands out host "
-                              "batches (%s)" % (self.device, self._fallback_text()))
-            nbytes = int(b.image_bytes)
-            if nbytes:
-                buf = (ctypes.c_char * nbytes).from_address(b.images)
-                arr = np.frombuffer(buf, dtype=_NP_DTYPE[b.dtype]).reshape(shape)
-            else:
-                arr = np.zeros(shape, dtype=_NP_DTYPE[b.dtype])
-            if self.copy or not nbytes:
-                arr = arr.copy()
-                rec.alive = False
-                self._release(rec)
-            else:
-                weakref.finalize(arr, _on_free, self._mu, self._freed, rec,
-                                 self._lib.stk_images_free).atexit = False
-            if torch is not None:
-                images = torch.from_numpy(arr)
-                if b.dtype == _lib.DTYPE_BFLOAT16:
-                    images = images.view(torch.bfloat16)
-            else:
-                images = arr.view(np.uint16) if b.dtype == _lib.DTYPE_BFLOAT16 else arr
-            del arr
-        out = [images]
-        for a in (labels, targets, idx):
-            if a is not None:
-                out.append(torch.from_numpy(a) if torch is not None else a)
-        if self._mix is not None:
-            self._apply_mix(out, b)
-        return tuple(out)
-
-    def _mix_class_count(self):
-        """mix's class count: its num_classes, else the targets' columns (per batch), else the
-        dataset's classes."""
-        if self._torch is None:
-            raise ImportError("stoker.Loader(mix=...) needs torch, which cannot be imported")
-        if self._mix.num_classes is not None:
-            return self._mix.num_classes
-        if self._want_targets:
-            return None
-        if not self.classes:
-            raise ValueError("mix=%r: the dataset has no classes; give num_classes" % (self._mix,))
-        return len(self.classes)
-
-    def _apply_mix(self, out, b):
-        """Mix the batch in OUT in place: images, and the labels (or targets, when yielded)
-        replaced by the soft targets."""
-        i = 2 if self._want_labels and self._want_targets else 1
-        n = self._mix_classes or int(out[i].shape[1])
-        rng = _mix.generator(self.seed, b.epoch, self.rank, b.first_sample)
-        out[0], out[i] = _mix.apply(self._mix, out[0], out[i], n, self.layout, rng)
-
-    def _targets(self, addr, n):
-        """A copy of batch ADDR's N x K targets (the batch may be released right after)."""
-        info = _lib.TargetInfo()
-        ptr = self._lib.stk_loader_batch_targets(self._h, addr, ctypes.byref(info))
-        if not ptr or info.dtype != self._tinfo.dtype or info.size != self._tinfo.size:
-            raise _errors.StokerError("stk_loader_batch_targets gave no targets (or another shape "
-                                      "than at open) for a batch of %s" % self.path)
-        nbytes = n * self._trow
-        if not nbytes:
-            return np.zeros((n, int(info.size)), dtype=self._tdtype)
-        buf = (ctypes.c_char * nbytes).from_address(ptr)
-        return np.frombuffer(buf, dtype=self._tdtype).reshape(n, int(info.size)).copy()
-
-    def _fallback_text(self):
-        try:
-            st = self.stats()
-        except _errors.StokerError:
-            return "no detail"
-        if st.get("fallback_reason"):
-            return _errors.strerror(st["fallback_reason"])
-        return "no usable CUDA device"
 
     # ---- epochs and resume ---------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -871,13 +557,6 @@ class Loader(HeldBatches, ResumeState):
         self.indices = idx.astype(np.int64)
         self._samples = int(lib.stk_loader_samples_per_epoch(self._h))
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
-
-    def fetch_stats(self):
-        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
-        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
-        for a local path. Since 0.5."""
-        self._usable()
-        return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
 
     @property
     def epoch(self):
@@ -935,18 +614,7 @@ class Loader(HeldBatches, ResumeState):
         """(height, width) of the batches the next ``for`` yields (or the one in progress)."""
         return self._pending_size if self._pending_size is not None else (self.height, self.width)
 
-    # ---- info ----------------------------------------------------------------------------
-    @property
-    def classes(self):
-        """Class names (label = position), as ImageFolder.classes; [] if the dataset has none."""
-        self._usable()
-        ds = self._lib.stk_loader_dataset(self._h)
-        if not ds:
-            return []
-        info = _lib.DatasetInfo()
-        self._check(self._lib.stk_dataset_info_get(ds, ctypes.byref(info)), "dataset info")
-        return [_lib.text(self._lib.stk_dataset_class_name(ds, i)) for i in range(info.classes)]
-
+    # ---- threads -------------------------------------------------------------------------
     def start(self):
         """Start the threads now (the first ``for`` otherwise does it), prefetching the epoch
         the next ``for`` runs."""
@@ -965,87 +633,7 @@ class Loader(HeldBatches, ResumeState):
             if self._started and self._h is not None:
                 self._check(self._lib.stk_loader_cancel(self._h), "cancel")
 
-    def report(self):
-        """The library's one-screen report: stages, waits, the bottleneck and what would help."""
-        self._usable()
-        with self._lock:
-            if not self._started or self._h is None:
-                return ""
-            need = self._lib.stk_loader_report(self._h, None, 0)
-            buf = ctypes.create_string_buffer(int(need) + 1)
-            self._lib.stk_loader_report(self._h, buf, len(buf))
-            return _lib.text(buf.value)
-
-    def stats(self, max_errors=1024):
-        """A dict of the library's counters (stk_stats: per-stage busy/starved/blocked seconds,
-        wait_s = time this process waited for data, bytes, errors, memory), plus "errors": the
-        bad records kept (dicts with index, epoch, status, where, reason), "error_count",
-        "workers_note": how the number of decode workers was chosen, and "verdict"
-        (stk_loader_verdict: bottleneck, bottleneck_name, the shares behind it).
-        "augment_s" is the part of decode's busy_s spent in the per-sample augmentation (policy,
-        steps, RandomErasing; 0.0 without any); "ms_per_img" gives busy milliseconds per image
-        for "read", "decode" (without the augmentation) and "augment" (busy time is wall time
-        inside the work, summed over a stage's threads), and "augment_per_decode" the ratio of
-        the last two (0.0 without augmentation).
-        str(stats) is the library's report. Any thread."""
-        self._usable()
-        lib = self._lib
-        with self._lock:
-            base = {"started": self._started, "samples_per_epoch": self._samples,
-                    "batches_per_epoch": self._batches, "copied": self._copied,
-                    "held": sum(1 for r in list(self._held.values()) if not r.done),
-                    "pin_memory_reason": self.pin_memory_reason}
-            if not self._started or self._h is None:
-                return LoaderStats(base, "")
-            st = _lib.Stats()
-            self._check(lib.stk_loader_stats(self._h, ctypes.byref(st)), "stats")
-            d = dict(base)
-            for name, _t in _lib.Stats._fields_:
-                if name in ("reserved",):
-                    continue
-                v = getattr(st, name)
-                if isinstance(v, _lib.StageStats):
-                    v = _stage_dict(v)
-                elif isinstance(v, bytes):
-                    v = _lib.text(v)
-                d[name] = v
-            d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
-            d["ms_per_img"], d["augment_per_decode"] = _per_image(st)
-            d["workers_note"] = _lib.workers_note(lib, self._h)
-            count = int(lib.stk_loader_error_count(self._h))
-            d["error_count"] = count
-            errs = []
-            e = _lib.RecordError()
-            for i in range(min(count, 1024, max_errors)):
-                if lib.stk_loader_error_get(self._h, i, ctypes.byref(e)) != _lib.STK_OK:
-                    break
-                errs.append({"index": e.index, "epoch": e.epoch, "status": e.status,
-                             "status_name": _errors.status_name(e.status),
-                             "errno": e.sys_errno, "where": _lib.text(e.where),
-                             "reason": _lib.text(e.reason)})
-            d["errors"] = errs
-            d["verdict"] = _lib.loader_verdict(lib, self._h)
-            need = lib.stk_loader_report(self._h, None, 0)
-            buf = ctypes.create_string_buffer(int(need) + 1)
-            lib.stk_loader_report(self._h, buf, len(buf))
-            return LoaderStats(d, _lib.text(buf.value))
-
     # ---- lifetime ------------------------------------------------------------------------
-    def _quiesce(self):
-        """close(): no consumer call enters from now on; wake the one blocked in the library
-        (stk_loader_cancel) and wait until it has left. Its pass then ends (StopIteration)."""
-        me = threading.current_thread()
-        with self._entry:
-            self._closing = True
-            owner, h = self._consumer, self._h
-        if owner is None or owner[0] is me:
-            return
-        if h is not None and self._started and os.getpid() == self._pid:
-            self._lib.stk_loader_cancel(h)
-        with self._entry:
-            while self._consumer is not None and self._consumer[0] is not me:
-                self._entry.wait()
-
     def close(self):
         """Stop and join the threads and free all memory. Host batches still referenced keep
         their memory (it is detached from the ring first); device batches still referenced

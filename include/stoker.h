@@ -54,9 +54,10 @@ extern "C" {
 #define STK_VERSION_NUMBER (STK_VERSION_MAJOR * 10000 + STK_VERSION_MINOR * 100 + STK_VERSION_PATCH)
 #define STK_VERSION_STRING "0.5.0"
 
-/** The library's STK_VERSION_NUMBER (compare with the header's to detect a mismatch). */
+/** The library's STK_VERSION_NUMBER (compare with the header's to detect a mismatch).
+ *  Thread-safe. */
 STK_API unsigned stk_version(void);
-/** "0.5.0" plus the build's features, e.g. "0.5.0 (uring cuda)". Static string. */
+/** "0.5.0" plus the build's features, e.g. "0.5.0 (uring cuda)". Static string. Thread-safe. */
 STK_API const char *stk_version_string(void);
 
 /** Build features, for stk_has_feature(). */
@@ -557,7 +558,8 @@ typedef struct stk_target_info {
     uint32_t classes; /**< STK_TARGET_LABELS: number of classes (the multi-hot width); else 0 */
 } stk_target_info;
 
-/** Bytes of one element of DTYPE (0 for STK_TDT_NONE or an unknown value). Thread-safe. */
+/** Bytes of one element of DTYPE (0 for STK_TDT_NONE or an unknown value). Thread-safe.
+ *  (since 0.2) */
 STK_API size_t stk_target_dtype_size(int dtype);
 /** The dataset's target shape and type into *INFO (dtype STK_TDT_NONE when it has none). After
  *  open. Thread-safe. Since 0.2. */
@@ -802,7 +804,8 @@ typedef struct stk_decoder stk_decoder;
 STK_API int stk_decoder_create(stk_decoder **out);
 STK_API void stk_decoder_destroy(stk_decoder *d);
 /** Reason for the last failure of stk_decode on D ("truncated: Premature end of JPEG file",
- *  "not a JPEG: a PNG image (...)", ...). Owned by D; valid until its next call. */
+ *  "not a JPEG: a PNG image (...)", ...). Owned by D; valid until its next call. The thread
+ *  using D. */
 STK_API const char *stk_decoder_last_error(const stk_decoder *d);
 
 /** Width, height and components (1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK) from the headers. Thread-safe.
@@ -839,6 +842,9 @@ typedef struct stk_decode_args {
  * max_pixels, checked from the headers before any pixel memory is allocated), STK_E_DECODE
  * (corrupt data libjpeg cannot decode, more than 500 progressive scans, or any warning when
  * strict), STK_E_INVALID (bad scale_num, a crop outside the image), STK_E_RANGE (OUT too small).
+ *
+ * Threads: one thread at a time per decoder D; with D NULL, thread-safe. OUT and DATA stay the
+ * caller's; nothing is kept after the call.
  */
 STK_API int stk_decode(stk_decoder *d, const void *data, size_t len, const stk_decode_args *args,
                        uint8_t *out, size_t cap, int *out_w, int *out_h, int *warnings);
@@ -954,7 +960,8 @@ typedef struct stk_record_error {
     char reason[256];
 } stk_record_error;
 
-/** Create a loader with all parameters at their defaults. */
+/** Create a loader with all parameters at their defaults. *out is owned by the caller:
+ *  stk_loader_destroy(). */
 STK_API int stk_loader_create(stk_loader **out);
 /** Set an integer parameter (type I). Returns STK_E_STATE if it is too late to set it,
  *  STK_E_BADPARAM for an unknown key or the wrong type, STK_E_INVALID out of range.
@@ -1143,13 +1150,13 @@ STK_API int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
  *  epoch passes that epoch's CONSUMED base and the rank's own position). The share has
  *  ceil or floor((N - CONSUMED) / world) samples (see above; STK_P_DROP_LAST applies to it);
  *  NEXT_SAMPLE past it is STK_E_RANGE. stk_loader_resume(h, e, 0, s) = stk_loader_seek(h, e, s).
- *  All batches must be released (else STK_E_STATE). After start; consumer thread. */
+ *  All batches must be released (else STK_E_STATE). After start; consumer thread. (since 0.2) */
 STK_API int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, uint64_t next_sample);
 /** The epoch-global view of tell(): *EPOCH as tell() reports it, *CONSUMED = the global prefix
  *  delivered once every rank is where this one is (base + min(next_sample * world, N - base)),
  *  *BASE = the prefix the current epoch of this run started from (stk_loader_resume's CONSUMED;
  *  0 otherwise). What a checkpoint saves to resume on another world size. Any pointer may be
- *  NULL. Before start: (STK_P_EPOCH, 0, 0). Consumer thread. */
+ *  NULL. Before start: (STK_P_EPOCH, 0, 0). Consumer thread. (since 0.2) */
 STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed,
                                    uint64_t *base);
 /**
@@ -1188,6 +1195,9 @@ STK_API int stk_loader_stop(stk_loader *h);
 /** Stop (as stk_loader_stop, from any thread, waking a blocked stk_loader_next) and free
  *  everything, device memory too. No call on H may begin once destroy has. NULL is a no-op. */
 STK_API void stk_loader_destroy(stk_loader *h);
+/** Text of the last failure on this loader, naming the shard and key or the file and the cause
+ *  ("" if none; "invalid handle" for NULL). Owned by H, valid until the next call on H: read it
+ *  in the thread whose call failed (or, from stk_log_fn, during the call). */
 STK_API const char *stk_loader_last_error(const stk_loader *h);
 /** Snapshot of the counters since start: the stages count the work done, prefetched samples
  *  included; batches/samples count what was delivered. Any thread. */
@@ -1234,13 +1244,14 @@ typedef struct stk_verdict {
 /** Classify a stats snapshot (or the difference of two, for a window: subtract the times,
  *  counts and CPU seconds, set wall_s to the window) as stk_loader_report does. STAGE is the
  *  STK_STAGE_* the loader ran. Pure: reads only its arguments and the number of online cores.
- *  STK_E_INVALID when V is NULL or V->size < sizeof(stk_verdict) of this release. Thread-safe. */
+ *  STK_E_INVALID when V is NULL or V->size < sizeof(stk_verdict) of this release. Thread-safe.
+ *  (since 0.2) */
 STK_API int stk_stats_verdict(const stk_stats *st, int stage, stk_verdict *v);
 /** stk_stats_verdict over this loader's stats since start (STK_BOTTLENECK_NONE before start).
- *  Any thread, like stk_loader_stats. */
+ *  Any thread, like stk_loader_stats. (since 0.2) */
 STK_API int stk_loader_verdict(stk_loader *h, stk_verdict *v);
 /** "none", "consumer", "read", "decode", "stage"; "unknown" for other values. Static string.
- *  Thread-safe. */
+ *  Thread-safe. (since 0.2) */
 STK_API const char *stk_bottleneck_name(int bottleneck);
 /** Number of record errors seen (all epochs, counted when the record is processed, so
  *  prefetched records count before they are delivered). Any thread. */

@@ -10,7 +10,11 @@ import glob
 import hashlib
 import io
 import os
+import signal
+import socket
+import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -113,6 +117,48 @@ def torch_or_skip():
         from stoker.augment import torch_arithmetic
         os.environ["STK_AUGOPS_TORCH"] = str(torch_arithmetic(torch))
     return torch
+
+
+def free_port():
+    """A TCP port of 127.0.0.1 that is free now (a rendezvous's)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def torchrun(tmp_path, script, args, nproc=2, launcher_args=(), log_dir="logs"):
+    """SCRIPT ARGS as NPROC local ranks of `python -m torch.distributed.run` (gloo on this
+    machine); asserts that it exited 0 and returns its CompletedProcess (text). A static
+    rendezvous on a free port: much quicker to start than --standalone's c10d. --redirects and
+    --tee 1: torch 1.13's Std.from_str("0") (their default) returns None under Python 3.11
+    (IntFlag no longer iterates the 0 member) and the launcher dies; "1" parses. RANK and
+    WORLD_SIZE of this process are not passed on; one OpenMP thread per rank."""
+    env = {k: v for k, v in SUBPROCESS_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
+    env["OMP_NUM_THREADS"] = "1"
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--master_addr",
+                        "127.0.0.1", "--master_port", str(free_port()), "--nproc_per_node",
+                        str(nproc), "--redirects", "1", "--tee", "1", *launcher_args,
+                        "--log_dir", str(tmp_path / log_dir), str(script), *map(str, args)],
+                       env=env, capture_output=True, text=True, timeout=240)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+def slow_loader(stoker, path):
+    """A Loader over PATH whose every read waits 50 ms: its first batch of 12 takes >= 0.6 s,
+    an epoch of the `shards` dataset about 2 s, so a Ctrl-C lands while next() blocks. Batches:
+    (images, labels, indices)."""
+    from stoker import _lib
+    slow = {_lib.P_FAULT_DELAY_PPM: 1000000, _lib.P_FAULT_DELAY_US: 50000}
+    return stoker.Loader(path, 12, size=16, workers=1, queue_depth=4, options=slow,
+                         return_index=True, prefetch=2)
+
+
+def sigint_after(seconds):
+    """SIGINT to this process (Ctrl-C) in SECONDS: the started threading.Timer (join() it)."""
+    timer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
 
 
 def loader_epochs(stoker, path, n, batch=8, **kw):

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import SUBPROCESS_ENV
+from conftest import SUBPROCESS_ENV, sigint_after, slow_loader
 
 CHILD = textwrap.dedent(r'''
     import sys, time
@@ -70,16 +70,9 @@ def test_sigint_interrupts_a_blocked_iteration(shards, catch):
 
 def test_loader_usable_after_keyboard_interrupt(stoker_mod, shards):
     """In-process: SIGINT while blocked in next(); afterwards a new `for` runs a whole epoch."""
-    import os
-    import threading
-    from stoker import _lib
     path, labels = shards
-    # every read waits 50 ms: the first batch of 12 takes >= 0.6 s, an epoch about 2 s
-    slow = {_lib.P_FAULT_DELAY_PPM: 1000000, _lib.P_FAULT_DELAY_US: 50000}
-    with stoker_mod.Loader(path, 12, size=16, workers=1, queue_depth=4, options=slow,
-                           return_index=True, prefetch=2) as loader:
-        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
+    with slow_loader(stoker_mod, path) as loader:
+        timer = sigint_after(0.2)
         t0 = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             for _batch in loader:

@@ -3,23 +3,17 @@
 sys.last_traceback, which holds the interrupted iterator's frame): the loader can be iterated
 again at once, and that pass is a whole epoch; the interrupted iterator then ends."""
 
-import os
-import signal
 import sys
-import threading
 
 import pytest
 
+from conftest import sigint_after, slow_loader
+
 
 def test_loader_iterable_while_the_traceback_is_kept(stoker_mod, shards):
-    from stoker import _lib
     path, labels = shards
-    # every read waits 50 ms: the first batch of 12 takes >= 0.6 s
-    slow = {_lib.P_FAULT_DELAY_PPM: 1000000, _lib.P_FAULT_DELAY_US: 50000}
-    with stoker_mod.Loader(path, 12, size=16, workers=1, queue_depth=4, options=slow,
-                           return_index=True, prefetch=2) as loader:
-        timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
+    with slow_loader(stoker_mod, path) as loader:
+        timer = sigint_after(0.2)
         it = iter(loader)
         try:
             with pytest.raises(KeyboardInterrupt) as ei:

@@ -6,14 +6,11 @@ ranks (a collective per step would hang otherwise), shuffled alike on both ranks
 seed) and differently in epoch 1."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, make_imagefolder, torch_or_skip
-from test_distributed import _free_port
+from conftest import make_imagefolder, torch_or_skip, torchrun
 
 WORKER = textwrap.dedent(r'''
     import datetime, hashlib, json, os, sys
@@ -57,14 +54,7 @@ def test_no_sampler_gives_each_rank_its_share(tmp_path):
     script.write_text(WORKER)
     out = tmp_path / "out"
     out.mkdir()
-    env = {k: v for k, v in SUBPROCESS_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
-    env["OMP_NUM_THREADS"] = "1"
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--master_addr",
-                        "127.0.0.1", "--master_port", str(_free_port()), "--nproc_per_node", "2",
-                        "--redirects", "1", "--tee", "1", "--log_dir", str(tmp_path / "logs"),
-                        str(script), str(root), str(out)],
-                       env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    torchrun(tmp_path, script, [root, out])
     ranks = [json.loads((out / ("rank%d.json" % k)).read_text()) for k in range(2)]
     for kind in ("plain", "shuffle"):
         for e in range(2):

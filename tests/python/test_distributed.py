@@ -4,15 +4,12 @@ rank and world size come from torch.distributed; the parts are disjoint, cover t
 have equal batch counts (an all_reduce per step would hang otherwise)."""
 
 import json
-import socket
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from conftest import SUBPROCESS_ENV, jpeg_bytes, torch_or_skip, write_dataset
+from conftest import jpeg_bytes, torch_or_skip, torchrun, write_dataset
 
 WORKER = textwrap.dedent(r'''
     import datetime, json, os, sys
@@ -40,12 +37,6 @@ WORKER = textwrap.dedent(r'''
 ''')
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_ranks_with_torch_distributed_run(tmp_path, shards, stoker_mod):
     torch = torch_or_skip()
     if not torch.distributed.is_available():
@@ -58,16 +49,7 @@ def test_two_ranks_with_torch_distributed_run(tmp_path, shards, stoker_mod):
     script.write_text(WORKER)
     out = tmp_path / "out"
     out.mkdir()
-    env = {k: v for k, v in SUBPROCESS_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
-    env["OMP_NUM_THREADS"] = "1"
-    # --redirects/--tee 1: torch 1.13's Std.from_str("0") (their default) returns None under
-    # Python 3.11 (IntFlag no longer iterates the 0 member) and the launcher dies; "1" parses
-    # static rendezvous on a free port: much quicker to start than --standalone's c10d
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--master_addr",
-                        "127.0.0.1", "--master_port", str(_free_port()), "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
-                        "--log_dir", str(tmp_path / "logs"), str(script), even, odd, str(out)],
-                       env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    torchrun(tmp_path, script, [even, odd, out])
     ranks = [json.loads((out / ("rank%d.json" % k)).read_text()) for k in range(2)]
     assert [x["rank"] for x in ranks] == [0, 1] and all(x["world"] == 2 for x in ranks)
 

@@ -6,15 +6,12 @@ the worker counts. Each rank writes the dataset indices it saw to a file; the te
 A malformed state, or one from another dataset or seed, is refused naming the field."""
 
 import json
-import socket
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
 
-from conftest import SUBPROCESS_ENV, jpeg_bytes, torch_or_skip, write_dataset
+from conftest import jpeg_bytes, torch_or_skip, torchrun, write_dataset
 
 N = 47          # records: divisible by neither 2 nor 3
 BS = 4
@@ -80,22 +77,9 @@ WORKER = textwrap.dedent(r'''
 ''')
 
 
-def _free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(tmp_path, script, nproc, args, tag):
-    env = {k: v for k, v in SUBPROCESS_ENV.items() if k not in ("RANK", "WORLD_SIZE")}
-    env["OMP_NUM_THREADS"] = "1"
-    # --redirects/--tee 1 and a static rendezvous: see test_distributed.py
-    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--master_addr",
-                        "127.0.0.1", "--master_port", str(_free_port()), "--nproc_per_node",
-                        str(nproc), "--redirects", "1", "--tee", "1", "--monitor_interval", "0.2",
-                        "--log_dir", str(tmp_path / ("logs-" + tag)), str(script)] + args,
-                       env=env, capture_output=True, text=True, timeout=240)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    torchrun(tmp_path, script, args, nproc=nproc, launcher_args=("--monitor_interval", "0.2"),
+             log_dir="logs-" + tag)
 
 
 def _read(out, name, world):

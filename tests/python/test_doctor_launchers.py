@@ -6,33 +6,23 @@ LD_PRELOAD; a Python process that still runs without it (a cleared environment, 
 the report with the reason. Asserts on what the doctor recorded (batches seen, processes hooked),
 never on time: each job runs its fixed number of steps to the end.
 """
-import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("torch")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-JOBS = os.path.join(HERE, "doctor_jobs.py")
-STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "build"), "stoker")
-PY = sys.executable
+from doctor_run import JOBS, PY, require_cli, run_doctor  # noqa: E402
+
 HANG = 1200                         # a guard against a hang, not a time the job must fit in
 
-if not os.access(STOKER, os.X_OK):
-    pytest.skip("no stoker CLI at %s" % STOKER, allow_module_level=True)
+require_cli()
 
 
 def doctor(tmp_path, cmd, rc=0):
-    js = str(tmp_path / "doctor.json")
-    p = subprocess.run([STOKER, "doctor", "--json", js, "--"] + cmd, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=HANG)
-    assert p.returncode == rc, p.stderr
-    with open(js) as f:
-        return json.load(f), p.stderr
+    return run_doctor(tmp_path, cmd, HANG, rc=rc)
 
 
 def tiny(steps=200):

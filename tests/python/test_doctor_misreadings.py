@@ -8,32 +8,22 @@ of three flipped to "0 -> 8 workers" on its in-memory data). Every assert reads 
 doctor recorded (its --json) and checks the verdict against them: no wall-clock window, no rate,
 so a loaded machine runs them slower but not differently.
 """
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 pytest.importorskip("torch")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-JOBS = os.path.join(HERE, "doctor_jobs.py")
-STOKER = os.environ.get("STOKER") or os.path.join(os.environ.get("BUILD_DIR", "build"), "stoker")
-PY = sys.executable
+from doctor_run import HERE, JOBS, PY, require_cli, run_doctor  # noqa: E402
+
 HANG = 1800                         # a guard against a hang, not a time the job must fit in
 
-if not os.access(STOKER, os.X_OK):
-    pytest.skip("no stoker CLI at %s" % STOKER, allow_module_level=True)
+require_cli()
 
 
 def doctor(tmp_path, args, name="d"):
-    js = str(tmp_path / (name + ".json"))
-    p = subprocess.run([STOKER, "doctor", "--json", js, "--", PY, JOBS] + args, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=HANG)
-    assert p.returncode == 0, p.stderr
-    with open(js) as f:
-        return json.load(f), p.stderr
+    return run_doctor(tmp_path, [PY, JOBS] + args, HANG, name=name)
 
 
 def cpu_per_step(d):
@@ -132,12 +122,9 @@ def test_epoch_starts_named(tmp_path):
 
 
 def _plot(tmp_path, args, rc=0, name="p"):
-    svg, js = str(tmp_path / (name + ".svg")), str(tmp_path / (name + ".json"))
-    p = subprocess.run([STOKER, "doctor", "--plot", svg, "--json", js, "--", PY, JOBS] + args,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG)
-    assert p.returncode == rc, p.stderr
-    with open(js) as f:
-        return svg, json.load(f)
+    svg = str(tmp_path / (name + ".svg"))
+    d, _err = run_doctor(tmp_path, [PY, JOBS] + args, HANG, rc=rc, name=name, opts=("--plot", svg))
+    return svg, d
 
 
 def test_svg_text_boxes_inside_their_lanes(tmp_path):

@@ -29,7 +29,7 @@ from ._loader_args import (DTYPE_NAMES, INTERP_NAMES, _CAI_TYPESTR, _NP_DTYPE,  
                            parse_device, parse_dtype, parse_interpolation, parse_layout,
                            parse_resize, parse_resize_passes, resolve_distributed)
 from ._loader_batches import (LoaderStats, _CudaView, _Held, _Iter, _on_free,  # noqa: F401
-                              _per_image, _stage_dict)
+                              _fetch_dict, _per_image, _stage_dict)
 from ._loader_held import HeldBatches
 from ._loader_state import ResumeState
 from ._loader_views import LoaderDataset, RankSampler, _live  # noqa: F401
@@ -986,7 +986,11 @@ class Loader(HeldBatches, ResumeState):
         steps, RandomErasing; 0.0 without any); "ms_per_img" gives busy milliseconds per image
         for "read", "decode" (without the augmentation) and "augment" (busy time is wall time
         inside the work, summed over a stage's threads), and "augment_per_decode" the ratio of
-        the last two (0.0 without augmentation).
+        the last two (0.0 without augmentation). For an s3:// dataset (since 0.5), fetch_bytes,
+        fetch_busy_s, fetch_starved_s, cache_hits and cache_misses are the library's fetch
+        counters, cumulative since the open (its download included), and "fetch" sums them up:
+        bytes, busy_s, starved_s (the loader waited for the fetch), hits, misses, hit_rate and
+        link_mb_per_s, the link's measured rate (bytes / busy_s; all zero for a local path).
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib
@@ -1011,6 +1015,7 @@ class Loader(HeldBatches, ResumeState):
                 d[name] = v
             d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
             d["ms_per_img"], d["augment_per_decode"] = _per_image(st)
+            d["fetch"] = _fetch_dict(st)
             d["workers_note"] = _lib.workers_note(lib, self._h)
             count = int(lib.stk_loader_error_count(self._h))
             d["error_count"] = count

@@ -19,7 +19,10 @@ for exactly what it emulates). Every run is a fresh process; per repeat, in turn
   streaming    StreamingDataset(remote="s3://...", local=empty dir) + torch DataLoader
   streaming-cached  the same on the local dir the streaming run filled (its second epoch)
   wds          WebDataset("pipe:... boto3 get ... -") + torch DataLoader
-Each epoch is timed from the loader's construction to its last batch (imports before). The same work per image:
+Each epoch is timed from the loader's construction to its last batch (imports before), and
+its CPU time taken (the run's process and its children: on a machine shared with other work,
+CPU per image is the steadier figure; wall-clock rates follow how many threads each loader runs
+against the other load). The same work per image:
 decode, RandomResizedCrop(SIZE) (scale 0.08-1, ratio 3/4-4/3), horizontal flip, uint8 CHW;
 stoker with 2 decode threads, the others with 2 DataLoader workers (PIL + torchvision);
 batches of 64. Reported: medians over the repeats and, from the same run, the ratios the issue
@@ -29,6 +32,7 @@ epoch / the faster of Streaming and WebDataset.
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -147,11 +151,17 @@ def start_proxy(args, work):
 
 
 def one(kind, arg, size, env):
+    """One epoch in a fresh process; adds its CPU seconds (the process and its reaped children:
+    DataLoader workers, WebDataset's pipes) as cpu_s."""
+    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([sys.executable, "-c", RUN, kind, json.dumps(arg), str(size)], env=env,
                        capture_output=True, text=True, timeout=1200)
+    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit("%s failed:\n%s" % (kind, r.stderr[-3000:]))
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["cpu_s"] = u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime
+    return out
 
 
 def main():
@@ -195,8 +205,8 @@ def main():
                 assert r["images"] == n, (k, r)
                 r["ips"] = n / r["seconds"]
                 res[k].append(r)
-                print("repeat %d %-10s %7.1f img/s  %6.2f s  %s" % (
-                    rep + 1, k, r["ips"], r["seconds"],
+                print("repeat %d %-16s %7.1f img/s  %6.2f s  %5.2f CPU-ms/img  %s" % (
+                    rep + 1, k, r["ips"], r["seconds"], 1e3 * r["cpu_s"] / n,
                     json.dumps(r.get("fetch", "")) if k.startswith("s3") else ""), flush=True)
             shutil.rmtree(tmp, ignore_errors=True)
     finally:
@@ -206,8 +216,11 @@ def main():
     link_ips = n / (sets["stoker"][2] / (args.rate_mbit * 1e6 / 8))
     print("\n%d images, stoker shards %.1f MB, MDS %.1f MB, tars %.1f MB; link %g Mbit/s, %g ms per request"
           % (n, sets["stoker"][2] / 1e6, sets["mds"][2] / 1e6, sets["wds"][2] / 1e6, args.rate_mbit, args.delay_ms))
+    cpu = {k: statistics.median(1e3 * r["cpu_s"] / n for r in v) for k, v in res.items() if v}
     for k, v in med.items():
-        print("median %-10s %7.1f img/s  (runs: %s)" % (k, v, ", ".join("%.1f" % r["ips"] for r in res[k])))
+        print("median %-16s %7.1f img/s  %5.2f CPU-ms/img  (runs: %s)" % (
+            k, v, cpu[k], ", ".join("%.1f" % r["ips"] for r in res[k])))
+    print("load average at the end: %s" % " ".join("%.1f" % x for x in os.getloadavg()))
     print("link rate in images/s (nominal): %.1f" % link_ips)
     if "s3-first" in med and "local" in med:
         links = [r["fetch"]["link_mb_per_s"] for r in res["s3-first"]]
@@ -220,6 +233,10 @@ def main():
         print("ratio stoker s3-first / max(streaming, wds) = %.2f" % (med["s3-first"] / max(others)))
     if "streaming-cached" in med and "s3-cached" in med:
         print("ratio stoker s3-cached / streaming-cached = %.2f" % (med["s3-cached"] / med["streaming-cached"]))
+    for k in ("streaming", "streaming-cached", "wds"):
+        mine = "s3-cached" if k.endswith("cached") else "s3-first"
+        if k in cpu and mine in cpu:
+            print("CPU per image: %s / stoker %s = %.2f" % (k, mine, cpu[k] / cpu[mine]))
 
 
 if __name__ == "__main__":

@@ -952,7 +952,8 @@ typedef struct stk_stats {
     /** The fetch stage of an s3:// dataset (all zero for a local path; since 0.5, in the four
      *  former reserved words, so the struct's size and every other offset are those of 0.4).
      *  Unlike the fields above these are cumulative since the loader's stk_loader_open, the
-     *  open's own fetch included (stk_dataset_fetch_stats of the loader's dataset has them all):
+     *  open's own fetch included, and a restart does not reset them (zero before the first
+     *  start, as every field; stk_dataset_fetch_stats of the loader's dataset has them all):
      *  fetch_bytes received from the object store, fetch_busy_s with requests in flight,
      *  fetch_starved_s that the loader (its open included) was blocked waiting for fetched
      *  bytes; cache_hits / cache_misses count shard lookups found in / fetched into the cache

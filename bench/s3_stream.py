@@ -32,7 +32,6 @@ epoch / the faster of Streaming and WebDataset.
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -55,7 +54,7 @@ for chunk in iter(lambda: body.read(1 << 20), b""):
 
 # one measured epoch, in a fresh process: prints {"images": N, "seconds": S, ...}
 RUN = r"""
-import json, os, sys, time
+import json, os, resource, sys, time
 kind, arg, size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 if kind in ("local", "s3-first", "s3-cached"):   # imports before the clock starts
     import stoker
@@ -68,6 +67,10 @@ else:
         from streaming import StreamingDataset
     else:
         import webdataset as wds
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+c0 = cpu()
 t0 = time.monotonic()
 n, extra = 0, {}
 if kind in ("local", "s3-first", "s3-cached"):
@@ -91,7 +94,10 @@ else:
               .decode("pil").to_tuple("jpg", "cls").map_tuple(lambda im: tf(im.convert("RGB")), int))
     for images, labels in torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2):
         n += len(labels)
-print(json.dumps(dict(images=n, seconds=time.monotonic() - t0, **extra)))
+t1 = time.monotonic()
+import gc
+gc.collect()  # the exhausted DataLoader iterator has joined its workers: their CPU counts
+print(json.dumps(dict(images=n, seconds=t1 - t0, cpu_s=cpu() - c0, **extra)))
 """
 
 
@@ -151,17 +157,13 @@ def start_proxy(args, work):
 
 
 def one(kind, arg, size, env):
-    """One epoch in a fresh process; adds its CPU seconds (the process and its reaped children:
-    DataLoader workers, WebDataset's pipes) as cpu_s."""
-    u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """One epoch in a fresh process: images, seconds, cpu_s (the epoch's CPU, imports excluded:
+    the process and its reaped children, DataLoader workers and WebDataset's pipes)."""
     r = subprocess.run([sys.executable, "-c", RUN, kind, json.dumps(arg), str(size)], env=env,
                        capture_output=True, text=True, timeout=1200)
-    u1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit("%s failed:\n%s" % (kind, r.stderr[-3000:]))
-    out = json.loads(r.stdout.strip().splitlines()[-1])
-    out["cpu_s"] = u1.ru_utime + u1.ru_stime - u0.ru_utime - u0.ru_stime
-    return out
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main():

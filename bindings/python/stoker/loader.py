@@ -873,9 +873,8 @@ class Loader(HeldBatches, ResumeState):
         self._batches = int(lib.stk_loader_batches_per_epoch(self._h))
 
     def fetch_stats(self):
-        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
-        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
-        for a local path. Since 0.5."""
+        """The s3:// dataset's fetch counters since the open, its download included (see
+        stoker.Dataset.fetch_stats; docs/S3.md "Fetch stats"); all 0 for a local path. Since 0.5."""
         self._usable()
         return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
 

@@ -60,7 +60,7 @@ size_t stk__loader_fetch_verdict(const stk_loader *h, const stk_stats *st, char 
         snprintf(lim, sizeof lim, "%.1f GB", (double)fs.cache_limit / 1e9);
     int n = snprintf(buf, cap,
                      "verdict: fetch-bound: waited %.0f%% of the time for the object store; link "
-                     "%.1f MB/s measured (%.1f MB in %.2f s, %llu requests in flight) — more requests "
+                     "%.1f MB/s measured (%.1f MB in %.2f s, up to %llu requests in flight) — more requests "
                      "in flight (STOKER_S3_INFLIGHT, now %llu), a cache that holds the dataset "
                      "(STOKER_CACHE_BYTES, now %s) so later epochs read it locally, bigger shards "
                      "(fewer first-byte waits), or a bucket in a region closer to this machine\n",

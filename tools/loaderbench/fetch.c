@@ -97,7 +97,7 @@ size_t lb_fetch_verdict(const lb_config *cfg, const lb_point *b, char *out, size
         snprintf(lim, sizeof lim, "now %.2f GB", (double)x->st.cache_limit / 1e9);
     int n = snprintf(out, cap,
                      "fetch-bound: the loader waited for the object store %.0f%% of the time (%.2f s of its "
-                     "%.2f s with the open) at a measured link rate of %.1f MB/s (%.1f MB in %.2f s, %llu "
+                     "%.2f s with the open) at a measured link rate of %.1f MB/s (%.1f MB in %.2f s, up to %llu "
                      "requests in flight, %llu retried) — more requests in flight (STOKER_S3_INFLIGHT, now "
                      "%llu) if the link is not full, a cache that holds the dataset (STOKER_CACHE_BYTES / "
                      "cache=, %s) so later epochs read it locally%s, bigger shards (fewer first-byte waits), "

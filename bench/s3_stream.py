@@ -4,7 +4,11 @@
 same server, link, images, cores and work per image (docs/S3.md, "Measured: over a slow link").
 
     eval "$(scripts/s3-server.sh start /tmp/s3)"          # the S3 server: AWS_* in the env
-    PY=/path/to/venv/bin/python    # a Python with stoker's deps, mosaicml-streaming, webdataset
+    /usr/bin/python3 -m venv --system-site-packages VENV   # Debian's torch, PIL, boto3 inside
+    VENV/bin/pip install --no-deps mosaicml-streaming==0.7.6 webdataset braceexpand xxhash zstd \
+        catalogue python-snappy cramjam Brotli regex tqdm transformers==4.40.2 \
+        huggingface_hub==0.23.4 tokenizers==0.19.1 typing_extensions   # Streaming's imports
+    PY=VENV/bin/python STOKER_LIBRARY=build/libstoker.so
     $PY bench/s3_stream.py IMAGEFOLDER WORKDIR [--rate-mbit 1000] [--delay-ms 20] [--repeat 3]
 
 IMAGEFOLDER (e.g. ../shared/tools/make-imagenet-like) is written three ways, shards of about

@@ -468,19 +468,33 @@ typedef struct stk_dataset_info {
 /** Fill *info. */
 STK_API int stk_dataset_info_get(const stk_dataset *ds, stk_dataset_info *info);
 
-/** What opening an s3:// dataset fetched (since 0.5; docs/S3.md). All zero for a local path. */
+/** What the fetch stage of an s3:// dataset did since the dataset's open, the open's own fetch
+ *  included (since 0.5; docs/S3.md, "Fetch stats"). All zero for a local path. Each fetch call
+ *  adds its figures when it returns, so a snapshot taken during one sees the calls before it. */
 typedef struct stk_fetch_stats {
     uint64_t shards;         /**< shards of the dataset */
-    uint64_t shards_cached;  /**< found in the cache with the bucket's ETag (hits) */
-    uint64_t shards_fetched; /**< fetched now */
+    uint64_t shards_cached;  /**< shard lookups found in the cache with the bucket's ETag (hits) */
+    uint64_t shards_fetched; /**< shard lookups that had to fetch (misses) */
     uint64_t bytes_fetched;  /**< shard bytes received, retried parts included */
     uint64_t requests;       /**< ranged GETs sent, retries included */
     uint64_t retries;        /**< attempts that failed and were retried */
-    double fetch_s;          /**< wall time of the shards' download (0: all were cached) */
-    uint64_t reserved[8];
+    double fetch_s;          /**< busy: wall time of the fetch calls, requests in flight (0: all
+                                  were cached) */
+    /** Starved: seconds a user of the dataset was blocked until fetched bytes were there (the
+     *  open waiting for its download; a reader waiting for a shard). */
+    double starved_s;
+    uint64_t bytes_cached;   /**< sizes of the shards behind shards_cached */
+    uint64_t bytes_missed;   /**< sizes of the shards behind shards_fetched (without retries) */
+    /** The link's measured throughput: bytes_fetched / fetch_s, bytes per second (0 before any
+     *  fetch). Over the calls' whole wall time, so it includes each call's first-byte latency:
+     *  on a link with a long round trip, more requests in flight raise it. */
+    double link_bytes_per_s;
+    uint64_t inflight;       /**< requests the fetch keeps in flight (STOKER_S3_INFLIGHT) */
+    uint64_t cache_limit;    /**< the cache directory's size limit in bytes (0: none) */
+    uint64_t reserved[2];
 } stk_fetch_stats;
 
-/** Fill *ST with what the open fetched. After open. Thread-safe. (since 0.5) */
+/** Fill *ST with the dataset's fetch counters. After open. Thread-safe. (since 0.5) */
 STK_API int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st);
 /** Number of records (0 before open). */
 STK_API uint64_t stk_dataset_count(const stk_dataset *ds);
@@ -941,7 +955,18 @@ typedef struct stk_stats {
     double augment_s;
     /** Samples the augmentation ran on (decoded without error; erased or not). (since 0.4) */
     uint64_t augment_items;
-    uint64_t reserved[4];
+    /** The fetch stage of an s3:// dataset (all zero for a local path; since 0.5, in the four
+     *  former reserved words, so the struct's size and every other offset are those of 0.4).
+     *  Unlike the fields above these are cumulative since the loader's stk_loader_open, the
+     *  open's own fetch included, and a restart does not reset them (zero before the first
+     *  start, as every field; stk_dataset_fetch_stats of the loader's dataset has them all):
+     *  fetch_bytes received from the object store, fetch_busy_s with requests in flight,
+     *  fetch_starved_s that the loader (its open included) was blocked waiting for fetched
+     *  bytes; cache_hits / cache_misses count shard lookups found in / fetched into the cache
+     *  (hit rate = hits / (hits + misses)). */
+    uint64_t fetch_bytes;
+    double fetch_busy_s, fetch_starved_s;
+    uint32_t cache_hits, cache_misses;
 } stk_stats;
 
 /** Samples of an epoch handed out before STK_P_MAX_BAD_FRACTION is checked mid-epoch (since 0.5);
@@ -1214,6 +1239,11 @@ enum {
     STK_BOTTLENECK_DECODE = 3,   /**< decode-bound: the decode workers are the busiest stage */
     STK_BOTTLENECK_STAGE = 4,    /**< transfer-bound: the stager copied > 70% of the time, more
                                       than the decode workers were busy */
+    /** fetch-bound (since 0.5): an s3:// dataset's loader was blocked waiting for the fetch
+     *  (stats fetch_starved_s) >= 25% of its time, wall_s plus the waits at open:
+     *  fetch_starved_s >= 0.25 x (wall_s + fetch_starved_s); tried before the others, the fetch
+     *  being upstream of every stage. The link rate is fetch_bytes / fetch_busy_s. */
+    STK_BOTTLENECK_FETCH = 5,
 };
 /** stk_verdict.flags */
 enum {
@@ -1250,8 +1280,8 @@ STK_API int stk_stats_verdict(const stk_stats *st, int stage, stk_verdict *v);
 /** stk_stats_verdict over this loader's stats since start (STK_BOTTLENECK_NONE before start).
  *  Any thread, like stk_loader_stats. (since 0.2) */
 STK_API int stk_loader_verdict(stk_loader *h, stk_verdict *v);
-/** "none", "consumer", "read", "decode", "stage"; "unknown" for other values. Static string.
- *  Thread-safe. (since 0.2) */
+/** "none", "consumer", "read", "decode", "stage", "fetch" (that one added in 0.5); "unknown" for
+ *  other values. Static string. Thread-safe. (since 0.2) */
 STK_API const char *stk_bottleneck_name(int bottleneck);
 /** Number of record errors seen (all epochs, counted when the record is processed, so
  *  prefetched records count before they are delivered). Any thread. */

@@ -16,7 +16,17 @@ produce:
   500        an internal error
 Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
 Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
-requests pass unspoiled).
+requests pass unspoiled). EVERY 0 spoils nothing.
+
+A slow link (this kernel has no sch_netem for `tc netem`), exactly this and no more:
+  STK_PROXY_DELAY_MS   every request's answer starts this many ms after the request arrived
+                       (one round trip per request on a kept-alive connection: the RTT's cost to
+                       a request/response protocol; not per-packet delay, no TCP slow start)
+  STK_PROXY_RATE_MBIT  the answers of all connections together leave at this many Mbit/s (10^6
+                       bit/s of HTTP bytes, headers included): a shared schedule in 64 KiB
+                       chunks, each sent when the link would have finished it (no bursts)
+Loss is emulated only as whole-connection resets (the "reset" fault, STK_PROXY_FAULTS=reset with
+EVERY), not as dropped packets. The upstream's answer is read whole before it is sent on.
 """
 
 import os
@@ -89,6 +99,40 @@ def dechunk(b):
         i = j + 2 + n + 2
 
 
+class Link:
+    """The emulated link: a per-request delay and one rate shared by every connection."""
+
+    def __init__(self):
+        self.delay = float(os.environ.get("STK_PROXY_DELAY_MS", "0")) / 1e3
+        mbit = float(os.environ.get("STK_PROXY_RATE_MBIT", "0"))
+        self.bps = mbit * 1e6 / 8 if mbit > 0 else 0.0
+        self.lock = threading.Lock()
+        self.free_at = 0.0   # when the link has sent everything scheduled so far
+
+    def send(self, conn, data, t_arrived):
+        if self.delay:
+            wait = t_arrived + self.delay - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        if not self.bps:
+            conn.sendall(data)
+            return
+        view = memoryview(data)
+        for i in range(0, len(data), 65536):
+            chunk = view[i:i + 65536]
+            with self.lock:
+                start = max(time.monotonic(), self.free_at)
+                self.free_at = start + len(chunk) / self.bps
+                done = self.free_at
+            wait = done - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            conn.sendall(chunk)
+
+
+LINK = None
+
+
 def serve(conn, up_port, state, log):
     try:
         while True:
@@ -96,10 +140,11 @@ def serve(conn, up_port, state, log):
             if req is None:
                 return
             head, body = req
+            t_arrived = time.monotonic()
             with state["lock"]:
                 state["n"] += 1
                 fault = None
-                if state["n"] > state["skip"] and state["n"] % state["every"] == 0:
+                if state["every"] and state["n"] > state["skip"] and state["n"] % state["every"] == 0:
                     fault = FAULTS[state["k"] % len(FAULTS)]
                     state["k"] += 1
             first = head.split(b"\r\n")[0].decode(errors="replace")
@@ -127,7 +172,7 @@ def serve(conn, up_port, state, log):
                 time.sleep(float(os.environ.get("STK_PROXY_STALL_S", "3")))
                 conn.close()
                 return
-            conn.sendall(rhead + rbody)
+            LINK.send(conn, rhead + rbody, t_arrived)
     except OSError:
         pass
     finally:
@@ -146,7 +191,8 @@ def main():
     os.rename(port_file + ".tmp", port_file)
     state = {"lock": threading.Lock(), "n": 0, "k": 0, "every": every,
              "skip": int(os.environ.get("STK_PROXY_SKIP", "0"))}
-    global FAULTS
+    global FAULTS, LINK
+    LINK = Link()
     if os.environ.get("STK_PROXY_FAULTS"):
         FAULTS = os.environ["STK_PROXY_FAULTS"].split(",")
     while True:

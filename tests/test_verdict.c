@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_verdict.c — the one bottleneck classifier (stk_stats_verdict): each bottleneck on stats
- * built to sit just either side of its threshold, the figures it reports, the extensible size
+ * built to sit just either side of its threshold (fetch too, since 0.5), the figures it reports, the extensible size
  * field, the names; then a real loader (STK_STAGE_READ on generated JPEGs): stk_loader_verdict
  * before start and after an epoch, and the report's verdict line naming the same bottleneck.
  */
@@ -91,6 +91,19 @@ static void test_classes(void)
     s.cpu_user_s = 22.0;
     v = run(&s, STK_STAGE_FULL);
     T_CHECK(!(v.flags & STK_VERDICT_CPU_STARVED), "2.2 cores: not starved");
+    /* fetch (since 0.5): the loader waited for the fetch >= 25% of wall + that wait; tried first,
+     * even when the consumer kept up after it (a download at open, before start) */
+    s = base();
+    s.wait_s = 0.1;
+    s.fetch_starved_s = 3.34; /* 3.34 / 13.34 = 25.04% */
+    s.fetch_bytes = 1000000;
+    s.fetch_busy_s = 3.0;
+    expect(&s, STK_STAGE_FULL, STK_BOTTLENECK_FETCH, "fetch wait 25.04%");
+    expect(&s, STK_STAGE_READ, STK_BOTTLENECK_FETCH, "fetch wait 25.04%, STK_STAGE_READ");
+    s.fetch_starved_s = 3.3; /* 24.8% */
+    expect(&s, STK_STAGE_FULL, STK_BOTTLENECK_CONSUMER, "fetch wait 24.8%");
+    s.wait_s = 5.0;
+    expect(&s, STK_STAGE_FULL, STK_BOTTLENECK_DECODE, "fetch wait 24.8%, decode busy");
     /* nothing delivered */
     s.batches = 0;
     expect(&s, STK_STAGE_FULL, STK_BOTTLENECK_NONE, "no batches");
@@ -119,10 +132,10 @@ static void test_api(void)
     T_OK(stk_stats_verdict(&s, STK_STAGE_FULL, &big.v));
     T_CHECK(big.v.size == sizeof(stk_verdict) && big.later[0] == 0x5a && big.later[63] == 0x5a,
             "bigger struct: size %u, tail untouched", big.v.size);
-    const char *names[] = {"none", "consumer", "read", "decode", "stage"};
-    for (int i = 0; i < 5; i++)
+    const char *names[] = {"none", "consumer", "read", "decode", "stage", "fetch"};
+    for (int i = 0; i < 6; i++)
         T_CHECK(strcmp(stk_bottleneck_name(i), names[i]) == 0, "name %d", i);
-    T_CHECK(strcmp(stk_bottleneck_name(5), "unknown") == 0 && strcmp(stk_bottleneck_name(-1), "unknown") == 0,
+    T_CHECK(strcmp(stk_bottleneck_name(6), "unknown") == 0 && strcmp(stk_bottleneck_name(-1), "unknown") == 0,
             "unknown names");
 }
 

@@ -21,6 +21,7 @@
 
 #include "cache.h"
 #include "discover.h"
+#include "fetch_stats.h"
 #include "format.h"
 #include "s3.h"
 
@@ -38,8 +39,9 @@
 struct stk__remote {
     int *fds; /* one per shard, LOCK_SH */
     size_t n;
-    stk__s3_stats stats;
-    uint64_t cached, fetched;
+    stk__fetch_ctr ctr; /* fetch stats (fetch_stats.h) */
+    int inflight;       /* the configuration they ran with */
+    uint64_t cache_limit;
 };
 
 int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
@@ -52,12 +54,9 @@ int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
     const stk__remote *r = ds->remote;
     if (r) {
         st->shards = r->n;
-        st->shards_cached = r->cached;
-        st->shards_fetched = r->fetched;
-        st->bytes_fetched = r->stats.bytes_in;
-        st->requests = r->stats.requests;
-        st->retries = r->stats.retries;
-        st->fetch_s = r->stats.seconds;
+        stk__fetch_ctr_read(&r->ctr, st);
+        st->inflight = (uint64_t)r->inflight;
+        st->cache_limit = r->cache_limit;
     }
     return STK_OK;
 }
@@ -248,6 +247,9 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         goto out;
     }
     rem->n = n;
+    stk__fetch_ctr_init(&rem->ctr);
+    rem->inflight = cfg.inflight;
+    rem->cache_limit = cache.limit;
     uint64_t total = 0, need_bytes = 0, biggest = 0;
     size_t nfetch = 0, big = 0;
     for (size_t i = 0; i < n; i++) {
@@ -268,7 +270,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             if (rem->fds[i] >= 0) {
                 flock(rem->fds[i], LOCK_SH);
                 futimens(rem->fds[i], NULL);
-                rem->cached++;
+                stk__fetch_ctr_lookup(&rem->ctr, 1, all[i].size);
                 continue;
             }
         }
@@ -303,10 +305,16 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             goto out;
         }
         fx[nfetch++] = (stk__s3_fetch){all[i].key, all[i].size, fetch_fds[i]};
-        rem->fetched++;
+        stk__fetch_ctr_lookup(&rem->ctr, 0, all[i].size);
     }
-    if (nfetch && (rc = stk__s3_get_many(&cfg, bucket, fx, nfetch, &rem->stats, ds->err)))
-        goto out;
+    if (nfetch) { /* the open waits for the whole download: all of it is starved time */
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(&cfg, bucket, fx, nfetch, &got, ds->err);
+        stk__fetch_ctr_add(&rem->ctr, &got);
+        stk__fetch_ctr_starved(&rem->ctr, got.seconds);
+        if (rc != STK_OK)
+            goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!need[i])
             continue;

@@ -287,6 +287,11 @@ void stk__bad_flush(stk_log_fn fn, void *user, int n, char msgs[][STK__ERRLEN + 
 
 /* loader_report.c */
 void stk__loader_stats_reset(stk_loader *h);
+/* loader_fetch.c: the dataset's fetch counters into *OUT; the report's fetch line (empty for
+ * a local dataset) and its fetch-bound verdict line, both like snprintf. */
+void stk__loader_fetch_stats(const stk_loader *h, stk_stats *out);
+size_t stk__loader_fetch_line(const stk_loader *h, const stk_stats *st, char *buf, size_t cap);
+size_t stk__loader_fetch_verdict(const stk_loader *h, const stk_stats *st, char *buf, size_t cap);
 /* next() waited TIMEOUT_MS for batch K in vain: STK_TIMEOUT, with h->err naming the read in
  * flight the longest, when one is (h->mu held). */
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);

@@ -151,6 +151,7 @@ int stk_loader_stats(stk_loader *h, stk_stats *out)
     out->decode_warnings = atomic_load(&h->tel.decode_warnings);
     out->augment_s = (double)atomic_load(&h->tel.aug_ns) * 1e-9;
     out->augment_items = atomic_load(&h->tel.aug_items);
+    stk__loader_fetch_stats(h, out);
     return STK_OK;
 }
 
@@ -248,6 +249,12 @@ static void verdict(rbuf *b, stk_loader *h, const stk_stats *st)
                      "uint8 output and convert on the GPU, or a faster PCIe link\n",
                   100.0 * v.stager_busy, v.h2d_gbps);
         return;
+    case STK_BOTTLENECK_FETCH: {
+        char line[640];
+        stk__loader_fetch_verdict(h, st, line, sizeof line);
+        rb_printf(b, "%s", line);
+        return;
+    }
     case STK_BOTTLENECK_READ:
         rb_printf(b,
                   "verdict: storage-bound: reader busy %.0f%%, blocked %.0f%%; decode workers starved "
@@ -294,6 +301,9 @@ size_t stk_loader_report(stk_loader *h, char *buf, size_t cap)
     rb_printf(&b, "  memory: host ring %.1f MiB (%s), reader pool %.1f MiB, device %.1f MiB\n",
               (double)st.host_ring_bytes / 1048576.0, st.pinned_bytes ? "pinned" : "pageable",
               (double)st.reader_pool_bytes / 1048576.0, (double)st.device_bytes / 1048576.0);
+    char fetch[320];
+    if (stk__loader_fetch_line(h, &st, fetch, sizeof fetch))
+        rb_printf(&b, "%s", fetch);
     if (st.device >= 0)
         rb_printf(&b, "  device %d: %.1f MB copied in %.3f s, convert %.3f s, waited %.3f s for releases\n",
                   st.device, (double)st.h2d_bytes / 1e6, st.h2d_s, st.convert_s, st.release_wait_s);

@@ -8,7 +8,10 @@
  * relative to how long they starve: a stager copying most of the time (and more than decode is
  * busy) -> transfer-bound; decode workers starved more than busy -> storage-bound; else decode.
  * Busy time is wall time inside the work, so when the process got far fewer cores than its busy
- * workers imply, the decode verdict says the cores are shared with other processes.
+ * workers imply, the decode verdict says the cores are shared with other processes. Before
+ * all of these, an s3:// dataset whose loader waited for the fetch >= 25% of its time (wall_s
+ * plus the waits at open, which come before start) is fetch-bound: the stages downstream can
+ * only starve behind it (loader_fetch.c says what to change).
  */
 #include "loader_internal.h"
 
@@ -17,6 +20,7 @@
 #define KEEPS_UP_WAIT 0.05    /* consumer wait share under which the loader keeps up */
 #define STAGE_BUSY 0.7        /* stager busy share above which the copy limits */
 #define CPU_STARVED_RATIO 0.7 /* cores used / cores the busy workers imply */
+#define FETCH_STARVED 0.25    /* share of wall + fetch waits spent waiting for the fetch */
 
 static double frac(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
@@ -42,6 +46,8 @@ static int classify(const stk_stats *st, int stage, stk_verdict *v)
 {
     if (st->batches == 0 || st->wall_s <= 0)
         return STK_BOTTLENECK_NONE;
+    if (st->fetch_starved_s > 0 && st->fetch_starved_s >= FETCH_STARVED * (st->wall_s + st->fetch_starved_s))
+        return STK_BOTTLENECK_FETCH;
     if (v->wait_share < KEEPS_UP_WAIT)
         return STK_BOTTLENECK_CONSUMER;
     if (st->stager.threads && v->stager_busy > STAGE_BUSY && v->stager_busy > v->decode_busy)
@@ -77,7 +83,7 @@ int stk_loader_verdict(stk_loader *h, stk_verdict *v)
 
 const char *stk_bottleneck_name(int bottleneck)
 {
-    static const char *const names[] = {"none", "consumer", "read", "decode", "stage"};
+    static const char *const names[] = {"none", "consumer", "read", "decode", "stage", "fetch"};
     if (bottleneck < 0 || bottleneck >= (int)STK__ARRAY_LEN(names))
         return "unknown";
     return names[bottleneck];

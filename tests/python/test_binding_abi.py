@@ -80,7 +80,8 @@ def test_struct_layouts_and_constants_match_the_header(tmp_path, stoker_mod):
 def test_stats_keeps_its_size_when_fields_take_reserved_words(stoker_mod):
     """stk_stats is filled by the library into the caller's struct: a field added in a release
     takes reserved words at the end, so a caller built against 0.3's header (552 bytes on
-    LP64, reserved at 504) still passes a buffer of the right size."""
+    LP64, reserved at 504) still passes a buffer of the right size (0.4's reserved[4] at 520 holds
+    the fetch fields since 0.5)."""
     import ctypes
     from stoker import _lib
     if ctypes.sizeof(ctypes.c_void_p) != 8:
@@ -88,7 +89,11 @@ def test_stats_keeps_its_size_when_fields_take_reserved_words(stoker_mod):
     assert ctypes.sizeof(_lib.Stats) == 552
     assert _lib.Stats.augment_s.offset == 504          # 0.3's reserved[0]
     assert _lib.Stats.augment_items.offset == 512      # 0.3's reserved[1]
-    assert _lib.Stats.reserved.offset == 520 and _lib.Stats.reserved.size == 4 * 8
+    # 0.5: the fetch fields took 0.4's reserved[4] (520..552), nothing is left after them
+    assert _lib.Stats.fetch_bytes.offset == 520 and _lib.Stats.fetch_busy_s.offset == 528
+    assert _lib.Stats.fetch_starved_s.offset == 536
+    assert _lib.Stats.cache_hits.offset == 544 and _lib.Stats.cache_misses.offset == 548
+    assert _lib.Stats.cache_misses.offset + _lib.Stats.cache_misses.size == 552
 
 
 def test_version_and_symbols(stoker_mod):

@@ -86,6 +86,12 @@ typedef struct lb_stage_share {
     uint32_t threads;
 } lb_stage_share;
 
+/* An s3:// dataset's fetch figures for one run (fetch.c); all zero for a local dataset. */
+typedef struct lb_fetch {
+    stk_fetch_stats st; /* the loader's dataset at the run's end (cumulative since its open) */
+    double open_s;      /* stk_loader_open: listing, cache lookups and the download */
+} lb_fetch;
+
 typedef struct lb_point {
     int layout, workers;
     int repeat;
@@ -109,6 +115,7 @@ typedef struct lb_point {
     char io_note[96];
     uint64_t host_ring_bytes, pinned_bytes, device_bytes, reader_pool_bytes;
     int device;
+    lb_fetch fetch;         /* s3://: the median run's fetch (fetch.c) */
     stk_verdict verdict;    /* the library's classifier over the median run's window */
     const char *bottleneck; /* its name here: "read", "decode", "stager", "trainer" */
     int failed;             /* the point could not run */
@@ -175,6 +182,18 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
 int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
 int lb_write_svg(const char *path, const lb_config *cfg, const lb_dataset *ds, const lb_results *r);
 const char *lb_point_bottleneck(const lb_config *cfg, const lb_point *p);
+
+/* ---- fetch.c: s3:// datasets ---- */
+int lb_is_s3(const char *path);
+/* --cache cold on s3://: an empty cache directory of this run's own under cfg->cache_dir. */
+int lb_fetch_cold_dir(const lb_config *cfg, char *dir, size_t cap);
+void lb_fetch_cold_done(const char *dir);
+/* The loader's fetch figures at a run's end; OPEN_S: the time stk_loader_open took. */
+void lb_fetch_record(stk_loader *h, double open_s, lb_fetch *out);
+void lb_fetch_table(FILE *f, const lb_results *r);
+void lb_fetch_json(FILE *f, const lb_point *p);
+/* The fetch-bound verdict of point B in words, like snprintf. */
+size_t lb_fetch_verdict(const lb_config *cfg, const lb_point *b, char *out, size_t cap);
 
 /* ---- the simulated trainer (loaderbench.c) ---- */
 /* Decide how --step-ms consumes a batch: a GPU kernel when CUDA is built and a device answers

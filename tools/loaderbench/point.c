@@ -105,6 +105,7 @@ typedef struct lb_run {
     uint64_t samples, batches, bad, disk, record_errors;
     char first_bad[400];
     stk_stats last;
+    lb_fetch fetch;      /* s3:// datasets (fetch.c) */
     stk_verdict verdict; /* the library's classifier over the window */
 } lb_run;
 
@@ -126,7 +127,8 @@ static void share(const stk_stage_stats *a, const stk_stage_stats *b, double wal
 }
 
 /* The library's verdict over the window S0..S1 of SWALL seconds: times, counts and CPU seconds
- * taken as differences, thread counts and sizes from S1. */
+ * taken as differences, thread counts and sizes from S1. The fetch fields stay S1's: cumulative
+ * since the open, whose download (before the window) is what a first epoch waits for. */
 static void window_verdict(const lb_config *cfg, const stk_stats *s0, const stk_stats *s1, double swall,
                            stk_verdict *v)
 {
@@ -208,6 +210,7 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
                     const char *label, char *err, size_t errcap)
 {
     memset(out, 0, sizeof *out);
+    char cold_dir[4200] = ""; /* --cache cold on s3://: this run's own cache (fetch.c) */
     stk_loader *h = NULL;
     int rc = stk_loader_create(&h);
     if (rc != STK_OK) {
@@ -237,10 +240,20 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
         SETI(STK_P_FAULT_DELAY_PPM, 1000000);
         SETI(STK_P_FAULT_DELAY_US, cfg->read_delay_us);
     }
-    if (cfg->cold)
+    if (cfg->cold && lb_is_s3(path) && lb_fetch_cold_dir(cfg, cold_dir, sizeof cold_dir) != 0) {
+        snprintf(err, errcap, "cannot make a cache directory under %.200s", cfg->cache_dir);
+        goto fail;
+    }
+    if (cold_dir[0] && (rc = stk_loader_set_cache_dir(h, cold_dir)) != STK_OK) {
+        snprintf(err, errcap, "stk_loader_set_cache_dir: %s", stk_strerror(rc));
+        goto fail;
+    }
+    if (cfg->cold && !lb_is_s3(path))
         lb_drop_cache(path);
 
+    double t_open = lb_now();
     rc = stk_loader_open(h, path);
+    t_open = lb_now() - t_open;
     if (rc != STK_OK) {
         snprintf(err, errcap, "opening %.200s: %s: %s", path, stk_strerror(rc), stk_loader_last_error(h));
         goto fail;
@@ -335,9 +348,11 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
     stk_record_error re;
     if (out->record_errors > 0 && stk_loader_error_get(h, 0, &re) == STK_OK)
         snprintf(out->first_bad, sizeof out->first_bad, "%.180s: %.200s", re.where, re.reason);
+    lb_fetch_record(h, t_open, &out->fetch);
     stk_loader_stop(h);
     stk_loader_destroy(h);
     h = NULL;
+    lb_fetch_cold_done(cold_dir);
 
     double wall = t1 - t0;
     double swall = s1.wall_s - s0.wall_s;
@@ -374,6 +389,7 @@ static int run_once(const lb_config *cfg, const lb_dataset *ds, int layout, int 
     return 0;
 fail:
     stk_loader_destroy(h);
+    lb_fetch_cold_done(cold_dir);
     return -1;
 }
 
@@ -473,6 +489,7 @@ void lb_point_finish(const lb_config *cfg, lb_point *pt)
     pt->reader_pool_bytes = m->last.reader_pool_bytes;
     pt->device = m->last.device;
     pt->verdict = m->verdict;
+    pt->fetch = m->fetch;
     pt->bottleneck = lb_point_bottleneck(cfg, pt);
     free(runs);
 }

@@ -62,6 +62,8 @@ const char *lb_point_bottleneck(const lb_config *cfg, const lb_point *p)
         return "decode";
     case STK_BOTTLENECK_STAGE:
         return "stager";
+    case STK_BOTTLENECK_FETCH:
+        return "fetch";
     default:
         return NULL;
     }
@@ -163,6 +165,10 @@ void lb_make_verdict(const lb_config *cfg, const lb_dataset *ds, lb_results *r)
                     "is %.0f%% busy.",
                  pct(b->decode.busy), W, W == 1 ? "" : "s", L, b->images_per_s, b->cpu_cores, cfg->cores,
                  cfg->cores, io_busy);
+    } else if (strcmp(bn, "fetch") == 0) {
+        char line[1024];
+        lb_fetch_verdict(cfg, b, line, sizeof line);
+        vcat(r, "%s", line);
     } else if (strcmp(bn, "read") == 0) {
         if (cfg->stage == STK_STAGE_READ)
             vcat(r, "storage path alone (--stage read): %.0f img/s, %.0f MB/s on %s with %d worker%s "
@@ -326,6 +332,7 @@ void lb_print_table(FILE *f, const lb_config *cfg, const lb_dataset *ds, const l
     }
     fprintf(f, "\n(b/s/bl: busy / starved / blocked %% of each stage's thread time — for the reader, starved = "
                "waiting for storage; wait: the consumer's time in stk_loader_next)\n");
+    lb_fetch_table(f, r);
     char a[32], b2[32], c[32], d[32], e[32];
     fprintf(f, "peak memory: host batch ring %s (pinned %s), device buffers %s, reader pool %s; process max "
                "RSS %s\n",
@@ -542,6 +549,7 @@ int lb_write_json(const char *path, const lb_config *cfg, const lb_dataset *ds, 
                 (unsigned long long)p->host_ring_bytes, (unsigned long long)p->pinned_bytes,
                 (unsigned long long)p->device_bytes, (unsigned long long)p->reader_pool_bytes, p->device);
         json_str(f, p->bottleneck);
+        lb_fetch_json(f, p);
         fprintf(f, ", \"error\": null}%s\n", i + 1 < r->npoints ? "," : "");
     }
     fprintf(f, "  ],\n  \"autotune\": ");

@@ -254,9 +254,14 @@ static void on_event(dr_run *r, char *line)
     case 'L': {
         dr_stkstats L;
         memset(&L, 0, sizeof L);
-        if (sscanf(line, "L %d %d %d %d %lf %lf %lf %lf %lf %lld %lld %15s", &L.pid, &L.lid, &L.rthreads,
+        int ln = 0;
+        if (sscanf(line, "L %d %d %d %d %lf %lf %lf %lf %lf %lld %lld %15s%n", &L.pid, &L.lid, &L.rthreads,
                    &L.dthreads, &L.rbusy, &L.rstarved, &L.dbusy, &L.dstarved, &L.wall, &L.errors,
-                   &L.substituted, L.bottleneck) == 12) {
+                   &L.substituted, L.bottleneck, &ln) == 12) {
+            /* the fetch fields, appended since 0.5 (a line without them leaves zeros) */
+            if (sscanf(line + ln, " %lld %lf %lf %lld %lld", &L.fbytes, &L.fbusy, &L.fstarved, &L.fhits,
+                       &L.fmisses) != 5)
+                L.fbytes = L.fhits = L.fmisses = 0, L.fbusy = L.fstarved = 0;
             int i = 0;
             while (i < r->nstk && !(r->stk[i].pid == L.pid && r->stk[i].lid == L.lid))
                 i++;

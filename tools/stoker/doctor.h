@@ -67,6 +67,9 @@ typedef struct dr_stkstats {      /* L: a stoker loader's own stats (cumulative;
     double rbusy, rstarved, dbusy, dstarved, wall; /* seconds, summed over each stage's threads */
     long long errors, substituted; /* bad records, and those replaced */
     char bottleneck[16];           /* the library's own verdict (stk_bottleneck_name) */
+    /* an s3:// dataset's fetch (cumulative since the loader's open, its download included) */
+    long long fbytes, fhits, fmisses; /* bytes received; shard lookups found in / fetched into the cache */
+    double fbusy, fstarved;        /* requests in flight; the loader waited for the fetch */
 } dr_stkstats;
 #define DR_MAXSTK 8
 

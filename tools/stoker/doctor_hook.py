@@ -223,10 +223,12 @@ def _stk_doctor_install():
             if not d.get("started"):
                 return
             rd, dc, v = d["read"], d["decode"], d.get("verdict") or {}
-            emit("L %d %d %d %d %.6f %.6f %.6f %.6f %.6f %d %d %s\n" % (
+            fx = d.get("fetch") or {}   # s3:// datasets (since 0.5): appended, older doctors stop before
+            emit("L %d %d %d %d %.6f %.6f %.6f %.6f %.6f %d %d %s %d %.6f %.6f %d %d\n" % (
                 os.getpid(), lid, rd["threads"], dc["threads"], rd["busy_s"], rd["starved_s"],
                 dc["busy_s"], dc["starved_s"], d["wall_s"], d.get("error_count", 0), d.get("substituted", 0),
-                (v.get("bottleneck_name") or "-").replace(" ", "_")[:15]))
+                (v.get("bottleneck_name") or "-").replace(" ", "_")[:15], fx.get("bytes", 0),
+                fx.get("busy_s", 0.0), fx.get("starved_s", 0.0), fx.get("hits", 0), fx.get("misses", 0)))
         except Exception:
             pass
 

@@ -352,6 +352,16 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         jnum(f, "wall_s", k->wall, 1);
         jnum(f, "bad_records", (double)k->errors, 1);
         jnum(f, "substituted", (double)k->substituted, 1);
+        if (k->fhits + k->fmisses > 0) {
+            fprintf(f, "\"fetch\": {");
+            jnum(f, "bytes", (double)k->fbytes, 1);
+            jnum(f, "busy_s", k->fbusy, 1);
+            jnum(f, "starved_s", k->fstarved, 1);
+            jnum(f, "link_bytes_per_s", k->fbusy > 0 ? (double)k->fbytes / k->fbusy : 0, 1);
+            jnum(f, "cache_hits", (double)k->fhits, 1);
+            jnum(f, "cache_misses", (double)k->fmisses, 0);
+            fprintf(f, "}, ");
+        }
         fprintf(f, "\"verdict\": ");
         jstr(f, k->bottleneck);
         fprintf(f, "}, ");

@@ -19,6 +19,10 @@
  * utilisation < 50%, < 50% of its memory), else compute; a CPU-only compute-bound step whose
  * intra-op threads wait for cores other processes hold gets "one thread per core the job got"
  * first.
+ * After all of these, fetch: a stoker loader over an s3:// dataset that waited for the object
+ * store (its own fetch_starved_s, the open's download included) >= 25% of its time (wall plus
+ * that wait) and no less than the checkpoint, sync or write shares is fetch-bound, with the
+ * link's measured rate and what to change (decide_fetch).
  */
 #include "doctor_result.h"
 
@@ -56,6 +60,7 @@
 #define TH_EPOCH_START 0.25 /* epoch starts (worker start + first batch) this share of the wait: persistent_workers */
 #define TH_GPU_PROJ_MIN 1e-4 /* a projected GPU step under this (s): too short to advise a GPU for */
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
+#define TH_FETCH 0.25 /* a stoker loader waited for the object store this share of its time: fetch-bound */
 
 /* 1, 2, 5 x 10^k at or above v */
 static long nice_up(double v)
@@ -462,9 +467,39 @@ static void contention(const dr_run *r, dr_result *a)
     }
 }
 
+/* stoker's loader over s3:// waited for the fetch (its own stats, cumulative since its open, so
+ * a download at open that came before the training window counts): fetch-bound when that is a
+ * large share of the loader's time and no other cause outside the input weighs more */
+static void decide_fetch(const dr_run *r, dr_result *a)
+{
+    (void)r;
+    const dr_stkstats *k = a->stk;
+    if (!k || k->fstarved <= 0 || k->wall + k->fstarved <= 0)
+        return;
+    double share = k->fstarved / (k->wall + k->fstarved);
+    if (share < TH_FETCH || share < a->save_share || share < a->sync_share || share < a->log_share ||
+        share < a->other_share)
+        return;
+    double rate = k->fbusy > 0 ? k->fbytes / k->fbusy / 1e6 : 0;
+    long long look = k->fhits + k->fmisses;
+    snprintf(a->verdict, sizeof a->verdict, "input-bound (fetch-bound)");
+    snprintf(a->figures, sizeof a->figures,
+             "stoker's loader waited for the object store %.1f s, %.0f%% of its %.1f s (the open's download "
+             "included; its own stats): link %.1f MB/s measured (%.1f MB in %.1f s with requests in flight); "
+             "cache hits %lld of %lld shard lookups (%.0f%%); the job waited for the next batch %.0f%% of the "
+             "training time", k->fstarved, 100 * share, k->wall + k->fstarved, rate, k->fbytes / 1e6, k->fbusy,
+             k->fhits, look, look ? 100.0 * k->fhits / look : 0, 100 * a->input_share);
+    snprintf(a->next, sizeof a->next,
+             "the link (%.1f MB/s here) is the limit: more requests in flight (STOKER_S3_INFLIGHT) if the "
+             "link is not full, a cache that holds the dataset (cache= / STOKER_CACHE_BYTES) so the next epochs "
+             "and runs read it locally, bigger shards (fewer first-byte waits), or a bucket in a region closer "
+             "to this machine", rate);
+}
+
 void dr_decide(const dr_run *r, dr_result *a)
 {
     decide_steps(r, a);
+    decide_fetch(r, a);
     if (!r->failed || a->nsteps)
         contention(r, a);
     if (r->failed && a->nsteps) {

@@ -238,7 +238,10 @@ class FetchStats(ctypes.Structure):
     """stk_fetch_stats (since 0.5)."""
     _fields_ = [("shards", c_uint64), ("shards_cached", c_uint64), ("shards_fetched", c_uint64),
                 ("bytes_fetched", c_uint64), ("requests", c_uint64), ("retries", c_uint64),
-                ("fetch_s", ctypes.c_double), ("reserved", c_uint64 * 8)]
+                ("fetch_s", ctypes.c_double), ("starved_s", ctypes.c_double),
+                ("bytes_cached", c_uint64), ("bytes_missed", c_uint64),
+                ("link_bytes_per_s", ctypes.c_double), ("inflight", c_uint64),
+                ("cache_limit", c_uint64), ("reserved", c_uint64 * 2)]
 
 
 class RecordInfo(ctypes.Structure):
@@ -431,7 +434,11 @@ class Stats(ctypes.Structure):
         ("reserved_i", c_int),
         ("augment_s", c_double),          # since 0.4: two of the former reserved[6]
         ("augment_items", c_uint64),
-        ("reserved", c_uint64 * 4),
+        ("fetch_bytes", c_uint64),        # since 0.5: the former reserved[4]
+        ("fetch_busy_s", c_double),
+        ("fetch_starved_s", c_double),
+        ("cache_hits", c_uint32),
+        ("cache_misses", c_uint32),
     ]
 
 
@@ -450,6 +457,7 @@ class CpuBudget(ctypes.Structure):
 
 
 BOTTLENECK_NONE, BOTTLENECK_CONSUMER, BOTTLENECK_READ, BOTTLENECK_DECODE, BOTTLENECK_STAGE = 0, 1, 2, 3, 4
+BOTTLENECK_FETCH = 5  # since 0.5
 VERDICT_CPU_STARVED = 1
 
 

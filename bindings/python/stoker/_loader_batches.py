@@ -39,6 +39,15 @@ def _per_image(st):
     return ms, (st.augment_s / decode_s if decode_s > 0 else 0.0)
 
 
+def _fetch_dict(st):
+    """The fetch counters of a Stats (cumulative since the open) as Loader.stats()["fetch"]."""
+    look = st.cache_hits + st.cache_misses
+    return {"bytes": st.fetch_bytes, "busy_s": st.fetch_busy_s, "starved_s": st.fetch_starved_s,
+            "hits": st.cache_hits, "misses": st.cache_misses,
+            "hit_rate": st.cache_hits / look if look else 0.0,
+            "link_mb_per_s": st.fetch_bytes / st.fetch_busy_s / 1e6 if st.fetch_busy_s > 0 else 0.0}
+
+
 class _Held:
     """A batch handed out by reference: the library's batch (ADDR) until it is released or its
     image memory detached (PTR, freed by the last reference's finaliser)."""

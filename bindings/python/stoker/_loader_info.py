@@ -8,7 +8,7 @@ import ctypes
 from . import _lib
 from . import dataset as _dataset
 from . import errors as _errors
-from ._loader_batches import LoaderStats, _per_image, _stage_dict
+from ._loader_batches import LoaderStats, _fetch_dict, _per_image, _stage_dict
 
 
 class LoaderInfo:
@@ -24,9 +24,8 @@ class LoaderInfo:
         return [_lib.text(self._lib.stk_dataset_class_name(ds, i)) for i in range(info.classes)]
 
     def fetch_stats(self):
-        """What opening an s3:// path fetched into the cache (see stoker.Dataset.fetch_stats):
-        {shards, shards_cached, shards_fetched, bytes_fetched, requests, retries, fetch_s}; all 0
-        for a local path. Since 0.5."""
+        """The s3:// dataset's fetch counters since the open, its download included (see
+        stoker.Dataset.fetch_stats; docs/S3.md "Fetch stats"); all 0 for a local path. Since 0.5."""
         self._usable()
         return _dataset._fetch_stats(self._lib, self._lib.stk_loader_dataset(self._h))
 
@@ -51,7 +50,11 @@ class LoaderInfo:
         steps, RandomErasing; 0.0 without any); "ms_per_img" gives busy milliseconds per image
         for "read", "decode" (without the augmentation) and "augment" (busy time is wall time
         inside the work, summed over a stage's threads), and "augment_per_decode" the ratio of
-        the last two (0.0 without augmentation).
+        the last two (0.0 without augmentation). For an s3:// dataset (since 0.5), fetch_bytes,
+        fetch_busy_s, fetch_starved_s, cache_hits and cache_misses are the library's fetch
+        counters, cumulative since the open (its download included), and "fetch" sums them up:
+        bytes, busy_s, starved_s (the loader waited for the fetch), hits, misses, hit_rate and
+        link_mb_per_s, the link's measured rate (bytes / busy_s; all zero for a local path).
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib
@@ -76,6 +79,7 @@ class LoaderInfo:
                 d[name] = v
             d["io_backend_name"] = _lib.IO_NAMES.get(st.io_backend, str(st.io_backend))
             d["ms_per_img"], d["augment_per_decode"] = _per_image(st)
+            d["fetch"] = _fetch_dict(st)
             d["workers_note"] = _lib.workers_note(lib, self._h)
             count = int(lib.stk_loader_error_count(self._h))
             d["error_count"] = count

@@ -207,8 +207,11 @@ class Dataset:
         return info
 
     def fetch_stats(self):
-        """What opening an s3:// path fetched: {shards, shards_cached, shards_fetched,
-        bytes_fetched, requests, retries, fetch_s} (all 0 for a local path). Since 0.5."""
+        """The fetch counters of an s3:// dataset since its open, the open's download included
+        (all 0 for a local path; docs/S3.md "Fetch stats"): shards, shards_cached (hits),
+        shards_fetched (misses), bytes_fetched, requests, retries, fetch_s (busy), starved_s
+        (waited for fetched bytes), bytes_cached, bytes_missed, link_bytes_per_s (bytes_fetched /
+        fetch_s), inflight (STOKER_S3_INFLIGHT), cache_limit. Since 0.5."""
         self._usable()
         return _fetch_stats(self._lib, self._h)
 

@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""stoker over an emulated link vs local shards, and vs MosaicML Streaming and WebDataset on the
+same server, link, images, cores and work per image (docs/S3.md, "Measured: over a slow link").
+
+    eval "$(scripts/s3-server.sh start /tmp/s3)"          # the S3 server: AWS_* in the env
+    /usr/bin/python3 -m venv --system-site-packages VENV   # Debian's torch, PIL, boto3 inside
+    VENV/bin/pip install --no-deps mosaicml-streaming==0.7.6 webdataset braceexpand xxhash zstd \
+        catalogue python-snappy cramjam Brotli regex tqdm transformers==4.40.2 \
+        huggingface_hub==0.23.4 tokenizers==0.19.1 typing_extensions   # Streaming's imports
+    PY=VENV/bin/python STOKER_LIBRARY=build/libstoker.so
+    $PY bench/s3_stream.py IMAGEFOLDER WORKDIR [--rate-mbit 1000] [--delay-ms 20] [--repeat 3]
+
+IMAGEFOLDER (e.g. ../shared/tools/make-imagenet-like) is written three ways, shards of about
+--shard-mb MB each: stoker shards (stoker.pack), Streaming's MDS (MDSWriter, image bytes +
+label) and WebDataset tars (ShardWriter); each is uploaded with boto3 straight to the server.
+The loaders then read through tests/s3_fault_proxy.py as the link (no faults; every answer
+delayed --delay-ms, the RTT a request costs; all answers together at --rate-mbit: see that file
+for exactly what it emulates). Every run is a fresh process; per repeat, in turn:
+  local        stoker.Loader on the local shards, one epoch
+  s3-first     stoker.Loader("s3://...") over an empty cache: open (download) + one epoch
+  s3-cached    a new stoker.Loader on the cache the s3-first run filled: one epoch
+  streaming    StreamingDataset(remote="s3://...", local=empty dir) + torch DataLoader
+  streaming-cached  the same on the local dir the streaming run filled (its second epoch)
+  wds          WebDataset("pipe:... boto3 get ... -") + torch DataLoader
+Each epoch is timed from the loader's construction to its last batch (imports before), and
+its CPU time taken (the run's process and its children: on a machine shared with other work,
+CPU per image is the steadier figure; wall-clock rates follow how many threads each loader runs
+against the other load). The same work per image:
+decode, RandomResizedCrop(SIZE) (scale 0.08-1, ratio 3/4-4/3), horizontal flip, uint8 CHW;
+stoker with 2 decode threads, the others with 2 DataLoader workers (PIL + torchvision);
+batches of 64. Reported: medians over the repeats and, from the same run, the ratios the issue
+asks for: s3-first / min(link rate in images/s, local), s3-cached / local, and stoker's first
+epoch / the faster of Streaming and WebDataset.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROXY = os.path.join(ROOT, "tests", "s3_fault_proxy.py")
+
+S3CAT = """
+import os, sys, boto3
+s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION"))
+body = s3.get_object(Bucket=sys.argv[1], Key=sys.argv[2])["Body"]
+out = sys.stdout.buffer
+for chunk in iter(lambda: body.read(1 << 20), b""):
+    out.write(chunk)
+"""
+
+# one measured epoch, in a fresh process: prints {"images": N, "seconds": S, ...}
+RUN = r"""
+import json, os, resource, sys, time
+kind, arg, size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+if kind in ("local", "s3-first", "s3-cached"):   # imports before the clock starts
+    import stoker
+else:
+    import io
+    import torch
+    from PIL import Image
+    from torchvision import transforms as T
+    if kind.startswith("streaming"):
+        from streaming import StreamingDataset
+    else:
+        import webdataset as wds
+def cpu():
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+c0 = cpu()
+t0 = time.monotonic()
+n, extra = 0, {}
+if kind in ("local", "s3-first", "s3-cached"):
+    kw = {"cache": arg["cache"]} if "cache" in arg else {}
+    with stoker.Loader(arg["path"], 64, size=size, workers=2, seed=1, **kw) as ld:
+        for images, labels in ld:
+            n += len(labels)
+        st = ld.stats(max_errors=0)
+        extra = {"fetch": st["fetch"], "verdict": st["verdict"]["bottleneck_name"]}
+else:
+    tf = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.PILToTensor()])
+    if kind.startswith("streaming"):
+        class DS(StreamingDataset):
+            def __getitem__(self, i):
+                s = super().__getitem__(i)
+                return tf(Image.open(io.BytesIO(s["image"])).convert("RGB")), s["label"]
+
+        ds = DS(remote=arg["remote"], local=arg["local"], shuffle=False, batch_size=64)
+    else:
+        ds = (wds.WebDataset(arg["urls"], shardshuffle=False)
+              .decode("pil").to_tuple("jpg", "cls").map_tuple(lambda im: tf(im.convert("RGB")), int))
+    for images, labels in torch.utils.data.DataLoader(ds, batch_size=64, num_workers=2):
+        n += len(labels)
+t1 = time.monotonic()
+import gc
+gc.collect()  # the exhausted DataLoader iterator has joined its workers: their CPU counts
+print(json.dumps(dict(images=n, seconds=t1 - t0, cpu_s=cpu() - c0, **extra)))
+"""
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, **kw)
+
+
+def prepare(args, s3):
+    """Write and upload the three formats; returns (n images, {kind: (prefix, names, bytes)})."""
+    import stoker
+    import webdataset as wds
+    from streaming import MDSWriter
+    work, src = args.work, args.images
+    shard = args.shard_mb << 20
+    out = {}
+    d = os.path.join(work, "stoker")
+    if not os.path.isdir(d):
+        stoker.pack(src, d, threads=2, shard_bytes=shard)
+    classes = sorted(e for e in os.listdir(src) if os.path.isdir(os.path.join(src, e)))
+    files = [(os.path.join(src, c, f), k) for k, c in enumerate(classes)
+             for f in sorted(os.listdir(os.path.join(src, c)))]
+    m = os.path.join(work, "mds")
+    if not os.path.isdir(m):
+        with MDSWriter(out=m, columns={"image": "bytes", "label": "int"}, size_limit=shard) as w:
+            for p, k in files:
+                w.write({"image": open(p, "rb").read(), "label": k})
+    t = os.path.join(work, "wds")
+    if not os.path.isdir(t):
+        os.makedirs(t)
+        with wds.ShardWriter(os.path.join(t, "shard-%06d.tar"), maxsize=shard) as w:
+            for i, (p, k) in enumerate(files):
+                w.write({"__key__": "%06d" % i, "jpg": open(p, "rb").read(), "cls": k})
+    s3.create_bucket(Bucket=args.bucket)
+    for kind, folder in (("stoker", d), ("mds", m), ("wds", t)):
+        names = sorted(f for f in os.listdir(folder) if os.path.isfile(os.path.join(folder, f))
+                       and not f.endswith("-lock") and f != "stoker.lock")
+        if kind == "stoker":
+            names = [f for f in names if f.startswith("shard-") and f.endswith(".lmdb")]
+        size = 0
+        for f in names:
+            s3.upload_file(os.path.join(folder, f), args.bucket, kind + "/" + f)
+            size += os.path.getsize(os.path.join(folder, f))
+        out[kind] = (kind, names, size)
+    return len(files), out
+
+
+def start_proxy(args, work):
+    up = int(os.environ["AWS_ENDPOINT_URL"].rstrip("/").rsplit(":", 1)[1])
+    pf = os.path.join(work, "proxy.port")
+    if os.path.exists(pf):
+        os.unlink(pf)
+    env = dict(os.environ, STK_PROXY_RATE_MBIT=str(args.rate_mbit), STK_PROXY_DELAY_MS=str(args.delay_ms))
+    p = subprocess.Popen([sys.executable, PROXY, str(up), pf, os.path.join(work, "proxy.log"), "0"], env=env)
+    while not os.path.exists(pf):
+        time.sleep(0.05)
+    return p, "http://127.0.0.1:%s" % open(pf).read().strip()
+
+
+def one(kind, arg, size, env):
+    """One epoch in a fresh process: images, seconds, cpu_s (the epoch's CPU, imports excluded:
+    the process and its reaped children, DataLoader workers and WebDataset's pipes)."""
+    r = subprocess.run([sys.executable, "-c", RUN, kind, json.dumps(arg), str(size)], env=env,
+                       capture_output=True, text=True, timeout=1200)
+    if r.returncode != 0:
+        raise SystemExit("%s failed:\n%s" % (kind, r.stderr[-3000:]))
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("images")
+    ap.add_argument("work")
+    ap.add_argument("--bucket", default="stk-bench-stream")
+    ap.add_argument("--rate-mbit", type=float, default=1000.0)
+    ap.add_argument("--delay-ms", type=float, default=20.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--shard-mb", type=int, default=16)
+    ap.add_argument("--only", default="local,s3-first,s3-cached,streaming,streaming-cached,wds")
+    args = ap.parse_args()
+    import boto3
+    os.makedirs(args.work, exist_ok=True)
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION"))
+    n, sets = prepare(args, s3)
+    proxy, endpoint = start_proxy(args, args.work)
+    cat = os.path.join(args.work, "s3cat.py")
+    with open(cat, "w") as f:
+        f.write(S3CAT)
+    env = dict(os.environ, AWS_ENDPOINT_URL=endpoint, S3_ENDPOINT_URL=endpoint,
+               PYTHONPATH=os.path.join(ROOT, "bindings", "python"))
+    kinds = args.only.split(",")
+    res = {k: [] for k in kinds}
+    try:
+        for rep in range(args.repeat):
+            tmp = tempfile.mkdtemp(prefix="s3stream-", dir=args.work)
+            for k in kinds:
+                if k == "local":
+                    arg = {"path": os.path.join(args.work, "stoker")}
+                elif k in ("s3-first", "s3-cached"):
+                    arg = {"path": "s3://%s/stoker" % args.bucket, "cache": os.path.join(tmp, "cache")}
+                elif k.startswith("streaming"):
+                    arg = {"remote": "s3://%s/mds" % args.bucket, "local": os.path.join(tmp, "mds")}
+                else:
+                    names = sets["wds"][1]
+                    arg = {"urls": ["pipe:%s %s %s wds/%s" % (sys.executable, cat, args.bucket, x) for x in names]}
+                r = one(k, arg, args.size, env)
+                assert r["images"] == n, (k, r)
+                r["ips"] = n / r["seconds"]
+                res[k].append(r)
+                print("repeat %d %-16s %7.1f img/s  %6.2f s  %5.2f CPU-ms/img  %s" % (
+                    rep + 1, k, r["ips"], r["seconds"], 1e3 * r["cpu_s"] / n,
+                    json.dumps(r.get("fetch", "")) if k.startswith("s3") else ""), flush=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        proxy.kill()
+        proxy.wait()
+    med = {k: statistics.median(r["ips"] for r in v) for k, v in res.items() if v}
+    link_ips = n / (sets["stoker"][2] / (args.rate_mbit * 1e6 / 8))
+    print("\n%d images, stoker shards %.1f MB, MDS %.1f MB, tars %.1f MB; link %g Mbit/s, %g ms per request"
+          % (n, sets["stoker"][2] / 1e6, sets["mds"][2] / 1e6, sets["wds"][2] / 1e6, args.rate_mbit, args.delay_ms))
+    cpu = {k: statistics.median(1e3 * r["cpu_s"] / n for r in v) for k, v in res.items() if v}
+    for k, v in med.items():
+        print("median %-16s %7.1f img/s  %5.2f CPU-ms/img  (runs: %s)" % (
+            k, v, cpu[k], ", ".join("%.1f" % r["ips"] for r in res[k])))
+    print("load average at the end: %s" % " ".join("%.1f" % x for x in os.getloadavg()))
+    print("link rate in images/s (nominal): %.1f" % link_ips)
+    if "s3-first" in med and "local" in med:
+        links = [r["fetch"]["link_mb_per_s"] for r in res["s3-first"]]
+        print("stoker's measured link: %s MB/s" % ", ".join("%.1f" % x for x in links))
+        print("ratio s3-first / min(link, local) = %.2f" % (med["s3-first"] / min(link_ips, med["local"])))
+    if "s3-cached" in med and "local" in med:
+        print("ratio s3-cached / local = %.2f" % (med["s3-cached"] / med["local"]))
+    others = [med[k] for k in ("streaming", "wds") if k in med]
+    if others and "s3-first" in med:
+        print("ratio stoker s3-first / max(streaming, wds) = %.2f" % (med["s3-first"] / max(others)))
+    if "streaming-cached" in med and "s3-cached" in med:
+        print("ratio stoker s3-cached / streaming-cached = %.2f" % (med["s3-cached"] / med["streaming-cached"]))
+    for k in ("streaming", "streaming-cached", "wds"):
+        mine = "s3-cached" if k.endswith("cached") else "s3-first"
+        if k in cpu and mine in cpu:
+            print("CPU per image: %s / stoker %s = %.2f" % (k, mine, cpu[k] / cpu[mine]))
+
+
+if __name__ == "__main__":
+    main()

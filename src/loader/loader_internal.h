@@ -290,5 +290,11 @@ void stk__loader_stats_reset(stk_loader *h);
 /* next() waited TIMEOUT_MS for batch K in vain: STK_TIMEOUT, with h->err naming the read in
  * flight the longest, when one is (h->mu held). */
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
+/* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
+ * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
+ * sample in a host slot at output size OUT_H x OUT_W. */
+int64_t stk__loader_pget(const stk_loader *h, int key);
+int stk__loader_images_alloc(size_t bytes, int device, uint8_t **out, int *pinned, char *err);
+void stk__loader_sample_bytes(stk_loader *h, int out_h, int out_w, size_t *out_b, size_t *host_b);
 
 #endif

@@ -151,6 +151,17 @@ typedef enum stk_param {
                                      this rank's epoch, so that a record listed twice
                                      (stk_loader_set_indices) draws differently per copy [-1]
                                      (since 0.5) */
+    STK_P_SHUFFLE_WINDOW = 117, /**< I 0..256: the epoch order. 0 = the exact global order (a
+                                     permutation of every record) [0]. W >= 1 = the shard-window
+                                     order, for a dataset read through a cache smaller than itself
+                                     (docs/S3.md): shards dealt to ranks once by the seed (each
+                                     rank reads only its own shards), each epoch a rank's shards
+                                     in a seeded order, the records of each W consecutive shards
+                                     shuffled together. Deterministic for any worker count; exact
+                                     resume with the same world size (stk_loader_seek, or
+                                     stk_loader_resume with a consumed count from a run of the
+                                     same world size). Dataset of shards only, not with
+                                     stk_loader_set_indices. (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */

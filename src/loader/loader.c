@@ -88,6 +88,12 @@ int stk_loader_open(stk_loader *h, const char *path)
         return stk__err(h->err, STK_E_EMPTYSET, "%s: the dataset has no records", path);
     }
     h->ds = ds;
+    if ((rc = stk__loader_order_open(h)) != STK_OK) {
+        stk__loader_order_free(h);
+        h->ds = NULL;
+        stk_dataset_destroy(ds);
+        return stk__err(h->err, rc, "stk_loader_open: no memory for the shard table");
+    }
     h->state = STK__LS_OPENED;
     return STK_OK;
 }
@@ -115,9 +121,10 @@ static uint64_t per_rank_now(const stk_loader *h)
     int64_t rank = pget_i(h, STK_P_RANK), world = pget_i(h, STK_P_WORLD_SIZE);
     if (rank >= world)
         return 0;
-    if (stk__plan_init(&plan, stk__loader_records(h), (uint64_t)pget_i(h, STK_P_SEED), 0,
-                       (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
-                       (int)pget_i(h, STK_P_DIST_MODE)) != STK_OK)
+    if (stk__loader_plan_of(h, &plan, stk__loader_records(h), (uint64_t)pget_i(h, STK_P_SEED), 0,
+                            (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
+                            (int)pget_i(h, STK_P_DIST_MODE),
+                            (uint32_t)pget_i(h, STK_P_SHUFFLE_WINDOW)) != STK_OK)
         return 0;
     return plan.per_rank;
 }
@@ -376,8 +383,15 @@ static int configure(stk_loader *h)
                         (long long)rank, (long long)world);
     h->rank = (uint32_t)rank;
     h->world = (uint32_t)world;
+    h->sw_window = (uint32_t)pget_i(h, STK_P_SHUFFLE_WINDOW);
     stk__plan plan;
-    int rc = stk__plan_init(&plan, h->n, h->seed, 0, h->shuffle, h->rank, h->world, h->dist_mode);
+    int rc = stk__loader_plan(h, &plan, 0);
+    if (rc != STK_OK && h->sw_window)
+        return stk__err(h->err, rc, "STK_P_SHUFFLE_WINDOW = %u: %s", h->sw_window,
+                        !h->sw_tab.n ? "the shard-window order needs a dataset of shards"
+                        : h->subset ? "not with stk_loader_set_indices"
+                        : rc == STK_E_RANGE ? "fewer shards than ranks (or a rank whose shards are "
+                                              "all empty)" : "out of range");
     if (rc != STK_OK)
         return stk__err(h->err, rc, "cannot set up the sampler for %llu records, rank %u of %u",
                         (unsigned long long)h->n, h->rank, h->world);
@@ -709,6 +723,7 @@ void stk_loader_destroy(stk_loader *h)
     free(h->lut);
     free(h->subset);
     free(h->cache_dir);
+    stk__loader_order_free(h);
     free(h->pv);
     free(h);
 }

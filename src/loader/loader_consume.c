@@ -523,7 +523,7 @@ int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consu
         e = m->c_epoch;
         b = e == m->r_e0 ? m->r_base : 0;
         stk__plan p;
-        stk__plan_init(&p, m->n, m->seed, e, m->shuffle, m->rank, m->world, m->dist_mode);
+        stk__loader_plan(m, &p, e);
         if (b)
             stk__plan_resume(&p, b);
         c = stk__plan_consumed(&p, m->c_next);

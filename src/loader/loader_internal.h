@@ -153,6 +153,10 @@ struct stk_loader {
     uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
     uint64_t nsubset;
     char *cache_dir;             /* stk_loader_set_cache_dir (s3:// datasets), or NULL */
+    /* the shard-window order (loader_order.c): STK_P_SHUFFLE_WINDOW and the shard table */
+    uint32_t sw_window;
+    uint64_t *sw_first, *sw_count;
+    stk__shard_table sw_tab;
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
     stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */
@@ -290,6 +294,15 @@ void stk__loader_stats_reset(stk_loader *h);
 /* next() waited TIMEOUT_MS for batch K in vain: STK_TIMEOUT, with h->err naming the read in
  * flight the longest, when one is (h->mu held). */
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
+/* loader_order.c: the shard table of an opened dataset (none for the files layout); the plan of
+ * EPOCH with the configured parameters, or with the ones given (WINDOW 0: the global order;
+ * STK_E_INVALID for a window without shards or with stk_loader_set_indices). */
+int stk__loader_order_open(stk_loader *h);
+void stk__loader_order_free(stk_loader *h);
+int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch);
+int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,
+                        uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode,
+                        uint32_t window);
 /* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
  * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
  * sample in a host slot at output size OUT_H x OUT_W. */

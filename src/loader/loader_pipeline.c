@@ -39,7 +39,7 @@ uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base
     if (!base)
         return h->epoch_end;
     stk__plan p;
-    stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
+    stk__loader_plan(h, &p, epoch);
     stk__plan_resume(&p, base);
     return h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
 }
@@ -83,7 +83,7 @@ static void work_cursor(stk_loader *h, uint64_t k)
     uint32_t size;
     stk__loader_geom(h, k, &e, &f, &size);
     if (k == 0 || e != h->w_epoch) {
-        stk__plan_init(&h->w_plan, h->n, h->seed, e, h->shuffle, h->rank, h->world, h->dist_mode);
+        stk__loader_plan(h, &h->w_plan, e);
         if (e == h->r_e0 && h->r_base)
             stk__plan_resume(&h->w_plan, h->r_base);
     }

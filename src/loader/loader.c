@@ -7,6 +7,7 @@
  * bytes of every batch are the same for any worker count and any completion order.
  */
 #include "loader_internal.h"
+#include "remote.h"
 
 #include <errno.h>
 #include <math.h>
@@ -124,7 +125,8 @@ static uint64_t per_rank_now(const stk_loader *h)
     if (stk__loader_plan_of(h, &plan, stk__loader_records(h), (uint64_t)pget_i(h, STK_P_SEED), 0,
                             (int)pget_i(h, STK_P_SHUFFLE), (uint32_t)rank, (uint32_t)world,
                             (int)pget_i(h, STK_P_DIST_MODE),
-                            (uint32_t)pget_i(h, STK_P_SHUFFLE_WINDOW)) != STK_OK)
+                            pget_i(h, STK_P_SHUFFLE_WINDOW) || !stk__remote_streaming(h->ds)
+                                ? (uint32_t)pget_i(h, STK_P_SHUFFLE_WINDOW) : 1) != STK_OK)
         return 0;
     return plan.per_rank;
 }
@@ -384,8 +386,12 @@ static int configure(stk_loader *h)
     h->rank = (uint32_t)rank;
     h->world = (uint32_t)world;
     h->sw_window = (uint32_t)pget_i(h, STK_P_SHUFFLE_WINDOW);
+    h->rcfg.backend = (int)pget_i(h, STK_P_IO_BACKEND);
+    int rc = stk__loader_stream_config(h);
+    if (rc != STK_OK)
+        return rc;
     stk__plan plan;
-    int rc = stk__loader_plan(h, &plan, 0);
+    rc = stk__loader_plan(h, &plan, 0);
     if (rc != STK_OK && h->sw_window)
         return stk__err(h->err, rc, "STK_P_SHUFFLE_WINDOW = %u: %s", h->sw_window,
                         !h->sw_tab.n ? "the shard-window order needs a dataset of shards"
@@ -711,6 +717,7 @@ void stk_loader_destroy(stk_loader *h)
     if (!h)
         return;
     stk_loader_stop(h);
+    stk__loader_stream_free(h); /* detaches through the dataset */
     stk_dataset_destroy(h->ds);
     pthread_mutex_destroy(&h->mu);
     pthread_mutex_destroy(&h->stats_mu);

@@ -604,7 +604,12 @@ static int stream_fetch(stk__remote *r, stk__cache *cache, uint32_t s, char *err
     }
     stk__s3_fetch fx = {o->key, o->size, fd, 0};
     stk__s3_stats st = {0};
-    rc = stk__s3_get_many(&r->cfg, r->bucket, &fx, 1, &st, err);
+    /* one shard at a time: parts small enough that it has every request slot in flight (at
+     * least 1 MiB each) */
+    stk__s3_cfg c = r->cfg;
+    uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)STK__MAX(c.inflight, 1);
+    c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
+    rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
     if (rc == STK_OK && fdatasync(fd) != 0)
         rc = stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
     close(fd);

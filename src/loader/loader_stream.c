@@ -298,9 +298,14 @@ void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_
 {
     atomic_fetch_add(&h->st_inflight[stk__loader_shard_of(h, index)], 1);
     h->st_cursor = key_of(epoch, pos + 1);
+    if (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
+        pthread_cond_broadcast(&h->st_cv); /* a window handed out: the fetch thread may detach */
 }
 
 void stk__loader_stream_back(stk_loader *h, uint64_t index)
 {
-    atomic_fetch_sub(&h->st_inflight[stk__loader_shard_of(h, index)], 1);
+    /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
+     * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
+    if (atomic_fetch_sub(&h->st_inflight[stk__loader_shard_of(h, index)], 1) == 1)
+        pthread_cond_broadcast(&h->st_cv);
 }

@@ -3,7 +3,8 @@
  * dataset of 6 shards: every record exactly once per epoch; the same sequence with 1 and 3
  * workers and 1 and 2 I/O threads; each window of W shards' records comes before the next
  * window's; epochs differ; a seek mid-epoch (stk_loader_seek) delivers exactly the rest; two ranks
- * read disjoint shard sets whose union is every shard; refused without shards to deal. */
+ * read disjoint shard sets whose union is every shard; a resume whose consumed count is no
+ * multiple of the world size (another world size) refused; more ranks than shards refused. */
 #include "test_loader_util.h"
 
 #include "dataset.h"
@@ -162,6 +163,17 @@ int main(void)
     }
     for (size_t i = 0; i < NREC; i++)
         T_CHECK(count[i] == 1, "record %zu read %d times over the two ranks", i, count[i]);
+    /* a resume from another world size cannot be exact in this order: refused */
+    {
+        stk_loader *r2 = open_loader(path, 2, 1, 1, 0, 2);
+        T_OK(stk_loader_start(r2));
+        int rc = stk_loader_resume(r2, 0, 3, 0);
+        T_CHECK(rc == STK_E_RANGE && strstr(stk_loader_last_error(r2), "same world size"),
+                "resume with consumed 3 over 2 ranks: %s: %s", stk_status_name(rc),
+                stk_loader_last_error(r2));
+        T_OK(stk_loader_resume(r2, 0, 4, 0)); /* 2 per rank: fine */
+        stk_loader_destroy(r2);
+    }
     /* refused: more ranks than shards */
     stk_loader *h = open_loader(path, 2, 1, 1, 0, g_nshards + 1);
     T_CHECK(stk_loader_start(h) == STK_E_RANGE, "more ranks than shards accepted");

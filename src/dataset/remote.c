@@ -688,8 +688,7 @@ int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
     if (rc == STK_OK && !hit) {
         void *buf = NULL;
         size_t cap = 0;
-        ds->opened = 1;
-        rc = verify_shard(ds, s, &buf, &cap);
+        rc = verify_shard(ds, s, &buf, &cap); /* ds->opened: attach runs after the open */
         free(buf);
         if (rc == STK_OK)
             rc = write_small(side, o->etag, ds->err);

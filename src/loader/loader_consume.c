@@ -436,6 +436,12 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
     if (epoch > (uint64_t)INT64_MAX)
         return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
                         (unsigned long long)epoch);
+    if (base && h->sw_window && (base % h->world || base / h->world > h->per_rank))
+        return stk__err(h->err, STK_E_RANGE,
+                        "%s: consumed %llu: in the shard-window order (STK_P_SHUFFLE_WINDOW; an "
+                        "s3:// dataset streamed through a smaller cache) a resume takes k x world "
+                        "size from a run of the same world size (%u), k <= %llu", fn,
+                        (unsigned long long)base, h->world, (unsigned long long)h->per_rank);
     if (base > h->n)
         return stk__err(h->err, STK_E_RANGE,
                         "%s: %llu samples consumed, but the epoch has %llu", fn,

@@ -510,6 +510,7 @@ void stk__loader_halt(stk_loader *h)
             h->workers[i].running = 0;
         }
     }
+    stk__loader_stream_halt(h); /* before the reader's info reads the shards it attaches */
     if (h->reader) {
         if (h->reader_started)
             stk__reader_stop(h->reader);
@@ -525,7 +526,6 @@ void stk__loader_halt(stk_loader *h)
         pthread_join(h->stager_th, NULL);
         h->stager_running = 0;
     }
-    stk__loader_stream_halt(h);
     pthread_mutex_lock(&h->mu);
     h->running = 0;
     pthread_mutex_unlock(&h->mu);

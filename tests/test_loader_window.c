@@ -4,7 +4,9 @@
  * workers and 1 and 2 I/O threads; each window of W shards' records comes before the next
  * window's; epochs differ; a seek mid-epoch (stk_loader_seek) delivers exactly the rest; two ranks
  * read disjoint shard sets whose union is every shard; a resume whose consumed count is no
- * multiple of the world size (another world size) refused; more ranks than shards refused. */
+ * multiple of the world size (another world size) refused; more ranks than shards refused.
+ *
+ * stk-test: concurrency */
 #include "test_loader_util.h"
 
 #include "dataset.h"

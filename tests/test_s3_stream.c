@@ -7,6 +7,8 @@
  * workers (and 1 and 2 I/O threads); a seek mid-epoch delivers exactly the rest; the next epoch
  * another order; the cache stays within its limit; shards were fetched again (the cache cannot
  * hold them all) and the fetch stats say so.
+ *
+ * stk-test: concurrency
  */
 #include "s3_stream_util.h"
 

@@ -127,7 +127,8 @@ typedef enum stk_param {
     STK_P_ALLOW_INCOMPLETE = 3, /**< I 0/1: open a dataset an interrupted pack left [0] */
     STK_P_CACHE_BYTES = 4,   /**< I >= 0: size limit of the cache directory that s3:// datasets
                                   are fetched into; 0 = env STOKER_CACHE_BYTES, else none [0]
-                                  (since 0.5) */
+                                  (since 0.5). Below the dataset's size (and at least its
+                                  largest shard): streaming, in the shard-window order */
 
     /* 100..199: reader. Before start. */
     STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO]. Env STOKER_DISABLE_URING=1 makes
@@ -152,6 +153,20 @@ typedef enum stk_param {
                                      this rank's epoch, so that a record listed twice
                                      (stk_loader_set_indices) draws differently per copy [-1]
                                      (since 0.5) */
+    STK_P_SHUFFLE_WINDOW = 117, /**< I 0..256: the epoch order. 0 = the exact global order (a
+                                     permutation of every record) [0]. W >= 1 = the shard-window
+                                     order, for a dataset read through a cache smaller than itself
+                                     (docs/S3.md): shards dealt to ranks once by the seed (each
+                                     rank reads only its own shards), each epoch a rank's shards
+                                     in a seeded order, the records of each W consecutive shards
+                                     shuffled together. Deterministic for any worker count; exact
+                                     resume with the same world size (stk_loader_seek, or
+                                     stk_loader_resume with a consumed count from a run of the
+                                     same world size). Dataset of shards only, not with
+                                     stk_loader_set_indices. An s3:// dataset streamed through a
+                                     smaller cache always takes this order: 0 then means W =
+                                     limit / largest shard / 2 (at least 1); a window the cache
+                                     cannot hold fails the start (STK_E_TOO_LARGE). (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */
@@ -438,9 +453,14 @@ STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
  * local dataset (stk_dataset_shard_path names the cached files). Endpoint, region and credentials
  * come from the environment as the AWS tools read them (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE with ~/.aws/credentials and
- * ~/.aws/config). Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials
- * refused) and other request failures name the endpoint; STK_E_TOO_LARGE when the cache limit
- * cannot hold a shard or the dataset.
+ * ~/.aws/config). A cache limit that cannot hold the whole dataset (but holds its largest
+ * shard) opens it **streaming** (since 0.5; docs/S3.md "Streaming"): no shard is fetched at open
+ * (each shard's record count is read from its LMDB pages with two small ranged GETs); a loader
+ * then fetches the shards ahead of its reads in the shard-window order (STK_P_SHUFFLE_WINDOW)
+ * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache.
+ * Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials refused) and other
+ * request failures name the endpoint; STK_E_TOO_LARGE when the cache limit is smaller than one
+ * shard (naming the limit, the shard and its size).
  * Files layout: an entry that is not a regular file (a FIFO, socket or device named like an
  * image, a symlink to one) stays a record, at its ImageFolder index, that is never opened
  * blocking: reading it fails with STK_E_IO "not a regular file: FIFO" (a loader substitutes it

@@ -13,6 +13,23 @@
 
 #include <stdint.h>
 
+/* A keyed bijection of [0, n) (a 4-round Feistel network with cycle-walking; order.c). */
+typedef struct stk__perm {
+    uint64_t n, half_bits, mask, keys[4];
+    int identity;
+} stk__perm;
+void stk__perm_init(stk__perm *p, uint64_t n, uint64_t k0, uint64_t k1, int identity);
+uint64_t stk__perm_apply(const stk__perm *p, uint64_t x);
+
+/* The shards of a dataset as the shard-window order sees them: shard s holds the dataset indices
+ * [first[s], first[s] + count[s]). Borrowed by the plans made from it. */
+typedef struct stk__shard_table {
+    uint32_t n;
+    const uint64_t *first, *count;
+} stk__shard_table;
+
+#define STK__MAX_WINDOW 256 /* largest W (STK_P_SHUFFLE_WINDOW) */
+
 typedef struct stk__plan {
     uint64_t n, seed, epoch;
     int shuffle, mode;   /* STK_DIST_PAD / DROP / EXACT */
@@ -22,6 +39,19 @@ typedef struct stk__plan {
                               [base, n), remain = n - base of them (stk__plan_resume) */
     /* bijection state (private) */
     uint64_t half_bits, mask, keys[4];
+    /* shard-window order (stk__plan_init_shards; sw = NULL: the global order above) */
+    const struct stk__shard_table *sw;
+    uint32_t window, nlocal;   /* W shards per window; this rank's shards */
+    uint64_t skip;             /* resumed: this rank's first SKIP samples were delivered */
+    uint64_t local;            /* this rank's records (its shards' counts summed) */
+    stk__perm rho, tau;        /* shards -> ranks (seed only), this rank's shards per epoch */
+    /* the window the last lookup fell in (a cache: stk__plan_index recomputes it when POS leaves
+     * it) */
+    uint64_t win_k, win_lo, win_hi; /* window number, its positions [win_lo, win_hi) */
+    uint32_t win_n;                 /* shards in it */
+    uint32_t win_shard[STK__MAX_WINDOW];
+    uint64_t win_end[STK__MAX_WINDOW]; /* cumulative record counts in the window */
+    stk__perm win_perm;
 } stk__plan;
 
 int stk__plan_init(stk__plan *p, uint64_t n, uint64_t seed, uint64_t epoch, int shuffle,
@@ -35,7 +65,26 @@ int stk__plan_resume(stk__plan *p, uint64_t consumed);
 /* Global positions delivered once every rank has taken its first K samples of this plan:
  * base + min(K * world, remain). */
 uint64_t stk__plan_consumed(const stk__plan *p, uint64_t k);
-/* Dataset index of this rank's sample POS (POS < per_rank). */
-uint64_t stk__plan_index(const stk__plan *p, uint64_t pos);
+/* Dataset index of this rank's sample POS (POS < per_rank). Not const: a shard-window plan
+ * caches the window it last looked in (one thread per plan). */
+uint64_t stk__plan_index(stk__plan *p, uint64_t pos);
+
+/*
+ * The shard-window order (docs/S3.md "The shard-window shuffle"), for datasets read through a
+ * cache smaller than themselves. Shards are dealt to ranks once (a permutation keyed by the seed
+ * alone: rank r of WORLD takes the shards at positions r, r + world, ... of it, the same set every
+ * epoch, so each rank fetches only its own); each epoch a rank takes its shards in an order keyed
+ * by (seed, epoch, rank), groups them into windows of WINDOW consecutive shards and delivers each
+ * window's records in an order keyed by (seed, epoch, rank, window). Without SHUFFLE: the rank's
+ * shards in dataset order, records in order. per_rank: STK_DIST_EXACT this rank's records;
+ * PAD the largest rank's (a smaller rank wraps around its own list); DROP the smallest rank's.
+ * STK_E_INVALID for WINDOW outside 1..STK__MAX_WINDOW or an empty shard table, STK_E_RANGE when
+ * there are fewer shards than ranks. stk__plan_resume on such a plan takes CONSUMED = k * world
+ * (every rank took k samples; same world size only).
+ */
+int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
+                          uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode);
+/* Shard s of this plan's rank at place I of its epoch order (I < p->nlocal). */
+uint32_t stk__plan_shard_at(const stk__plan *p, uint32_t i);
 
 #endif

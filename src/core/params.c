@@ -4,6 +4,7 @@
  * set, range and default. Keys are pinned in stoker.h; add rows, never renumber.
  */
 #include "params.h"
+#include "order.h"
 
 #include <float.h>
 #include <math.h>
@@ -35,6 +36,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_WORLD_SIZE, L, STK__PW_START, 1, INT32_MAX, 1),
     I_ROW(STK_P_DIST_MODE, L, STK__PW_START, STK_DIST_PAD, STK_DIST_EXACT, STK_DIST_PAD),
     I_ROW(STK_P_DRAW_KEY, L, STK__PW_START, -1, (int64_t)1 << 62, -1),
+    I_ROW(STK_P_SHUFFLE_WINDOW, L, STK__PW_START, 0, STK__MAX_WINDOW, 0),
     I_ROW(STK_P_FAULT_EIO_PPM, L, STK__PW_START, 0, 1000000, 0),
     I_ROW(STK_P_FAULT_SHORT_PPM, L, STK__PW_START, 0, 1000000, 0),
     I_ROW(STK_P_FAULT_DELAY_PPM, L, STK__PW_START, 0, 1000000, 0),

@@ -377,6 +377,8 @@ int stk__dataset_check(stk_dataset *ds, char *err)
     if (!ds || !ds->opened)
         return STK_E_STATE;
     for (uint32_t i = 0; i < ds->nshards; i++) {
+        if (ds->shards[i].fd < 0)
+            continue; /* a streamed s3:// shard not in the cache now (remote.c) */
         int rc = stk__shard_check(&ds->shards[i], err);
         if (rc != STK_OK)
             return rc;

@@ -493,6 +493,7 @@ int stk__lmdb_tree_open(int fd, uint64_t file_size, uint64_t txnid, const char *
     }
     if (u16(db + 4) & (MDB_REVERSEKEY | MDB_DUPSORT | MDB_INTEGERKEY))
         return STK_E_UNSUPPORTED;
-    *t = (stk__lmdb_tree){.fd = fd, .psize = psize, .last_pg = last_pg, .root = u64(db + 40)};
+    *t = (stk__lmdb_tree){.fd = fd, .psize = psize, .last_pg = last_pg, .root = u64(db + 40),
+                          .entries = u64(db + 32)};
     return STK_OK;
 }

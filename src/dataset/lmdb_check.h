@@ -35,6 +35,7 @@ typedef struct stk__lmdb_tree {
     uint32_t psize;
     uint64_t last_pg;   /* pages 2..last_pg hold the tree (the meta of the snapshot says so) */
     uint64_t root;      /* UINT64_MAX: empty database */
+    uint64_t entries;   /* the database's entry count (its MDB_db record) */
 } stk__lmdb_tree;
 
 /* Find the tree of named database DBNAME (NULL: the main database) in the snapshot of

@@ -23,9 +23,12 @@
 #include "discover.h"
 #include "fetch_stats.h"
 #include "format.h"
+#include "lmdb_check.h"
 #include "s3.h"
+#include "shard.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -37,12 +40,23 @@
 #include <unistd.h>
 
 struct stk__remote {
-    int *fds; /* one per shard, LOCK_SH */
+    int *fds; /* one per shard, LOCK_SH (streaming: while attached, else -1) */
     size_t n;
     stk__fetch_ctr ctr; /* fetch stats (fetch_stats.h) */
     int inflight;       /* the configuration they ran with */
     uint64_t cache_limit;
+    /* streaming (a cache smaller than the dataset): what stk__remote_attach needs */
+    int streaming;
+    pthread_mutex_t mu;   /* the per-shard counts below, read by stk__remote_fetches */
+    stk__s3_cfg cfg;
+    char bucket[256], url[1100], dir[PATH_MAX], cache_dir[PATH_MAX];
+    uint64_t limit;
+    stk__s3_obj *objs;    /* the shards' objects, in name order */
+    size_t plen;          /* prefix length of their keys */
+    uint32_t *fetches;    /* times each shard was fetched since open */
 };
+
+static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
 
 int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
 {
@@ -51,13 +65,17 @@ int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
     if (!ds->opened)
         return STK_E_STATE;
     memset(st, 0, sizeof *st);
-    const stk__remote *r = ds->remote;
+    stk__remote *r = ds->remote;
+    if (r && r->streaming)
+        pthread_mutex_lock(&r->mu);
     if (r) {
         st->shards = r->n;
         stk__fetch_ctr_read(&r->ctr, st);
         st->inflight = (uint64_t)r->inflight;
         st->cache_limit = r->cache_limit;
     }
+    if (r && r->streaming)
+        pthread_mutex_unlock(&r->mu);
     return STK_OK;
 }
 
@@ -65,10 +83,15 @@ void stk__remote_free(stk__remote *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->n; i++)
+    for (size_t i = 0; r->fds && i < r->n; i++)
         if (r->fds[i] >= 0)
             close(r->fds[i]);
     free(r->fds);
+    if (r->streaming) {
+        pthread_mutex_destroy(&r->mu);
+        stk__s3_objs_free(r->objs, r->n);
+        free(r->fetches);
+    }
     free(r);
 }
 
@@ -259,6 +282,34 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             biggest = all[i].size;
             big = i;
         }
+    }
+    if (cache.limit && biggest > cache.limit) {
+        rc = stk__err(ds->err, STK_E_TOO_LARGE,
+                      "%s: the cache limit (%llu bytes, %s) is smaller than one shard: %s has "
+                      "%llu bytes", url, (unsigned long long)cache.limit, cache.root,
+                      all[big].key + plen, (unsigned long long)biggest);
+        goto out;
+    }
+    if (cache.limit && total > cache.limit) {
+        /* streaming: nothing fetched now, each shard when the loader needs it (attach) */
+        remove_stale(dir, all, n, plen);
+        free(rem->fds);
+        rem->fds = NULL;
+        rem->streaming = 1;
+        pthread_mutex_init(&rem->mu, NULL);
+        rem->cfg = cfg;
+        rem->limit = cache.limit;
+        rem->plen = plen;
+        snprintf(rem->bucket, sizeof rem->bucket, "%s", bucket);
+        snprintf(rem->dir, sizeof rem->dir, "%s", dir);
+        snprintf(rem->cache_dir, sizeof rem->cache_dir, "%s", cache.root);
+        snprintf(rem->url, sizeof rem->url, "%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/");
+        rc = stream_open(ds, rem, all, n);
+        all = NULL; /* rem owns the objects now */
+        n = 0;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
         pfmt(path, sizeof path, "%s/%s", dir, all[i].key + plen);
         pfmt(tmp, sizeof tmp, "%s.etag", path);
         struct stat st;
@@ -278,21 +329,6 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         need_bytes += all[i].size;
     }
     remove_stale(dir, all, n, plen);
-    if (cache.limit && biggest > cache.limit) {
-        rc = stk__err(ds->err, STK_E_TOO_LARGE,
-                      "%s: the cache limit (%llu bytes, %s) is smaller than one shard: %s has "
-                      "%llu bytes", url, (unsigned long long)cache.limit, cache.root,
-                      all[big].key + plen, (unsigned long long)biggest);
-        goto out;
-    }
-    if (cache.limit && total > cache.limit) {
-        rc = stk__err(ds->err, STK_E_TOO_LARGE,
-                      "%s: the cache limit (%llu bytes, %s) cannot hold the dataset's %zu shards "
-                      "(%llu bytes); this version fetches the whole dataset (streaming through a "
-                      "smaller cache is not implemented yet)", url,
-                      (unsigned long long)cache.limit, cache.root, n, (unsigned long long)total);
-        goto out;
-    }
     if ((rc = stk__cache_make_room(&cache, need_bytes, ".lmdb", ds->err)) != STK_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -304,7 +340,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             rc = stk__err(ds->err, -errno, "%s: %s", tmp, strerror(errno));
             goto out;
         }
-        fx[nfetch++] = (stk__s3_fetch){all[i].key, all[i].size, fetch_fds[i]};
+        fx[nfetch++] = (stk__s3_fetch){all[i].key, all[i].size, fetch_fds[i], 0};
         stk__fetch_ctr_lookup(&rem->ctr, 0, all[i].size);
     }
     if (nfetch) { /* the open waits for the whole download: all of it is starved time */
@@ -387,4 +423,335 @@ out_nocache:
     }
     ds->remote = rem;
     return STK_OK;
+}
+
+/* ---- streaming: a cache smaller than the dataset (docs/S3.md "Streaming") -------------------- */
+
+/* LMDB meta page fields (the newer of pages 0 and 1 is the current one) */
+#define HEAD_BYTES (128u * 1024) /* two meta pages of the largest LMDB page size */
+
+static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/*
+ * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
+ * pages) of each shard by one ranged GET each, all in flight, into a sparse file of the shard's
+ * size; the newer meta names the main database's root page, fetched next (one page: a stoker
+ * shard names 2-4 databases, so that root is a leaf); stk__lmdb_tree_open then reads the
+ * `records` database's record from it with pread, and its entry count is the shard's. The count
+ * is checked again when the shard is fetched whole and opened (stk__remote_attach).
+ */
+static int head_counts(stk__remote *r, uint64_t *count, char *err)
+{
+    size_t n = r->n;
+    int *fds = malloc(n * sizeof *fds);
+    stk__s3_fetch *fx = calloc(n, sizeof *fx);
+    char path[PATH_MAX + 64];
+    int rc = fds && fx ? STK_OK : STK_E_NOMEM;
+    for (size_t i = 0; fds && i < n; i++)
+        fds[i] = -1;
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        pfmt(path, sizeof path, "%s/%s.head.%d", r->dir, r->objs[i].key + r->plen, (int)getpid());
+        fds[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        unlink(path); /* a sparse scratch file: gone when closed */
+        if (fds[i] < 0 || ftruncate(fds[i], (off_t)r->objs[i].size) != 0)
+            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+        fx[i] = (stk__s3_fetch){r->objs[i].key, STK__MIN(r->objs[i].size, HEAD_BYTES), fds[i], 0};
+    }
+    if (rc == STK_OK) {
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, n, &got, err);
+        stk__fetch_ctr_add(&r->ctr, &got);
+        stk__fetch_ctr_starved(&r->ctr, got.seconds); /* the open waits for the heads */
+    }
+    /* the main database's root page, where the first read did not bring it */
+    size_t k = 0;
+    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
+    if (rc == STK_OK && !txn)
+        rc = STK_E_NOMEM;
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        uint8_t m0[160], m1[160];
+        const char *name = r->objs[i].key + r->plen;
+        if (stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK || le32(m0 + 16) != 0xBEEFC0DE) {
+            rc = stk__err(err, STK_E_FORMAT, "%s%s: not an LMDB file (no magic in page 0)",
+                          r->url, name);
+            break;
+        }
+        uint32_t psize = le32(m0 + 40);
+        if (psize < 512 || psize > 65536 || (psize & (psize - 1)) ||
+            stk__pread_full(fds[i], m1, sizeof m1, psize) != STK_OK) {
+            rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB page size %u is not valid", r->url, name,
+                          psize);
+            break;
+        }
+        const uint8_t *m = le64(m1 + 144) > le64(m0 + 144) && le32(m1 + 16) == 0xBEEFC0DE ? m1 : m0;
+        txn[i] = le64(m + 144);
+        uint64_t root = le64(m + 88 + 40), off = root * psize;
+        if (root == UINT64_MAX || off + psize > r->objs[i].size) {
+            rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB main database root page %llu is not in "
+                          "the file", r->url, name, (unsigned long long)root);
+            break;
+        }
+        if (off + psize > HEAD_BYTES)
+            fx[k++] = (stk__s3_fetch){r->objs[i].key, psize, fds[i], off};
+    }
+    if (rc == STK_OK && k) {
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, k, &got, err);
+        stk__fetch_ctr_add(&r->ctr, &got);
+        stk__fetch_ctr_starved(&r->ctr, got.seconds);
+    }
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        stk__lmdb_tree t;
+        int trc = stk__lmdb_tree_open(fds[i], r->objs[i].size, txn[i], STK__DB_RECORDS, &t);
+        if (trc != STK_OK)
+            rc = stk__err(err, STK_E_FORMAT, "%s%s: cannot read its record count from LMDB's "
+                          "meta and main database pages (%s): not a stoker shard?", r->url,
+                          r->objs[i].key + r->plen, stk_strerror(trc));
+        else
+            count[i] = t.entries;
+    }
+    for (size_t i = 0; fds && i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+    free(fx);
+    free(txn);
+    return rc;
+}
+
+/* Open DS as a streamed dataset: the shards listed and counted, none fetched (remote keeps what
+ * attach needs; takes OBJS). */
+static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n)
+{
+    rem->objs = objs;
+    rem->n = n;
+    uint64_t *count = calloc(n, sizeof *count);
+    if (!count || !(rem->fetches = calloc(n, sizeof *rem->fetches)) ||
+        !(rem->fds = malloc(n * sizeof *rem->fds))) {
+        free(count);
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        rem->fds[i] = -1;
+    int rc = head_counts(rem, count, ds->err);
+    if (rc == STK_OK)
+        rc = stk__shards_alloc(ds, n);
+    uint64_t total = 0;
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        char path[PATH_MAX + 64];
+        pfmt(path, sizeof path, "%s/%s", rem->dir, objs[i].key + rem->plen);
+        stk__shard *sh = &ds->shards[i];
+        if (!(sh->path = stk__strdup(path))) {
+            rc = STK_E_NOMEM;
+            break;
+        }
+        sh->name = strrchr(sh->path, '/') + 1;
+        sh->first = total;
+        sh->count = count[i];
+        sh->file_size = objs[i].size;
+        sh->version = 2;
+        total += count[i];
+    }
+    free(count);
+    if (rc != STK_OK)
+        return rc;
+    if (!(ds->recs = calloc(total + 1, sizeof *ds->recs)))
+        return stk__err(ds->err, STK_E_NOMEM, "out of memory for %llu records",
+                        (unsigned long long)total);
+    /* until a shard is opened its records' sizes are not known: the average stands in, for the
+     * reader's buffer classes (a larger record grows its buffer: reader_pool.c) */
+    for (size_t i = 0; i < n; i++) {
+        const stk__shard *sh = &ds->shards[i];
+        uint32_t avg = sh->count ? (uint32_t)STK__MIN(objs[i].size / sh->count, UINT32_MAX) : 0;
+        for (uint64_t k = sh->first; k < sh->first + sh->count; k++)
+            ds->recs[k] = (stk__rec){0, avg, (uint32_t)i};
+    }
+    ds->count = total;
+    ds->layout = STK_LAYOUT_SHARDS;
+    ds->format_version = 2;
+    for (size_t i = 0; i < n; i++)
+        ds->file_bytes += objs[i].size;
+    return STK_OK;
+}
+
+int stk__remote_streaming(const stk_dataset *ds)
+{
+    return ds && ds->remote && ds->remote->streaming;
+}
+
+uint64_t stk__remote_limit(const stk_dataset *ds)
+{
+    return stk__remote_streaming(ds) ? ds->remote->limit : 0;
+}
+
+uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s)
+{
+    return stk__remote_streaming(ds) && s < ds->remote->n ? ds->remote->objs[s].size : 0;
+}
+
+void stk__remote_starved(stk_dataset *ds, double seconds)
+{
+    if (ds && ds->remote)
+        stk__fetch_ctr_starved(&ds->remote->ctr, seconds);
+}
+
+uint32_t stk__remote_fetches(const stk_dataset *ds, uint32_t s)
+{
+    if (!stk__remote_streaming(ds) || s >= ds->remote->n)
+        return 0;
+    pthread_mutex_lock(&ds->remote->mu);
+    uint32_t v = ds->remote->fetches[s];
+    pthread_mutex_unlock(&ds->remote->mu);
+    return v;
+}
+
+/* Fetch shard S into the cache (the cache lock held): room made, NAME.part.PID, synced, renamed. */
+static int stream_fetch(stk__remote *r, stk__cache *cache, uint32_t s, char *err)
+{
+    const stk__s3_obj *o = &r->objs[s];
+    const char *name = o->key + r->plen;
+    char tmp[PATH_MAX + 96];
+    int rc = stk__cache_make_room(cache, o->size, ".lmdb", err);
+    if (rc != STK_OK)
+        return rc;
+    pfmt(tmp, sizeof tmp, "%s/%s.part.%d", r->dir, name, (int)getpid());
+    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0 || ftruncate(fd, (off_t)o->size) != 0) {
+        rc = stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        unlink(tmp);
+        return rc;
+    }
+    stk__s3_fetch fx = {o->key, o->size, fd, 0};
+    stk__s3_stats st = {0};
+    /* one shard at a time: parts small enough that it has every request slot in flight (at
+     * least 1 MiB each) */
+    stk__s3_cfg c = r->cfg;
+    uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)STK__MAX(c.inflight, 1);
+    c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
+    rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
+    if (rc == STK_OK && fdatasync(fd) != 0)
+        rc = stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
+    close(fd);
+    if (rc == STK_OK) {
+        char path[PATH_MAX + 16];
+        pfmt(path, sizeof path, "%s/%s", r->dir, name);
+        remove_shard(path); /* a stale copy, its lock file and ETag */
+        if (rename(tmp, path) != 0)
+            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+    }
+    if (rc != STK_OK)
+        unlink(tmp);
+    stk__fetch_ctr_add(&r->ctr, &st);
+    if (rc == STK_OK) {
+        pthread_mutex_lock(&r->mu);
+        r->fetches[s]++;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return rc;
+}
+
+int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
+{
+    stk__remote *r = ds->remote;
+    if (!stk__remote_streaming(ds) || s >= r->n)
+        return stk__err(err, STK_E_INVALID, "stk__remote_attach: not a streamed shard");
+    if (r->fds[s] >= 0)
+        return STK_OK;
+    const stk__s3_obj *o = &r->objs[s];
+    const char *name = o->key + r->plen;
+    char path[PATH_MAX + 16], side[PATH_MAX + 32], etag[96];
+    pfmt(path, sizeof path, "%s/%s", r->dir, name);
+    pfmt(side, sizeof side, "%s.etag", path);
+    stk__cache cache;
+    int rc = stk__cache_open(&cache, r->cache_dir, r->limit, err);
+    if (rc != STK_OK)
+        return rc;
+    if ((rc = stk__cache_lock(&cache, err)) != STK_OK) {
+        stk__cache_close(&cache);
+        return rc;
+    }
+    struct stat st;
+    int hit = stat(path, &st) == 0 && (uint64_t)st.st_size == o->size &&
+              read_small(side, etag, sizeof etag) == 0 && strcmp(etag, o->etag) == 0;
+    stk__fetch_ctr_lookup(&r->ctr, hit, o->size);
+    if (!hit)
+        rc = stream_fetch(r, &cache, s, err);
+    int fd = rc == STK_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (rc == STK_OK && fd < 0)
+        rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+    if (fd >= 0) {
+        flock(fd, LOCK_SH); /* held: no eviction while attached */
+        futimens(fd, NULL);
+    }
+    stk__cache_unlock(&cache);
+    stk__cache_close(&cache);
+    if (rc != STK_OK)
+        return rc;
+    /* open it into its place of the offset table (the dataset-wide sums are the open's) */
+    stk__shard *sh = &ds->shards[s];
+    uint64_t first = sh->first, count = sh->count, pb = ds->payload_bytes, fb = ds->file_bytes;
+    char *keep = sh->path;
+    stk__recvec recs = {ds->recs, first, ds->count + 1};
+    rc = stk__shard_open(ds, sh, s, path, 0, 1, 1, &recs);
+    ds->payload_bytes = pb;
+    ds->file_bytes = fb;
+    if (sh->path != keep)
+        free(keep);
+    if (rc == STK_OK && (sh->first != first || sh->count != count))
+        rc = stk__err(ds->err, STK_E_FORMAT, "%s%s: %llu records when opened, its LMDB pages "
+                      "said %llu at open", r->url, name, (unsigned long long)sh->count,
+                      (unsigned long long)count);
+    if (rc == STK_OK && !hit) {
+        void *buf = NULL;
+        size_t cap = 0;
+        rc = verify_shard(ds, s, &buf, &cap); /* ds->opened: attach runs after the open */
+        free(buf);
+        if (rc == STK_OK)
+            rc = write_small(side, o->etag, ds->err);
+    }
+    if (rc != STK_OK) {
+        char why[STK__ERRLEN];
+        snprintf(why, sizeof why, "%s", ds->err[0] ? ds->err : stk_strerror(rc));
+        pfmt(err, STK__ERRLEN, "%s%s fetched from endpoint %s: %s", r->url, name,
+             r->cfg.endpoint, why);
+        close(fd);
+        stk__remote_detach(ds, s);
+        if (!hit)
+            remove_shard(path);
+        return rc;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->fds[s] = fd;
+    pthread_mutex_unlock(&r->mu);
+    return STK_OK;
+}
+
+void stk__remote_detach(stk_dataset *ds, uint32_t s)
+{
+    stk__remote *r = ds->remote;
+    if (!stk__remote_streaming(ds) || s >= r->n)
+        return;
+    stk__shard *sh = &ds->shards[s];
+    uint64_t first = sh->first, count = sh->count, size = sh->file_size;
+    char *path = sh->path ? stk__strdup(sh->path) : NULL;
+    if (sh->fd >= 0 || sh->senv || sh->txn)
+        stk__shard_close(sh); /* frees sh->path */
+    else
+        free(sh->path);
+    memset(sh, 0, sizeof *sh);
+    sh->fd = sh->fd_direct = -1;
+    sh->path = path;
+    sh->name = path ? strrchr(path, '/') + 1 : "";
+    sh->first = first;
+    sh->count = count;
+    sh->file_size = size;
+    sh->version = 2;
+    pthread_mutex_lock(&r->mu);
+    if (r->fds[s] >= 0)
+        close(r->fds[s]); /* the shared lock goes: eviction may take it now */
+    r->fds[s] = -1;
+    pthread_mutex_unlock(&r->mu);
 }

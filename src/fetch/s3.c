@@ -606,7 +606,8 @@ int stk__s3_get_many(const stk__s3_cfg *c, const char *bucket, const stk__s3_fet
     size_t k = 0;
     for (size_t i = 0; i < n && rc == STK_OK; i++) {
         char *url = NULL;
-        for (uint64_t off = 0; off < f[i].size; off += c->part_bytes) {
+        uint64_t end = f[i].offset + f[i].size;
+        for (uint64_t off = f[i].offset; off < end; off += c->part_bytes) {
             /* one URL string per part: req_free frees each */
             url = make_url(c, bucket, f[i].key, "");
             if (!url) {
@@ -617,7 +618,7 @@ int stk__s3_get_many(const stk__s3_cfg *c, const char *bucket, const stk__s3_fet
             req_init(r, M_GET, url);
             r->out_fd = f[i].fd;
             r->out_off = r->range_off = off;
-            r->range_len = r->expect = STK__MIN(c->part_bytes, f[i].size - off);
+            r->range_len = r->expect = STK__MIN(c->part_bytes, end - off);
             r->object_size = f[i].size;
         }
     }

@@ -58,11 +58,13 @@ int stk__s3_list(const stk__s3_cfg *c, const char *bucket, const char *prefix, s
                  size_t *n, char *err);
 void stk__s3_objs_free(stk__s3_obj *objs, size_t n);
 
-/* One object to download into FD (written with pwrite at its offsets; the file is not resized). */
+/* One object to download into FD (written with pwrite at its offsets; the file is not resized):
+ * SIZE bytes from byte OFFSET of the object (0: from its start), written at the same offset. */
 typedef struct stk__s3_fetch {
     const char *key;
     uint64_t size;
     int fd;
+    uint64_t offset;
 } stk__s3_fetch;
 
 /* Download every F[i] with ranged GETs of c->part_bytes, c->inflight requests in flight across

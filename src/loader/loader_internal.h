@@ -153,6 +153,22 @@ struct stk_loader {
     uint64_t *subset;            /* stk_loader_set_indices: the records an epoch covers, or NULL */
     uint64_t nsubset;
     char *cache_dir;             /* stk_loader_set_cache_dir (s3:// datasets), or NULL */
+    /* the shard-window order (loader_order.c): STK_P_SHUFFLE_WINDOW and the shard table */
+    uint32_t sw_window;
+    uint64_t *sw_first, *sw_count;
+    stk__shard_table sw_tab;
+    /* streaming an s3:// dataset through a smaller cache (loader_stream.c; under mu) */
+    int streaming;
+    uint8_t *st_resident;        /* per shard: attached */
+    _Atomic uint32_t *st_inflight; /* per shard: reads handed out by WORK, not back in SINK */
+    uint64_t *st_ring;           /* windows fetched ahead: [head, tail) */
+    uint32_t st_ring_w;
+    uint64_t st_head, st_tail, st_cursor; /* cursor: key of the next position WORK hands out */
+    uint32_t st_want;            /* shard WORK waits for, or UINT32_MAX */
+    uint64_t st_wait_ns;         /* since when WORK waits for a shard (0: it does not) */
+    pthread_cond_t st_cv;
+    int st_cv_ok, st_running;
+    pthread_t st_th;
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
     stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */
@@ -295,5 +311,32 @@ size_t stk__loader_fetch_verdict(const stk_loader *h, const stk_stats *st, char 
 /* next() waited TIMEOUT_MS for batch K in vain: STK_TIMEOUT, with h->err naming the read in
  * flight the longest, when one is (h->mu held). */
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
+/* loader_order.c: the shard table of an opened dataset (none for the files layout); the plan of
+ * EPOCH with the configured parameters, or with the ones given (WINDOW 0: the global order;
+ * STK_E_INVALID for a window without shards or with stk_loader_set_indices). */
+int stk__loader_order_open(stk_loader *h);
+void stk__loader_order_free(stk_loader *h);
+int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch);
+int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,
+                        uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode,
+                        uint32_t window);
+/* loader_stream.c: streaming set up at configure (after sw_window; may choose it), the fetch
+ * thread started after a launch and joined by halt, freed by destroy; WORK's gate (h->mu held:
+ * 1 when INDEX's shard is attached, else it records the wait and returns 0), a read handed out
+ * and back. */
+int stk__loader_stream_config(stk_loader *h);
+void stk__loader_stream_free(stk_loader *h);
+int stk__loader_stream_launch(stk_loader *h);
+void stk__loader_stream_halt(stk_loader *h);
+int stk__loader_stream_gate(stk_loader *h, uint64_t index);
+void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index);
+void stk__loader_stream_back(stk_loader *h, uint64_t index);
+uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index);
+/* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
+ * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
+ * sample in a host slot at output size OUT_H x OUT_W. */
+int64_t stk__loader_pget(const stk_loader *h, int key);
+int stk__loader_images_alloc(size_t bytes, int device, uint8_t **out, int *pinned, char *err);
+void stk__loader_sample_bytes(stk_loader *h, int out_h, int out_w, size_t *out_b, size_t *host_b);
 
 #endif

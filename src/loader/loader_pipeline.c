@@ -39,7 +39,7 @@ uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base
     if (!base)
         return h->epoch_end;
     stk__plan p;
-    stk__plan_init(&p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world, h->dist_mode);
+    stk__loader_plan(h, &p, epoch);
     stk__plan_resume(&p, base);
     return h->drop_last ? p.per_rank / h->bs * h->bs : p.per_rank;
 }
@@ -83,7 +83,7 @@ static void work_cursor(stk_loader *h, uint64_t k)
     uint32_t size;
     stk__loader_geom(h, k, &e, &f, &size);
     if (k == 0 || e != h->w_epoch) {
-        stk__plan_init(&h->w_plan, h->n, h->seed, e, h->shuffle, h->rank, h->world, h->dist_mode);
+        stk__loader_plan(h, &h->w_plan, e);
         if (e == h->r_e0 && h->r_base)
             stk__plan_resume(&h->w_plan, h->r_base);
     }
@@ -104,8 +104,16 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
             return 0;
         }
         if (have_batch(h, h->w_k) && h->slots[h->w_k % h->K].seq == h->w_k &&
-            h->w_epoch < h->gate_end)
-            break;
+            h->w_epoch < h->gate_end) {
+            if (!h->streaming)
+                break;
+            if (h->pipe_status) { /* the fetch thread failed: the consumer gets its error */
+                pthread_mutex_unlock(&h->mu);
+                return 0;
+            }
+            if (stk__loader_stream_gate(h, stk__plan_index(&h->w_plan, h->w_pos)))
+                break;
+        }
         pthread_cond_wait(&h->space_cv, &h->mu);
     }
     stk__slot *s = &h->slots[h->w_k % h->K];
@@ -131,6 +139,8 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
     *index = stk__plan_index(&h->w_plan, h->w_pos);
     if (h->subset)
         *index = h->subset[*index];
+    if (h->streaming)
+        stk__loader_stream_out(h, *epoch, *pos, *index);
     if (++h->w_pos == h->w_bend)
         work_cursor(h, h->w_k + 1);
     pthread_mutex_unlock(&h->mu);
@@ -140,6 +150,8 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
 static int sink_fn(void *user, stk__read *rd)
 {
     stk_loader *h = user;
+    if (h->streaming)
+        stk__loader_stream_back(h, rd->index);
     /* the reader counts the time spent here as its blocked time */
     return stk__queue_push(&h->dq, rd, NULL);
 }
@@ -498,6 +510,7 @@ void stk__loader_halt(stk_loader *h)
             h->workers[i].running = 0;
         }
     }
+    stk__loader_stream_halt(h); /* before the reader's info reads the shards it attaches */
     if (h->reader) {
         if (h->reader_started)
             stk__reader_stop(h->reader);
@@ -594,6 +607,10 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
             return rc;
         }
         h->stager_running = 1;
+    }
+    if ((rc = stk__loader_stream_launch(h)) != STK_OK) {
+        stk__loader_halt(h);
+        return rc;
     }
     err[0] = '\0';
     rc = stk__reader_start(r, work_fn, sink_fn, h, err);

@@ -264,6 +264,8 @@ void stk__reader_destroy(stk__reader *r)
     stk__reader_stop(r);
     stk__uring_destroy(r);
     free(r->threads);
+    for (uint32_t i = 0; r->slots && i < r->nslots; i++)
+        stk__free_aligned(r->slots[i].own);
     free(r->slots);
     stk__free_aligned(r->pool_mem);
     free((void *)r->refused);

@@ -26,7 +26,8 @@ typedef struct rslot {
     uint8_t *mem;
     size_t cap;
     int large;
-    int buf_index;     /* index of its registered buffer (io_uring fixed buffers) */
+    int buf_index;     /* index of its registered buffer (io_uring fixed buffers); -1: grown */
+    uint8_t *own;      /* grown past its class (stk__rd_take_work): its own memory, or NULL */
     struct rslot *next;
     /* the read in progress */
     uint32_t shard;

@@ -118,7 +118,7 @@ int stk__rd_pool_create(stk__reader *r, uint32_t inflight_slots, char *err)
 /* A buffer that holds NEED bytes; waits while none is free. NULL once stopping. */
 static rslot *pool_get(stk__reader *r, uint64_t need)
 {
-    int large = need > r->normal_cap;
+    int large = need > r->normal_cap && r->n_large;
     uint64_t t0 = stk__now_ns(), t1 = t0;
     pthread_mutex_lock(&r->mu);
     rslot **fl = large ? &r->free_large : &r->free_normal;
@@ -192,6 +192,26 @@ rslot *stk__rd_take_work(stk__reader *r, int *skip)
     s->rd.pos = pos;
     s->rd.index = index;
     s->rd.epoch = epoch;
+    if (need > s->cap) {
+        /* a record larger than every one the table held when the pool was sized: a shard of an
+         * s3:// dataset streamed through a small cache is opened (its records' sizes known) only
+         * while the run goes on. The buffer grows, with memory of its own (not a registered
+         * io_uring buffer), and stays grown. */
+        size_t cap = stk__round_up(need, ALIGN);
+        uint8_t *m = stk__alloc_aligned(ALIGN, cap);
+        if (m) {
+            stk__free_aligned(s->own);
+            s->own = s->mem = m;
+            s->cap = cap;
+            s->buf_index = -1;
+        } else {
+            stk__rd_fail(s, STK_E_NOMEM, 0, "no memory for a %llu-byte read buffer",
+                         (unsigned long long)need);
+            stk__rd_deliver(r, s, 0);
+            *skip = 1;
+            return s;
+        }
+    }
     if (index >= r->ds->count) {
         stk__rd_fail(s, STK_E_RANGE, 0, "index %llu past the end (%llu records)",
                      (unsigned long long)index, (unsigned long long)r->ds->count);

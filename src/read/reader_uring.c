@@ -49,7 +49,7 @@ static int uring_submit(stk__reader *r, rslot *s)
     if (!sqe) {
         rc = -EBUSY;
     } else {
-        if (r->fixed)
+        if (r->fixed && s->buf_index >= 0)
             io_uring_prep_read_fixed(sqe, s->fd, s->mem + s->done, s->cur_len, s->base_off + s->done,
                                      s->buf_index);
         else

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader_order.c — which order a loader's epochs take: the exact global shuffle (order.c) or, with
+ * STK_P_SHUFFLE_WINDOW = W > 0, the shard-window order (shards dealt to ranks, W shards' records
+ * shuffled together; docs/S3.md). Every place that needs an epoch's plan asks here, so the
+ * consumer, the reader's cursor and the resume arithmetic always agree on the order.
+ */
+#include "loader_internal.h"
+
+#include <stdlib.h>
+
+int stk__loader_order_open(stk_loader *h)
+{
+    const stk_dataset *ds = h->ds;
+    if (ds->layout != STK_LAYOUT_SHARDS || !ds->nshards)
+        return STK_OK; /* no shards: only the global order (STK_P_SHUFFLE_WINDOW refused then) */
+    h->sw_first = malloc(ds->nshards * sizeof *h->sw_first);
+    h->sw_count = malloc(ds->nshards * sizeof *h->sw_count);
+    if (!h->sw_first || !h->sw_count)
+        return STK_E_NOMEM;
+    for (uint32_t s = 0; s < ds->nshards; s++) {
+        h->sw_first[s] = ds->shards[s].first;
+        h->sw_count[s] = ds->shards[s].count;
+    }
+    h->sw_tab = (stk__shard_table){ds->nshards, h->sw_first, h->sw_count};
+    return STK_OK;
+}
+
+void stk__loader_order_free(stk_loader *h)
+{
+    free(h->sw_first);
+    free(h->sw_count);
+    h->sw_first = h->sw_count = NULL;
+    h->sw_tab.n = 0;
+}
+
+int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,
+                        uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode,
+                        uint32_t window)
+{
+    if (!window)
+        return stk__plan_init(p, n, seed, epoch, shuffle, rank, world, mode);
+    if (!h->sw_tab.n || h->subset)
+        return STK_E_INVALID;
+    return stk__plan_init_shards(p, &h->sw_tab, window, seed, epoch, shuffle, rank, world, mode);
+}
+
+int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch)
+{
+    return stk__loader_plan_of(h, p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world,
+                               h->dist_mode, h->sw_window);
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader_stream.c — an s3:// dataset read through a cache smaller than itself (docs/S3.md
+ * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of
+ * the shard-window order (order.c), and attaches each shard it will need (fetched into the cache,
+ * checked, opened: remote.c) as long as the cache has room; WORK (loader_pipeline.c) hands out a
+ * position only once its shard is attached. A window's shards are detached — and so become
+ * evictable — once the reader has handed out the window's last position and every read of them
+ * has come back (a count per shard: +1 in WORK, -1 in SINK). The fetch thread never holds h->mu
+ * across a fetch; a fatal fetch error becomes the pipeline's error (the consumer's next fails
+ * with it, naming the shard and the endpoint).
+ */
+#include "loader_internal.h"
+#include "remote.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RING 64 /* windows the fetch thread may be ahead */
+
+static uint64_t key_of(uint64_t epoch, uint64_t pos) { return (epoch << 40) | pos; }
+
+uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index)
+{
+    uint32_t lo = 0, hi = h->sw_tab.n;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (h->sw_first[mid] <= index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The W largest shards' bytes (what one window may need at most). */
+static uint64_t largest_window(const stk_loader *h, uint32_t w)
+{
+    uint32_t n = h->sw_tab.n;
+    uint64_t *b = malloc(n * sizeof *b), sum = 0;
+    if (!b)
+        return UINT64_MAX;
+    for (uint32_t s = 0; s < n; s++)
+        b[s] = stk__remote_shard_bytes(h->ds, s);
+    for (uint32_t k = 0; k < w && k < n; k++) { /* w small: selection */
+        uint32_t m = k;
+        for (uint32_t s = k + 1; s < n; s++)
+            if (b[s] > b[m])
+                m = s;
+        uint64_t t = b[k];
+        b[k] = b[m];
+        b[m] = t;
+        sum += b[k];
+    }
+    free(b);
+    return sum;
+}
+
+int stk__loader_stream_config(stk_loader *h)
+{
+    h->streaming = stk__remote_streaming(h->ds);
+    if (!h->streaming)
+        return STK_OK;
+    uint64_t limit = stk__remote_limit(h->ds), big = largest_window(h, 1);
+    if (h->rcfg.backend == STK_IO_MMAP)
+        return stk__err(h->err, STK_E_INVALID, "STK_IO_MMAP cannot read an s3:// dataset "
+                        "streamed through a cache smaller than itself (its shards come and go)");
+    if (!h->sw_window) { /* two windows in the cache: one read, the next fetched */
+        uint64_t fit = big ? limit / big / 2 : 1;
+        h->sw_window = (uint32_t)STK__MAX(1, STK__MIN(fit, STK__MAX_WINDOW));
+    }
+    uint64_t need = largest_window(h, h->sw_window);
+    if (need > limit)
+        return stk__err(h->err, STK_E_TOO_LARGE, "the cache limit (%llu bytes) cannot hold a "
+                        "window of %u shards (the %u largest: %llu bytes): lower "
+                        "STK_P_SHUFFLE_WINDOW or raise the cache limit",
+                        (unsigned long long)limit, h->sw_window, h->sw_window,
+                        (unsigned long long)need);
+    uint32_t n = h->sw_tab.n;
+    if (!h->st_resident) {
+        h->st_resident = calloc(n, 1);
+        h->st_inflight = calloc(n, sizeof *h->st_inflight);
+        h->st_ring = calloc((size_t)RING * (h->sw_window + 2), sizeof *h->st_ring);
+        h->st_ring_w = h->sw_window;
+        if (!h->st_resident || !h->st_inflight || !h->st_ring)
+            return stk__err(h->err, STK_E_NOMEM, "out of memory");
+        pthread_cond_init(&h->st_cv, NULL);
+        h->st_cv_ok = 1;
+    }
+    if (h->st_ring_w < h->sw_window) {
+        uint64_t *nr = realloc(h->st_ring, (size_t)RING * (h->sw_window + 2) * sizeof *nr);
+        if (!nr)
+            return stk__err(h->err, STK_E_NOMEM, "out of memory");
+        h->st_ring = nr;
+        h->st_ring_w = h->sw_window;
+    }
+    return STK_OK;
+}
+
+void stk__loader_stream_free(stk_loader *h)
+{
+    if (h->st_resident)
+        for (uint32_t s = 0; s < h->sw_tab.n; s++)
+            if (h->st_resident[s])
+                stk__remote_detach(h->ds, s);
+    free(h->st_resident);
+    free(h->st_inflight);
+    free(h->st_ring);
+    if (h->st_cv_ok)
+        pthread_cond_destroy(&h->st_cv);
+    h->st_resident = NULL;
+    h->st_inflight = NULL;
+    h->st_ring = NULL;
+    h->st_cv_ok = 0;
+}
+
+/* ring entry E: [0] = end key, [1] = shard count, [2..] shards */
+static uint64_t *entry(const stk_loader *h, uint64_t e) { return h->st_ring + (e % RING) * (h->st_ring_w + 2); }
+
+/* Detach every attached shard that no window still ahead of the reader needs and that has no
+ * read out (h->mu held; the detach itself is quick: close calls). Returns how many. */
+static int release_done(stk_loader *h)
+{
+    while (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor) {
+        uint64_t *en = entry(h, h->st_head);
+        int busy = 0;
+        for (uint64_t i = 0; i < en[1]; i++)
+            busy |= atomic_load(&h->st_inflight[en[2 + i]]) != 0;
+        if (busy)
+            break;
+        h->st_head++;
+    }
+    int n = 0;
+    for (uint32_t s = 0; s < h->sw_tab.n; s++) {
+        if (!h->st_resident[s] || atomic_load(&h->st_inflight[s]))
+            continue;
+        int needed = 0;
+        for (uint64_t e = h->st_head; e < h->st_tail && !needed; e++) {
+            const uint64_t *en = entry(h, e);
+            for (uint64_t i = 0; i < en[1] && !needed; i++)
+                needed = en[2 + i] == s;
+        }
+        if (needed)
+            continue;
+        stk__remote_detach(h->ds, s);
+        h->st_resident[s] = 0;
+        n++;
+    }
+    return n;
+}
+
+static void timed_wait(stk_loader *h, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_cond_timedwait(&h->st_cv, &h->mu, &ts);
+}
+
+static void fail(stk_loader *h, int rc, const char *msg)
+{
+    if (!h->pipe_status) {
+        h->pipe_status = rc;
+        snprintf(h->pipe_msg, sizeof h->pipe_msg, "%s", msg);
+    }
+    pthread_cond_broadcast(&h->ready_cv);
+    pthread_cond_broadcast(&h->space_cv);
+    pthread_cond_broadcast(&h->st_cv);
+}
+
+/* Attach shard S (h->mu held on entry and exit). 0 = attached, 1 = stop, -1 = failed. */
+static int attach_one(stk_loader *h, uint32_t s)
+{
+    char err[STK__ERRLEN];
+    while (!h->st_resident[s]) {
+        if (h->halting || h->pipe_status)
+            return 1;
+        err[0] = '\0';
+        pthread_mutex_unlock(&h->mu);
+        int rc = stk__remote_attach(h->ds, s, err);
+        pthread_mutex_lock(&h->mu);
+        if (rc == STK_OK) {
+            h->st_resident[s] = 1;
+            pthread_cond_broadcast(&h->space_cv); /* WORK may wait for it */
+            return 0;
+        }
+        if (rc != STK_E_TOO_LARGE) {
+            fail(h, rc, err);
+            return -1;
+        }
+        if (release_done(h))
+            continue;
+        /* no room and nothing to give back: wait for the reader, unless it waits for us with
+         * nothing out — then no room will ever come (another user holds the cache) */
+        int idle = h->st_want != UINT32_MAX;
+        for (uint32_t k = 0; idle && k < h->sw_tab.n; k++)
+            idle = !atomic_load(&h->st_inflight[k]);
+        if (idle && h->st_want == s) {
+            fail(h, rc, err);
+            return -1;
+        }
+        timed_wait(h, 20);
+    }
+    return 0;
+}
+
+static void *fetch_main(void *arg)
+{
+    stk_loader *h = arg;
+    pthread_mutex_lock(&h->mu);
+    uint64_t e = h->r_e0, pos = h->r_s0, end = h->r_end0;
+    stk__plan p;
+    stk__loader_plan(h, &p, e);
+    if (h->r_base)
+        stk__plan_resume(&p, h->r_base);
+    while (!h->halting && !h->pipe_status) {
+        if (pos >= end) {
+            if (!h->epoch_end)
+                break;
+            e++;
+            pos = 0;
+            end = h->epoch_end;
+            stk__loader_plan(h, &p, e);
+            continue;
+        }
+        while (h->st_tail - h->st_head >= RING && !h->halting) {
+            release_done(h);
+            if (h->st_tail - h->st_head >= RING)
+                timed_wait(h, 20);
+        }
+        if (h->halting)
+            break;
+        stk__plan_index(&p, pos); /* loads the window POS is in */
+        uint64_t x = (pos + p.skip) % p.local, wend = pos + (p.win_hi - x);
+        wend = STK__MIN(wend, end);
+        uint64_t *en = entry(h, h->st_tail);
+        en[0] = key_of(e, wend);
+        en[1] = p.win_n;
+        for (uint32_t i = 0; i < p.win_n; i++)
+            en[2 + i] = p.win_shard[i];
+        h->st_tail++;
+        for (uint32_t i = 0; i < p.win_n; i++)
+            if (attach_one(h, p.win_shard[i]))
+                goto out;
+        pos = wend;
+    }
+out:
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+int stk__loader_stream_launch(stk_loader *h)
+{
+    if (!h->streaming)
+        return STK_OK;
+    pthread_mutex_lock(&h->mu);
+    h->st_head = h->st_tail = 0;
+    h->st_cursor = key_of(h->r_e0, h->r_s0);
+    h->st_want = UINT32_MAX;
+    h->st_wait_ns = 0;
+    for (uint32_t s = 0; s < h->sw_tab.n; s++) /* nothing is out after a halt */
+        atomic_store(&h->st_inflight[s], 0);
+    pthread_mutex_unlock(&h->mu);
+    int e = pthread_create(&h->st_th, NULL, fetch_main, h);
+    if (e != 0)
+        return stk__err(h->err, -e, "cannot start the fetch thread");
+    h->st_running = 1;
+    return STK_OK;
+}
+
+void stk__loader_stream_halt(stk_loader *h)
+{
+    if (!h->st_running)
+        return;
+    pthread_mutex_lock(&h->mu);
+    pthread_cond_broadcast(&h->st_cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->st_th, NULL);
+    h->st_running = 0;
+}
+
+int stk__loader_stream_gate(stk_loader *h, uint64_t index)
+{
+    uint32_t s = stk__loader_shard_of(h, index);
+    if (h->st_resident[s]) {
+        h->st_want = UINT32_MAX;
+        if (h->st_wait_ns) { /* the time the reader had nothing to read: the fetch's starved */
+            stk__remote_starved(h->ds, (double)(stk__now_ns() - h->st_wait_ns) * 1e-9);
+            h->st_wait_ns = 0;
+        }
+        return 1;
+    }
+    if (!h->st_wait_ns)
+        h->st_wait_ns = stk__now_ns();
+    h->st_want = s;
+    pthread_cond_broadcast(&h->st_cv);
+    return 0;
+}
+
+void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index)
+{
+    atomic_fetch_add(&h->st_inflight[stk__loader_shard_of(h, index)], 1);
+    h->st_cursor = key_of(epoch, pos + 1);
+    if (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
+        pthread_cond_broadcast(&h->st_cv); /* a window handed out: the fetch thread may detach */
+}
+
+void stk__loader_stream_back(stk_loader *h, uint64_t index)
+{
+    /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
+     * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
+    if (atomic_fetch_sub(&h->st_inflight[stk__loader_shard_of(h, index)], 1) == 1)
+        pthread_cond_broadcast(&h->st_cv);
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* test_order_window: the shard-window order (src/core/order.c, stk__plan_init_shards) alone, on
+ * shard tables of uneven sizes: every record exactly once per epoch (world 1; EXACT over several
+ * ranks), ranks read disjoint shard sets whose union is every shard, the same sets every epoch;
+ * each window of W shards delivers only its own shards' records and all of them before the next
+ * window starts; epochs and seeds differ; the order is a pure function (a second plan and a plan
+ * read backwards give the same indices); resume at k samples per rank gives exactly the rest;
+ * PAD / DROP sizes; bad arguments refused. */
+#include "testutil.h"
+
+#include "common.h"
+#include "order.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NS 13
+static uint64_t g_first[NS], g_count[NS];
+static stk__shard_table g_tab;
+
+static void make_table(void)
+{
+    const uint64_t sizes[NS] = {50, 17, 64, 1, 33, 40, 40, 9, 70, 22, 5, 61, 28};
+    uint64_t f = 0;
+    for (int s = 0; s < NS; s++) {
+        g_first[s] = f;
+        g_count[s] = sizes[s];
+        f += sizes[s];
+    }
+    g_tab = (stk__shard_table){NS, g_first, g_count};
+}
+
+static uint64_t total(void) { return g_first[NS - 1] + g_count[NS - 1]; }
+
+static int shard_of(uint64_t idx)
+{
+    int s = 0;
+    while (idx >= g_first[s] + g_count[s])
+        s++;
+    return s;
+}
+
+/* One rank's epoch: every index in range, windows hold only their own shards and end before the
+ * next begins; OWNER[s] records which rank read shard s. Returns the per-rank list (malloc). */
+static uint64_t *check_rank(uint32_t window, uint64_t seed, uint64_t epoch, int shuffle, uint32_t r,
+                            uint32_t world, int mode, int *owner, uint32_t *count)
+{
+    stk__plan p;
+    T_OK(stk__plan_init_shards(&p, &g_tab, window, seed, epoch, shuffle, r, world, mode));
+    uint64_t *list = malloc((p.per_rank + 1) * sizeof *list);
+    T_CHECK(list, "oom");
+    /* the shards in the rank's epoch order and where each window ends */
+    int wshard[NS];
+    for (uint32_t i = 0; i < p.nlocal; i++)
+        wshard[i] = (int)stk__plan_shard_at(&p, i);
+    uint32_t wi = 0;   /* window index the positions are in */
+    uint64_t left = 0; /* records left in it */
+    for (uint64_t pos = 0; pos < p.per_rank && pos < p.local; pos++) {
+        if (!left) {
+            for (uint32_t i = wi * window; i < p.nlocal && i < (wi + 1) * window; i++)
+                left += g_count[wshard[i]];
+            wi++;
+            if (!left) {
+                pos--;
+                continue;
+            }
+        }
+        uint64_t idx = stk__plan_index(&p, pos);
+        T_CHECK(idx < total(), "index %llu out of range", (unsigned long long)idx);
+        int s = shard_of(idx), in = 0;
+        for (uint32_t i = (wi - 1) * window; i < p.nlocal && i < wi * window; i++)
+            in |= wshard[i] == s;
+        T_CHECK(in, "rank %u pos %llu: shard %d is not in window %u", r, (unsigned long long)pos,
+                s, wi - 1);
+        T_CHECK(owner[s] < 0 || owner[s] == (int)r, "shard %d read by ranks %d and %u", s,
+                owner[s], r);
+        owner[s] = (int)r;
+        count[idx]++;
+        list[pos] = idx;
+        left--;
+    }
+    for (uint64_t pos = p.local; pos < p.per_rank; pos++) /* PAD: wraps around its own list */
+        list[pos] = stk__plan_index(&p, pos);
+    return list;
+}
+
+static void check_epoch(uint32_t window, uint32_t world, int shuffle, uint64_t epoch)
+{
+    uint32_t *count = calloc(total(), sizeof *count);
+    int owner[NS];
+    memset(owner, -1, sizeof owner);
+    for (uint32_t r = 0; r < world; r++)
+        free(check_rank(window, 9, epoch, shuffle, r, world, STK_DIST_EXACT, owner, count));
+    for (uint64_t i = 0; i < total(); i++)
+        T_CHECK(count[i] == 1, "W %u world %u shuffle %d epoch %llu: record %llu read %u times",
+                window, world, shuffle, (unsigned long long)epoch, (unsigned long long)i, count[i]);
+    for (int s = 0; s < NS; s++)
+        T_CHECK(owner[s] >= 0, "shard %d read by no rank", s);
+    /* the same shard sets every epoch */
+    int owner2[NS];
+    memset(owner2, -1, sizeof owner2);
+    memset(count, 0, total() * sizeof *count);
+    for (uint32_t r = 0; r < world; r++)
+        free(check_rank(window, 9, epoch + 5, shuffle, r, world, STK_DIST_EXACT, owner2, count));
+    T_CHECK(memcmp(owner, owner2, sizeof owner) == 0, "world %u: a rank's shards changed between "
+            "epochs", world);
+    free(count);
+}
+
+static void check_pure_and_random(void)
+{
+    uint32_t *count = calloc(total(), sizeof *count);
+    int owner[NS];
+    memset(owner, -1, sizeof owner);
+    uint64_t *a = check_rank(3, 1, 0, 1, 0, 1, STK_DIST_PAD, owner, count);
+    uint64_t *b = check_rank(3, 1, 1, 1, 0, 1, STK_DIST_PAD, owner, count);
+    uint64_t *c = check_rank(3, 2, 0, 1, 0, 1, STK_DIST_PAD, owner, count);
+    uint64_t diff_e = 0, diff_s = 0, moved = 0;
+    for (uint64_t i = 0; i < total(); i++) {
+        diff_e += a[i] != b[i];
+        diff_s += a[i] != c[i];
+        moved += a[i] != i;
+    }
+    T_CHECK(diff_e > total() / 2 && diff_s > total() / 2 && moved > total() / 2,
+            "epochs/seeds barely differ: %llu %llu %llu of %llu", (unsigned long long)diff_e,
+            (unsigned long long)diff_s, (unsigned long long)moved, (unsigned long long)total());
+    /* a pure function: read backwards on a fresh plan, the same indices */
+    stk__plan p;
+    T_OK(stk__plan_init_shards(&p, &g_tab, 3, 1, 0, 1, 0, 1, STK_DIST_PAD));
+    for (uint64_t i = total(); i-- > 0;)
+        T_CHECK(stk__plan_index(&p, i) == a[i], "position %llu differs read backwards",
+                (unsigned long long)i);
+    /* without shuffle, one rank: the dataset order */
+    T_OK(stk__plan_init_shards(&p, &g_tab, 4, 1, 3, 0, 0, 1, STK_DIST_PAD));
+    for (uint64_t i = 0; i < total(); i++)
+        T_CHECK(stk__plan_index(&p, i) == i, "unshuffled position %llu", (unsigned long long)i);
+    free(a);
+    free(b);
+    free(c);
+    free(count);
+}
+
+static void check_resume(uint32_t world, int mode)
+{
+    for (uint32_t r = 0; r < world; r++) {
+        stk__plan full, rest;
+        T_OK(stk__plan_init_shards(&full, &g_tab, 2, 4, 7, 1, r, world, mode));
+        const uint64_t ks[] = {0, 1, 30, full.per_rank / 2, full.per_rank};
+        for (size_t j = 0; j < sizeof ks / sizeof ks[0]; j++) {
+            uint64_t k = ks[j];
+            T_OK(stk__plan_init_shards(&rest, &g_tab, 2, 4, 7, 1, r, world, mode));
+            T_OK(stk__plan_resume(&rest, k * world));
+            T_CHECK(rest.per_rank == full.per_rank - k, "resume at %llu: %llu left",
+                    (unsigned long long)k, (unsigned long long)rest.per_rank);
+            for (uint64_t i = 0; i < rest.per_rank; i++)
+                T_CHECK(stk__plan_index(&rest, i) == stk__plan_index(&full, k + i),
+                        "world %u rank %u resumed at %llu: position %llu differs", world, r,
+                        (unsigned long long)k, (unsigned long long)i);
+            T_CHECK(stk__plan_consumed(&rest, 3) == k * world + STK__MIN(3, rest.per_rank) * world,
+                    "consumed after a resume");
+        }
+        if (world > 1)
+            T_CHECK(stk__plan_resume(&rest, world + 1) == STK_E_RANGE,
+                    "a consumed count that is no multiple of the world size accepted");
+    }
+}
+
+static void check_sizes(void)
+{
+    uint32_t world = 3;
+    uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
+    for (uint32_t r = 0; r < world; r++) {
+        stk__plan p;
+        T_OK(stk__plan_init_shards(&p, &g_tab, 2, 4, 0, 1, r, world, STK_DIST_EXACT));
+        lo = STK__MIN(lo, p.per_rank);
+        hi = STK__MAX(hi, p.per_rank);
+        sum += p.per_rank;
+    }
+    T_CHECK(sum == total(), "EXACT parts sum to %llu", (unsigned long long)sum);
+    for (uint32_t r = 0; r < world; r++) {
+        stk__plan p;
+        T_OK(stk__plan_init_shards(&p, &g_tab, 2, 4, 0, 1, r, world, STK_DIST_PAD));
+        T_CHECK(p.per_rank == hi, "PAD per_rank %llu, want %llu", (unsigned long long)p.per_rank,
+                (unsigned long long)hi);
+        T_OK(stk__plan_init_shards(&p, &g_tab, 2, 4, 0, 1, r, world, STK_DIST_DROP));
+        T_CHECK(p.per_rank == lo, "DROP per_rank %llu, want %llu", (unsigned long long)p.per_rank,
+                (unsigned long long)lo);
+    }
+    stk__plan p;
+    T_CHECK(stk__plan_init_shards(&p, &g_tab, 0, 1, 0, 1, 0, 1, 0) == STK_E_INVALID, "W 0");
+    T_CHECK(stk__plan_init_shards(&p, &g_tab, STK__MAX_WINDOW + 1, 1, 0, 1, 0, 1, 0) ==
+            STK_E_INVALID, "W too large");
+    T_CHECK(stk__plan_init_shards(&p, &g_tab, 2, 1, 0, 1, 0, NS + 1, 0) == STK_E_RANGE,
+            "more ranks than shards");
+}
+
+int main(void)
+{
+    make_table();
+    const uint32_t windows[] = {1, 2, 4, NS, 64};
+    const uint32_t worlds[] = {1, 2, 3, 5, NS};
+    for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)
+        for (size_t j = 0; j < sizeof worlds / sizeof worlds[0]; j++)
+            for (int sh = 0; sh < 2; sh++)
+                check_epoch(windows[i], worlds[j], sh, 2);
+    check_pure_and_random();
+    for (uint32_t w = 1; w <= 3; w++) {
+        check_resume(w, STK_DIST_PAD);
+        check_resume(w, STK_DIST_EXACT);
+        check_resume(w, STK_DIST_DROP);
+    }
+    check_sizes();
+    printf("test_order_window: ok\n");
+    return 0;
+}

@@ -287,6 +287,10 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jnum(f, "used_cores", a->cpu_total, 1);
     jnum(f, "machine_busy_cores", a->sys_cores, 1);
     jnum(f, "runqueue_wait_cores", a->rq_total, 1);
+    jnum(f, "step_cpu_median_s", a->cpu_step_med, 1);
+    jnum(f, "step_cpu_lowest_s", a->cpu_step_lo, 1);
+    jnum(f, "step_cpu_highest_s", a->cpu_step_hi, 1);
+    jnum(f, "step_cpu_stretches", a->cpu_step_chunks, 1);
     static const char *rk[DR_NROLES] = {"main", "workers", "stoker", "other"};
     fprintf(f, "\"roles\": {");
     for (int j = 0; j < DR_NROLES; j++) {
@@ -417,6 +421,8 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     jstr(f, a->figures);
     fprintf(f, ", \"next\": ");
     jstr(f, a->next);
+    fprintf(f, ", \"borderline\": ");
+    jstr(f, a->borderline);
     fprintf(f, "},\n  \"watching\": {");
     jnum(f, "doctor_cpu_s", r->self_cpu_s, 1);
     jnum(f, "interval_s", r->interval, 1);

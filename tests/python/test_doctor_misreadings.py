@@ -71,10 +71,12 @@ def test_same_job_same_verdict(tmp_path):
         assert r["data"]["data_in_memory"] is True, r["data"]
         assert "workers" not in r["verdict"]["next"], r["verdict"]
         assert "0.0-0.0 ms" not in r["verdict"]["next"], r["verdict"]
-    cs = [cpu_per_step(r) for r in runs]
-    # identical runs whose CPU per step all lie on one side of the line, with a margin, agree
-    if max(cs) < 0.8e-3 or min(cs) > 1.25e-3:
-        assert len(set(stages)) == 1, (stages, cs)
+    # identical runs: one stage, always (issue 28: one run of three said compute-bound with its CPU
+    # per step just over the 1 ms line). The rules decide on the median of the CPU per step over
+    # stretches of the run, and a figure inside the band around a line gives one "borderline"
+    # verdict on either side of it (tests/test_doctor_bands.c), so the stage cannot flip on it
+    meds = [r["cpu"]["step_cpu_median_s"] for r in runs]
+    assert len(set(stages)) == 1, (stages, meds, [r["verdict"]["borderline"] for r in runs])
     # too small: the next step names the batch size (16 -> 128)
     for r in runs:
         if r["verdict"]["stage"] == "too small for the hardware":

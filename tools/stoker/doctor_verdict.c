@@ -408,7 +408,7 @@ static void analyse_writes(const dr_run *r, dr_result *a)
 }
 
 /* The job's CPU per step as a distribution: the window's ticks cut into chunks of at least 20
- * steps (about 9 chunks) and 3 ticks, each chunk's CPU (all roles) over its steps; the median and
+ * steps (about 9 chunks), whole ticks, each chunk's CPU (all roles) over its steps; the median and
  * the chunks' lowest and highest. A mean over the window lets one slow stretch (workers starting,
  * a pause) move the figure a rule compares with its line; the median does not. Fewer than 3
  * chunks: none (the rules take the mean). The main process's training batches are in time order. */
@@ -416,7 +416,7 @@ static void step_cpu_chunks(const dr_run *r, dr_result *a)
 {
     enum { MAXC = 64 };
     double v[MAXC], cpu = 0;
-    int nc = 0, steps = 0, ticks = 0, target = a->nsteps / 9 > 20 ? a->nsteps / 9 : 20;
+    int nc = 0, steps = 0, target = a->nsteps / 9 > 20 ? a->nsteps / 9 : 20;
     size_t si = 0;
     if (a->nsteps < 3 * 20)
         return;
@@ -427,7 +427,6 @@ static void step_cpu_chunks(const dr_run *r, dr_result *a)
             continue;
         for (int j = 0; j < DR_NROLES; j++)
             cpu += k->cpu[j] * k->dt;
-        ticks++;
         for (; si < r->nsteps; si++) { /* other processes' blocks may come first in the file */
             const dr_step *s = &r->steps[si];
             if (s->pid != r->main_pid)
@@ -436,10 +435,10 @@ static void step_cpu_chunks(const dr_run *r, dr_result *a)
                 break;
             steps += s->lid == a->train_lid && s->t0 >= a->w0 && s->t1 <= a->w1;
         }
-        if (steps >= target && ticks >= 3) {
+        if (steps >= target) {
             v[nc++] = cpu / steps;
             cpu = 0;
-            steps = ticks = 0;
+            steps = 0;
         }
     }
     if (nc < 3)

@@ -136,9 +136,8 @@ int main(void)
     clear("0.7 ms a step, a slow first stretch: the median is read", a, "too small for the hardware");
 
     /* the wait for batches: 25% of the window, band 20-30% (a 20 ms step: not tiny) */
-    a = b = base;
-    a.step_ms = b.step_ms = 20;
-    a.cpu_ms = b.cpu_ms = 15;
+    const fig step20 = {.cpu_ms = 15, .wait = 0.02, .calls = 1, .step_ms = 20};
+    a = b = step20;
     a.wait = 0.23;
     b.wait = 0.27;
     same("waiting 23% / 27%: one verdict", a, b,
@@ -147,17 +146,15 @@ int main(void)
     clear("waiting 15%: compute", a, "compute-bound");
 
     /* host-syncing calls per step: 32, band 25.6-40 (a CPU-only job: all of them count) */
-    a = b = base;
-    a.step_ms = b.step_ms = 20;
-    a.cpu_ms = b.cpu_ms = 15;
+    a = b = step20;
     a.calls = 30;
     b.calls = 34;
     same("30 / 34 host-syncing calls per step: one verdict", a, b,
          (const char *const[]){"borderline: ", "sync-bound", "compute-bound", NULL});
-    a.calls = 20;
-    clear("20 calls per step: compute", a, "compute-bound");
-    a.calls = 48;
-    clear("48 calls per step: sync", a, "sync-bound");
+    b.calls = 20;
+    clear("20 calls per step: compute", b, "compute-bound");
+    b.calls = 48;
+    clear("48 calls per step: sync", b, "sync-bound");
 
     /* the intra-op pool beside a tiny step: 10% of the main thread's CPU, band 8-12%: the stage
      * does not move, the next step is the same on both sides (OMP_NUM_THREADS=1 first) */

@@ -25,6 +25,7 @@ typedef struct fig {
     double other;     /* the main process's other threads' CPU against the main thread's */
     double step_ms;   /* between batches */
     double slow;      /* the first such share of the ticks runs 4x the CPU (workers starting, a pause) */
+    double held;      /* cores' worth the job's threads waited for a CPU (other processes held them) */
 } fig;
 
 /* a CPU-only job on 2 cores, 2000 batches from an in-memory torch loader (num_workers=0) */
@@ -46,6 +47,7 @@ static dr_result *run(fig f)
     t.cpu[DR_OTHER] = cores - t.cpu[DR_MAIN];
     t.nthreads[DR_MAIN] = 1;
     t.nthreads[DR_OTHER] = 2;
+    t.rq[DR_MAIN] = f.held;
     rec_ticks(&r, ticks, sizeof ticks / sizeof *ticks, &t);
     for (size_t k = 6; k < 6 + (size_t)(f.slow * (double)r.nticks); k++) { /* the window opens at 0.5 s */
         ticks[k].cpu[DR_MAIN] *= 4;
@@ -168,6 +170,31 @@ int main(void)
     dr_result_verdict(x, &s, &fi, &n);
     int ok = !strncmp(n, "OMP_NUM_THREADS=1", 17) && strstr(fi, "borderline");
     printf("%s the pool at 9%%: OMP_NUM_THREADS=1 first, the band named in the figures\n", ok ? "ok  " : "FAIL");
+    if (!ok) {
+        printf("     got    %s\n", dr_verdict_line(x));
+        failures++;
+    }
+    dr_result_free(x);
+
+    /* a tiny step whose pool is idle, on 2 cores that other processes hold (the job waits for one
+     * 0.7 cores' worth): OMP_NUM_THREADS=1 before the larger batch, whose operators the pool would
+     * split between threads waiting for cores */
+    a = base;
+    a.held = 0.7;
+    x = run(a);
+    dr_result_verdict(x, &s, &fi, &n);
+    ok = !strcmp(s, "too small for the hardware") && !strncmp(n, "OMP_NUM_THREADS=1", 17) && strstr(n, "batch 16 -> 128");
+    printf("%s a tiny step on held cores: OMP_NUM_THREADS=1 before the larger batch\n", ok ? "ok  " : "FAIL");
+    if (!ok) {
+        printf("     got    %s\n", dr_verdict_line(x));
+        failures++;
+    }
+    dr_result_free(x);
+    a.held = 0;
+    x = run(a);
+    dr_result_verdict(x, &s, &fi, &n);
+    ok = !strncmp(n, "batch 16 -> 128", 15);
+    printf("%s a tiny step on free cores: the batch first\n", ok ? "ok  " : "FAIL");
     if (!ok) {
         printf("     got    %s\n", dr_verdict_line(x));
         failures++;

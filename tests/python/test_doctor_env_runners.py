@@ -7,7 +7,7 @@ job.
 poetry is Debian's python3-poetry (scripts/deps.sh); uv is on PyPI only, so it is installed once
 into a cache directory ($STK_UV_VENV, default ~/.cache/stoker/uv-venv), pinned; without network
 and without that cache the uv test is skipped and says why. conda/micromamba are in neither Debian
-nor PyPI (as working tools): not tested (docs/doctor.md). Asserts on what the doctor recorded
+nor PyPI: not tested (docs/doctor.md). Asserts on what the doctor recorded
 (batches, processes hooked or not), never on time.
 """
 import json

@@ -54,12 +54,15 @@ def test_tiny_loop_without_dataloader(tmp_path):
     if c < 0.8e-3:
         assert v["stage"] == "too small for the hardware", (c, v)
         assert "batch 8 -> 64" in v["next"], v
-    # the intra-op pool: when the step's other threads ran beside the main thread (more than 10%
-    # of its CPU) on 2 or more cores, OMP_NUM_THREADS=1 comes first
-    roles = d["cpu"]["roles"]
-    pool = d["cpu"]["allowed_cores"] >= 2 and roles["other"]["cores"] >= 0.1 * roles["main"]["cores"]
+    # the intra-op pool: when the step's other threads ran beside the main thread (10% of its CPU,
+    # or inside the band 8-12% around that line) on 2 or more cores, or other processes held the
+    # cores (20% of them, band 15-25%: a larger batch would engage the pool on held cores),
+    # OMP_NUM_THREADS=1 comes first
+    c, roles = d["cpu"], d["cpu"]["roles"]
+    held = min(c["runqueue_wait_cores"], c["allowed_cores"] - c["used_cores"]) / c["allowed_cores"]
+    pool = c["allowed_cores"] >= 2 and (roles["other"]["cores"] > 0.08 * roles["main"]["cores"] or held > 0.15)
     if v["stage"] == "too small for the hardware":
-        assert v["next"].startswith("OMP_NUM_THREADS=1") == pool, (roles, v)
+        assert v["next"].startswith("OMP_NUM_THREADS=1") == pool, (roles, held, v)
 
 
 def test_same_job_same_verdict(tmp_path):

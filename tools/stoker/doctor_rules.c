@@ -344,6 +344,16 @@ static void decide_tiny(const dr_run *r, dr_result *a, double cpu_step)
                              "OMP_NUM_THREADS=1 (or torch.set_num_threads(1)): the step's other threads ran %.2f "
                              "cores beside the main thread's %.2f, splitting operators too small to share; and ",
                              a->cpu[DR_OTHER], a->cpu[DR_MAIN]);
+    /* the pool idle at this batch, but other processes hold the cores: a larger batch's operators
+     * are split between threads that each wait for a core (batch 1 -> 8 on 2 shared cores ran 7x
+     * slower with torch's 2 threads, 2.5-8x faster with one: docs/doctor.md, real scripts) */
+    double free_cores = r->allowed - a->cpu_total, held = a->rq_total < free_cores ? a->rq_total : free_cores;
+    if (!n && r->allowed >= 2 && a->nticks &&
+        ge_share("others' hold on the cores", held / r->allowed, TH_CONTENTION, M_CONTENTION))
+        n = (size_t)snprintf(a->next, sizeof a->next,
+                             "OMP_NUM_THREADS=1 (or torch.set_num_threads(1)) before a larger batch: other processes "
+                             "held the CPU (the job waited for one %.2f cores' worth), and a larger batch's operators "
+                             "are split between torch's threads, each waiting for a core; and ", held);
     if (n < sizeof a->next)
         snprintf(a->next + n, sizeof a->next - n,
                  "batch %d -> %d or more (the per-batch cost stays, the work per batch grows)%s, merge several "

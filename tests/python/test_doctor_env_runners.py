@@ -62,6 +62,8 @@ def assert_job_hooked(d, err):
     assert j["python_processes_hooked"] >= 1, (j, err)
     for p in j["python_processes_without_hook"]:
         assert p["why"] and "doctor_jobs.py" not in p["cmd"], (p, err)
+        if p["why"].startswith("run with -I"):  # the runner's probe of the interpreter, said so
+            assert "uv and poetry probe the interpreter" in p["why"], (p, err)
         assert "WITHOUT THE HOOK: Python process %d" % p["pid"] in err, err
 
 

@@ -28,7 +28,7 @@ RUN_PKGS=(build-essential cmake pkg-config liblmdb-dev libjpeg62-turbo-dev libur
 TEST_PKGS=(
   "${RUN_PKGS[@]}" clang ninja-build lmdb-utils libturbojpeg0-dev libjpeg-turbo-progs
   python3 python3-venv python3-numpy python3-pil python3-pytest python3-lmdb
-  python3-torch python3-torchvision valgrind fio librsvg2-bin
+  python3-torch python3-torchvision valgrind fio librsvg2-bin python3-poetry
   ceph-mon ceph-osd radosgw ceph-common python3-boto3 openssl
 )
 profile=${1:-test}

@@ -44,12 +44,15 @@ def test_tiny_loop_without_dataloader(tmp_path):
     if c < 0.8e-3:
         assert v["stage"] == "too small for the hardware", (c, v)
         assert "batch 8 -> 64" in v["next"], v
-    # the intra-op pool: when the step's other threads ran beside the main thread (more than 10%
-    # of its CPU) on 2 or more cores, OMP_NUM_THREADS=1 comes first
-    roles = d["cpu"]["roles"]
-    pool = d["cpu"]["allowed_cores"] >= 2 and roles["other"]["cores"] >= 0.1 * roles["main"]["cores"]
+    # the intra-op pool: when the step's other threads ran beside the main thread (10% of its CPU,
+    # or inside the band 8-12% around that line) on 2 or more cores, or other processes held the
+    # cores (20% of them, band 15-25%: a larger batch would engage the pool on held cores),
+    # OMP_NUM_THREADS=1 comes first
+    c, roles = d["cpu"], d["cpu"]["roles"]
+    held = min(c["runqueue_wait_cores"], c["allowed_cores"] - c["used_cores"]) / c["allowed_cores"]
+    pool = c["allowed_cores"] >= 2 and (roles["other"]["cores"] > 0.08 * roles["main"]["cores"] or held > 0.15)
     if v["stage"] == "too small for the hardware":
-        assert v["next"].startswith("OMP_NUM_THREADS=1") == pool, (roles, v)
+        assert v["next"].startswith("OMP_NUM_THREADS=1") == pool, (roles, held, v)
 
 
 def test_same_job_same_verdict(tmp_path):
@@ -61,10 +64,12 @@ def test_same_job_same_verdict(tmp_path):
         assert r["data"]["data_in_memory"] is True, r["data"]
         assert "workers" not in r["verdict"]["next"], r["verdict"]
         assert "0.0-0.0 ms" not in r["verdict"]["next"], r["verdict"]
-    cs = [cpu_per_step(r) for r in runs]
-    # identical runs whose CPU per step all lie on one side of the line, with a margin, agree
-    if max(cs) < 0.8e-3 or min(cs) > 1.25e-3:
-        assert len(set(stages)) == 1, (stages, cs)
+    # identical runs: one stage, always (issue 28: one run of three said compute-bound with its CPU
+    # per step just over the 1 ms line). The rules decide on the median of the CPU per step over
+    # stretches of the run, and a figure inside the band around a line gives one "borderline"
+    # verdict on either side of it (tests/test_doctor_bands.c), so the stage cannot flip on it
+    meds = [r["cpu"]["step_cpu_median_s"] for r in runs]
+    assert len(set(stages)) == 1, (stages, meds, [r["verdict"]["borderline"] for r in runs])
     # too small: the next step names the batch size (16 -> 128)
     for r in runs:
         if r["verdict"]["stage"] == "too small for the hardware":

@@ -230,6 +230,20 @@ static void jnum(FILE *f, const char *k, double v, int comma)
     fprintf(f, "\"%s\": %.12g%s", k, v, comma ? ", " : "");
 }
 
+typedef struct jkv {
+    const char *k;
+    double v;
+} jkv;
+
+/* "k": v for each of the N fields, ", " between them, and after the last when COMMA */
+static void jnums(FILE *f, const jkv *kv, size_t n, int comma)
+{
+    for (size_t i = 0; i < n; i++)
+        jnum(f, kv[i].k, kv[i].v, i + 1 < n || comma);
+}
+#define JNUMS(f, comma, ...) \
+    jnums(f, (const jkv[]){__VA_ARGS__}, sizeof((const jkv[]){__VA_ARGS__}) / sizeof(jkv), comma)
+
 int dr_json(const dr_run *r, const dr_result *a, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -242,13 +256,11 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         jstr(f, *p);
     }
     fprintf(f, "],\n  \"job\": {");
-    jnum(f, "run_s", a->run_s, 1);
-    jnum(f, "window_s", a->wall, 1);
-    jnum(f, "stopped_after_s", r->t_stop ? (double)(r->t_stop - r->t_start) / 1e9 : 0, 1);
-    jnum(f, "stop_signal", r->stop_signal, 1);
+    JNUMS(f, 1, {"run_s", a->run_s}, {"window_s", a->wall},
+          {"stopped_after_s", r->t_stop ? (double)(r->t_stop - r->t_start) / 1e9 : 0},
+          {"stop_signal", r->stop_signal});
     fprintf(f, "\"exited\": %s, ", r->exited ? "true" : "false");
-    jnum(f, "exit_code", r->exit_code, 1);
-    jnum(f, "term_signal", r->term_signal, 1);
+    JNUMS(f, 1, {"exit_code", r->exit_code}, {"term_signal", r->term_signal});
     fprintf(f, "\"failed\": %s, \"stderr_tail\": ", r->failed ? "true" : "false");
     jstr(f, r->err_tail);
     fprintf(f, ", ");
@@ -273,49 +285,33 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         fprintf(f, "%s{\"name\": ", g ? ", " : "");
         jstr(f, r->gpus[g].name);
         fprintf(f, ", ");
-        jnum(f, "util_mean_pct", a->gutil[g], 1);
-        jnum(f, "util_max_pct", a->gutil_max[g], 1);
-        jnum(f, "mem_used_max_bytes", a->gmem[g], 1);
-        jnum(f, "mem_total_bytes", r->gpus[g].mem_total, 0);
+        JNUMS(f, 0, {"util_mean_pct", a->gutil[g]}, {"util_max_pct", a->gutil_max[g]},
+              {"mem_used_max_bytes", a->gmem[g]}, {"mem_total_bytes", r->gpus[g].mem_total});
         fprintf(f, "}");
     }
     fprintf(f, "]},\n  \"cpu\": {");
-    jnum(f, "allowed_cores", r->allowed, 1);
-    jnum(f, "affinity_cores", r->affinity, 1);
-    jnum(f, "online_cores", r->ncpu_online, 1);
-    jnum(f, "cgroup_quota_cores", r->quota, 1);
-    jnum(f, "used_cores", a->cpu_total, 1);
-    jnum(f, "machine_busy_cores", a->sys_cores, 1);
-    jnum(f, "runqueue_wait_cores", a->rq_total, 1);
+    JNUMS(f, 1, {"allowed_cores", r->allowed}, {"affinity_cores", r->affinity}, {"online_cores", r->ncpu_online},
+          {"cgroup_quota_cores", r->quota}, {"used_cores", a->cpu_total}, {"machine_busy_cores", a->sys_cores},
+          {"runqueue_wait_cores", a->rq_total}, {"step_cpu_median_s", a->cpu_step_med},
+          {"step_cpu_lowest_s", a->cpu_step_lo}, {"step_cpu_highest_s", a->cpu_step_hi},
+          {"step_cpu_stretches", a->cpu_step_chunks});
     static const char *rk[DR_NROLES] = {"main", "workers", "stoker", "other"};
     fprintf(f, "\"roles\": {");
     for (int j = 0; j < DR_NROLES; j++) {
         fprintf(f, "%s\"%s\": {", j ? ", " : "", rk[j]);
-        jnum(f, "cores", a->cpu[j], 1);
-        jnum(f, "runqueue_wait_cores", a->rq[j], 1);
-        jnum(f, "threads_in_disk_wait", a->dth[j], 1);
-        jnum(f, "threads", a->nth[j], 0);
+        JNUMS(f, 0, {"cores", a->cpu[j]}, {"runqueue_wait_cores", a->rq[j]}, {"threads_in_disk_wait", a->dth[j]},
+              {"threads", a->nth[j]});
         fprintf(f, "}");
     }
     fprintf(f, "}, \"psi_some\": {");
-    jnum(f, "available", r->psi_ok, 1);
-    jnum(f, "cpu", a->psi[0], 1);
-    jnum(f, "io", a->psi[1], 1);
-    jnum(f, "memory", a->psi[2], 0);
+    JNUMS(f, 0, {"available", r->psi_ok}, {"cpu", a->psi[0]}, {"io", a->psi[1]}, {"memory", a->psi[2]});
     fprintf(f, "}},\n  \"memory\": {");
-    jnum(f, "total_bytes", r->mem_total, 1);
-    jnum(f, "available_min_bytes", a->mem_avail_min, 1);
-    jnum(f, "swap_total_bytes", r->swap_total, 1);
-    jnum(f, "swap_used_max_bytes", a->swap_used_max, 1);
-    jnum(f, "cgroup_limit_bytes", r->mem_limit, 1);
-    jnum(f, "job_rss_max_bytes", a->rss_max, 0);
+    JNUMS(f, 0, {"total_bytes", r->mem_total}, {"available_min_bytes", a->mem_avail_min},
+          {"swap_total_bytes", r->swap_total}, {"swap_used_max_bytes", a->swap_used_max},
+          {"cgroup_limit_bytes", r->mem_limit}, {"job_rss_max_bytes", a->rss_max});
     fprintf(f, "},\n  \"disk\": {");
-    jnum(f, "job_read_bytes", a->job_rd, 1);
-    jnum(f, "job_write_bytes", a->job_wr, 1);
-    jnum(f, "read_bytes_per_s", a->rd_bps, 1);
-    jnum(f, "write_bytes_per_s", a->wr_bps, 1);
-    jnum(f, "read_iops", a->rd_iops, 1);
-    jnum(f, "write_iops", a->wr_iops, 1);
+    JNUMS(f, 1, {"job_read_bytes", a->job_rd}, {"job_write_bytes", a->job_wr}, {"read_bytes_per_s", a->rd_bps},
+          {"write_bytes_per_s", a->wr_bps}, {"read_iops", a->rd_iops}, {"write_iops", a->wr_iops});
     fprintf(f, "\"devices\": [");
     int first = 1;
     for (int i = 0; i < r->ndevs; i++) {
@@ -327,16 +323,15 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
         first = 0;
         jstr(f, d->name);
         fprintf(f, ", \"job_files\": %s, ", d->touched ? "true" : "false");
-        jnum(f, "read_bytes_per_s", (double)(d->r1[1] - d->r0[1]) * 512 / t, 1);
-        jnum(f, "read_iops", (double)(d->r1[0] - d->r0[0]) / t, 1);
-        jnum(f, "write_bytes_per_s", (double)(d->r1[3] - d->r0[3]) * 512 / t, 1);
-        jnum(f, "write_iops", (double)(d->r1[2] - d->r0[2]) / t, 0);
+        JNUMS(f, 0, {"read_bytes_per_s", (double)(d->r1[1] - d->r0[1]) * 512 / t},
+              {"read_iops", (double)(d->r1[0] - d->r0[0]) / t},
+              {"write_bytes_per_s", (double)(d->r1[3] - d->r0[3]) * 512 / t},
+              {"write_iops", (double)(d->r1[2] - d->r0[2]) / t});
         fprintf(f, "}");
     }
     fprintf(f, "]},\n  \"network\": {");
     fprintf(f, "\"namespace_shared\": %s, ", r->net_shared == 0 ? "false" : "true");
-    jnum(f, "rx_bytes_per_s", a->net_rx, 1);
-    jnum(f, "tx_bytes_per_s", a->net_tx, 0);
+    JNUMS(f, 0, {"rx_bytes_per_s", a->net_rx}, {"tx_bytes_per_s", a->net_tx});
     fprintf(f, "},\n  \"data\": {\"loader\": ");
     jstr(f, a->kind);
     fprintf(f, ", ");
@@ -345,92 +340,61 @@ int dr_json(const dr_run *r, const dr_result *a, const char *path)
     if (a->stk) {
         const dr_stkstats *k = a->stk;
         fprintf(f, "\"stoker\": {\"read_threads\": %d, \"decode_threads\": %d, ", k->rthreads, k->dthreads);
-        jnum(f, "read_busy_s", k->rbusy, 1);
-        jnum(f, "read_starved_s", k->rstarved, 1);
-        jnum(f, "decode_busy_s", k->dbusy, 1);
-        jnum(f, "decode_starved_s", k->dstarved, 1);
-        jnum(f, "wall_s", k->wall, 1);
-        jnum(f, "bad_records", (double)k->errors, 1);
-        jnum(f, "substituted", (double)k->substituted, 1);
+        JNUMS(f, 1, {"read_busy_s", k->rbusy}, {"read_starved_s", k->rstarved}, {"decode_busy_s", k->dbusy},
+              {"decode_starved_s", k->dstarved}, {"wall_s", k->wall}, {"bad_records", (double)k->errors},
+              {"substituted", (double)k->substituted});
         if (k->fhits + k->fmisses > 0) {
             fprintf(f, "\"fetch\": {");
-            jnum(f, "bytes", (double)k->fbytes, 1);
-            jnum(f, "busy_s", k->fbusy, 1);
-            jnum(f, "starved_s", k->fstarved, 1);
-            jnum(f, "link_bytes_per_s", k->fbusy > 0 ? (double)k->fbytes / k->fbusy : 0, 1);
-            jnum(f, "cache_hits", (double)k->fhits, 1);
-            jnum(f, "cache_misses", (double)k->fmisses, 0);
+            JNUMS(f, 0, {"bytes", (double)k->fbytes}, {"busy_s", k->fbusy}, {"starved_s", k->fstarved},
+                  {"link_bytes_per_s", k->fbusy > 0 ? (double)k->fbytes / k->fbusy : 0},
+                  {"cache_hits", (double)k->fhits}, {"cache_misses", (double)k->fmisses});
             fprintf(f, "}, ");
         }
         fprintf(f, "\"verdict\": ");
         jstr(f, k->bottleneck);
         fprintf(f, "}, ");
     }
-    jnum(f, "pin_memory", a->pin, 1);
-    jnum(f, "wait_share", a->input_share, 1);
-    jnum(f, "wait_total_s", a->wait_total, 1);
-    jnum(f, "iterator_creation_total_s", a->iter_total, 1);
-    jnum(f, "wait_median_s", a->wait_med, 1);
-    jnum(f, "wait_p99_s", a->wait_p99, 1);
-    jnum(f, "between_batches_median_s", a->between_med, 1);
-    jnum(f, "between_batches_p99_s", a->between_p99, 1);
-    jnum(f, "first_batch_s", a->first_batch, 1);
-    jnum(f, "epochs_started", a->nepochs, 1);
-    jnum(f, "epoch_start_mean_s", a->epoch_start_mean, 1);
-    jnum(f, "loaders", a->nloaders, 1);
-    jnum(f, "eval_batches", a->eval_batches, 1);
-    jnum(f, "eval_passes", a->eval_passes, 1);
-    jnum(f, "eval_s", a->eval_s, 1);
+    JNUMS(f, 1, {"pin_memory", a->pin}, {"wait_share", a->input_share}, {"wait_total_s", a->wait_total},
+          {"iterator_creation_total_s", a->iter_total}, {"wait_median_s", a->wait_med}, {"wait_p99_s", a->wait_p99},
+          {"between_batches_median_s", a->between_med}, {"between_batches_p99_s", a->between_p99},
+          {"first_batch_s", a->first_batch}, {"epochs_started", a->nepochs},
+          {"epoch_start_mean_s", a->epoch_start_mean}, {"loaders", a->nloaders}, {"eval_batches", a->eval_batches},
+          {"eval_passes", a->eval_passes}, {"eval_s", a->eval_s});
     fprintf(f, "\"loader_role\": ");
     jstr(f, a->loader_role);
     fprintf(f, ", ");
-    jnum(f, "loader_on_cpu_share", a->ld_busy, 1);
-    jnum(f, "loader_waiting_for_cpu_share", a->ld_rq, 1);
-    jnum(f, "loader_disk_wait_share", a->ld_disk, 0);
+    JNUMS(f, 0, {"loader_on_cpu_share", a->ld_busy}, {"loader_waiting_for_cpu_share", a->ld_rq},
+          {"loader_disk_wait_share", a->ld_disk});
     fprintf(f, "},\n  \"batch\": {");
     jnum(f, "size", a->bs, 1);
     fprintf(f, "\"dtype\": ");
     jstr(f, a->dtype);
     fprintf(f, "},\n  \"copies\": {");
-    jnum(f, "item_per_step", a->calls[0] / steps, 1);
-    jnum(f, "cpu_per_step", a->calls[1] / steps, 1);
-    jnum(f, "numpy_per_step", a->calls[2] / steps, 1);
-    jnum(f, "cuda_synchronize_per_step", a->calls[3] / steps, 1);
-    jnum(f, "sync_calls_per_step", a->calls_total / steps, 1);
-    jnum(f, "sync_calls_on_gpu_per_step", a->calls_dev / steps, 1);
-    jnum(f, "sync_time_share", a->sync_share, 1);
-    jnum(f, "h2d_pinned_per_step", a->h2d_pin / steps, 1);
-    jnum(f, "h2d_pageable_per_step", a->h2d_page / steps, 1);
-    jnum(f, "h2d_bytes_per_step", a->h2d_bytes / steps, 0);
+    JNUMS(f, 0, {"item_per_step", a->calls[0] / steps}, {"cpu_per_step", a->calls[1] / steps},
+          {"numpy_per_step", a->calls[2] / steps}, {"cuda_synchronize_per_step", a->calls[3] / steps},
+          {"sync_calls_per_step", a->calls_total / steps}, {"sync_calls_on_gpu_per_step", a->calls_dev / steps},
+          {"sync_time_share", a->sync_share}, {"h2d_pinned_per_step", a->h2d_pin / steps},
+          {"h2d_pageable_per_step", a->h2d_page / steps}, {"h2d_bytes_per_step", a->h2d_bytes / steps});
     fprintf(f, "},\n  \"writes\": {");
-    jnum(f, "saves", a->nsave, 1);
-    jnum(f, "save_total_s", a->save_total, 1);
-    jnum(f, "save_share", a->save_share, 1);
-    jnum(f, "save_bytes", a->save_bytes, 1);
-    jnum(f, "steps_per_save", a->steps_per_save, 1);
-    jnum(f, "save_call_s", a->save_call_s, 1);
-    jnum(f, "checkpoint_write_s", a->wr_s[0], 1);
-    jnum(f, "checkpoint_write_bytes", a->wr_b[0], 1);
-    jnum(f, "checkpoint_files_written", a->ckpt_opens, 1);
-    jnum(f, "log_write_s", a->wr_s[1], 1);
-    jnum(f, "log_write_bytes", a->wr_b[1], 1);
-    jnum(f, "log_share", a->log_share, 1);
-    jnum(f, "other_write_s", a->wr_s[2], 1);
-    jnum(f, "other_write_bytes", a->wr_b[2], 1);
-    jnum(f, "other_share", a->other_share, 0);
+    JNUMS(f, 0, {"saves", a->nsave}, {"save_total_s", a->save_total}, {"save_share", a->save_share},
+          {"save_bytes", a->save_bytes}, {"steps_per_save", a->steps_per_save}, {"save_call_s", a->save_call_s},
+          {"checkpoint_write_s", a->wr_s[0]}, {"checkpoint_write_bytes", a->wr_b[0]},
+          {"checkpoint_files_written", a->ckpt_opens}, {"log_write_s", a->wr_s[1]}, {"log_write_bytes", a->wr_b[1]},
+          {"log_share", a->log_share}, {"other_write_s", a->wr_s[2]}, {"other_write_bytes", a->wr_b[2]},
+          {"other_share", a->other_share});
     fprintf(f, "},\n  \"precision\": {");
-    jnum(f, "autocast_fp16_steps", a->ac16, 1);
-    jnum(f, "autocast_bf16_steps", a->acbf, 0);
+    JNUMS(f, 0, {"autocast_fp16_steps", a->ac16}, {"autocast_bf16_steps", a->acbf});
     fprintf(f, "},\n  \"verdict\": {\"stage\": ");
     jstr(f, a->verdict);
     fprintf(f, ", \"figures\": ");
     jstr(f, a->figures);
     fprintf(f, ", \"next\": ");
     jstr(f, a->next);
+    fprintf(f, ", \"borderline\": ");
+    jstr(f, a->borderline);
     fprintf(f, "},\n  \"watching\": {");
-    jnum(f, "doctor_cpu_s", r->self_cpu_s, 1);
-    jnum(f, "interval_s", r->interval, 1);
-    jnum(f, "samples", (double)r->nticks, r->hook_timed != 0);
+    JNUMS(f, r->hook_timed != 0, {"doctor_cpu_s", r->self_cpu_s}, {"interval_s", r->interval},
+          {"samples", (double)r->nticks});
     if (r->hook_timed)
         jnum(f, "hook_us_per_batch", 1e-3 * (double)r->hook_ns, 0);
     fprintf(f, "}\n}\n");

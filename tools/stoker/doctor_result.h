@@ -53,8 +53,14 @@ struct dr_result {
     /* GPU */
     double gutil[DR_MAXGPU], gutil_max[DR_MAXGPU], gmem[DR_MAXGPU];
     int gpu_used;
-    /* verdict */
-    char verdict[48], figures[900], next[640], line[1600 + 48];
+    /* the job's CPU per step over chunks of the window (doctor_verdict.c): median, the chunks'
+     * lowest and highest, how many chunks (0: too few steps or ticks; the mean is used) */
+    double cpu_step_med, cpu_step_lo, cpu_step_hi;
+    int cpu_step_chunks;
+    /* verdict; borderline: the figures that lay inside the margin band around their line and
+     * changed the stage or the next step (empty when none did) */
+    char verdict[112], figures[1200], next[1400], line[112 + 1200 + 1400 + 32];
+    char borderline[480];
 };
 
 /* doctor_verdict.c */

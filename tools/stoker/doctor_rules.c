@@ -62,6 +62,64 @@
 #define CKPT_TARGET 0.02 /* the checkpoint share the suggested interval aims for */
 #define TH_FETCH 0.25 /* a stoker loader waited for the object store this share of its time: fetch-bound */
 
+/* The margin band around each line (docs/doctor.md, "Margins"): half-widths in the figure's own
+ * unit (shares, GPU %), or a factor for times and counts (the band is line/f .. line*f) */
+#define M_SHARE 0.05      /* input, CPU-starved, storage, epoch starts, outside disk wait */
+#define M_CKPT 0.04       /* checkpoint share */
+#define M_SYNC 0.03       /* sync-call, log and other-write shares */
+#define M_DECODE 0.10     /* the loader on a CPU or waiting for one; outside, cores busy */
+#define M_GPU_UTIL 4.0    /* GPU busy, % points */
+#define M_GPU_MEM 0.05    /* GPU memory share */
+#define M_POOL 0.02       /* the main process's other threads' CPU against the main thread's */
+#define M_POOL_WAIT 0.10  /* their wait for a CPU against their run */
+#define M_CONTENTION 0.05 /* others' hold, as a share of the allowed cores */
+#define F_TIME 1.2        /* step times (tiny CPU and wall, launch step, projected GPU step) */
+#define F_COUNT 1.25      /* host-syncing calls per step */
+
+/* Each decision on a figure near its line is made twice by dr_decide: once with every figure
+ * inside its band on the side where its rule fires (lean 1), once on the other (lean 0); the
+ * figures seen inside a band are noted. The analysis runs in one thread per result; the state
+ * is per thread. */
+static _Thread_local struct {
+    int lean;
+    char notes[480];
+} band;
+
+/* 1 when X lies inside the open band LO..HI around its line TH, noted once as WHAT X (line TH,
+ * band LO-HI) in UNIT after multiplying by SCALE */
+static int in_band(const char *what, double x, double th, double lo, double hi, double scale, const char *unit)
+{
+    if (!(x > lo && x < hi))
+        return 0;
+    size_t n = strlen(band.notes);
+    if (!strstr(band.notes, what) && n < sizeof band.notes)
+        snprintf(band.notes + n, sizeof band.notes - n, "%s%s %.3g%s (line %.3g%s, band %.3g-%.3g%s)",
+                 n ? ", " : "", what, scale * x, unit, scale * th, unit, scale * lo, scale * hi, unit);
+    return 1;
+}
+
+/* the rule "X >= TH" / "X < TH" with an absolute band of +-M (shares: noted in %) */
+static int ge_share(const char *what, double x, double th, double m)
+{
+    return in_band(what, x, th, th - m, th + m, 100, "%") ? band.lean : x >= th;
+}
+
+static int lt_share(const char *what, double x, double th, double m, double scale, const char *unit)
+{
+    return in_band(what, x, th, th - m, th + m, scale, unit) ? band.lean : x < th;
+}
+
+/* the rule "X >= TH" / "X < TH" with a band of a factor F (times in ms, counts) */
+static int ge_rel(const char *what, double x, double th, double f, double scale, const char *unit)
+{
+    return in_band(what, x, th, th / f, th * f, scale, unit) ? band.lean : x >= th;
+}
+
+static int lt_rel(const char *what, double x, double th, double f, double scale, const char *unit)
+{
+    return in_band(what, x, th, th / f, th * f, scale, unit) ? band.lean : x < th;
+}
+
 /* 1, 2, 5 x 10^k at or above v */
 static long nice_up(double v)
 {
@@ -154,14 +212,14 @@ static void decide_outside(const dr_run *r, dr_result *a)
              "core%s they may use (main thread %.2f), waited for a CPU %.2f, had %.2f threads in disk wait%s",
              why, T, a->cpu_total, r->allowed, r->allowed == 1 ? "" : "s", a->cpu[DR_MAIN], a->rq_total, disk,
              a->gpu_used || r->gpu_ctx == 1 ? "" : "; no GPU");
-    if (r->gpu_ctx == 1 && gu >= TH_GPU_SMALL_UTIL) {
+    if (r->gpu_ctx == 1 && !lt_share("GPU busy", gu, TH_GPU_SMALL_UTIL, M_GPU_UTIL, 1, "%")) {
         snprintf(v, vc, "compute-bound");
         snprintf(f + strlen(f), fc - strlen(f), "; GPU busy %.0f%%", gu);
         snprintf(nx, nc, "mixed precision (torch.autocast), or a faster GPU");
-    } else if (disk >= TH_OUTSIDE_DISK && disk > busy) {
+    } else if (ge_share("threads in disk wait", disk, TH_OUTSIDE_DISK, M_SHARE) && disk > busy) {
         snprintf(v, vc, "I/O-bound");
         snprintf(nx, nc, "read larger sequential blocks (pack the data into shards), or faster storage");
-    } else if (busy >= TH_OUTSIDE_BUSY) {
+    } else if (ge_share("cores busy or waited for", busy, TH_OUTSIDE_BUSY, M_DECODE)) {
         snprintf(v, vc, "compute-bound");
         if (busy < r->allowed - 0.5 && a->cpu[DR_MAIN] + a->rq[DR_MAIN] >= 0.8 * busy) /* one thread works */
             snprintf(nx, nc, "its work runs on one thread of %g allowed cores: more threads "
@@ -271,20 +329,36 @@ static int worker_advice(const dr_run *r, const dr_result *a, char *nx, size_t n
 static void decide_tiny(const dr_run *r, dr_result *a, double cpu_step)
 {
     snprintf(a->verdict, sizeof a->verdict, "too small for the hardware");
+    char dist[96] = "";
+    if (a->cpu_step_chunks)
+        snprintf(dist, sizeof dist, " (median of %d stretches of the run, %.2f-%.2f ms)", a->cpu_step_chunks,
+                 1e3 * a->cpu_step_lo, 1e3 * a->cpu_step_hi);
     snprintf(a->figures, sizeof a->figures,
-             "a step takes %.2f ms of CPU, loading included (%.2f ms between batches, median, of which %.2f ms "
+             "a step takes %.2f ms of CPU%s, loading included (%.2f ms between batches, median, of which %.2f ms "
              "waiting for the loader): the fixed costs of each batch (the Python loop, collate, "
              "operator dispatch, kernel launches) are as large as its work",
-             1e3 * cpu_step, 1e3 * a->between_med, 1e3 * a->wait_med);
+             1e3 * cpu_step, dist, 1e3 * a->between_med, 1e3 * a->wait_med);
     int b = a->bs > 0 ? a->bs : 1;
     size_t n = 0;
     /* torch's intra-op pool on such a step: each operator is split between threads that meet at
      * its end, for microseconds of work; one thread does it without the meeting */
-    if (r->allowed >= 2 && a->cpu[DR_OTHER] >= TH_POOL * a->cpu[DR_MAIN])
+    if (r->allowed >= 2 && a->cpu[DR_MAIN] > 0 &&
+        ge_share("the other threads' CPU against the main thread's", a->cpu[DR_OTHER] / a->cpu[DR_MAIN], TH_POOL,
+                 M_POOL))
         n = (size_t)snprintf(a->next, sizeof a->next,
                              "OMP_NUM_THREADS=1 (or torch.set_num_threads(1)): the step's other threads ran %.2f "
                              "cores beside the main thread's %.2f, splitting operators too small to share; and ",
                              a->cpu[DR_OTHER], a->cpu[DR_MAIN]);
+    /* the pool idle at this batch, but other processes hold the cores: a larger batch's operators
+     * are split between threads that each wait for a core (batch 1 -> 8 on 2 shared cores ran 7x
+     * slower with torch's 2 threads, 2.5-8x faster with one: docs/doctor.md, real scripts) */
+    double free_cores = r->allowed - a->cpu_total, held = a->rq_total < free_cores ? a->rq_total : free_cores;
+    if (!n && r->allowed >= 2 && a->nticks &&
+        ge_share("others' hold on the cores", held / r->allowed, TH_CONTENTION, M_CONTENTION))
+        n = (size_t)snprintf(a->next, sizeof a->next,
+                             "OMP_NUM_THREADS=1 (or torch.set_num_threads(1)) before a larger batch: other processes "
+                             "held the CPU (the job waited for one %.2f cores' worth), and a larger batch's operators "
+                             "are split between torch's threads, each waiting for a core; and ", held);
     if (n < sizeof a->next)
         snprintf(a->next + n, sizeof a->next - n,
                  "batch %d -> %d or more (the per-batch cost stays, the work per batch grows)%s, merge several "
@@ -378,7 +452,7 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
     }
     /* a step of a few ms on this CPU is a fraction of a ms on a GPU: shorter than the kernel
      * launches it would take; a projection of "0.0 ms" helps nobody */
-    if (r->gpu_step_ms <= 0 && hi < TH_GPU_PROJ_MIN) {
+    if (r->gpu_step_ms <= 0 && lt_rel("the projected GPU step", hi, TH_GPU_PROJ_MIN, F_TIME, 1e3, " ms")) {
         int b = a->bs > 0 ? a->bs : 1;
         snprintf(nx, nc, "batch %d -> %d or more (scale the learning rate with it), or merge several steps' work "
                  "into one: a step of %.2f ms on this CPU is too short for a GPU to gain much (its kernel launches "
@@ -397,7 +471,7 @@ static void gpu_projection(const dr_run *r, const dr_result *a, char *nx, size_t
     double cores = r->allowed - 1 > 1 ? r->allowed - 1 : 1;
     double deliver = W > 0 ? (W < cores ? W : cores) / m.cb : 1 / m.cb;
     double share = W > 0 ? (1 / deliver > lo ? 1 - lo / (1 / deliver) : 0) : m.cb / (m.cb + lo);
-    if (share < TH_INPUT) {
+    if (!ge_share("the wait projected on a GPU", share, TH_INPUT, M_SHARE)) {
         if (W > 0)
             snprintf(nx, nc, "run the step on a GPU: there it would take %s; the input side keeps up (the loader "
                      "needs %.1f ms of CPU per batch, %d worker%s deliver %.0f batches/s)", as, 1e3 * m.cb, W,
@@ -437,8 +511,11 @@ static int threads_advice(const dr_run *r, const dr_result *a, char *nx, size_t 
 {
     double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
     double run = a->cpu[DR_MAIN] + a->cpu[DR_OTHER], wait = a->rq[DR_MAIN] + a->rq[DR_OTHER];
-    if (!a->nticks || c < TH_CONTENTION * r->allowed || a->cpu[DR_OTHER] < TH_POOL * a->cpu[DR_MAIN] ||
-        wait < TH_POOL_WAIT * run)
+    if (!a->nticks || !ge_share("others' hold on the cores", c / r->allowed, TH_CONTENTION, M_CONTENTION) ||
+        a->cpu[DR_MAIN] <= 0 || run <= 0 ||
+        !ge_share("the other threads' CPU against the main thread's", a->cpu[DR_OTHER] / a->cpu[DR_MAIN], TH_POOL,
+                  M_POOL) ||
+        !ge_share("the step's threads' wait for a CPU against their run", wait / run, TH_POOL_WAIT, M_POOL_WAIT))
         return 0;
     int k = (int)floor(a->cpu_total + 0.25);
     if (k < 1)
@@ -456,7 +533,7 @@ static int threads_advice(const dr_run *r, const dr_result *a, char *nx, size_t 
 static void contention(const dr_run *r, dr_result *a)
 {
     double free_cores = r->allowed - a->cpu_total, c = a->rq_total < free_cores ? a->rq_total : free_cores;
-    if (!a->nticks || c < TH_CONTENTION * r->allowed)
+    if (!a->nticks || !ge_share("others' hold on the cores", c / r->allowed, TH_CONTENTION, M_CONTENTION))
         return;
     size_t n = strlen(a->figures);
     snprintf(a->figures + n, sizeof a->figures - n, "; other processes held the CPU: the job ran on %.2f of its "
@@ -477,7 +554,7 @@ static void decide_fetch(const dr_run *r, dr_result *a)
     if (!k || k->fstarved <= 0 || k->wall + k->fstarved <= 0)
         return;
     double share = k->fstarved / (k->wall + k->fstarved);
-    if (share < TH_FETCH || share < a->save_share || share < a->sync_share || share < a->log_share ||
+    if (!ge_share("fetch wait", share, TH_FETCH, M_SHARE) || share < a->save_share || share < a->sync_share || share < a->log_share ||
         share < a->other_share)
         return;
     double rate = k->fbusy > 0 ? k->fbytes / k->fbusy / 1e6 : 0;
@@ -496,12 +573,59 @@ static void decide_fetch(const dr_run *r, dr_result *a)
              "to this machine", rate);
 }
 
-void dr_decide(const dr_run *r, dr_result *a)
+static void decide_once(const dr_run *r, dr_result *a)
 {
     decide_steps(r, a);
     decide_fetch(r, a);
     if (!r->failed || a->nsteps)
         contention(r, a);
+}
+
+/* Decided twice: every figure inside its band on the side where its rule fires (into A), then on
+ * the other (into a copy). The same stage and next step: the band did not matter. Another stage:
+ * "borderline: A / B", the figures of A, the next step of A and then B's; the same stage with
+ * another next step: the firing side's, whose extra step (OMP_NUM_THREADS, persistent_workers,
+ * the input side on a GPU, a larger batch) does no harm on the other side. The figures end with
+ * the band's figures whenever the verdict moved with them. */
+void dr_decide(const dr_run *r, dr_result *a)
+{
+    dr_result *b = malloc(sizeof *b);
+    band.notes[0] = 0;
+    if (b)
+        *b = *a;
+    band.lean = 1;
+    decide_once(r, a);
+    a->borderline[0] = 0;
+    if (b) {
+        band.lean = 0;
+        decide_once(r, b);
+        int stage = strcmp(a->verdict, b->verdict) != 0, next = strcmp(a->next, b->next) != 0;
+        if (stage || next)
+            snprintf(a->borderline, sizeof a->borderline, "%s", band.notes);
+        if (stage) {
+            char fire[sizeof a->verdict], fnext[sizeof a->next];
+            snprintf(fire, sizeof fire, "%s", a->verdict);
+            snprintf(fnext, sizeof fnext, "%s", a->next);
+            /* two kinds of one stage, "input-bound (CPU-starved)" and "input-bound (decode)", are
+             * "input-bound (borderline: CPU-starved / decode)" */
+            size_t p = 0, open = 0, la = strlen(fire), lb = strlen(b->verdict);
+            while (fire[p] && fire[p] == b->verdict[p])
+                open = fire[p++] == '(' ? p : open;
+            if (open && la > open && lb > open && fire[la - 1] == ')' && b->verdict[lb - 1] == ')')
+                snprintf(a->verdict, sizeof a->verdict, "%.*sborderline: %.*s / %.40s", (int)open, fire,
+                         (int)(la - 1 - open), fire + open, b->verdict + open);
+            else
+                snprintf(a->verdict, sizeof a->verdict, "borderline: %.48s / %.48s", fire, b->verdict);
+            if (next)
+                snprintf(a->next, sizeof a->next, "%.680s; or, if it is %.50s: %.620s", fnext, b->verdict, b->next);
+        }
+        if (stage || next) {
+            size_t n = strlen(a->figures);
+            snprintf(a->figures + n, sizeof a->figures - n, "; borderline, so %s: %s",
+                     stage ? "both stages are named" : "the next step holds on both sides", a->borderline);
+        }
+        free(b);
+    }
     if (r->failed && a->nsteps) {
         char how[96];
         size_t n = strlen(a->figures);
@@ -530,27 +654,27 @@ static void decide_steps(const dr_run *r, dr_result *a)
     double per_step = a->calls_total / steps;
     int gpu = a->gpu_used;
     double calls_used = gpu ? a->calls_dev / steps : per_step;
-    int sync_count = calls_used >= TH_SYNC_PER_STEP;
+    int sync_count = ge_rel("host-syncing calls per step", calls_used, TH_SYNC_PER_STEP, F_COUNT, 1, "");
 
     double best = 0;
     int pick = 0; /* 1 input, 2 checkpoint, 3 sync */
-    if (input >= TH_INPUT && input > best) {
+    if (ge_share("the wait for batches", input, TH_INPUT, M_SHARE) && input > best) {
         best = input;
         pick = 1;
     }
-    if (a->save_share >= TH_CKPT && a->save_share > best) {
+    if (ge_share("checkpoints", a->save_share, TH_CKPT, M_CKPT) && a->save_share > best) {
         best = a->save_share;
         pick = 2;
     }
-    if (a->sync_share >= TH_SYNC_SHARE && a->sync_share > best) {
+    if (ge_share("host-syncing calls' time", a->sync_share, TH_SYNC_SHARE, M_SYNC) && a->sync_share > best) {
         best = a->sync_share;
         pick = 3;
     }
-    if (a->log_share >= TH_LOG && a->log_share > best) {
+    if (ge_share("log writes", a->log_share, TH_LOG, M_SYNC) && a->log_share > best) {
         best = a->log_share;
         pick = 4;
     }
-    if (a->other_share >= TH_LOG && a->other_share > best) {
+    if (ge_share("other writes", a->other_share, TH_LOG, M_SYNC) && a->other_share > best) {
         best = a->other_share;
         pick = 5;
     }
@@ -558,15 +682,17 @@ static void decide_steps(const dr_run *r, dr_result *a)
         pick = 3;
     /* the job's CPU per step (the loader's included): CPU accounting, which a loaded machine does
      * not stretch as it stretches the wall clock between batches */
-    double cpu_step = a->cpu_total * a->tick_s / a->nsteps;
+    double cpu_step = a->cpu_step_chunks ? a->cpu_step_med : a->cpu_total * a->tick_s / a->nsteps;
     double gm, gt, gu = gpu_busy(r, a, &gm, &gt);
     if (!pick && gpu && r->nvml && r->ngpu && a->nticks >= TH_OUTSIDE_TICKS && a->nsteps >= TH_TINY_STEPS &&
-        gu < TH_LAUNCH_UTIL && a->between_med > 0 && a->between_med < TH_LAUNCH_STEP) {
+        lt_share("GPU busy", gu, TH_LAUNCH_UTIL, M_GPU_UTIL, 1, "%") && a->between_med > 0 &&
+        lt_rel("the step's time between batches", a->between_med, TH_LAUNCH_STEP, F_TIME, 1e3, " ms")) {
         decide_launch(r, a, gu, input);
         return;
     }
-    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 && cpu_step < TH_TINY_STEP &&
-        a->between_med < TH_TINY_WALL) {
+    if (pick <= 1 && a->nsteps >= TH_TINY_STEPS && a->tick_s > 0 &&
+        lt_rel("CPU per step", cpu_step, TH_TINY_STEP, F_TIME, 1e3, " ms") &&
+        lt_rel("the time between batches", a->between_med, TH_TINY_WALL, F_TIME, 1e3, " ms")) {
         decide_tiny(r, a, cpu_step);
         return;
     }
@@ -581,16 +707,20 @@ static void decide_steps(const dr_run *r, dr_result *a)
         /* the wait judged against the cores the loader can have: with more workers than cores,
          * each worker's share of waiting stays small however starved the cores are */
         double ld_cores = a->ld_n < r->allowed ? a->ld_n : r->allowed;
-        int waits = a->ld_rq >= TH_STARVED || a->ld_rq * a->ld_n >= TH_STARVED * ld_cores;
-        if (waits && a->ld_rq >= a->ld_busy && runnable > r->allowed) {
+        int waits = ge_share("the loader's wait for a CPU", a->ld_rq, TH_STARVED, M_SHARE) ||
+                    (ld_cores > 0 && ge_share("the loader's wait for a CPU, of its cores", a->ld_rq * a->ld_n / ld_cores,
+                                              TH_STARVED, M_SHARE));
+        if (waits && ge_rel("the loader's wait against its run", a->ld_rq / (a->ld_busy > 1e-9 ? a->ld_busy : 1e-9),
+                            1, F_TIME, 1, "x") &&
+            ge_rel("the job's runnable threads against its cores", runnable / r->allowed, 1, 1.1, 1, "x")) {
             sub = "CPU-starved";
             if (!(torch && worker_advice(r, a, nx, nc)))
                 snprintf(nx, nc, "give the job more cores (it may use %g; its loader waits for one)", r->allowed);
-        } else if (a->ld_disk >= TH_STORAGE) {
+        } else if (ge_share("the loader in disk wait", a->ld_disk, TH_STORAGE, M_SHARE)) {
             sub = "storage";
             snprintf(nx, nc, torch ? "pack into shards and use stoker.DataLoader (large sequential reads)"
                                    : "put the shards on faster storage or in the page cache");
-        } else if (a->ld_busy + a->ld_rq >= TH_DECODE) {
+        } else if (ge_share("the loader on a CPU or waiting for one", a->ld_busy + a->ld_rq, TH_DECODE, M_DECODE)) {
             sub = "decode";
             if (torch && worker_advice(r, a, nx, nc))
                 ;
@@ -633,8 +763,9 @@ static void decide_steps(const dr_run *r, dr_result *a)
         /* the workers started again at every epoch start: a large part of the wait */
         double est = a->wait_total + a->iter_total > 0
                          ? a->epoch_start_mean * a->nepochs / (a->wait_total + a->iter_total) : 0;
-        if (torch && a->workers > 0 && !a->persistent && a->nepochs >= 2 && est >= TH_EPOCH_START) {
-            char rest[640];
+        if (torch && a->workers > 0 && !a->persistent && a->nepochs >= 2 &&
+            ge_share("epoch starts, of the wait", est, TH_EPOCH_START, M_SHARE)) {
+            char rest[sizeof a->next];
             snprintf(rest, sizeof rest, "%s", nx);
             int kp = snprintf(nx, nc, "persistent_workers=True: the %d workers start again at each of the %d epoch "
                              "starts, %.0f ms each, %.0f%% of the wait; then ", a->workers, a->nepochs,
@@ -708,7 +839,8 @@ static void decide_steps(const dr_run *r, dr_result *a)
             snprintf(nx, nc, "keep per-step values on the device and read them every 100 steps, not every step");
     } else {
         double compute = 1 - input - a->save_share - a->sync_share - a->log_share - a->other_share;
-        if (gpu && r->nvml && r->ngpu && gu < TH_GPU_SMALL_UTIL && gt > 0 && gm / gt < TH_GPU_SMALL_MEM) {
+        if (gpu && r->nvml && r->ngpu && lt_share("GPU busy", gu, TH_GPU_SMALL_UTIL, M_GPU_UTIL, 1, "%") && gt > 0 &&
+            lt_share("GPU memory in use", gm / gt, TH_GPU_SMALL_MEM, M_GPU_MEM, 100, "%")) {
             snprintf(v, vc, "too small for the GPU");
             snprintf(f, fc, "GPU busy %.0f%% of the time, %.1f of %.1f GiB in use, while the job waits for "
                      "data only %.0f%% of the time", gu, gm / 1073741824.0, gt / 1073741824.0, 100 * input);

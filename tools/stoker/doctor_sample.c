@@ -573,7 +573,8 @@ static void python_why(const char *cmd, ssize_t cn, const char *env, ssize_t en,
         if (a[1] == 'c' || a[1] == 'm')
             break;
         if (strpbrk(a + 1, "IES")) {
-            snprintf(why, cap, "run with %s: Python then ignores PYTHONPATH (-I, -E) or skips site (-S)", a);
+            snprintf(why, cap, "run with %.8s: Python then ignores PYTHONPATH (-I, -E) or skips site (-S)%s", a,
+                     strchr(a, 'I') ? "; uv and poetry probe the interpreter so before they run the job" : "");
             return;
         }
     }

@@ -407,6 +407,48 @@ static void analyse_writes(const dr_run *r, dr_result *a)
     }
 }
 
+/* The job's CPU per step as a distribution: the window's ticks cut into chunks of at least 20
+ * steps (about 9 chunks), whole ticks, each chunk's CPU (all roles) over its steps; the median and
+ * the chunks' lowest and highest. A mean over the window lets one slow stretch (workers starting,
+ * a pause) move the figure a rule compares with its line; the median does not. Fewer than 3
+ * chunks: none (the rules take the mean). The main process's training batches are in time order. */
+static void step_cpu_chunks(const dr_run *r, dr_result *a)
+{
+    enum { MAXC = 64 };
+    double v[MAXC], cpu = 0;
+    int nc = 0, steps = 0, target = a->nsteps / 9 > 20 ? a->nsteps / 9 : 20;
+    size_t si = 0;
+    if (a->nsteps < 3 * 20)
+        return;
+    for (size_t i = 0; i < r->nticks && nc < MAXC; i++) {
+        const dr_tick *k = &r->ticks[i];
+        int64_t tb = r->t_start + (int64_t)(k->t * 1e9), ta = tb - (int64_t)(k->dt * 1e9);
+        if (tb <= a->w0 || ta >= a->w1)
+            continue;
+        for (int j = 0; j < DR_NROLES; j++)
+            cpu += k->cpu[j] * k->dt;
+        for (; si < r->nsteps; si++) { /* other processes' blocks may come first in the file */
+            const dr_step *s = &r->steps[si];
+            if (s->pid != r->main_pid)
+                continue;
+            if (s->t1 > tb)
+                break;
+            steps += s->lid == a->train_lid && s->t0 >= a->w0 && s->t1 <= a->w1;
+        }
+        if (steps >= target) {
+            v[nc++] = cpu / steps;
+            cpu = 0;
+            steps = 0;
+        }
+    }
+    if (nc < 3)
+        return;
+    a->cpu_step_chunks = nc;
+    a->cpu_step_med = dr_quant(v, (size_t)nc, 0.5);
+    a->cpu_step_lo = v[0];
+    a->cpu_step_hi = v[nc - 1];
+}
+
 dr_result *dr_analyse(const dr_run *r)
 {
     dr_result *a = calloc(1, sizeof *a);
@@ -465,6 +507,7 @@ dr_result *dr_analyse(const dr_run *r)
     analyse_writes(r, a);
     a->gpu_used = r->gpu_ctx == 1 || a->calls_dev > 0 || a->h2d_pin + a->h2d_page > 0;
     analyse_ticks(r, a);
+    step_cpu_chunks(r, a);
     dr_decide(r, a);
     snprintf(a->line, sizeof a->line, "verdict: %s: %s; next: %s", a->verdict, a->figures, a->next);
     return a;

@@ -16,7 +16,7 @@ produce:
   500        an internal error
 Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
 Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
-requests pass unspoiled).
+requests pass unspoiled), STK_PROXY_PORT (listen on this port rather than a free one).
 """
 
 import os
@@ -139,7 +139,7 @@ def main():
     every = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
+    srv.bind(("127.0.0.1", int(os.environ.get("STK_PROXY_PORT", "0"))))
     srv.listen(64)
     with open(port_file + ".tmp", "w") as f:
         f.write(str(srv.getsockname()[1]))

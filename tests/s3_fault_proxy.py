@@ -16,7 +16,9 @@ produce:
   500        an internal error
 Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
 Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
-requests pass unspoiled), STK_PROXY_PORT (listen on this port rather than a free one).
+requests pass unspoiled), STK_PROXY_PORT (listen on this port rather than a free one),
+STK_PROXY_RATE_MB_S (a link of that many MB/s, shared by all connections, for request and answer
+bodies: bench/s3_pack.sh; 0 = no limit).
 """
 
 import os
@@ -26,6 +28,19 @@ import threading
 import time
 
 FAULTS = ["reset", "slowdown", "truncate", "stall", "500"]
+RATE = float(os.environ.get("STK_PROXY_RATE_MB_S", "0")) * 1e6
+LINK = {"lock": threading.Lock(), "free_at": 0.0}
+
+
+def throttle(n):
+    """N bytes through a link of RATE bytes/s that all connections share: wait for their turn."""
+    if RATE <= 0 or n <= 0:
+        return
+    with LINK["lock"]:
+        now = time.monotonic()
+        LINK["free_at"] = max(now, LINK["free_at"]) + n / RATE
+        wait = LINK["free_at"] - now
+    time.sleep(wait)
 
 
 def read_request(conn):
@@ -42,12 +57,16 @@ def read_request(conn):
         k, _, v = line.partition(b":")
         if k.strip().lower() == b"content-length":
             length = int(v.strip())
-    while len(body) < length:
-        chunk = conn.recv(65536)
+    parts, have = [body], len(body)
+    throttle(have)
+    while have < length:
+        chunk = conn.recv(1 << 20)
         if not chunk:
             return None
-        body += chunk
-    return head, body
+        throttle(len(chunk))
+        parts.append(chunk)
+        have += len(chunk)
+    return head, b"".join(parts)
 
 
 def forward(up_port, head, body):
@@ -127,6 +146,7 @@ def serve(conn, up_port, state, log):
                 time.sleep(float(os.environ.get("STK_PROXY_STALL_S", "3")))
                 conn.close()
                 return
+            throttle(len(rbody))
             conn.sendall(rhead + rbody)
     except OSError:
         pass

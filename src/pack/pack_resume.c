@@ -159,10 +159,11 @@ static int standin_read(const char *shard, shard_meta *m, char digest[256], uint
     char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s" STK__STANDIN_EXT, shard);
     FILE *f = fopen(path, "rb");
+    struct stat st;
     if (!f)
         return 0;
-    char *buf = malloc(1 << 20);
-    size_t len = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    char *buf = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+    size_t len = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
     fclose(f);
     if (!buf)
         return 0;

@@ -125,7 +125,7 @@ static int bucket_has(const stk__s3_obj *have, size_t nhave, const char *key, ui
 typedef struct uploader {
     const stk__s3_cfg *c;
     const char *bucket, *prefix, *dir;
-    stk__s3_obj *have; /* the listing when the pack began (a rerun skips what is there) */
+    stk__s3_obj *have; /* the listing: at the start (stand-ins checked), anew in on_unmark */
     size_t nhave;
     pthread_t th;
     int started;
@@ -139,24 +139,19 @@ typedef struct uploader {
     char err[STK__ERRLEN];
 } uploader;
 
-/* Upload shard NO of the staging folder unless the bucket has it, then leave its stand-in. */
+/* Upload shard NO of the staging folder (always: an object of the same name may be an older
+ * pack's), then leave its stand-in. */
 static int upload_shard(uploader *u, uint32_t no, char *err)
 {
     char path[PATH_MAX + 300], key[2048], name[64];
-    struct stat st;
     snprintf(name, sizeof name, STK__SHARD_FMT, no);
     snprintf(path, sizeof path, "%s/%s", u->dir, name);
     snprintf(key, sizeof key, "%s%s", u->prefix, name);
-    if (stat(path, &st) != 0)
-        return stk__err(err, -errno, "%s: cannot stat", path);
-    int rc = STK_OK;
-    if (!bucket_has(u->have, u->nhave, key, (uint64_t)st.st_size)) {
-        char why[STK__ERRLEN] = "";
-        rc = stk__s3_put_file(u->c, u->bucket, key, path, NULL, why);
-        if (rc != STK_OK)
-            return stk__err(err, rc, "uploading %s to s3://%s/%s (endpoint %s): %s", path, u->bucket, key,
-                            u->c->endpoint, why[0] ? why : stk_strerror(rc));
-    }
+    char why[STK__ERRLEN] = "";
+    int rc = stk__s3_put_file(u->c, u->bucket, key, path, NULL, why);
+    if (rc != STK_OK)
+        return stk__err(err, rc, "uploading %s to s3://%s/%s (endpoint %s): %s", path, u->bucket, key,
+                        u->c->endpoint, why[0] ? why : stk_strerror(rc));
     if ((rc = stk__shard_standin_write(path, err)) != STK_OK)
         return rc;
     if (unlink(path) != 0)
@@ -249,7 +244,8 @@ static int on_unmark(void *user, char *err)
         names_free(names, n);
         return rc;
     }
-    /* shards a resumed run kept from the killed one, not uploaded yet */
+    /* shards a resumed run kept from the killed one: uploaded unless the bucket holds them with
+     * their size (the killed run of the same plan uploaded them and died before the stand-in) */
     for (size_t i = 0; i < n && rc == STK_OK; i++) {
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", u->dir, names[i]);

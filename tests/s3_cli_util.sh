@@ -3,6 +3,8 @@
 # CTest fixture (STK_S3_ENV; skip only when the Ceph packages are missing), boto3, a read cache
 # in $T, and
 #   s3py mb|keys|put|get BUCKET [PREFIX|KEY] [DIR]   bucket, listing, empty object, download all
+#   make_shards MIN                                 $T/src (160 images of 300-500 px) packed into
+#                                                   $T/local with 1 MiB shards: $NSHARDS >= MIN
 #   start_proxy                                     tests/s3_fault_proxy.py in front of the server
 #                                                   (env STK_PROXY_*; port in $PROXY_PORT, log
 #                                                   $T/faults, pid $PROXY_PID, killed at exit)
@@ -37,4 +39,10 @@ start_proxy() {
   for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
   [ -s "$T/port" ] || fail "the proxy did not start"
   PROXY_PORT=$(cat "$T/port")
+}
+make_shards() {
+  "$MK" "$T/src" 4 40 300 500 11 >/dev/null || fail "stk-mkfolder"
+  expect_rc 0 "$STOKER" pack "$T/src" "$T/local" --threads 2 --shard-size 1M
+  NSHARDS=$(ls "$T/local" | grep -c '^shard-[0-9]*\.lmdb$')
+  [ "$NSHARDS" -ge "$1" ] || fail "the local pack has $NSHARDS shards, want >= $1"
 }

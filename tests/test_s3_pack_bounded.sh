@@ -10,10 +10,7 @@
 . "$(dirname "$0")/s3_cli_util.sh"
 B=stk-bound-$$
 s3py mb "$B"
-"$MK" "$T/src" 4 40 300 500 11 >/dev/null || fail "stk-mkfolder"
-expect_rc 0 "$STOKER" pack "$T/src" "$T/local" --threads 2 --shard-size 1M
-n=$(ls "$T/local" | grep -c '^shard-[0-9]*\.lmdb$')
-[ "$n" -ge 8 ] || fail "the local pack has $n shards, want >= 8"
+make_shards 8
 
 STOKER_S3_PACK_QUEUE=1 "$STOKER" pack "$T/src" "s3://$B/ds" --threads 2 --shard-size 1M --quiet \
   >"$T/pack.out" 2>&1 &

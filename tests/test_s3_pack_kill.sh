@@ -13,10 +13,7 @@
 . "$(dirname "$0")/s3_cli_util.sh"
 B=stk-kill-$$
 s3py mb "$B"
-"$MK" "$T/src" 4 40 300 500 11 >/dev/null || fail "stk-mkfolder"
-expect_rc 0 "$STOKER" pack "$T/src" "$T/local" --threads 2 --shard-size 1M
-n=$(ls "$T/local" | grep -c '^shard-[0-9]*\.lmdb$')
-[ "$n" -ge 6 ] || fail "the local pack has $n shards, want >= 6"
+make_shards 6
 
 STK_PROXY_FAULTS=stall STK_PROXY_SKIP=4 STK_PROXY_STALL_S=600 start_proxy 1
 via=http://127.0.0.1:$PROXY_PORT
@@ -47,7 +44,7 @@ s3py get "$B" ds/ "$T/got"
 for f in "$T"/local/shard-*.lmdb; do
   cmp -s "$f" "$T/got/$(basename "$f")" || fail "$(basename "$f") in the bucket differs from the local pack's"
 done
-[ "$(ls "$T/got" | grep -c '^shard-')" = "$n" ] || fail "the bucket holds $(ls "$T/got") for $n shards"
+[ "$(ls "$T/got" | grep -c '^shard-')" = "$NSHARDS" ] || fail "the bucket holds $(ls "$T/got") for $NSHARDS shards"
 [ ! -e "$T/got/.stoker-pack-incomplete" ] || fail "the unfinished-pack marker stayed"
 expect_rc 0 "$STOKER" verify "s3://$B/ds"
 echo "test_s3_pack_kill: ok"

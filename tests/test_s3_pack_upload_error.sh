@@ -5,7 +5,8 @@
 # shard PUT every request gets a 500 (no retries: STOKER_S3_RETRIES=0). The pack stops at the
 # failed upload instead of packing on (back-pressure: one shard waiting, STOKER_S3_PACK_QUEUE=1),
 # exits non-zero naming the shard, the bucket and the endpoint, and the prefix is refused as
-# unfinished (nothing half-written is taken for a dataset).
+# unfinished (nothing half-written is taken for a dataset). A missing bucket and a wrong secret
+# fail at the first request, before anything is packed, naming the endpoint and the cause.
 . "$(dirname "$0")/cli_util.sh"
 . "$(dirname "$0")/s3_cli_util.sh"
 B=stk-uperr-$$
@@ -26,4 +27,17 @@ made=$(ls "$stage" | grep -c '^shard-[0-9]*\.lmdb\(\.up\)\?$')
 [ "$made" -le 4 ] || fail "the pack went on to $made shards after its upload failed: $(ls "$stage")"
 "$STOKER" info "s3://$B/ds" >"$T/out" 2>"$T/err" && fail "info took the failed pack's prefix for a dataset"
 grep -q "unfinished" "$T/err" || { cat "$T/err"; fail "the error does not name the unfinished pack"; }
+
+for case in nobucket badsecret; do
+  b=$B secret=$AWS_SECRET_ACCESS_KEY want=
+  [ $case = nobucket ] && b=stk-missing-$$ want=NoSuchBucket
+  [ $case = badsecret ] && secret=wrong-$AWS_SECRET_ACCESS_KEY want=SignatureDoesNotMatch
+  STOKER_CACHE_DIR=$T/cache-$case AWS_SECRET_ACCESS_KEY=$secret \
+    timeout 300 "$STOKER" pack "$T/src" "s3://$b/ds" --threads 2 --shard-size 1M >"$T/out" 2>"$T/err"
+  rc=$?
+  [ "$rc" = 1 ] || { cat "$T/out" "$T/err"; fail "$case: the pack exited $rc, want 1"; }
+  grep -q "$want" "$T/err" && grep -q "$AWS_ENDPOINT_URL" "$T/err" ||
+    { cat "$T/err"; fail "$case: the error does not name $want and the endpoint"; }
+  [ -z "$(find "$T/cache-$case" -name 'shard-*' 2>/dev/null)" ] || fail "$case: shards were packed before the first request failed"
+done
 echo "test_s3_pack_upload_error: ok"

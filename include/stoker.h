@@ -728,9 +728,13 @@ typedef struct stk_pack_result {
  * from the interrupted run, payload_bytes = all payload bytes, elapsed_s = this call's time.
  *
  * DST = s3://bucket/prefix (since 0.5, docs/S3.md): packed as above into a local staging folder
- * (CACHE/pack/HOST/BUCKET/PREFIX under the cache root of stk_dataset_set_cache_dir's default),
- * then uploaded; the marker object PREFIX/.stoker-pack-incomplete makes an s3:// open refuse the
- * prefix (STK_E_INCOMPLETE) until the upload is complete. A rerun uploads what is missing.
+ * (CACHE/pack/HOST/BUCKET/PREFIX under the cache root of stk_dataset_set_cache_dir's default);
+ * each shard is uploaded while the pack writes the next and then removed from the local disk, so
+ * at most STOKER_S3_PACK_QUEUE + 1 shard files are there (env, [2], 1..64: shards waiting for or
+ * in upload; the pack waits for room). The marker object PREFIX/.stoker-pack-incomplete makes an
+ * s3:// open refuse the prefix (STK_E_INCOMPLETE) until the upload is complete. A rerun after a
+ * kill resumes like a local pack (the uploaded shards are not packed again). A failed upload
+ * stops the pack; OPTS->error names the shard file, the object and the endpoint.
  */
 STK_API int stk_pack(const char *src, const char *dst, const stk_pack_options *opts,
                      stk_pack_result *result);

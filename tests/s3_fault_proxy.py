@@ -16,7 +16,8 @@ produce:
   500        an internal error
 Each spoiled request is appended to LOG_FILE as "FAULT METHOD PATH". Runs until killed.
 Env: STK_PROXY_FAULTS (comma-separated subset, in that order), STK_PROXY_SKIP (the first N
-requests pass unspoiled). EVERY 0 spoils nothing.
+requests pass unspoiled), STK_PROXY_PORT (listen on this port rather than a free one). EVERY 0
+spoils nothing.
 
 A slow link (this kernel has no sch_netem for `tc netem`), exactly this and no more:
   STK_PROXY_DELAY_MS   every request's answer starts this many ms after the request arrived
@@ -25,6 +26,9 @@ A slow link (this kernel has no sch_netem for `tc netem`), exactly this and no m
   STK_PROXY_RATE_MBIT  the answers of all connections together leave at this many Mbit/s (10^6
                        bit/s of HTTP bytes, headers included): a shared schedule in 64 KiB
                        chunks, each sent when the link would have finished it (no bursts)
+  STK_PROXY_RATE_MB_S  request and answer bodies of all connections together at this many MB/s
+                       (bench/s3_pack.sh: uploads; 0 = no limit); applied before RATE_MBIT's
+                       schedule when both are set
 Loss is emulated only as whole-connection resets (the "reset" fault, STK_PROXY_FAULTS=reset with
 EVERY), not as dropped packets. The upstream's answer is read whole before it is sent on.
 """
@@ -36,6 +40,19 @@ import threading
 import time
 
 FAULTS = ["reset", "slowdown", "truncate", "stall", "500"]
+RATE = float(os.environ.get("STK_PROXY_RATE_MB_S", "0")) * 1e6
+BODIES = {"lock": threading.Lock(), "free_at": 0.0}
+
+
+def throttle(n):
+    """N bytes through a link of RATE bytes/s that all connections share: wait for their turn."""
+    if RATE <= 0 or n <= 0:
+        return
+    with BODIES["lock"]:
+        now = time.monotonic()
+        BODIES["free_at"] = max(now, BODIES["free_at"]) + n / RATE
+        wait = BODIES["free_at"] - now
+    time.sleep(wait)
 
 
 def read_request(conn):
@@ -52,12 +69,16 @@ def read_request(conn):
         k, _, v = line.partition(b":")
         if k.strip().lower() == b"content-length":
             length = int(v.strip())
-    while len(body) < length:
-        chunk = conn.recv(65536)
+    parts, have = [body], len(body)
+    throttle(have)
+    while have < length:
+        chunk = conn.recv(1 << 20)
         if not chunk:
             return None
-        body += chunk
-    return head, body
+        throttle(len(chunk))
+        parts.append(chunk)
+        have += len(chunk)
+    return head, b"".join(parts)
 
 
 def forward(up_port, head, body):
@@ -172,6 +193,7 @@ def serve(conn, up_port, state, log):
                 time.sleep(float(os.environ.get("STK_PROXY_STALL_S", "3")))
                 conn.close()
                 return
+            throttle(len(rbody))
             LINK.send(conn, rhead + rbody, t_arrived)
     except OSError:
         pass
@@ -184,7 +206,7 @@ def main():
     every = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("127.0.0.1", 0))
+    srv.bind(("127.0.0.1", int(os.environ.get("STK_PROXY_PORT", "0"))))
     srv.listen(64)
     with open(port_file + ".tmp", "w") as f:
         f.write(str(srv.getsockname()[1]))

@@ -51,15 +51,23 @@ check_binary "pkg-config --static" "$T/consumer/pc" "$T/ds2"
 # shared libcurl) count when libstoker links libcurl (the s3 build)
 deps=$(pkg-config --static --libs-only-l stoker)
 case " $deps " in *" -lcurl "*) deps="$deps $(pkg-config --static --libs-only-l libcurl libxml-2.0 2>/dev/null)";; esac
+missing=
 for l in $(echo "$deps" | tr ' ' '\n' | sed -n 's/^-l//p' | sort -u); do
   case "$l" in stoker|pthread|m|dl|rt|c|stdc++) continue;; esac
   if ! "$CC" -print-file-name="lib$l.a" | grep -q /; then
     for d in $(pkg-config --static --libs-only-L stoker | sed 's/-L//g') /usr/lib/x86_64-linux-gnu /usr/lib; do
       [ -f "$d/lib$l.a" ] && continue 2
     done
-    echo "fully static: skipped (no lib$l.a)"; echo ok; exit 0
+    missing="$missing lib$l.a"
   fi
 done
+if [ -n "$missing" ]; then
+  why=
+  # Debian's libcurl is built with GSS-API (Kerberos), and libkrb5-dev ships no static library:
+  # with libcurl linked in (the s3 build) a fully static link cannot be made from Debian's packages
+  case "$missing" in *libgssapi_krb5.a*) why="; libcurl (s3 build) needs libgssapi_krb5.a, which Debian's libkrb5-dev does not ship: a fully static link with Debian's libcurl is impossible (docs/PACKAGING.md)";; esac
+  echo "fully static: skipped (missing:$missing$why)"; echo ok; exit 0
+fi
 # libtiff's static dependency libLerc is C++, and Debian's libtiff-4.pc does not name the C++
 # runtime: a fully static link needs it after -lLerc (the decode layer links libtiff since 0.5)
 case " $libs " in *" -lLerc "*) libs="$libs -lstdc++";; esac

@@ -10,6 +10,8 @@
  * appends to the writer (writer.c), so the dataset index of every record is deterministic
  * whatever the thread count; the report lists the skipped files, the files an ImageFolder leaves
  * out for their name and the damaged JPEGs kept. The writer locks DST first: one pack per DST.
+ * A DST of s3://bucket/prefix goes to pack_s3.c, which runs this local pack in a staging folder
+ * with writer hooks that upload each shard as it is finished.
  */
 #include "common.h"
 #include "image_in.h"
@@ -107,13 +109,14 @@ static int check_dst(pack_job *j)
 
 /* The writer, with the shard size, --force and the class names, holding DST's lock (taken
  * before anything in DST is read: a resume reads the shards another pack may be writing). */
-static int writer_setup(pack_job *j)
+static int writer_setup(pack_job *j, const stk__writer_hooks *hooks)
 {
     uint64_t shard_bytes = j->o.shard_bytes ? j->o.shard_bytes : (uint64_t)stk__param_idef(STK_W_SHARD_BYTES);
     uint64_t shard_min = (uint64_t)stk__param_imin(STK_W_SHARD_BYTES);
     int rc;
     if ((rc = stk_writer_create(&j->w)) != STK_OK)
         return stk__err(j->err, rc, "out of memory");
+    stk__writer_set_hooks(j->w, hooks);
     if ((rc = stk_writer_set(j->w, STK_W_SHARD_BYTES, (int64_t)STK__MAX(shard_bytes, shard_min))) ||
         (rc = stk_writer_set(j->w, STK_W_FORCE, j->o.force ? 1 : 0)) || (rc = stk__writer_lock(j->w, j->dst)))
         return writer_err(j, rc);
@@ -276,6 +279,14 @@ int stk_pack(const char *src, const char *dst, const stk_pack_options *opts, stk
 int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts, stk_pack_ext_options *ext,
                  stk_pack_result *result)
 {
+    if (src && dst && stk__s3_is_url(dst)) /* packed and uploaded shard by shard (pack_s3.c) */
+        return stk__pack_to_s3(src, dst, opts, ext, result);
+    return stk__pack_local(src, dst, opts, ext, result, NULL);
+}
+
+int stk__pack_local(const char *src, const char *dst, const stk_pack_options *opts, stk_pack_ext_options *ext,
+                    stk_pack_result *result, const stk__writer_hooks *hooks)
+{
     pack_job j;
     memset(&j, 0, sizeof j);
     if (opts)
@@ -295,8 +306,6 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
             snprintf(j.o.error, j.o.error_cap, "stk_pack: SRC and DST are required");
         return STK_E_INVALID;
     }
-    if (stk__s3_is_url(dst)) /* packed locally, then uploaded (pack_s3.c) */
-        return stk__pack_to_s3(src, dst, opts, ext, result);
     if (j.x.max_side < 0 || j.x.quality < 0 || j.x.quality > 100) {
         if (j.o.error && j.o.error_cap)
             snprintf(j.o.error, j.o.error_cap, "stk_pack_ext: max_side must be >= 0 and quality 0..100 (got %d, %d)",
@@ -324,7 +333,7 @@ int stk_pack_ext(const char *src, const char *dst, const stk_pack_options *opts,
     if ((rc = stk__pack_plan_make(src, j.x.max_side, j.x.quality, j.pk.xf.keep_damaged, &mo, &j.pl, j.err)) ==
             STK_OK &&
         (rc = check_dst(&j)) == STK_OK &&
-        (rc = writer_setup(&j)) == STK_OK && (rc = begin(&j)) == STK_OK &&
+        (rc = writer_setup(&j, hooks)) == STK_OK && (rc = begin(&j)) == STK_OK &&
         (rc = stk__packer_start(&j.pk, &j.pl.files, j.rs.src_end, threads, j.err)) == STK_OK &&
         (rc = stream(&j, j.rs.src_end)) == STK_OK)
         rc = finish(&j, result);

@@ -35,4 +35,11 @@ typedef struct stk__pack_resume {
 int stk__pack_begin(stk_writer *w, const char *dst, const stk__pack_plan *pl, int force,
                     stk__pack_resume *rs);
 
+/* The stand-in of an uploaded shard: SHARD with this suffix (pack_resume.c). */
+#define STK__STANDIN_EXT ".up"
+/* Write SHARD's stand-in durably (its pack meta and size), before the caller removes SHARD. */
+int stk__shard_standin_write(const char *shard, char *err);
+/* 1 and *SIZE (the shard's bytes) if SHARD has a readable stand-in, else 0. */
+int stk__shard_standin_size(const char *shard, uint64_t *size);
+
 #endif

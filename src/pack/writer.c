@@ -100,6 +100,7 @@ struct stk_writer {
     uint64_t src_begin; /* source range start of the open / next shard */
     char *skips;
     size_t skips_len, skips_cap;
+    stk__writer_hooks hooks;
 
     char err[STK__ERRLEN];
 };
@@ -774,6 +775,12 @@ static int shard_close(stk_writer *w, uint64_t src_end, int last)
     if (rc != STK_OK)
         return rc;
     w->shard_open = 0;
+    if (w->hooks.shard) {
+        char final[4200];
+        snprintf(final, sizeof final, "%s/" STK__SHARD_FMT, w->dst, w->shard_no);
+        if ((rc = w->hooks.shard(w->hooks.user, w->shard_no, final, w->err)) != STK_OK)
+            return fail(w, rc);
+    }
     w->last_written = last;
     w->shard_no++;
     w->shards_done++;
@@ -929,6 +936,8 @@ int stk__writer_finish_pack(stk_writer *w, uint64_t src_end, const char *report,
         if ((rc = stk__write_file_durable(path, report, len, w->err)) != STK_OK)
             return fail(w, rc);
     }
+    if (w->hooks.unmark && (rc = w->hooks.unmark(w->hooks.user, w->err)) != STK_OK)
+        return fail(w, rc);
     snprintf(path, sizeof path, "%s/%s", w->dst, STK__INCOMPLETE_MARK);
     if (unlink(path) != 0 && errno != ENOENT)
         return fail(w, stk__err(w->err, -errno, "%s: cannot remove", path));
@@ -951,6 +960,12 @@ void stk__writer_totals(const stk_writer *w, uint64_t *records, uint64_t *shards
         *shards = w->shards_done;
     if (payload)
         *payload = w->payload_total;
+}
+
+void stk__writer_set_hooks(stk_writer *w, const stk__writer_hooks *h)
+{
+    if (w && h)
+        w->hooks = *h;
 }
 
 void stk_writer_destroy(stk_writer *w)

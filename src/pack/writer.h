@@ -34,6 +34,18 @@ int stk__writer_note_skip(stk_writer *w, uint64_t src_index, const char *rel, co
 /* Finish: close the last shard with source_end = SRC_END, write DST/pack-report.tsv with REPORT
  * (LEN bytes; NULL = no report file) durably, then remove the marker. */
 int stk__writer_finish_pack(stk_writer *w, uint64_t src_end, const char *report, size_t len);
+/* Hooks of a pack whose shards go elsewhere as they are finished (pack_s3.c); NULL members are
+ * not called. SHARD: shard NO was published as PATH (durable, final name); a non-zero return
+ * fails the writer with ERR (STK__ERRLEN bytes, the writer's last_error). UNMARK: everything is
+ * written and the pack report is durable, the marker is about to go; a non-zero return leaves the
+ * marker (the pack stays resumable) and fails the finish with ERR. Called on the writer's thread. */
+typedef struct stk__writer_hooks {
+    int (*shard)(void *user, uint32_t no, const char *path, char *err);
+    int (*unmark)(void *user, char *err);
+    void *user;
+} stk__writer_hooks;
+/* Set H (copied) before the writer opens. */
+void stk__writer_set_hooks(stk_writer *w, const stk__writer_hooks *h);
 /* Counters for the pack summary. */
 void stk__writer_totals(const stk_writer *w, uint64_t *records, uint64_t *shards, uint64_t *payload);
 

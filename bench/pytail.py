@@ -14,6 +14,8 @@ num_workers=--workers, shuffle=True, one epoch):
   fallback  a Dataset with its own __getitem__ (ImageFolder + the same Compose, no Lambda,
             wrapped): stoker cannot read it and runs torch's own DataLoader. Target: within 5%
             of torch.
+--overhead: instead, the fallback's own cost without decoding (a pass over an in-memory
+Dataset, and the construction), stoker.DataLoader against torch's, in this process.
 Every (row, loader) is one child process (this script with --child) that builds the loader,
 runs one epoch and prints one JSON line (imports are not timed); runs are interleaved (stoker, torch, stoker, torch,
 ...) so both see the same machine weather. images/s is timed from the loader's creation to its
@@ -52,6 +54,55 @@ class Wrapped:
 
     def __getitem__(self, i):
         return self.inner[i]
+
+
+class Constant:
+    """A user's in-memory Dataset (its own __getitem__): a 3x8x8 tensor and a label per index,
+    so that a loader's own cost per batch, not decoding, is what a pass takes."""
+
+    def __init__(self, n):
+        import torch
+        self.n, self.x = n, torch.zeros(3, 8, 8)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.x, i % 10
+
+
+def overhead(args):
+    """The fallback's own cost, without decoding: stoker.DataLoader over a Dataset it cannot
+    read (torch's DataLoader runs it) against torch's DataLoader, num_workers=0, over
+    Constant(4096) in batches of 64; construction and one pass timed alternately in this
+    process, --repeats x 10 times each. Prints the medians and the minima (microseconds; on a
+    shared machine the minimum is the closer estimate of a loader's own cost)."""
+    import warnings
+    import torch
+    import stoker
+    ds = Constant(4096)
+    times = {"stoker": {"build": [], "pass": []}, "torch": {"build": [], "pass": []}}
+    for k in range(args.repeats * 10):
+        for name in (("stoker", "torch") if k % 2 == 0 else ("torch", "stoker")):
+            t0 = time.perf_counter()
+            if name == "stoker":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    dl = stoker.DataLoader(ds, batch_size=64)
+            else:
+                dl = torch.utils.data.DataLoader(ds, batch_size=64)
+            t1 = time.perf_counter()
+            for x, y in dl:
+                pass
+            t2 = time.perf_counter()
+            times[name]["build"].append((t1 - t0) * 1e6)
+            times[name]["pass"].append((t2 - t1) * 1e6)
+    print("\n| fallback's own cost (Constant(4096), batch 64, num_workers=0) | stoker.DataLoader"
+          " | torch DataLoader | ratio |\n|---|---|---|---|")
+    for what in ("build", "pass"):
+        for how, f in (("median", statistics.median), ("min", min)):
+            s, t = (f(times[n][what]) for n in ("stoker", "torch"))
+            print("| %s (%s us) | %.0f | %.0f | %.3f |" % (what, how, s, t, s / t))
 
 
 def child(args):
@@ -97,9 +148,13 @@ def main():
     ap.add_argument("--row")
     ap.add_argument("--loader")
     ap.add_argument("--root")
+    ap.add_argument("--overhead", action="store_true",
+                    help="only the fallback's own cost without decoding (see overhead())")
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.overhead:
+        return overhead(args)
     root = os.path.join(args.data, "imnet")
     if not os.path.isdir(root):
         subprocess.run([MAKE, "--count", str(args.count), "--classes", "10", "--jobs", "1",

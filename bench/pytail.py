@@ -17,8 +17,10 @@ num_workers=--workers, shuffle=True, one epoch):
 --overhead: instead, the fallback's own cost without decoding (a pass over an in-memory
 Dataset, and the construction), stoker.DataLoader against torch's, in this process.
 Every (row, loader) is one child process (this script with --child) that builds the loader,
-runs one epoch and prints one JSON line (imports are not timed); runs are interleaved (stoker, torch, stoker, torch,
-...) so both see the same machine weather. images/s is timed from the loader's creation to its
+runs one epoch and prints one JSON line (imports are not timed); runs are interleaved,
+the order alternating per repeat (stoker torch, torch stoker, ...), so both see the same
+machine weather. CPU ms/img: CPU time of the process and of its joined worker processes per
+image, over the same span: the work, much less sensitive than img/s to a shared machine. images/s is timed from the loader's creation to its
 last batch. The table gives medians over --repeats and the median of the same-repeat ratios.
 
 Data: --data DIR/imnet, made once with /work/shared/tools/make-imagenet-like --count COUNT
@@ -105,6 +107,14 @@ def overhead(args):
             print("| %s (%s us) | %.0f | %.0f | %.3f |" % (what, how, s, t, s / t))
 
 
+def _cpu():
+    """CPU seconds of this process (all threads) and of its reaped children (the worker
+    processes, once joined)."""
+    import resource
+    a, b = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def child(args):
     import torch
     import torchvision.transforms as T
@@ -119,7 +129,7 @@ def child(args):
         import warnings
         import stoker                     # imported once per script, as a user's script does
     torch.manual_seed(0)
-    t0 = time.perf_counter()
+    cpu0, t0 = _cpu(), time.perf_counter()
     if args.loader == "stoker":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -132,8 +142,12 @@ def child(args):
     for x, y in dl:
         n += int(x.shape[0])
     dt = time.perf_counter() - t0
+    del x, y, dl
+    import gc
+    gc.collect()                  # worker processes joined: their CPU time is counted below
+    cpu = _cpu() - cpu0
     print(json.dumps({"row": args.row, "loader": args.loader, "images": n, "seconds": dt,
-                      "img_s": n / dt}))
+                      "img_s": n / dt, "cpu_ms_img": 1e3 * cpu / n}))
 
 
 def main():
@@ -144,6 +158,7 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--json")
+    ap.add_argument("--only", help="comma-separated rows: tail, fallback [both]")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--row")
     ap.add_argument("--loader")
@@ -165,7 +180,9 @@ def main():
     runs = []
     for rep in range(args.repeats):
         for row in ("tail", "fallback"):
-            for loader in ("stoker", "torch"):
+            if args.only and row not in args.only.split(","):
+                continue
+            for loader in ("stoker", "torch") if rep % 2 == 0 else ("torch", "stoker"):
                 cmd = [sys.executable, os.path.abspath(__file__), "--child", "--row", row,
                        "--loader", loader, "--root", root, "--workers", str(args.workers),
                        "--batch", str(args.batch)]
@@ -173,18 +190,21 @@ def main():
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 r["repeat"] = rep
                 runs.append(r)
-                print("repeat %d %-8s %-6s %7.1f img/s" % (rep, row, loader, r["img_s"]),
-                      flush=True)
-    print("\n| row | stoker img/s | torch img/s | ratio of medians | same-repeat ratio "
-          "(min-max) |\n|---|---|---|---|---|")
-    for row in ("tail", "fallback"):
-        s = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "stoker"]
-        t = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "torch"]
-        same = [a / b for a, b in zip(s, t)]
-        print("| %s | %.0f | %.0f | %.2fx | %.2fx (%.2f-%.2f) |" % (
-            row, statistics.median(s), statistics.median(t),
-            statistics.median(s) / statistics.median(t), statistics.median(same), min(same),
-            max(same)))
+                print("repeat %d %-8s %-6s %7.1f img/s %6.2f CPU ms/img" % (
+                    rep, row, loader, r["img_s"], r["cpu_ms_img"]), flush=True)
+    for key, unit in (("img_s", "img/s"), ("cpu_ms_img", "CPU ms/img")):
+        print("\n| row | stoker %s | torch %s | ratio of medians | same-repeat ratio "
+              "stoker/torch (min-max) |\n|---|---|---|---|---|" % (unit, unit))
+        for row in ("tail", "fallback"):
+            s = [r[key] for r in runs if r["row"] == row and r["loader"] == "stoker"]
+            t = [r[key] for r in runs if r["row"] == row and r["loader"] == "torch"]
+            if not s:
+                continue
+            same = [a / b for a, b in zip(s, t)]
+            print("| %s | %.2f | %.2f | %.2fx | %.2fx (%.2f-%.2f) |" % (
+                row, statistics.median(s), statistics.median(t),
+                statistics.median(s) / statistics.median(t), statistics.median(same),
+                min(same), max(same)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """stoker.DataLoader: torch.utils.data.DataLoader's signature over stoker.Loader.
 
-The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one, or
-a stoker.ImageFolder, which also reads a packed copy) whose transform is one of the ImageNet
+The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one,
+timm's ImageDataset over a folder (stoker._timm), or a stoker.ImageFolder, which also reads a
+packed copy) whose transform is one of the ImageNet
 recipes, written with torchvision.transforms, .v2 or timm; the loader reads the same files, in
 the same sample order and with the same labels, and hands out what torchvision's DataLoader
 would (float32 / float16 NCHW from the conversion [+ Normalize], uint8 from PILToTensor; int64
@@ -523,7 +524,10 @@ def _dataloader_class():
             on which decode thread finishes first.
           dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a
             permutation of them with shuffle, their order without), with the labels of the
-            dataset below it.
+            dataset below it. timm's ImageDataset over a folder is read in timm's order with
+            timm's labels (stoker._timm).
+          Accelerate: prepare() and skip_first_batches() rebuild the loader as a
+            stoker.DataLoader over Accelerate's batch sampler (see _accelerate_dataloader).
           collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
             stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
             timm's Mixup): each batch is mixed in place and yields (images, soft targets N x

@@ -14,9 +14,13 @@ num_workers=--workers, shuffle=True, one epoch):
   fallback  a Dataset with its own __getitem__ (ImageFolder + the same Compose, no Lambda,
             wrapped): stoker cannot read it and runs torch's own DataLoader. Target: within 5%
             of torch.
+--overhead: instead, the fallback's own cost without decoding (a pass over an in-memory
+Dataset, and the construction), stoker.DataLoader against torch's, in this process.
 Every (row, loader) is one child process (this script with --child) that builds the loader,
-runs one epoch and prints one JSON line (imports are not timed); runs are interleaved (stoker, torch, stoker, torch,
-...) so both see the same machine weather. images/s is timed from the loader's creation to its
+runs one epoch and prints one JSON line (imports are not timed); runs are interleaved,
+the order alternating per repeat (stoker torch, torch stoker, ...), so both see the same
+machine weather. CPU ms/img: CPU time of the process and of its joined worker processes per
+image, over the same span: the work, much less sensitive than img/s to a shared machine. images/s is timed from the loader's creation to its
 last batch. The table gives medians over --repeats and the median of the same-repeat ratios.
 
 Data: --data DIR/imnet, made once with /work/shared/tools/make-imagenet-like --count COUNT
@@ -54,6 +58,63 @@ class Wrapped:
         return self.inner[i]
 
 
+class Constant:
+    """A user's in-memory Dataset (its own __getitem__): a 3x8x8 tensor and a label per index,
+    so that a loader's own cost per batch, not decoding, is what a pass takes."""
+
+    def __init__(self, n):
+        import torch
+        self.n, self.x = n, torch.zeros(3, 8, 8)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.x, i % 10
+
+
+def overhead(args):
+    """The fallback's own cost, without decoding: stoker.DataLoader over a Dataset it cannot
+    read (torch's DataLoader runs it) against torch's DataLoader, num_workers=0, over
+    Constant(4096) in batches of 64; construction and one pass timed alternately in this
+    process, --repeats x 10 times each. Prints the medians and the minima (microseconds; on a
+    shared machine the minimum is the closer estimate of a loader's own cost)."""
+    import warnings
+    import torch
+    import stoker
+    ds = Constant(4096)
+    times = {"stoker": {"build": [], "pass": []}, "torch": {"build": [], "pass": []}}
+    for k in range(args.repeats * 10):
+        for name in (("stoker", "torch") if k % 2 == 0 else ("torch", "stoker")):
+            t0 = time.perf_counter()
+            if name == "stoker":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    dl = stoker.DataLoader(ds, batch_size=64)
+            else:
+                dl = torch.utils.data.DataLoader(ds, batch_size=64)
+            t1 = time.perf_counter()
+            for x, y in dl:
+                pass
+            t2 = time.perf_counter()
+            times[name]["build"].append((t1 - t0) * 1e6)
+            times[name]["pass"].append((t2 - t1) * 1e6)
+    print("\n| fallback's own cost (Constant(4096), batch 64, num_workers=0) | stoker.DataLoader"
+          " | torch DataLoader | ratio |\n|---|---|---|---|")
+    for what in ("build", "pass"):
+        for how, f in (("median", statistics.median), ("min", min)):
+            s, t = (f(times[n][what]) for n in ("stoker", "torch"))
+            print("| %s (%s us) | %.0f | %.0f | %.3f |" % (what, how, s, t, s / t))
+
+
+def _cpu():
+    """CPU seconds of this process (all threads) and of its reaped children (the worker
+    processes, once joined)."""
+    import resource
+    a, b = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
 def child(args):
     import torch
     import torchvision.transforms as T
@@ -68,7 +129,7 @@ def child(args):
         import warnings
         import stoker                     # imported once per script, as a user's script does
     torch.manual_seed(0)
-    t0 = time.perf_counter()
+    cpu0, t0 = _cpu(), time.perf_counter()
     if args.loader == "stoker":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -81,8 +142,12 @@ def child(args):
     for x, y in dl:
         n += int(x.shape[0])
     dt = time.perf_counter() - t0
+    del x, y, dl
+    import gc
+    gc.collect()                  # worker processes joined: their CPU time is counted below
+    cpu = _cpu() - cpu0
     print(json.dumps({"row": args.row, "loader": args.loader, "images": n, "seconds": dt,
-                      "img_s": n / dt}))
+                      "img_s": n / dt, "cpu_ms_img": 1e3 * cpu / n}))
 
 
 def main():
@@ -93,13 +158,18 @@ def main():
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--json")
+    ap.add_argument("--only", help="comma-separated rows: tail, fallback [both]")
     ap.add_argument("--child", action="store_true")
     ap.add_argument("--row")
     ap.add_argument("--loader")
     ap.add_argument("--root")
+    ap.add_argument("--overhead", action="store_true",
+                    help="only the fallback's own cost without decoding (see overhead())")
     args = ap.parse_args()
     if args.child:
         return child(args)
+    if args.overhead:
+        return overhead(args)
     root = os.path.join(args.data, "imnet")
     if not os.path.isdir(root):
         subprocess.run([MAKE, "--count", str(args.count), "--classes", "10", "--jobs", "1",
@@ -110,7 +180,9 @@ def main():
     runs = []
     for rep in range(args.repeats):
         for row in ("tail", "fallback"):
-            for loader in ("stoker", "torch"):
+            if args.only and row not in args.only.split(","):
+                continue
+            for loader in ("stoker", "torch") if rep % 2 == 0 else ("torch", "stoker"):
                 cmd = [sys.executable, os.path.abspath(__file__), "--child", "--row", row,
                        "--loader", loader, "--root", root, "--workers", str(args.workers),
                        "--batch", str(args.batch)]
@@ -118,18 +190,21 @@ def main():
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 r["repeat"] = rep
                 runs.append(r)
-                print("repeat %d %-8s %-6s %7.1f img/s" % (rep, row, loader, r["img_s"]),
-                      flush=True)
-    print("\n| row | stoker img/s | torch img/s | ratio of medians | same-repeat ratio "
-          "(min-max) |\n|---|---|---|---|---|")
-    for row in ("tail", "fallback"):
-        s = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "stoker"]
-        t = [r["img_s"] for r in runs if r["row"] == row and r["loader"] == "torch"]
-        same = [a / b for a, b in zip(s, t)]
-        print("| %s | %.0f | %.0f | %.2fx | %.2fx (%.2f-%.2f) |" % (
-            row, statistics.median(s), statistics.median(t),
-            statistics.median(s) / statistics.median(t), statistics.median(same), min(same),
-            max(same)))
+                print("repeat %d %-8s %-6s %7.1f img/s %6.2f CPU ms/img" % (
+                    rep, row, loader, r["img_s"], r["cpu_ms_img"]), flush=True)
+    for key, unit in (("img_s", "img/s"), ("cpu_ms_img", "CPU ms/img")):
+        print("\n| row | stoker %s | torch %s | ratio of medians | same-repeat ratio "
+              "stoker/torch (min-max) |\n|---|---|---|---|---|" % (unit, unit))
+        for row in ("tail", "fallback"):
+            s = [r[key] for r in runs if r["row"] == row and r["loader"] == "stoker"]
+            t = [r[key] for r in runs if r["row"] == row and r["loader"] == "torch"]
+            if not s:
+                continue
+            same = [a / b for a, b in zip(s, t)]
+            print("| %s | %.2f | %.2f | %.2fx | %.2fx (%.2f-%.2f) |" % (
+                row, statistics.median(s), statistics.median(t),
+                statistics.median(s) / statistics.median(t), statistics.median(same),
+                min(same), max(same)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(runs, f, indent=1)

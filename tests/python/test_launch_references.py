@@ -28,7 +28,7 @@ TIMM_TRAIN = os.path.join(UPSTREAM, "timm", "train.py")
 
 # {loader number in order of first pass: (the line that builds it, level, part of the reason)}
 # torchvision's loaders, v1 and v2, are "full" (the preset read through, the closure's mix run
-# in C); timm's are "not" (timm's ImageDataset is not a dataset stoker reads).
+# in C); timm's are stoker's too (its ImageDataset read through, stoker._timm).
 EXPECTED = {
     "torchvision-v1": {
         # the closure collate_fn(batch): mixup_cutmix(*default_collate(batch)); the preset
@@ -45,10 +45,11 @@ EXPECTED = {
         2: ("launch_lightning_job.py:30", "full", None),     # val_dataloader
     },
     "timm": {
-        # this branch: the prefetcher's FastCollateMixup / fast_collate first; timm's
-        # ImageDataset and worker_init_fn come after it
-        1: ("loader.py:467", "not", None),
-        2: ("loader.py:467", "not", None),
+        # timm's ImageDataset read through; the train loader's collate_fn is the
+        # prefetcher's FastCollateMixup (mixes uint8 images: run in Python), the eval
+        # loader's fast_collate (default_collate on uint8 tensors)
+        1: ("train.py:805", "partly", "FastCollateMixup"),
+        2: ("train.py:879", "full", None),
     },
 }
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """stoker.DataLoader: torch.utils.data.DataLoader's signature over stoker.Loader.
 
-The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one, or
-a stoker.ImageFolder, which also reads a packed copy) whose transform is one of the ImageNet
+The dataset is a torchvision ImageFolder (a subclass that loads as it does, a Subset of one,
+timm's ImageDataset over a folder (stoker._timm), or a stoker.ImageFolder, which also reads a
+packed copy) whose transform is one of the ImageNet
 recipes, written with torchvision.transforms, .v2 or timm; the loader reads the same files, in
 the same sample order and with the same labels, and hands out what torchvision's DataLoader
 would (float32 / float16 NCHW from the conversion [+ Normalize], uint8 from PILToTensor; int64
@@ -25,6 +26,7 @@ from .loader import Loader
 # `from stoker.dataloader import parse_transform` keeps working.
 from .transforms import SUPPORTED, _refuse, _tv, parse_transform  # noqa: F401
 from . import pytail as _pytail
+from . import _timm
 from . import transforms as _tf
 
 class ImageFolder:
@@ -154,6 +156,10 @@ def _resolve_dataset(dataset):
         dataset = dataset.dataset
         if not idx:
             _refuse("an empty Subset (no sample to batch)")
+    if _timm.is_timm_dataset(dataset):         # timm's ImageDataset over a folder: read through
+        idx = _subset_indices(indices, len(dataset))
+        base, order = _timm.resolve(dataset)
+        return base, (order if idx is None else [order[i] for i in idx])
     if isinstance(dataset, ImageFolder):
         if type(dataset) is not ImageFolder:
             _refuse("a subclass of stoker.ImageFolder (%s)" % type(dataset).__qualname__)
@@ -326,6 +332,115 @@ class _Pass:
             "not begun" if self._it is None else repr(self._it)[1:-1])
 
 
+def _batch_sampler_size(bs):
+    """The batch size a batch sampler BS yields: its ``batch_size``, else that of the batch
+    sampler it wraps (``.batch_sampler``: Accelerate's SkipBatchSampler has none of its own),
+    divided by ``num_processes`` where a level splits each batch across processes
+    (Accelerate's BatchSamplerShard(split_batches=True)); None when none is found."""
+    div = 1
+    for _ in range(32):
+        if bs is None:
+            return None
+        if getattr(bs, "split_batches", False):
+            procs = getattr(bs, "num_processes", None)
+            if not isinstance(procs, int) or procs < 1:
+                return None
+            div *= procs
+        size = getattr(bs, "batch_size", None)
+        if isinstance(size, int) and size >= 1:
+            return size // div if size % div == 0 else None
+        bs = getattr(bs, "batch_sampler", None)
+    return None
+
+
+# ---- Hugging Face Accelerate ------------------------------------------------------------------
+# Accelerate's prepare() and skip_first_batches() rebuild a DataLoader from its dataset, a batch
+# sampler wrapping the original one (BatchSamplerShard: this process's share; SkipBatchSampler)
+# and its other arguments, read as attributes, by calling the name DataLoader of
+# accelerate.data_loader. stoker.DataLoader replaces that name (once accelerate.data_loader is
+# imported: at once or, if later, through a one-shot import hook) by _accelerate_dataloader,
+# which builds a stoker.DataLoader when the batch sampler wraps that of a stoker.DataLoader
+# (_ACCEL: its batch_sampler -> the stoker-only arguments), else calls the DataLoader that was
+# there (torch's, or stoker.launch's). The new stoker.DataLoader draws the sharded batch sampler
+# in Python at each pass, so stoker decodes exactly Accelerate's share.
+_ACCEL = weakref.WeakKeyDictionary()
+_ACCEL_STATE = {"hook": None}
+
+
+def _accelerate_dataloader(prior):
+    def DataLoader(dataset, *args, **kwargs):
+        bsamp = kwargs.get("batch_sampler")
+        extra = None
+        for _ in range(32):
+            if bsamp is None:
+                break
+            try:
+                extra = _ACCEL.get(bsamp)
+            except TypeError:        # not weak-referenceable: not one of ours
+                extra = None
+            if extra is not None:
+                break
+            bsamp = getattr(bsamp, "batch_sampler", None)
+        if extra is None or args:
+            return prior(dataset, *args, **kwargs)
+        kw = dict(kwargs)
+        kw.update(extra)
+        return __getattr__("DataLoader")(dataset, **kw)
+    DataLoader._stoker_prior = prior
+    DataLoader.__doc__ = ("accelerate.data_loader.DataLoader as replaced by stoker.DataLoader: "
+                          "a stoker.DataLoader for a batch sampler that wraps one's, else %r"
+                          % (prior,))
+    return DataLoader
+
+
+def _patch_accelerate(module):
+    cur = getattr(module, "DataLoader", None)
+    if cur is None or getattr(cur, "_stoker_prior", None) is not None:
+        return
+    module.DataLoader = _accelerate_dataloader(cur)
+
+
+class _AccelerateImportHook:
+    """A one-shot meta path finder: patches accelerate.data_loader right after it executes."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "accelerate.data_loader":
+            return None
+        import importlib.util
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            pass
+        _ACCEL_STATE["hook"] = None
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch_accelerate(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _accelerate_register(dl, extra):
+    """Make Accelerate's rebuilds of stoker.DataLoader DL stoker's (see _ACCEL)."""
+    bs = getattr(dl, "batch_sampler", None)
+    if bs is None:
+        return
+    try:
+        _ACCEL[bs] = extra
+    except TypeError:
+        return
+    mod = sys.modules.get("accelerate.data_loader")
+    if mod is not None:
+        _patch_accelerate(mod)
+    elif _ACCEL_STATE["hook"] is None:
+        hook = _ACCEL_STATE["hook"] = _AccelerateImportHook()
+        sys.meta_path.insert(0, hook)
+
+
 class _ClosedPass:
     """The inner iterator of a pass closed before it began."""
     epoch, batches = -1, 0
@@ -409,7 +524,10 @@ def _dataloader_class():
             on which decode thread finishes first.
           dataset: a torch.utils.data.Subset delivers exactly its indices (each epoch a
             permutation of them with shuffle, their order without), with the labels of the
-            dataset below it.
+            dataset below it. timm's ImageDataset over a folder is read in timm's order with
+            timm's labels (stoker._timm).
+          Accelerate: prepare() and skip_first_batches() rebuild the loader as a
+            stoker.DataLoader over Accelerate's batch sampler (see _accelerate_dataloader).
           collate_fn / batch_transform: None / default_collate, or a batch mix (stoker.MixUp,
             stoker.CutMix, stoker.RandomChoice, torchvision v2's MixUp / CutMix / RandomChoice,
             timm's Mixup): each batch is mixed in place and yields (images, soft targets N x
@@ -435,6 +553,7 @@ def _dataloader_class():
             import torch
             _tv()
             _own(self, '_loader', None)
+            accel_extra = dict(max_size=max_size, batch_transform=batch_transform, strict=strict)
             # ---- what runs in Python (stoker.pytail) ------------------------------------
             _own(self, '_strict', bool(strict))
             _own(self, '_plan', None)
@@ -519,8 +638,8 @@ def _dataloader_class():
                     order_sampler = batch_sampler.sampler
                     bs, last = batch_sampler.batch_size, batch_sampler.drop_last
                 else:
-                    bs = getattr(batch_sampler, "batch_size", None)
-                    if not isinstance(bs, int) or bs < 1:
+                    bs = _batch_sampler_size(batch_sampler)
+                    if bs is None:
                         _refuse("batch_sampler=%s without a batch_size attribute (stoker "
                                 "delivers batches of one size, the last one shorter)"
                                 % type(batch_sampler).__name__)
@@ -590,6 +709,9 @@ def _dataloader_class():
                 _own(self, 'worker_init_fn', worker_init_fn_)
                 _own(self, 'multiprocessing_context', multiprocessing_context_)
                 _own(self, 'collate_fn', collate_fn_)
+            elif self._plan is not None and collate_fn_ is not None:
+                _own(self, 'collate_fn', collate_fn_)   # the mix given, as torch would keep it
+            _accelerate_register(self, accel_extra)
 
         # ---- the owned stoker.Loader ----------------------------------------------------
         @property

@@ -45,9 +45,10 @@ def _say(text):
 
 
 # frames skipped when naming where a DataLoader was built: torch's and stoker's own, and the
-# frameworks that rebuild a user's DataLoader from its arguments (Lightning, Accelerate)
+# frameworks that rebuild a user's DataLoader from its arguments (Lightning, Accelerate) or
+# build it for the user (timm's create_loader)
 _SKIP = ("torch/utils/data/", "/lightning/", "/lightning_fabric/", "/pytorch_lightning/",
-         "/accelerate/")
+         "/accelerate/", "/timm/data/")
 _HERE = os.path.abspath(__file__).replace(os.sep, "/")
 _PKG = os.path.dirname(_HERE) + "/"
 

@@ -75,6 +75,14 @@ def _default_collates():
     return found - {None}
 
 
+def _timm_fast_collate(fn):
+    """True for timm's fast_collate (timm.data.loader; create_loader's collate_fn with
+    use_prefetcher): on uint8 CHW tensor samples with class-index targets it returns what
+    default_collate does (the images stacked as uint8, the targets as int64)."""
+    return (getattr(fn, "__qualname__", None) == "fast_collate" and
+            getattr(fn, "__module__", None) == "timm.data.loader")
+
+
 def _reference_mix(obj):
     """torchvision references' own RandomMixUp / RandomCutMix (references/classification/
     transforms.py, v1 path; RandomMixup / RandomCutmix before 0.16), recognised by class name,
@@ -202,7 +210,9 @@ def plan(dataset, collate_fn, batch_transform, resolve_dataset):
     if split.kw is None:
         return Plan("torch", reason=split.reason, split=split,
                     python=["the whole transform (%s)" % split.whole])
-    default = collate_fn is None or collate_fn in _default_collates()
+    default = (collate_fn is None or collate_fn in _default_collates() or
+               (_timm_fast_collate(collate_fn) and not split.tail and
+                split.kw.get("dtype") == "uint8"))
     if batch_transform is not None and not default:
         raise ValueError("stoker.DataLoader: collate_fn=%r together with batch_transform=%r: "
                          "give one" % (collate_fn, batch_transform))

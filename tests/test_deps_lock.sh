@@ -32,7 +32,7 @@ fcntl.lockf(f, fcntl.LOCK_EX)
 open(sys.argv[2], "w").close()
 time.sleep(float(sys.argv[1]))' "$1" "$T/ready" &
   holder=$!
-  for _ in $(seq 200); do [ -e "$T/ready" ] && return 0; sleep 0.1; done
+  for _ in $(seq 3000); do [ -e "$T/ready" ] && return 0; sleep 0.1; done   # hang guard, 300 s
   fail "lock holder did not get the lock (another apt running?)"
 }
 
@@ -60,15 +60,15 @@ grep -q "deps.sh: done" "$T/wait.log" || fail "deps.sh did not finish"
 echo "deps.sh waited while the lock was held, then installed nothing new"
 
 # 2. bounded: a lock held longer than the bound is a clear error
+#    (the holder keeps the lock 600 s: deps.sh gave up by its bound, not because the lock came
+#    free, when the holder is still alive after it returned; no wall-clock bound on the return)
 hold 600
-t0=$(date +%s)
 STK_DEPS_ASSUME_MISSING=$PKG STK_DEPS_LOCK_TIMEOUT=3 bash "$SRC_DIR/scripts/deps.sh" run >"$T/bound.log" 2>&1
 rc=$?
-t1=$(date +%s)
 [ "$rc" -eq 75 ] || fail "expected exit 75 when the lock stays held, got $rc"
 grep -q "gave up after waiting 3 s" "$T/bound.log" || fail "no clear error after the bound"
 grep -q "held by process $holder" "$T/bound.log" || fail "the error does not name the holder (pid $holder)"
-[ $((t1 - t0)) -le 60 ] || fail "the 3 s bound took $((t1 - t0)) s"
+kill -0 "$holder" 2>/dev/null || fail "the lock holder ended before deps.sh gave up"
 
 # 3. nothing missing: no apt, no wait, while the lock is still held
 bash "$SRC_DIR/scripts/deps.sh" run >"$T/none.log" 2>&1 || fail "deps.sh with nothing missing failed"

@@ -9,6 +9,10 @@
  * epoch" holds, the entry delivered as a substitute and named in the error list like any
  * unreadable file. They are never opened blocking (stk__open_regular: stat, then O_NONBLOCK and
  * fstat, since the path may name something else by the time it is read).
+ *
+ * A directory of the tree that cannot be listed (mode 000 as an unprivileged user) fails the open,
+ * naming it: read as it is, the dataset would lose that folder's images (a whole class) without a
+ * word. torchvision's ImageFolder raises for such a class too; stoker pack lists it and goes on.
  */
 #include "files.h"
 
@@ -31,6 +35,15 @@ int stk__files_open(stk_dataset *ds, const char *path, int is_dir)
                     : stk__list_read(path, &ds->files, ds->err);
     if (rc)
         return rc;
+    if (ds->files.nunreadable) { /* pack lists such a folder and goes on; a dataset read as it is
+                                  * would lose its images without a word (torchvision raises) */
+        const char *why = ds->files.unreadable_why[0], *p = strstr(why, " (");
+        return stk__err(ds->err, STK_E_IO,
+                        "%s: %.*s; its images would be left out of the dataset: make it readable or move it "
+                        "out of %s (%zu unreadable director%s)",
+                        ds->files.unreadable[0], p ? (int)(p - why) : (int)strlen(why), why, path,
+                        ds->files.nunreadable, ds->files.nunreadable == 1 ? "y" : "ies");
+    }
     if ((rc = stk__shards_alloc(ds, 0 + 1)) != STK_OK)
         return rc;
     ds->tinfo = ds->files.tinfo;

@@ -5,7 +5,7 @@
 
 MODE: decode, storage (ImageFolder of JPEGs, RandomResizedCrop, tiny model), checkpoint (a large
 torch.save every few steps), compute (a long step, batches from memory), starved (4 DataLoader
-workers; the test runs it on one core), sync (.item() on every sample of every step), crash
+workers, a ColorJitter before the crop; the test runs it on one core), sync (.item() on every sample of every step), crash
 (raises after 3 steps), noloader (never iterates a loader), fail (exits 3 with a message before
 any step), stokerdl (the decode job through stoker.DataLoader, --workers decode threads), tiny (a sub-millisecond step on an in-memory TensorDataset), slicing (a loop that
 slices batches out of a tensor, no DataLoader), tinyloop (the same with a tiny MLP on --batch
@@ -36,7 +36,16 @@ import torch.nn as nn
 def image_loader(args, size=64):
     import torchvision
     import torchvision.transforms as T
-    tf = T.Compose([T.RandomResizedCrop(size), T.ToTensor()])
+    tf = [T.RandomResizedCrop(size), T.ToTensor()]
+    if args.mode == "starved":
+        # a strong augmentation on the full image first (~3-5 ms of CPU a sample, 4-5x the
+        # crop's): the workers need far more CPU per batch than the main process's step (> 10x),
+        # so on one core shared fairly by 4 workers and the main process the workers are the slow
+        # side and stay runnable; with the crop alone (~1 ms a sample, a batch 4-5x the step)
+        # the step kept up only just, and under torch 2.15 the workers sat idle behind a full
+        # prefetch queue often enough to take their wait for the CPU below half the window
+        tf.insert(0, T.ColorJitter(0.4, 0.4, 0.4, 0.1))
+    tf = T.Compose(tf)
     ds = torchvision.datasets.ImageFolder(args.data, tf)
     return torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True,
                                        num_workers=args.workers, drop_last=True,
@@ -63,6 +72,24 @@ class Augment(torch.utils.data.Dataset):
         for _ in range(40):
             a = torch.tanh(a @ a * 0.1)
         return a[0, :32].clone(), i % 10
+
+
+def compute_model():
+    return nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)], nn.Linear(512, 10))
+
+
+def compute_step_cpu_s():
+    """CPU seconds (process time: what load on the machine does not stretch) of one step of the
+    compute job, the median of 5 after one warm-up: a test sizes the job's step count with it
+    (torch 1.13's step on this CPU took 7x torch 2.15's)"""
+    torch.set_num_threads(1)
+    model, x = compute_model(), torch.randn(32, 512)
+    times = []
+    for _ in range(6):
+        t = time.process_time()
+        model(x).sum().backward()
+        times.append(time.process_time() - t)
+    return sorted(times[1:])[2]
 
 
 def augment_loader(workers, batch):
@@ -195,8 +222,7 @@ def main():
         model = nn.Sequential(nn.AdaptiveAvgPool2d(8), nn.Flatten(), nn.Linear(3 * 64, 10))
     elif m in ("compute", "pool"):  # pool: batches large enough for --threads to split each operator
         loader = memory_loader(1024, (512,), 32 if m == "compute" else 256)
-        model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(8)],
-                              nn.Linear(512, 10))
+        model = compute_model()
     elif m == "epochs":  # short epochs (32 samples) of the augment Dataset, workers not persistent
         loader = torch.utils.data.DataLoader(torch.utils.data.Subset(Augment(), range(32)), batch_size=args.batch,
                                              num_workers=args.workers, drop_last=True)
@@ -253,6 +279,13 @@ def main():
                     break
                 t1 = time.monotonic()
                 me["wait_s"] += t1 - t0
+                if m == "lightning":
+                    # the step's own CPU work (~10 ms, a sort: the same under torch 1.13 and 2.15,
+                    # where a matmul is 7x apart): one save ends 5 such steps before the next
+                    # starts, many pixels apart on the plot however a loaded machine stretches
+                    # the run (0.6 ms steps put two saves within a pixel when the file was
+                    # written quickly: the plot drew them as one shade)
+                    torch.sort(torch.rand(1 << 17))
                 out = model(x)
                 loss = loss_fn(out, y)
                 opt.zero_grad()

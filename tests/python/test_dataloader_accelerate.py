@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from conftest import SUBPROCESS_ENV, make_imagefolder, torch_or_skip
-from test_distributed import _free_port
+from conftest import free_port as _free_port
 
 torch = torch_or_skip()
 accelerate = pytest.importorskip("accelerate", reason="Accelerate is not installed for this "

@@ -63,7 +63,7 @@ CLOSE_CHILD = PRELUDE + textwrap.dedent(r'''
     time.sleep(0.3)                  # not needed for correctness: lets it block in next()
     t0 = time.monotonic()
     L.close()
-    t.join(30)
+    t.join(120)                      # a hang guard: "alive" fails the test
     print("result", out, "alive" if t.is_alive() else "joined", "%.2f" % (time.monotonic() - t0),
           flush=True)
 ''')
@@ -151,9 +151,10 @@ def test_close_from_another_thread_ends_a_blocked_for(kind, shards, imagefolder)
     res = _run(CLOSE_CHILD, _source(kind, shards, imagefolder), kind, 2000000)
     assert "result" in res, res
     result = res["result"]
-    assert result.startswith("['end'] joined"), result     # StopIteration, no batch, no crash
-    took = float(result.split()[-1])
-    assert took < 15.0, "close() and the woken thread took %.1f s" % took
+    # StopIteration, no batch, no crash: close() ended the for while its first batch was still
+    # being read (every read waits 2 s), and the thread returned (joined: within the hang guard,
+    # not a wall-clock bound a loaded machine could break)
+    assert result.startswith("['end'] joined"), result
 
 
 @pytest.mark.parametrize("kind", ["loader", "dataloader"])

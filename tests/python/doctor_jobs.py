@@ -150,11 +150,11 @@ def slicing(args):
     """a training loop without a DataLoader: batches sliced out of an in-memory tensor (tinyloop:
     a tiny MLP on batches of --batch, the job a new user writes first)"""
     g = torch.Generator().manual_seed(0)
-    d = 256 if args.mode == "slicing" else 32
+    d = 512 if args.mode == "slicing" else 32
     x, y = torch.randn(4096, d, generator=g), torch.randint(0, 10, (4096,), generator=g)
     if args.mode == "slicing":
-        model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.ReLU()) for _ in range(4)],
-                              nn.Linear(256, 10))
+        model = nn.Sequential(*[nn.Sequential(nn.Linear(512, 512), nn.ReLU()) for _ in range(4)],
+                              nn.Linear(512, 10))
         bs = 32
     else:
         model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))

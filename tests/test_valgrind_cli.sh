@@ -11,6 +11,11 @@
 command -v valgrind >/dev/null || { echo "skip: no valgrind (Debian: valgrind)"; exit 77; }
 [ -n "${LOADERBENCH:-}" ] && [ -x "$LOADERBENCH" ] || { echo "skip: LOADERBENCH not set"; exit 77; }
 [ -z "${STOKER_SANITIZE:-}" ] || { echo "skip: a sanitizer build"; exit 77; }
+# The reader's pread pool, not io_uring: under valgrind 3.19 a thread blocked in io_uring_enter
+# keeps valgrind's one-thread-at-a-time lock (the other threads were seen waiting for it while
+# that thread waited for completions: about 1 run in 7 hung beside two busy loops). io_uring's
+# paths are checked by the ASan+UBSan and TSan runs of the suite.
+export STOKER_DISABLE_URING=1
 grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null &&
   { echo "skip: a Release build (the normal build runs this)"; exit 77; }
 

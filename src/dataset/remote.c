@@ -39,6 +39,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Room a fetched shard takes in the cache beside its file: its LMDB lock file (8 KiB at LMDB's
+ * default 126 readers) and its .etag, both counted in the cache's usage */
+#define SIDE_BYTES 65536
+
 struct stk__remote {
     int *fds; /* one per shard, LOCK_SH (streaming: while attached, else -1) */
     size_t n;
@@ -290,7 +294,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
                       all[big].key + plen, (unsigned long long)biggest);
         goto out;
     }
-    if (cache.limit && total > cache.limit) {
+    if (cache.limit && total + (uint64_t)n * SIDE_BYTES > cache.limit) {
         /* streaming: nothing fetched now, each shard when the loader needs it (attach) */
         remove_stale(dir, all, n, plen);
         free(rem->fds);
@@ -329,6 +333,8 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         need_bytes += all[i].size;
     }
     remove_stale(dir, all, n, plen);
+    for (size_t i = 0; i < n; i++)
+        need_bytes += need[i] ? SIDE_BYTES : 0;
     if ((rc = stk__cache_make_room(&cache, need_bytes, ".lmdb", ds->err)) != STK_OK)
         goto out;
     for (size_t i = 0; i < n; i++) {
@@ -612,7 +618,7 @@ static int stream_fetch(stk__remote *r, stk__cache *cache, uint32_t s, char *err
     const stk__s3_obj *o = &r->objs[s];
     const char *name = o->key + r->plen;
     char tmp[PATH_MAX + 96];
-    int rc = stk__cache_make_room(cache, o->size, ".lmdb", err);
+    int rc = stk__cache_make_room(cache, o->size + SIDE_BYTES, ".lmdb", err);
     if (rc != STK_OK)
         return rc;
     pfmt(tmp, sizeof tmp, "%s/%s.part.%d", r->dir, name, (int)getpid());

@@ -7,16 +7,7 @@
 # user and the tests run as root, so the commands run as `nobody` (setpriv), as in
 # test_pack_unreadable_dir.sh; the test skips (77) where privileges cannot be dropped.
 . "$(dirname "$0")/cli_util.sh"
-command -v setpriv >/dev/null || { echo "skip: no setpriv"; exit 77; }
-if [ "$(id -u)" = 0 ]; then
-    as_user() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
-else
-    as_user() { "$@"; } # already unprivileged: mode 000 binds us
-fi
-as_user "$STOKER" --version >/dev/null 2>&1 || { echo "skip: cannot run $STOKER as an unprivileged user"; exit 77; }
-W="$T/w"
-chmod 0755 "$T"
-mkdir -m 0777 "$W"
+unprivileged_workdir
 "$MK" "$W/src" 3 4 16 48 9 >/dev/null || fail "stk-mkfolder"
 chmod -R a+rX "$W/src"
 # readable: the folder opens, 12 images in 3 classes

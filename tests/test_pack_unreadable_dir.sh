@@ -6,16 +6,7 @@
 # the packs run as `nobody` (setpriv); the test skips (77) where privileges cannot be dropped or
 # `nobody` cannot run the build's stoker.
 . "$(dirname "$0")/cli_util.sh"
-command -v setpriv >/dev/null || { echo "skip: no setpriv"; exit 77; }
-if [ "$(id -u)" = 0 ]; then
-    as_user() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
-else
-    as_user() { "$@"; } # already unprivileged: mode 000 binds us
-fi
-as_user "$STOKER" --version >/dev/null 2>&1 || { echo "skip: cannot run $STOKER as an unprivileged user"; exit 77; }
-W="$T/w"
-chmod 0755 "$T" # mktemp -d made it 0700: the unprivileged user must reach $W
-mkdir -m 0777 "$W"
+unprivileged_workdir
 "$MK" "$W/src" 3 4 16 48 9 >/dev/null || fail "stk-mkfolder"
 chmod -R a+rX "$W/src"
 chmod 000 "$W/src/class_001"

@@ -25,8 +25,8 @@ for n in names:
 """
 
 
-def server_env():
-    """The fixture's AWS_* variables, set in os.environ too."""
+def read_server_env():
+    """The fixture's AWS_* variables (skip without Ceph, fail without the fixture)."""
     path = os.environ.get("STK_S3_ENV")
     if not path or not os.path.exists(path):
         if shutil.which("radosgw") is None:
@@ -38,6 +38,12 @@ def server_env():
         if line.startswith("export "):
             k, _, v = line[7:].partition("=")
             env[k] = v
+    return env
+
+
+def server_env():
+    """The fixture's AWS_* variables, set in os.environ too."""
+    env = read_server_env()
     os.environ.update(env)
     os.environ.pop("AWS_PROFILE", None)
     return env

@@ -7,28 +7,13 @@ same seed, every record once per epoch; stoker.Dataset reads the same bytes; `st
 take s3:// paths; wrong credentials fail at once naming the endpoint."""
 
 import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
 from conftest import loader_epochs
-
-
-def _server_env():
-    path = os.environ.get("STK_S3_ENV")
-    if not path or not os.path.exists(path):
-        if shutil.which("radosgw") is None:
-            pytest.skip("Ceph packages missing (apt-get install ceph-mon ceph-osd radosgw ceph-common)")
-        pytest.fail("no S3 server environment (STK_S3_ENV=%r): the s3 fixture did not start" % path)
-    env = {}
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("export "):
-            k, _, v = line[7:].partition("=")
-            env[k] = v
-    return env
+from s3_link import read_server_env as _server_env
 
 
 UPLOAD = """

@@ -51,7 +51,7 @@ struct stk__remote {
     uint64_t cache_limit;
     /* streaming (a cache smaller than the dataset): what stk__remote_attach needs */
     int streaming;
-    pthread_mutex_t mu;   /* the per-shard counts below, read by stk__remote_fetches */
+    pthread_mutex_t mu;   /* fds[] while streaming and fetches[] (stk__remote_fetches) */
     stk__s3_cfg cfg;
     char bucket[256], url[1100], dir[PATH_MAX], cache_dir[PATH_MAX];
     uint64_t limit;
@@ -69,17 +69,13 @@ int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
     if (!ds->opened)
         return STK_E_STATE;
     memset(st, 0, sizeof *st);
-    stk__remote *r = ds->remote;
-    if (r && r->streaming)
-        pthread_mutex_lock(&r->mu);
-    if (r) {
+    const stk__remote *r = ds->remote;
+    if (r) { /* the counters are atomic; the rest is set at open */
         st->shards = r->n;
         stk__fetch_ctr_read(&r->ctr, st);
         st->inflight = (uint64_t)r->inflight;
         st->cache_limit = r->cache_limit;
     }
-    if (r && r->streaming)
-        pthread_mutex_unlock(&r->mu);
     return STK_OK;
 }
 

@@ -213,29 +213,3 @@ int stk__cache_make_room(stk__cache *c, uint64_t need, const char *suffix, char 
                         (unsigned long long)c->limit);
     return STK_OK;
 }
-
-int stk__cache_adopt(const char *dir, const char *name, const char *src, const char *etag,
-                     char *err)
-{
-    char dst[PATH_MAX], side[PATH_MAX + 16], tmp[PATH_MAX + 32];
-    if (snprintf(dst, sizeof dst, "%s/%s", dir, name) >= (int)sizeof dst)
-        return stk__err(err, STK_E_INVALID, "%s/%s: path too long", dir, name);
-    snprintf(side, sizeof side, "%s-lock", dst);
-    unlink(side);
-    snprintf(side, sizeof side, "%s.etag", dst);
-    unlink(side);
-    if (rename(src, dst) != 0)
-        return stk__err(err, -errno, "rename %s -> %s: %s", src, dst, strerror(errno));
-    snprintf(tmp, sizeof tmp, "%s.%d", side, (int)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
-    size_t len = strlen(etag);
-    int ok = write(fd, etag, len) == (ssize_t)len && fdatasync(fd) == 0;
-    close(fd);
-    if (!ok || rename(tmp, side) != 0) {
-        unlink(tmp);
-        return stk__err(err, STK_E_IO, "%s: cannot write", side);
-    }
-    return STK_OK;
-}

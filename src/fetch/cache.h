@@ -34,11 +34,6 @@ void stk__cache_unlock(stk__cache *c);
 int stk__cache_make_room(stk__cache *c, uint64_t need, const char *suffix, char *err);
 /* Bytes of regular files under the root. */
 uint64_t stk__cache_usage(const stk__cache *c);
-/* With the lock held: move the file SRC (same filesystem) to DIR/NAME, dropping a stale LMDB lock
- * file "DIR/NAME-lock", and record ETAG in "DIR/NAME.etag" (written after the move, so a crash
- * between leaves a copy that the next open fetches again). */
-int stk__cache_adopt(const char *dir, const char *name, const char *src, const char *etag,
-                     char *err);
 /* mkdir -p PATH. */
 int stk__mkdirs(const char *path, char *err);
 

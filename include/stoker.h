@@ -236,8 +236,11 @@ typedef enum stk_param {
                                      hmax (ColorJitter's factor ranges; a range (1, 1), or (0, 0)
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
-                                     (GaussianBlur, kernel odd 1..255; equal to torch 1.x,
-                                     within one level of torch 2.x: docs/ARCHITECTURE.md), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
+                                     (transforms.GaussianBlur, kernel odd 1..255; equal to torch
+                                     1.x, within one level of torch 2.x, whose exp is MKL's:
+                                     docs/ARCHITECTURE.md), 8 kx ky smin smax
+                                     (transforms.v2.GaussianBlur, its softmax kernel; equal to
+                                     torch 2.x; since 0.5), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
                                      shy1 interp fill_on r g b (RandomAffine: translate in
                                      0..1, scale 1 1 and shear 0 0 0 0 when None; interp
                                      STK_AUG_INTERP_* (BICUBIC since 0.5); fill_on 0 = fill None), 7 dmin dmax
@@ -414,8 +417,10 @@ enum stk_erase_random { STK_ERASE_RANDOM_OFF = 0, STK_ERASE_RANDOM_PIXEL = 1, ST
 /** STK_P_AUG_AUTO_POLICY: AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN (since 0.4) */
 enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG_AUTO_SVHN = 2 };
 /** STK_P_AUG_TORCH: torch 1.x with torchvision <= 0.14 on its AVX2 CPU kernels; the same on its
- *  AVX512 kernels; torch >= 2.0 with torchvision >= 0.15 (since 0.4) */
-enum stk_aug_torch { STK_AUG_TORCH_1 = 0, STK_AUG_TORCH_1_AVX512 = 1, STK_AUG_TORCH_2 = 2 };
+ *  AVX512 kernels; torch >= 2.0 with torchvision >= 0.15 (since 0.4) on its AVX2 kernels; the same
+ *  on its AVX512 kernels (since 0.5: only transforms.v2's GaussianBlur, STK_P_AUG_STEPS kind 8,
+ *  differs, by the width of its softmax's sum) */
+enum stk_aug_torch { STK_AUG_TORCH_1 = 0, STK_AUG_TORCH_1_AVX512 = 1, STK_AUG_TORCH_2 = 2, STK_AUG_TORCH_2_AVX512 = 3 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

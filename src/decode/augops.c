@@ -245,7 +245,7 @@ void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, 
  * tensor ops make it (the einsum that picks the channel values adds zeros: exact) */
 static void op_hue(uint8_t *img, size_t px, double factor, int torch)
 {
-    float hf = (float)factor, scale = torch == STK__TORCH_2 ? (float)(255.0 + 1.0 - 1e-3) : 255.f;
+    float hf = (float)factor, scale = torch >= STK__TORCH_2 ? (float)(255.0 + 1.0 - 1e-3) : 255.f;
     for (size_t i = 0; i < px; i++) {
         uint8_t *p = img + 3 * i;
         float r = (float)p[0] / 255.f, g = (float)p[1] / 255.f, b = (float)p[2] / 255.f;

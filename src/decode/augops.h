@@ -94,8 +94,8 @@ typedef struct stk__augpolicy {
 
 /* Whose float32 arithmetic the ops equal, as STK_AUG_TORCH_* (augops.c explains the
  * differences): torch 1.x / torchvision <= 0.14 on AVX2 or AVX512 kernels, torch >= 2.0 /
- * torchvision >= 0.15 */
-enum { STK__TORCH_1 = 0, STK__TORCH_1_AVX512 = 1, STK__TORCH_2 = 2 };
+ * torchvision >= 0.15 on AVX2 or AVX512 kernels (the lanes matter to v2's GaussianBlur only) */
+enum { STK__TORCH_1 = 0, STK__TORCH_1_AVX512 = 1, STK__TORCH_2 = 2, STK__TORCH_2_AVX512 = 3 };
 /* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */
 enum { STK__AA_IMAGENET = 0, STK__AA_CIFAR10 = 1, STK__AA_SVHN = 2 };
 
@@ -148,6 +148,7 @@ enum {
     STK__STEP_AFFINE = 6,    /* dmin dmax tx ty smin smax shx0 shx1 shy0 shy1 interp fill_on r g b:
                                 RandomAffine (translate 0 0, scale 1 1, shear 0 0 0 0 when None) */
     STK__STEP_ROTATION = 7,  /* dmin dmax interp fill_on r g b: RandomRotation */
+    STK__STEP_BLUR_V2 = 8,   /* kx ky smin smax: transforms.v2.GaussianBlur (its softmax kernel) */
     STK__STEP_KINDS
 };
 
@@ -172,11 +173,14 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err);
 void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const double f[4], int torch);
 
 /* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
- * makes (torch's exp and sum as TORCH, STK__TORCH_*, computes them: SLEEF's expf for torch 1.x,
- * glibc's standing in for torch 2.x's), its 2-D product, and conv2d's float32 fused
- * multiply-add chain (augsteps.c). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP:
+ * makes, its 2-D product, and conv2d's float32 fused multiply-add chain (augsteps.c). V2 0:
+ * transforms.functional's kernel (exp / sum: torch's exp and sum as TORCH, STK__TORCH_*,
+ * computes them: SLEEF's expf for torch 1.x, glibc's standing in for torch 2.x's MKL vsExp);
+ * V2 1: transforms.v2's (softmax of a linspace: SLEEF's expf and torch's vector reduction, 8
+ * or 16 lanes as TORCH says). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP:
  * H * W * 3 + W floats (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, uint8_t *out, float *tmp);
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2, uint8_t *out,
+                     float *tmp);
 
 /* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
  * ORDER and F for a jitter, F[0] the sigma of a blur. */

@@ -10,9 +10,10 @@
 #include <math.h>
 #include <string.h>
 
-/* torch.exp as torch 1.x's vectorised CPU kernel computes it: SLEEF's expf_u10 (its AVX2 and
- * AVX512 builds, fused multiply-adds), equal to torch 1.13's on 462 000 arguments. Torch 2.x
- * computes another, not identified: glibc's expf stands in for it (1% of results one ulp apart) */
+/* SLEEF's expf_u10 (its AVX2 and AVX512 builds, fused multiply-adds): torch 1.x's torch.exp
+ * (equal to torch 1.13's on 3 000 000 arguments) and torch 2.x's Vectorized<float>::exp, which its
+ * softmax uses. Torch 2.x's torch.exp is MKL's vsExp instead (closed, chosen per CPU): glibc's
+ * expf stands in for it (1% of results one ulp apart; docs/ARCHITECTURE.md) */
 static float sleef_expf(float d)
 {
     if (!(d >= -104.f)) /* SLEEF's 0 below -104 (and -inf); NaN stays NaN */
@@ -71,11 +72,63 @@ static void gauss1d(int torch, int k, double sigma, float *out)
         float x = (float)(i - (k - 1) / 2); /* k is odd */
         float t = x / s;
         float a = -0.5f * (t * t);
-        out[i] = torch == STK__TORCH_2 ? expf(a) : sleef_expf(a);
+        out[i] = torch >= STK__TORCH_2 ? expf(a) : sleef_expf(a);
     }
     float sum = torch_sum(out, k, 8); /* 8 lanes on AVX512 too: torch 2.15 there sums so (its AVX2 kernel) */
     for (int i = 0; i < k; i++)
         out[i] /= sum;
+}
+
+/* vec::reduce_all(x + y) of torch's CPU kernels over N floats, LANES (8 AVX2, 16 AVX512) a vector:
+ * under LANES values one after another; else the vectors summed lane-wise (the short last one
+ * into its first lanes), then the lanes folded in halves (lane i + lane i ^ half, half = LANES / 2
+ * down to 1) */
+static float torch_reduce_all(const float *v, int n, int lanes)
+{
+    if (n < lanes) {
+        float acc = v[0];
+        for (int i = 1; i < n; i++)
+            acc += v[i];
+        return acc;
+    }
+    float a[16], b[16];
+    memcpy(a, v, sizeof(float) * (size_t)lanes);
+    int d = lanes;
+    for (; d < n - n % lanes; d += lanes)
+        for (int l = 0; l < lanes; l++)
+            a[l] += v[d + l];
+    for (int l = 0; d + l < n; l++)
+        a[l] += v[d + l];
+    for (int half = lanes / 2; half >= 1; half /= 2) {
+        for (int l = 0; l < lanes; l++)
+            b[l] = a[l] + a[l ^ half];
+        memcpy(a, b, sizeof a);
+    }
+    return a[0];
+}
+
+/* transforms.v2's _get_gaussian_kernel1d: lim = (k - 1) / (2 sqrt 2), x = torch.linspace(-lim,
+ * lim, k) (point by point, start + step i up to the middle, end - step (k - 1 - i) after, each
+ * one fused multiply-add), softmax(-(x / sigma)^2): exp(v - max) (SLEEF's), their reduce_all,
+ * times 1 / sum. Torch 1.x has no v2; its lanes are used the same way if asked. */
+static void gauss1d_v2(int torch, int k, double sigma, float *out)
+{
+    double lim = (double)(k - 1) / (2.0 * sqrt(2.0));
+    float s = (float)-lim, e = (float)lim, sg = (float)sigma;
+    float step = k > 1 ? (e - s) / (float)(k - 1) : 0.f;
+    float mx = -INFINITY;
+    for (int i = 0; i < k; i++) {
+        float x = k == 1 ? s : i < k / 2 ? fmaf(step, (float)i, s) : fmaf(-step, (float)(k - 1 - i), e);
+        float t = x / sg;
+        out[i] = -(t * t);
+        mx = out[i] > mx ? out[i] : mx;
+    }
+    for (int i = 0; i < k; i++)
+        out[i] = sleef_expf(out[i] - mx);
+    int lanes = torch == STK__TORCH_1 || torch == STK__TORCH_2 ? 8 : 16;
+    float inv = 1.f / torch_reduce_all(out, k, lanes);
+    for (int i = 0; i < k; i++)
+        out[i] *= inv;
 }
 
 /* reflect padding (edge not repeated), folded again for a kernel wider than the image */
@@ -108,12 +161,13 @@ static void blur_tap(float *restrict acc, const float *restrict src, int n, floa
         acc[x] = fmaf(k, src[x], acc[x]);
 }
 
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, uint8_t *out, float *tmp)
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2, uint8_t *out,
+                     float *tmp)
 {
     float gx[BLUR_MAX_K], gy[BLUR_MAX_K];
     int rows[BLUR_MAX_K];
-    gauss1d(torch, kx, sigma, gx);
-    gauss1d(torch, ky, sigma, gy);
+    (v2 ? gauss1d_v2 : gauss1d)(torch, kx, sigma, gx);
+    (v2 ? gauss1d_v2 : gauss1d)(torch, ky, sigma, gy);
     int rx = kx / 2, ry = ky / 2;
     /* the interior columns, where no tap needs the reflection: [x0, x1) */
     int x0 = rx < w ? rx : w, x1 = w - rx > x0 ? w - rx : x0;
@@ -147,8 +201,8 @@ void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, i
             }
             uint8_t *o = out + (size_t)y * row + (size_t)c;
             for (int x = 0; x < w; x++) {
-                float v = nearbyintf(acc[x]);
-                o[3 * (size_t)x] = (uint8_t)(v < 0.f ? 0.f : v > 255.f ? 255.f : v);
+                float v = nearbyintf(acc[x]); /* NaN (torch's v2 kernel at sigma ~1e-30): 0, as its cast */
+                o[3 * (size_t)x] = (uint8_t)(!(v > 0.f) ? 0.f : v > 255.f ? 255.f : v);
             }
         }
     }
@@ -157,7 +211,7 @@ void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, i
 
 static int step_arity(int kind)
 {
-    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0, 4, 15, 7};
+    static const int arity[STK__STEP_KINDS] = {-1, 1, 1, 8, 0, 4, 15, 7, 4};
     return kind > 0 && kind < STK__STEP_KINDS ? arity[kind] : -1;
 }
 
@@ -187,7 +241,8 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
         int kind = kf == floorf(kf) && kf > 0.f && kf < (float)STK__STEP_KINDS ? (int)kf : -1, ar = step_arity(kind);
         if (ar < 0)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS step %d: unknown kind %g (1 vflip, 2 grayscale, "
-                            "3 color jitter, 4 policy, 5 gaussian blur, 6 affine, 7 rotation)", k, (double)kf);
+                            "3 color jitter, 4 policy, 5 gaussian blur, 6 affine, 7 rotation, 8 gaussian blur (v2))",
+                            k, (double)kf);
         if (k == STK__AUG_MAX_STEPS)
             return stk__err(err, STK_E_INVALID, "STK_P_AUG_STEPS: more than %d steps", STK__AUG_MAX_STEPS);
         if (i + 1 + (size_t)ar > n)
@@ -201,7 +256,7 @@ int stk__augprog_parse(const float *v, size_t n, stk__augprog *prog, char *err)
                             (double)prog->s[k].a[0]);
         if (kind == STK__STEP_JITTER && check_jitter(prog->s[k].a, k, err) != STK_OK)
             return STK_E_INVALID;
-        if (kind == STK__STEP_BLUR) {
+        if (kind == STK__STEP_BLUR || kind == STK__STEP_BLUR_V2) {
             const float *a = prog->s[k].a;
             int okk = a[0] >= 1.f && a[0] <= BLUR_MAX_K && a[1] >= 1.f && a[1] <= BLUR_MAX_K && a[0] == floorf(a[0]) &&
                       a[1] == floorf(a[1]) && fmodf(a[0], 2.f) == 1.f && fmodf(a[1], 2.f) == 1.f;
@@ -232,7 +287,7 @@ void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t 
         *on = stk__rng_uniform(&r) < (double)a[0];
         return;
     }
-    if (kind == STK__STEP_BLUR) { /* sigma = torch.empty(1).uniform_(smin, smax): float32 */
+    if (kind == STK__STEP_BLUR || kind == STK__STEP_BLUR_V2) { /* torch.empty(1).uniform_(smin, smax): float32 */
         double u = stk__rng_uniform(&r);
         f[0] = (double)(float)((double)a[2] + ((double)a[3] - (double)a[2]) * u);
         *on = 1;
@@ -260,7 +315,7 @@ void stk__augstep_draw(int k, int kind, const float *a, uint64_t seed, uint64_t 
 int stk__augprog_has_blur(const stk__augprog *prog)
 {
     for (int k = 0; k < prog->n; k++)
-        if (prog->s[k].kind == STK__STEP_BLUR)
+        if (prog->s[k].kind == STK__STEP_BLUR || prog->s[k].kind == STK__STEP_BLUR_V2)
             return 1;
     return 0;
 }
@@ -291,9 +346,9 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
             stk__aug_vflip(img, h, w, scratch);
         else if (kind == STK__STEP_GRAYSCALE)
             stk__aug_grayscale(img, (size_t)h * (size_t)w);
-        else if (kind == STK__STEP_BLUR)
-            stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], prog->torch, scratch,
-                            (float *)(void *)tmp);
+        else if (kind == STK__STEP_BLUR || kind == STK__STEP_BLUR_V2)
+            stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], prog->torch,
+                            kind == STK__STEP_BLUR_V2, scratch, (float *)(void *)tmp);
         else
             stk__augop_jitter(img, h, w, order, f, prog->torch);
     }

@@ -226,7 +226,7 @@ static int cmd_steps(char **a)
             printf("vflip %d\n", on);
         else if (prog.s[k].kind == STK__STEP_GRAYSCALE)
             printf("grayscale %d\n", on);
-        else if (prog.s[k].kind == STK__STEP_BLUR)
+        else if (prog.s[k].kind == STK__STEP_BLUR || prog.s[k].kind == STK__STEP_BLUR_V2)
             printf("blur %.17g\n", f[0]);
         else if (prog.s[k].kind == STK__STEP_JITTER)
             printf("jitter %d%d%d%d %.17g %.17g %.17g %.17g\n", order[0], order[1], order[2], order[3], f[0], f[1],

@@ -221,6 +221,8 @@ def _step_spec(step, position, kind):
         ks = (int(ks), int(ks)) if isinstance(ks, (int, float)) else (int(ks[0]), int(ks[1]))
         sg = (float(sg), float(sg)) if isinstance(sg, (int, float)) else (float(sg[0]), float(sg[1]))
         spec = {"op": kind, "kernel_size": ks, "sigma": sg}
+        if (getattr(type(step), "__module__", "") or "").startswith("torchvision.transforms.v2"):
+            spec["api"] = "v2"        # v2's kernel: a softmax, not exp / sum (since 0.5)
     else:
         spec = {"op": kind}
         for name, center in _JITTER:
@@ -461,10 +463,11 @@ def check(spec, where="augment"):
     if spec["op"] == "gaussian_blur":
         kx, ky = spec.get("kernel_size", (0, 0))
         lo, hi = spec.get("sigma", (0.1, 2.0))
-        if set(spec) - {"op", "kernel_size", "sigma"} or not all(k % 2 == 1 and 1 <= k <= 255 for k in (kx, ky)) \
-                or not 0 < lo <= hi:
-            raise ValueError("%s: gaussian_blur takes kernel_size (kx, ky), odd 1..255, and sigma "
-                             "(min, max) with 0 < min <= max, got %r" % (where, spec))
+        odd = all(k % 2 == 1 and 1 <= k <= 255 for k in (kx, ky))
+        if set(spec) - {"op", "kernel_size", "sigma", "api"} or not odd or not 0 < lo <= hi \
+                or spec.get("api", "v1") not in ("v1", "v2"):
+            raise ValueError("%s: gaussian_blur takes kernel_size (kx, ky), odd 1..255, sigma (min, max) with "
+                             "0 < min <= max and api 'v1' or 'v2' (whose kernel), got %r" % (where, spec))
         return spec
     if spec["op"] == "color_jitter":
         if set(spec) - {"op", "brightness", "contrast", "saturation", "hue"}:
@@ -640,7 +643,8 @@ def torch_arithmetic(torch=None):
     """STK_AUG_TORCH_* (the Loader's STK_P_AUG_TORCH) for TORCH, the torch module (imported when
     None): whose float32 arithmetic the augmentation reproduces. torch >= 2.0 (with torchvision
     >= 0.15) computes torch.linspace point by point and ends adjust_hue with
-    convert_image_dtype; torch 1.x vectorises linspace, 8 or 16 lanes by its CPU kernels. None
+    convert_image_dtype; torch 1.x vectorises linspace, 8 or 16 lanes by its CPU kernels (torch
+    2.x's lanes show in transforms.v2.GaussianBlur's softmax sum only). None
     when torch cannot be imported: the library's default (torch 1.x, AVX2) then stands."""
     if torch is None:
         try:
@@ -654,10 +658,10 @@ def torch_arithmetic(torch=None):
             major = int(str(torch.__version__).split(".")[0])
         except ValueError:
             major = 2
+        avx512 = _cpu_capability(torch) == "AVX512"
         if major >= 2:
-            _arith_cache[key] = _lib.AUG_TORCH_2
+            _arith_cache[key] = _lib.AUG_TORCH_2_AVX512 if avx512 else _lib.AUG_TORCH_2
         else:
-            avx512 = _cpu_capability(torch) == "AVX512"
             _arith_cache[key] = _lib.AUG_TORCH_1_AVX512 if avx512 else _lib.AUG_TORCH_1
     return _arith_cache[key]
 
@@ -717,7 +721,7 @@ def params(specs):
             if s["op"] in POLICIES:
                 prog.append(4)
             elif s["op"] == "gaussian_blur":
-                prog += [5, *s["kernel_size"], *s["sigma"]]
+                prog += [8 if s.get("api") == "v2" else 5, *s["kernel_size"], *s["sigma"]]
             elif s["op"] in ("affine", "rotation"):
                 prog += _geometry_program(s)
             elif s["op"] == "color_jitter":

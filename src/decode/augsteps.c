@@ -102,7 +102,7 @@ static float torch_reduce_all(const float *v, int n, int lanes)
     for (int half = lanes / 2; half >= 1; half /= 2) {
         for (int l = 0; l < lanes; l++)
             b[l] = a[l] + a[l ^ half];
-        memcpy(a, b, sizeof a);
+        memcpy(a, b, sizeof(float) * (size_t)lanes);
     }
     return a[0];
 }

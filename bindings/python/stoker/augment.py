@@ -43,7 +43,8 @@ and policies with other ops (Desaturate, GaussianBlurRand, TranslateX ...) are r
 
 Also recognised: ``ColorJitter``, ``RandomGrayscale``, ``RandomVerticalFlip``, ``GaussianBlur``,
 ``RandomAffine``, ``RandomRotation`` (specs "color_jitter", "grayscale", "vflip", "gaussian_blur",
-"affine", "rotation"; the last two with expand=False and center=None only) and ``RandomErasing`` of torchvision
+"affine", "rotation"; the last two with expand=False and center=None only; v2's GaussianBlur
+gives "api": "v2", its softmax kernel, which differs from v1's exp / sum) and ``RandomErasing`` of torchvision
 and of timm ("random_erasing", which must come last: it works on the normalised image; timm's adds
 "count": (min_count, max_count), and its modes give value (0, 0, 0), "random" ('pixel') or
 "random_channel" ('rand')).

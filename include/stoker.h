@@ -162,7 +162,8 @@ typedef enum stk_param {
                                      shuffled together. Deterministic for any worker count; exact
                                      resume with the same world size (stk_loader_seek, or
                                      stk_loader_resume with a consumed count from a run of the
-                                     same world size). Dataset of shards only, not with
+                                     same world size); exact elastic resume on another world size
+                                     with stk_loader_tell_segments / stk_loader_resume_segments. Dataset of shards only, not with
                                      stk_loader_set_indices. An s3:// dataset streamed through a
                                      smaller cache always takes this order: 0 then means W =
                                      limit / largest shard / 2 (at least 1); a window the cache
@@ -1208,6 +1209,38 @@ STK_API int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, 
  *  NULL. Before start: (STK_P_EPOCH, 0, 0). Consumer thread. (since 0.2) */
 STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed,
                                    uint64_t *base);
+/**
+ * Elastic resume in the shard-window order (STK_P_SHUFFLE_WINDOW; an s3:// dataset streamed
+ * through a cache smaller than itself), docs/S3.md "Elastic resume inside a streamed epoch".
+ * There what the ranks delivered is not a prefix of one global order (each rank reads its own
+ * shards), so a checkpoint saves the epoch's history instead of a count: a list of segments,
+ * one per run that read part of the epoch, each three uint64: (world size, window W, samples
+ * each rank took). stk_loader_tell_segments writes the current epoch's: the segments this run
+ * resumed from, then (STK_P_WORLD_SIZE, the window in use, this rank's position in its list).
+ * Under DDP every rank is at the same step, so every rank's list is the same but for a rank
+ * whose share ran out (STK_DIST_EXACT): save the list of a rank that is not done, or any.
+ * *NSEGS = the count (at most STK__MAX_SEGS + 1 = 17); CAP is SEGS's room in segments
+ * (STK_E_RANGE if too small, *NSEGS set). Before start: (STK_P_EPOCH, 0 segments). A loader in
+ * the global order: STK_E_INVALID (use stk_loader_tell_global). Consumer thread. (since 0.5) */
+STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint64_t *segs,
+                                     uint32_t cap, uint32_t *nsegs);
+/** Continue epoch EPOCH from its history SEGS (NSEGS segments from stk_loader_tell_segments, of
+ *  runs of any world sizes; 0 segments = the epoch's start). If the last segment's world size
+ *  and window are this loader's, each rank continues its own list there exactly
+ *  (stk_loader_resume with the same world size: the uninterrupted run's samples). Otherwise the
+ *  records every segment left are split among this run's ranks: the shards with records left
+ *  are dealt to the ranks by the seed and the history (each rank reads and fetches only its
+ *  own), each rank's in a seeded order, in windows of W shards whose records left are shuffled
+ *  together; over all the runs every record of the epoch is delivered once (STK_DIST_EXACT; PAD
+ *  repeats a rank's first samples up to the largest share, and a rank past the shards left
+ *  reads another rank's list again; DROP cuts every share to the smallest). Same seed, shuffle
+ *  and dataset required (not checked here). At most STK__MAX_SEGS = 16 segments (STK_E_RANGE);
+ *  a segment taking more than its largest share, or with fewer shards than ranks as its first:
+ *  STK_E_RANGE; a world size or window out of range: STK_E_INVALID; the loader in the global
+ *  order: STK_E_INVALID. All batches must be released (else STK_E_STATE). After start;
+ *  consumer thread. (since 0.5) */
+STK_API int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
+                                       uint32_t nsegs);
 /**
  * Change the output size (STK_P_OUT_HEIGHT x STK_P_OUT_WIDTH) from the next epoch on, without
  * stopping the loader: no thread is started or stopped, nothing is reallocated, the dataset stays

@@ -1237,8 +1237,11 @@ STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint6
  *  and dataset required (not checked here). At most STK__MAX_SEGS = 16 segments (STK_E_RANGE);
  *  a segment taking more than its largest share, or with fewer shards than ranks as its first:
  *  STK_E_RANGE; a world size or window out of range: STK_E_INVALID; the loader in the global
- *  order: STK_E_INVALID. All batches must be released (else STK_E_STATE). After start;
- *  consumer thread. (since 0.5) */
+ *  order: STK_E_INVALID. Before start (opened or not): only the count and ranges are checked
+ *  here; the next stk_loader_start begins there instead of at STK_P_EPOCH's start, so that a
+ *  streamed dataset fetches nothing of the epoch's start (the history's errors then fail the
+ *  start). After start: all batches must be released (else STK_E_STATE). Consumer thread.
+ *  (since 0.5) */
 STK_API int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
                                        uint32_t nsegs);
 /**

@@ -6,7 +6,8 @@
  * the epoch is delivered exactly once with its label and payload; no two ranks of the resumed
  * run read one shard (each fetches only its own); the rest is the same with 1 and 3 workers; a
  * resume at the same world size through the segments continues each rank exactly; the epoch
- * after the resumed one is a whole epoch as a fresh run's; the global order refuses the calls.
+ * after the resumed one is a whole epoch as a fresh run's; a resume before start is where the start
+ * begins; the global order refuses the calls.
  *
  * stk-test: concurrency */
 #include "test_loader_util.h"
@@ -32,7 +33,19 @@ static int shard_of(uint64_t idx)
 
 static size_t rec_len(size_t i) { return RECBYTES - (i % 7) * 1000; }
 
+static int g_prestart; /* resume_segments before start (else after) */
+
+static stk_loader *open_loader_at(const char *path, int workers, uint32_t rank, uint32_t world,
+                                  const uint64_t *segs, uint32_t nsegs);
+
 static stk_loader *open_loader(const char *path, int workers, uint32_t rank, uint32_t world)
+{
+    return open_loader_at(path, workers, rank, world, NULL, 0);
+}
+
+/* With SEGS: resumed from them (before or after start, as g_prestart says). */
+static stk_loader *open_loader_at(const char *path, int workers, uint32_t rank, uint32_t world,
+                                  const uint64_t *segs, uint32_t nsegs)
 {
     stk_loader *h;
     T_OK(stk_loader_create(&h));
@@ -47,7 +60,11 @@ static stk_loader *open_loader(const char *path, int workers, uint32_t rank, uin
     T_OK(stk_loader_set(h, STK_P_DIST_MODE, STK_DIST_EXACT));
     T_OK(stk_loader_set(h, STK_P_EPOCH, EPOCH));
     T_OK(stk_loader_open(h, path));
+    if (segs && g_prestart)
+        T_OK(stk_loader_resume_segments(h, EPOCH, segs, nsegs));
     T_OK(stk_loader_start(h));
+    if (segs && !g_prestart)
+        T_OK(stk_loader_resume_segments(h, EPOCH, segs, nsegs));
     return h;
 }
 
@@ -80,9 +97,8 @@ static void run_world(const char *path, const history *hist, uint32_t world, lon
     memset(reader, -1, sizeof reader);
     size_t no = 0;
     for (uint32_t r = 0; r < world; r++) {
-        stk_loader *h = open_loader(path, workers, r, world);
-        if (hist)
-            T_OK(stk_loader_resume_segments(h, EPOCH, hist->segs, hist->n));
+        stk_loader *h = hist ? open_loader_at(path, workers, r, world, hist->segs, hist->n)
+                             : open_loader(path, workers, r, world);
         tl_epoch e;
         int rc = tl_run(h, &e, batches);
         T_CHECK(rc == (batches < 0 ? STK_END : STK_OK), "rank %u of %u: %s: %s", r, world,
@@ -176,7 +192,9 @@ int main(void)
 
     /* one save, another world size; save points inside a window and at the start */
     elastic(path, 2, 3, 3);
+    g_prestart = 1; /* the next start begins at the resumed position */
     elastic(path, 3, 4, 1);
+    g_prestart = 0;
     elastic(path, 1, 7, 2);
     elastic(path, 2, 0, 3);
     elastic(path, 3, 1, 2);

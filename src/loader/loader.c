@@ -670,7 +670,8 @@ int stk_loader_start(stk_loader *h)
     h->nlog = 0;
     h->held_host = h->held_dev = 0;
     pthread_mutex_unlock(&h->mu);
-    rc = stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
+    rc = h->sw_pend_set ? stk__loader_launch_pending(h)
+                        : stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
     if (rc != STK_OK) {
         free_ring(h);
         return rc;

@@ -608,48 +608,36 @@ int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint64_t *seg
     return STK_OK;
 }
 
-int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
-                               uint32_t nsegs)
+/* Validate SEGS and build what they left of EPOCH for this loader (started, or being started:
+ * configured). *SR: the rest (NULL: none) and the segments it holds; *SKIP: this rank's
+ * position in its list on it. Errors set h->err. */
+static int segs_prepare(stk_loader *h, const char *fn, uint64_t epoch, const uint64_t *segs,
+                        uint32_t nsegs, seg_resume *sr, uint64_t *skip)
 {
-    static const char fn[] = "stk_loader_resume_segments";
-    if (!h || (nsegs && !segs))
-        return STK_E_INVALID;
-    if (h->state != STK__LS_STARTED)
-        return stk__err(h->err, STK_E_STATE, "%s: the loader is not started", fn);
     if (!h->sw_window)
         return stk__err(h->err, STK_E_INVALID, "%s: the loader is not in the shard-window order "
                         "(STK_P_SHUFFLE_WINDOW, or an s3:// dataset streamed through a smaller "
                         "cache); use stk_loader_resume", fn);
-    if (nsegs > STK__MAX_SEGS)
-        return stk__err(h->err, STK_E_RANGE, "%s: %u segments, at most %d (resume at the world "
-                        "size of the last run, or at an epoch boundary)", fn, nsegs,
-                        STK__MAX_SEGS);
-    for (uint32_t i = 0; i < nsegs; i++) {
-        uint64_t w = segs[3 * i], win = segs[3 * i + 1];
-        if (w < 1 || w > UINT32_MAX || win < 1 || win > STK__MAX_WINDOW)
-            return stk__err(h->err, STK_E_INVALID, "%s: segment %u: world size %llu, window "
-                            "%llu (1..%d) out of range", fn, i, (unsigned long long)w,
-                            (unsigned long long)win, STK__MAX_WINDOW);
-    }
     /* the last segment's own world and window: continue its lists (as stk_loader_resume does);
      * else split what every segment left */
     uint32_t apply = nsegs;
-    uint64_t skip = 0;
+    *skip = 0;
     if (nsegs && segs[3 * (nsegs - 1)] == h->world && segs[3 * (nsegs - 1) + 1] == h->sw_window) {
         apply = nsegs - 1;
-        skip = segs[3 * (nsegs - 1) + 2];
+        *skip = segs[3 * (nsegs - 1) + 2];
     }
-    seg_resume sr = {NULL, segs, apply};
+    *sr = (seg_resume){NULL, segs, apply};
     int rc = STK_OK;
     if (apply) {
-        sr.rest = malloc(sizeof *sr.rest);
-        rc = sr.rest ? stk__rest_init(sr.rest, &h->sw_tab) : STK_E_NOMEM;
+        sr->rest = malloc(sizeof *sr->rest);
+        rc = sr->rest ? stk__rest_init(sr->rest, &h->sw_tab) : STK_E_NOMEM;
         if (rc != STK_OK) {
-            free(sr.rest);
+            free(sr->rest);
+            sr->rest = NULL;
             return stk__err(h->err, rc, "%s: out of memory", fn);
         }
         for (uint32_t i = 0; i < apply && rc == STK_OK; i++) {
-            rc = stk__rest_take(sr.rest, &h->sw_tab, (uint32_t)segs[3 * i + 1], h->seed, epoch,
+            rc = stk__rest_take(sr->rest, &h->sw_tab, (uint32_t)segs[3 * i + 1], h->seed, epoch,
                                 h->shuffle, (uint32_t)segs[3 * i], segs[3 * i + 2]);
             if (rc != STK_OK)
                 stk__err(h->err, rc, "%s: segment %u (world size %llu, window %llu, %llu samples "
@@ -661,14 +649,69 @@ int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *se
     }
     if (rc == STK_OK) { /* this rank's list on the rest must hold SKIP */
         stk__plan p;
-        rc = stk__plan_init_rest(&p, &h->sw_tab, sr.rest, h->sw_window, h->seed, epoch,
+        rc = stk__plan_init_rest(&p, &h->sw_tab, sr->rest, h->sw_window, h->seed, epoch,
                                  h->shuffle, h->rank, h->world, h->dist_mode);
         if (rc != STK_OK)
             stk__err(h->err, rc, "%s: cannot split what is left of epoch %llu among %u ranks",
                      fn, (unsigned long long)epoch, h->world);
         else /* EXACT: a rank with a smaller share took all of it */
-            skip = STK__MIN(skip, p.per_rank);
+            *skip = STK__MIN(*skip, p.per_rank);
     }
+    if (rc != STK_OK && sr->rest) {
+        stk__rest_free(sr->rest);
+        free(sr->rest);
+        sr->rest = NULL;
+    }
+    return rc;
+}
+
+int stk__loader_launch_pending(stk_loader *h)
+{
+    static const char fn[] = "stk_loader_resume_segments";
+    seg_resume sr = {NULL, NULL, 0};
+    uint64_t skip, epoch = h->sw_pend_epoch;
+    h->sw_pend_set = 0; /* one start takes it */
+    int rc = segs_prepare(h, fn, epoch, h->sw_pend, h->sw_npend, &sr, &skip);
+    if (rc != STK_OK)
+        return rc;
+    stk__loader_rest_drop(h); /* no thread runs yet */
+    h->sw_rest = sr.rest;
+    h->sw_rest_epoch = epoch;
+    h->sw_nhist = sr.nhist;
+    memcpy(h->sw_hist, sr.hist, 3 * sr.nhist * sizeof *sr.hist);
+    return stk__loader_launch_at(h, epoch, 0, skip * h->world);
+}
+
+int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
+                               uint32_t nsegs)
+{
+    static const char fn[] = "stk_loader_resume_segments";
+    if (!h || (nsegs && !segs))
+        return STK_E_INVALID;
+    if (epoch > (uint64_t)INT64_MAX)
+        return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
+                        (unsigned long long)epoch);
+    if (nsegs > STK__MAX_SEGS)
+        return stk__err(h->err, STK_E_RANGE, "%s: %u segments, at most %d (resume at the world "
+                        "size of the last run, or at an epoch boundary)", fn, nsegs,
+                        STK__MAX_SEGS);
+    for (uint32_t i = 0; i < nsegs; i++) {
+        uint64_t w = segs[3 * i], win = segs[3 * i + 1];
+        if (w < 1 || w > UINT32_MAX || win < 1 || win > STK__MAX_WINDOW)
+            return stk__err(h->err, STK_E_INVALID, "%s: segment %u: world size %llu, window "
+                            "%llu (1..%d) out of range", fn, i, (unsigned long long)w,
+                            (unsigned long long)win, STK__MAX_WINDOW);
+    }
+    if (h->state != STK__LS_STARTED) { /* the next start begins there: nothing fetched before */
+        memcpy(h->sw_pend, segs, 3 * nsegs * sizeof *segs);
+        h->sw_npend = nsegs;
+        h->sw_pend_epoch = epoch;
+        h->sw_pend_set = 1;
+        return STK_OK;
+    }
+    seg_resume sr = {NULL, NULL, 0};
+    uint64_t skip;
+    int rc = segs_prepare(h, fn, epoch, segs, nsegs, &sr, &skip);
     if (rc == STK_OK)
         rc = seek_entered(h, fn, epoch, skip * h->world, 0, &sr);
     if (sr.rest) {

@@ -164,6 +164,10 @@ struct stk_loader {
     uint64_t sw_rest_epoch;
     uint64_t sw_hist[3 * STK__MAX_SEGS];
     uint32_t sw_nhist;
+    /* stk_loader_resume_segments before start: where the next start begins (consumer thread) */
+    uint64_t sw_pend[3 * STK__MAX_SEGS], sw_pend_epoch;
+    uint32_t sw_npend;
+    int sw_pend_set;
     /* streaming an s3:// dataset through a smaller cache (loader_stream.c; under mu) */
     int streaming;
     uint8_t *st_resident;        /* per shard: attached */
@@ -326,6 +330,9 @@ int stk__loader_order_open(stk_loader *h);
 void stk__loader_order_free(stk_loader *h);
 /* Forget an elastic resume's rest (no thread may run). */
 void stk__loader_rest_drop(stk_loader *h);
+/* loader_consume.c: start at the position stk_loader_resume_segments left before start
+ * (h->sw_pend_set; cleared). */
+int stk__loader_launch_pending(stk_loader *h);
 int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch);
 int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,
                         uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode,

@@ -7,6 +7,8 @@
  * (stk_loader_resume_segments before their start) and read to the epoch's end. Over both runs every record is
  * delivered exactly once with the local copy's bytes; each resumed rank fetched — by the fetch
  * layer's own count per shard — only shards it read, and no shard is read by two resumed ranks.
+ *
+ * stk-test: concurrency
  */
 #include "s3_stream_util.h"
 

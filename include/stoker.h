@@ -458,7 +458,9 @@ STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
  * shard) opens it **streaming** (since 0.5; docs/S3.md "Streaming"): no shard is fetched at open
  * (each shard's record count is read from its LMDB pages with two small ranged GETs); a loader
  * then fetches the shards ahead of its reads in the shard-window order (STK_P_SHUFFLE_WINDOW)
- * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache.
+ * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache; a
+ * loader with stk_loader_set_indices is refused at start, records with targets at the first
+ * shard fetched (STK_E_UNSUPPORTED: give a cache that holds the dataset).
  * Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials refused) and other
  * request failures name the endpoint; STK_E_TOO_LARGE when the cache limit is smaller than one
  * shard (naming the limit, the shard and its size).
@@ -1037,8 +1039,9 @@ STK_API int stk_loader_set_cache_dir(stk_loader *h, const char *dir);
  *  epoch's order is then a permutation of positions in this list (identity without shuffle:
  *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.
  *  The list is copied. (NULL, 0) removes it. After open, before start (or after stop): STK_E_STATE
- *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. Consumer thread.
- *  (since 0.3) */
+ *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. An s3:// dataset
+ *  streamed through a cache smaller than itself cannot follow a list: the start then fails with
+ *  STK_E_UNSUPPORTED (since 0.5). Consumer thread. (since 0.3) */
 STK_API int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n);
 /** Samples and batches this rank gets per epoch (after open; 0 before, or when RANK >= WORLD_SIZE),
  *  with the current parameters. With STK_P_DROP_LAST the samples are those delivered

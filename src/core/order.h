@@ -97,7 +97,8 @@ uint64_t stk__plan_index(stk__plan *p, uint64_t pos);
  * PAD the largest rank's (a smaller rank wraps around its own list); DROP the smallest rank's.
  * STK_E_INVALID for WINDOW outside 1..STK__MAX_WINDOW or an empty shard table, STK_E_RANGE when
  * there are fewer shards than ranks. stk__plan_resume on such a plan takes CONSUMED = k * world
- * (every rank took k samples; same world size only).
+ * (every rank took k samples; same world size only: another world size goes through
+ * stk__rest_take and stk__plan_init_rest below).
  */
 int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
                           uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode);

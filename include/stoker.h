@@ -1222,7 +1222,7 @@ STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_
  * resumed from, then (STK_P_WORLD_SIZE, the window in use, this rank's position in its list).
  * Under DDP every rank is at the same step, so every rank's list is the same but for a rank
  * whose share ran out (STK_DIST_EXACT): save the list of a rank that is not done, or any.
- * *NSEGS = the count (at most STK__MAX_SEGS + 1 = 17); CAP is SEGS's room in segments
+ * *NSEGS = the count (at most 17); CAP is SEGS's room in segments
  * (STK_E_RANGE if too small, *NSEGS set). Before start: (STK_P_EPOCH, 0 segments). A loader in
  * the global order: STK_E_INVALID (use stk_loader_tell_global). Consumer thread. (since 0.5) */
 STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint64_t *segs,
@@ -1237,7 +1237,8 @@ STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint6
  *  together; over all the runs every record of the epoch is delivered once (STK_DIST_EXACT; PAD
  *  repeats a rank's first samples up to the largest share, and a rank past the shards left
  *  reads another rank's list again; DROP cuts every share to the smallest). Same seed, shuffle
- *  and dataset required (not checked here). At most STK__MAX_SEGS = 16 segments (STK_E_RANGE);
+ *  and dataset required (not checked here). At most 16 segments to split the rest of (17 when
+ *  the last is of this loader's world size and window; else STK_E_RANGE);
  *  a segment taking more than its largest share, or with fewer shards than ranks as its first:
  *  STK_E_RANGE; a world size or window out of range: STK_E_INVALID; the loader in the global
  *  order: STK_E_INVALID. Before start (opened or not): only the count and ranges are checked

@@ -328,8 +328,22 @@ int main(void)
         rc = stk_loader_resume(h, EPOCH, 4, 0);
         T_CHECK(rc == STK_E_RANGE && strstr(stk_loader_last_error(h), "resume_segments"),
                 "old call: %s", stk_loader_last_error(h));
+        /* 16 segments to split the rest of at most (a 17th of this world size continues) */
+        uint64_t many[3 * 18];
+        for (int i = 0; i < 18; i++) {
+            many[3 * i] = 2;
+            many[3 * i + 1] = WINDOW;
+            many[3 * i + 2] = 0;
+        }
+        T_CHECK(stk_loader_resume_segments(h, EPOCH, many, 18) == STK_E_RANGE, "18 segments");
+        T_CHECK(stk_loader_resume_segments(h, EPOCH, many, 17) == STK_E_RANGE, "17 to split");
+        many[3 * 16] = 3;
+        T_OK(stk_loader_resume_segments(h, EPOCH, many, 17));
+        uint64_t back[3 * 17];
+        T_OK(stk_loader_tell_segments(h, NULL, back, 17, &n));
+        T_CHECK(n == 17 && back[3 * 16] == 3, "17 segments told back: %u", n);
         uint64_t small[3];
-        T_CHECK(stk_loader_tell_segments(h, NULL, small, 0, &n) == STK_E_RANGE && n == 1,
+        T_CHECK(stk_loader_tell_segments(h, NULL, small, 1, &n) == STK_E_RANGE && n == 17,
                 "no room: %u", n);
         stk_loader_destroy(h);
     }

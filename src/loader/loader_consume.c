@@ -626,6 +626,10 @@ static int segs_prepare(stk_loader *h, const char *fn, uint64_t epoch, const uin
         apply = nsegs - 1;
         *skip = segs[3 * (nsegs - 1) + 2];
     }
+    if (apply > STK__MAX_SEGS)
+        return stk__err(h->err, STK_E_RANGE, "%s: %u segments to split the rest of, at most %d "
+                        "(resume at the world size of the last run, or at an epoch boundary)",
+                        fn, apply, STK__MAX_SEGS);
     *sr = (seg_resume){NULL, segs, apply};
     int rc = STK_OK;
     if (apply) {
@@ -691,10 +695,9 @@ int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *se
     if (epoch > (uint64_t)INT64_MAX)
         return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
                         (unsigned long long)epoch);
-    if (nsegs > STK__MAX_SEGS)
-        return stk__err(h->err, STK_E_RANGE, "%s: %u segments, at most %d (resume at the world "
-                        "size of the last run, or at an epoch boundary)", fn, nsegs,
-                        STK__MAX_SEGS);
+    if (nsegs > STK__MAX_SEGS + 1)
+        return stk__err(h->err, STK_E_RANGE, "%s: %u segments, at most %d", fn, nsegs,
+                        STK__MAX_SEGS + 1);
     for (uint32_t i = 0; i < nsegs; i++) {
         uint64_t w = segs[3 * i], win = segs[3 * i + 1];
         if (w < 1 || w > UINT32_MAX || win < 1 || win > STK__MAX_WINDOW)

@@ -165,7 +165,7 @@ struct stk_loader {
     uint64_t sw_hist[3 * STK__MAX_SEGS];
     uint32_t sw_nhist;
     /* stk_loader_resume_segments before start: where the next start begins (consumer thread) */
-    uint64_t sw_pend[3 * STK__MAX_SEGS], sw_pend_epoch;
+    uint64_t sw_pend[3 * (STK__MAX_SEGS + 1)], sw_pend_epoch;
     uint32_t sw_npend;
     int sw_pend_set;
     /* streaming an s3:// dataset through a smaller cache (loader_stream.c; under mu) */

@@ -162,7 +162,8 @@ typedef enum stk_param {
                                      shuffled together. Deterministic for any worker count; exact
                                      resume with the same world size (stk_loader_seek, or
                                      stk_loader_resume with a consumed count from a run of the
-                                     same world size). Dataset of shards only, not with
+                                     same world size); exact elastic resume on another world size
+                                     with stk_loader_tell_segments / stk_loader_resume_segments. Dataset of shards only, not with
                                      stk_loader_set_indices. An s3:// dataset streamed through a
                                      smaller cache always takes this order: 0 then means W =
                                      limit / largest shard / 2 (at least 1); a window the cache
@@ -462,7 +463,9 @@ STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
  * shard) opens it **streaming** (since 0.5; docs/S3.md "Streaming"): no shard is fetched at open
  * (each shard's record count is read from its LMDB pages with two small ranged GETs); a loader
  * then fetches the shards ahead of its reads in the shard-window order (STK_P_SHUFFLE_WINDOW)
- * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache.
+ * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache; a
+ * loader with stk_loader_set_indices is refused at start, records with targets at the first
+ * shard fetched (STK_E_UNSUPPORTED: give a cache that holds the dataset).
  * Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials refused) and other
  * request failures name the endpoint; STK_E_TOO_LARGE when the cache limit is smaller than one
  * shard (naming the limit, the shard and its size).
@@ -1041,8 +1044,9 @@ STK_API int stk_loader_set_cache_dir(stk_loader *h, const char *dir);
  *  epoch's order is then a permutation of positions in this list (identity without shuffle:
  *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.
  *  The list is copied. (NULL, 0) removes it. After open, before start (or after stop): STK_E_STATE
- *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. Consumer thread.
- *  (since 0.3) */
+ *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. An s3:// dataset
+ *  streamed through a cache smaller than itself cannot follow a list: the start then fails with
+ *  STK_E_UNSUPPORTED (since 0.5). Consumer thread. (since 0.3) */
 STK_API int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n);
 /** Samples and batches this rank gets per epoch (after open; 0 before, or when RANK >= WORLD_SIZE),
  *  with the current parameters. With STK_P_DROP_LAST the samples are those delivered
@@ -1213,6 +1217,42 @@ STK_API int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, 
  *  NULL. Before start: (STK_P_EPOCH, 0, 0). Consumer thread. (since 0.2) */
 STK_API int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed,
                                    uint64_t *base);
+/**
+ * Elastic resume in the shard-window order (STK_P_SHUFFLE_WINDOW; an s3:// dataset streamed
+ * through a cache smaller than itself), docs/S3.md "Elastic resume inside a streamed epoch".
+ * There what the ranks delivered is not a prefix of one global order (each rank reads its own
+ * shards), so a checkpoint saves the epoch's history instead of a count: a list of segments,
+ * one per run that read part of the epoch, each three uint64: (world size, window W, samples
+ * each rank took). stk_loader_tell_segments writes the current epoch's: the segments this run
+ * resumed from, then (STK_P_WORLD_SIZE, the window in use, this rank's position in its list).
+ * Under DDP every rank is at the same step, so every rank's list is the same but for a rank
+ * whose share ran out (STK_DIST_EXACT): save the list of a rank that is not done, or any.
+ * *NSEGS = the count (at most 17); CAP is SEGS's room in segments
+ * (STK_E_RANGE if too small, *NSEGS set). Before start: (STK_P_EPOCH, 0 segments). A loader in
+ * the global order: STK_E_INVALID (use stk_loader_tell_global). Consumer thread. (since 0.5) */
+STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint64_t *segs,
+                                     uint32_t cap, uint32_t *nsegs);
+/** Continue epoch EPOCH from its history SEGS (NSEGS segments from stk_loader_tell_segments, of
+ *  runs of any world sizes; 0 segments = the epoch's start). If the last segment's world size
+ *  and window are this loader's, each rank continues its own list there exactly
+ *  (stk_loader_resume with the same world size: the uninterrupted run's samples). Otherwise the
+ *  records every segment left are split among this run's ranks: the shards with records left
+ *  are dealt to the ranks by the seed and the history (each rank reads and fetches only its
+ *  own), each rank's in a seeded order, in windows of W shards whose records left are shuffled
+ *  together; over all the runs every record of the epoch is delivered once (STK_DIST_EXACT; PAD
+ *  repeats a rank's first samples up to the largest share, and a rank past the shards left
+ *  reads another rank's list again; DROP cuts every share to the smallest). Same seed, shuffle
+ *  and dataset required (not checked here). At most 16 segments to split the rest of (17 when
+ *  the last is of this loader's world size and window; else STK_E_RANGE);
+ *  a segment taking more than its largest share, or with fewer shards than ranks as its first:
+ *  STK_E_RANGE; a world size or window out of range: STK_E_INVALID; the loader in the global
+ *  order: STK_E_INVALID. Before start (opened or not): only the count and ranges are checked
+ *  here; the next stk_loader_start begins there instead of at STK_P_EPOCH's start, so that a
+ *  streamed dataset fetches nothing of the epoch's start (the history's errors then fail the
+ *  start). After start: all batches must be released (else STK_E_STATE). Consumer thread.
+ *  (since 0.5) */
+STK_API int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
+                                       uint32_t nsegs);
 /**
  * Change the output size (STK_P_OUT_HEIGHT x STK_P_OUT_WIDTH) from the next epoch on, without
  * stopping the loader: no thread is started or stopped, nothing is reallocated, the dataset stays

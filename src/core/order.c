@@ -37,6 +37,7 @@
 
 #include "common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static inline uint64_t mix64(uint64_t z)
@@ -147,30 +148,49 @@ static uint64_t permute(const stk__plan *p, uint64_t g)
 /* ---- the shard-window order (order.h, docs/S3.md) ------------------------------------------- */
 
 /* Key domains: distinct first keys so that the shard deal, the epoch's shard order and the
- * windows' record orders never share a Feistel key with each other or with the global order. */
+ * windows' record orders never share a Feistel key with each other or with the global order;
+ * SW_SEG keys the segments after an elastic resume apart from segment 0. */
 #define SW_DEAL UINT64_C(0x53574445414c0001)
 #define SW_ORDER UINT64_C(0x53574f5244520002)
 #define SW_WIN UINT64_C(0x535757494e000003)
+#define SW_SEG UINT64_C(0x5357534547000004)
+
+/* Records left of shard S, shards dealt, the shard at dealt place Q. */
+static uint64_t left_of(const stk__plan *p, uint32_t s)
+{
+    return p->rest ? p->rest->left[s] : p->sw->count[s];
+}
+static uint32_t dealt_n(const stk__plan *p) { return p->rest ? p->rest->m : p->sw->n; }
+static uint32_t dealt_at(const stk__plan *p, uint64_t q)
+{
+    uint64_t d = stk__perm_apply(&p->rho, q);
+    return p->rest ? p->rest->shard[d] : (uint32_t)d;
+}
 
 uint32_t stk__plan_shard_at(const stk__plan *p, uint32_t i)
 {
     uint64_t j = stk__perm_apply(&p->tau, i); /* place in the rank's list */
-    return (uint32_t)stk__perm_apply(&p->rho, p->rank + j * p->world);
+    return dealt_at(p, p->owner + j * p->world);
 }
 
-/* Records of rank R's shards (rho dealt: positions r, r + world, ...). */
+/* Records of rank R's shards (dealt: positions r, r + world, ...). */
 static uint64_t rank_records(const stk__plan *p, uint32_t r)
 {
     uint64_t sum = 0;
-    for (uint64_t q = r; q < p->sw->n; q += p->world)
-        sum += p->sw->count[stk__perm_apply(&p->rho, q)];
+    for (uint64_t q = r; q < dealt_n(p); q += p->world)
+        sum += left_of(p, dealt_at(p, q));
     return sum;
 }
 
-int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
-                          uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode)
+int stk__plan_init_rest(stk__plan *p, const stk__shard_table *t, const stk__rest *rest,
+                        uint32_t window, uint64_t seed, uint64_t epoch, int shuffle, uint32_t rank,
+                        uint32_t world, int mode)
 {
     if (!p || !t || !t->n || window < 1 || window > STK__MAX_WINDOW)
+        return STK_E_INVALID;
+    if (rest && !rest->seg)
+        rest = NULL; /* nothing taken yet: the whole epoch, segment 0 */
+    if (rest && rest->nshards != t->n)
         return STK_E_INVALID;
     uint64_t n = 0;
     for (uint32_t s = 0; s < t->n; s++)
@@ -178,27 +198,43 @@ int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t wind
     int rc = stk__plan_init(p, n, seed, epoch, shuffle, rank, world, mode);
     if (rc != STK_OK)
         return rc;
-    if (t->n < world)
+    if (!rest && t->n < world)
         return STK_E_RANGE;
     p->sw = t;
+    p->rest = rest;
+    p->seg = rest ? rest->seg : 0;
     p->window = window;
-    p->nlocal = (uint32_t)((t->n - rank + world - 1) / world);
-    stk__perm_init(&p->rho, t->n, seed ^ SW_DEAL, 0, !shuffle);
-    stk__perm_init(&p->tau, p->nlocal, seed ^ SW_ORDER, stk__hash3(epoch, rank, 0), !shuffle);
-    p->local = rank_records(p, rank);
+    uint32_t ns = dealt_n(p), owners = STK__MIN(ns, world);
+    p->owner = rank;
+    if (rank >= ns && ns && mode != STK_DIST_EXACT)
+        p->owner = rank % ns; /* fewer shards left than ranks: read another rank's list again */
+    p->nlocal = p->owner < ns ? (uint32_t)((ns - p->owner + world - 1) / world) : 0;
+    stk__perm_init(&p->rho, ns, seed ^ SW_DEAL, rest ? stk__hash3(epoch, p->seg, SW_SEG) : 0,
+                   !shuffle);
+    stk__perm_init(&p->tau, p->nlocal, seed ^ SW_ORDER, stk__hash3(epoch, p->owner, p->seg),
+                   !shuffle);
+    p->local = rank_records(p, p->owner);
     uint64_t lo = UINT64_MAX, hi = 0;
     if (mode != STK_DIST_EXACT)
-        for (uint32_t r = 0; r < world; r++) {
-            uint64_t c = r == rank ? p->local : rank_records(p, r);
+        for (uint32_t r = 0; r < owners; r++) {
+            uint64_t c = r == p->owner ? p->local : rank_records(p, r);
             lo = c < lo ? c : lo;
             hi = c > hi ? c : hi;
         }
+    if (!owners)
+        lo = 0;
     p->per_rank = mode == STK_DIST_EXACT ? p->local : mode == STK_DIST_DROP ? lo : hi;
     if (p->per_rank && !p->local)
         return STK_E_RANGE; /* PAD: this rank's shards are empty, nothing to wrap around */
     p->remain = p->per_rank * world;
     p->win_hi = 0; /* no window cached */
     return STK_OK;
+}
+
+int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
+                          uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode)
+{
+    return stk__plan_init_rest(p, t, NULL, window, seed, epoch, shuffle, rank, world, mode);
 }
 
 static int resume_shards(stk__plan *p, uint64_t consumed)
@@ -222,7 +258,7 @@ static void load_window(stk__plan *p, uint64_t k, uint64_t lo)
     uint64_t end = 0;
     for (uint32_t i = first; i < p->nlocal && n < p->window; i++, n++) {
         uint32_t s = stk__plan_shard_at(p, i);
-        end += p->sw->count[s];
+        end += left_of(p, s);
         p->win_shard[n] = s;
         p->win_end[n] = end;
     }
@@ -230,8 +266,37 @@ static void load_window(stk__plan *p, uint64_t k, uint64_t lo)
     p->win_n = n;
     p->win_lo = lo;
     p->win_hi = lo + end;
-    stk__perm_init(&p->win_perm, end, p->seed ^ SW_WIN, stk__hash3(p->epoch, p->rank, k),
-                   !p->shuffle);
+    uint64_t key = stk__hash3(p->epoch, p->owner, k);
+    if (p->seg)
+        key = stk__hash3(key, p->seg, SW_SEG);
+    stk__perm_init(&p->win_perm, end, p->seed ^ SW_WIN, key, !p->shuffle);
+}
+
+/* The J-th record left of shard S (as an offset in the shard): a select on its bitmap. */
+static uint64_t select_left(const stk__rest *r, uint32_t s, uint64_t count, uint64_t j)
+{
+    const uint64_t *b = r->bits[s], *blk = r->blk[s];
+    if (!b)
+        return j;
+    uint64_t nb = (count + 511) / 512, lo = 0, hi = nb;
+    while (hi - lo > 1) { /* the last block with fewer than J + 1 ones before it */
+        uint64_t mid = (lo + hi) / 2;
+        if (blk[mid] <= j)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    j -= blk[lo];
+    for (uint64_t w = lo * 8;; w++) {
+        uint64_t x = b[w];
+        uint64_t c = (uint64_t)__builtin_popcountll(x);
+        if (j < c) {
+            while (j--)
+                x &= x - 1;
+            return w * 64 + (uint64_t)__builtin_ctzll(x);
+        }
+        j -= c;
+    }
 }
 
 static uint64_t index_shards(stk__plan *p, uint64_t pos)
@@ -257,7 +322,178 @@ static uint64_t index_shards(stk__plan *p, uint64_t pos)
     while (j >= p->win_end[i])
         i++;
     uint64_t before = i ? p->win_end[i - 1] : 0;
-    return p->sw->first[p->win_shard[i]] + (j - before);
+    uint32_t s = p->win_shard[i];
+    if (p->rest)
+        return p->sw->first[s] + select_left(p->rest, s, p->sw->count[s], j - before);
+    return p->sw->first[s] + (j - before);
+}
+
+uint64_t stk__plan_window_end(stk__plan *p, uint64_t pos)
+{
+    stk__plan_index(p, pos); /* loads the window POS is in */
+    uint64_t x = (pos + p->skip) % p->local;
+    return pos + (p->win_hi - x);
+}
+
+/* ---- what is left of an epoch: elastic resume in the shard-window order ------------------- */
+
+static void rest_list(stk__rest *r)
+{
+    r->m = 0;
+    for (uint32_t s = 0; s < r->nshards; s++)
+        if (r->left[s])
+            r->shard[r->m++] = s;
+}
+
+int stk__rest_init(stk__rest *r, const stk__shard_table *t)
+{
+    memset(r, 0, sizeof *r);
+    r->nshards = t->n;
+    r->shard = malloc((t->n ? t->n : 1) * sizeof *r->shard);
+    r->left = malloc((t->n ? t->n : 1) * sizeof *r->left);
+    r->bits = calloc(t->n ? t->n : 1, sizeof *r->bits);
+    r->blk = calloc(t->n ? t->n : 1, sizeof *r->blk);
+    if (!r->shard || !r->left || !r->bits || !r->blk) {
+        stk__rest_free(r);
+        return STK_E_NOMEM;
+    }
+    for (uint32_t s = 0; s < t->n; s++)
+        r->left[s] = t->count[s];
+    rest_list(r);
+    return STK_OK;
+}
+
+void stk__rest_free(stk__rest *r)
+{
+    if (!r)
+        return;
+    for (uint32_t s = 0; r->bits && s < r->nshards; s++) {
+        free(r->bits[s]);
+        free(r->blk[s]);
+    }
+    free(r->shard);
+    free(r->left);
+    free(r->bits);
+    free(r->blk);
+    memset(r, 0, sizeof *r);
+}
+
+uint64_t stk__rest_records(const stk__rest *r)
+{
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < r->nshards; s++)
+        n += r->left[s];
+    return n;
+}
+
+static uint32_t table_shard_of(const stk__shard_table *t, uint64_t index)
+{
+    uint32_t lo = 0, hi = t->n;
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (t->first[mid] <= index)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Clear record OFF of shard S (a bitmap made on the first). */
+static int rest_clear(stk__rest *r, uint32_t s, uint64_t count, uint64_t off)
+{
+    if (!r->bits[s]) {
+        uint64_t words = (count + 63) / 64 + 8; /* + a block: select reads whole blocks */
+        r->bits[s] = calloc(words, sizeof **r->bits);
+        r->blk[s] = calloc((count + 511) / 512 + 1, sizeof **r->blk);
+        if (!r->bits[s] || !r->blk[s])
+            return STK_E_NOMEM;
+        for (uint64_t i = 0; i < count; i++)
+            r->bits[s][i / 64] |= UINT64_C(1) << (i % 64);
+    }
+    uint64_t bit = UINT64_C(1) << (off % 64);
+    if (r->bits[s][off / 64] & bit) {
+        r->bits[s][off / 64] &= ~bit;
+        r->left[s]--;
+    }
+    return STK_OK;
+}
+
+int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uint64_t seed,
+                   uint64_t epoch, int shuffle, uint32_t world, uint64_t taken)
+{
+    if (!r || !t || r->nshards != t->n || window < 1 || window > STK__MAX_WINDOW || world < 1)
+        return STK_E_INVALID;
+    if (!r->seg && t->n < world)
+        return STK_E_RANGE;
+    uint32_t owners = STK__MIN(r->seg ? r->m : t->n, world);
+    uint8_t *empty = calloc(t->n, 1);
+    uint64_t *recs = NULL, most = 0;
+    size_t nrec = 0, cap = 0;
+    int rc = empty ? STK_OK : STK_E_NOMEM;
+    stk__plan p;
+    /* what each rank took, read on R as it is (the marks are applied after: the deal of every
+     * rank depends on which shards have records left) */
+    for (uint32_t rank = 0; rank < owners && rc == STK_OK; rank++) {
+        rc = stk__plan_init_rest(&p, t, r, window, seed, epoch, shuffle, rank, world,
+                                 STK_DIST_EXACT);
+        if (rc != STK_OK)
+            break;
+        most = STK__MAX(most, p.local);
+        uint64_t lim = STK__MIN(taken, p.local), pos = 0;
+        while (pos < lim && rc == STK_OK) {
+            uint64_t end = stk__plan_window_end(&p, pos);
+            if (end <= lim) { /* a whole window: its shards have nothing left */
+                for (uint32_t i = 0; i < p.win_n; i++)
+                    empty[p.win_shard[i]] = 1;
+                pos = end;
+                continue;
+            }
+            for (; pos < lim; pos++) { /* the window read in part: record by record */
+                if (nrec == cap) {
+                    size_t nc = cap ? cap * 2 : 1024;
+                    uint64_t *nr = realloc(recs, nc * sizeof *nr);
+                    if (!nr) {
+                        rc = STK_E_NOMEM;
+                        break;
+                    }
+                    recs = nr;
+                    cap = nc;
+                }
+                recs[nrec++] = stk__plan_index(&p, pos);
+            }
+        }
+    }
+    if (rc == STK_OK && taken > most)
+        rc = STK_E_RANGE;
+    for (size_t i = 0; rc == STK_OK && i < nrec; i++) {
+        uint32_t s = table_shard_of(t, recs[i]);
+        rc = rest_clear(r, s, t->count[s], recs[i] - t->first[s]);
+    }
+    if (rc == STK_OK) {
+        for (uint32_t s = 0; s < t->n; s++) {
+            if (empty[s])
+                r->left[s] = 0;
+            if (r->bits[s] && !r->left[s]) {
+                free(r->bits[s]);
+                free(r->blk[s]);
+                r->bits[s] = NULL;
+                r->blk[s] = NULL;
+            } else if (r->bits[s]) { /* ones before each block, for select */
+                uint64_t ones = 0, words = (t->count[s] + 63) / 64;
+                for (uint64_t w = 0; w < words; w++) {
+                    if (w % 8 == 0)
+                        r->blk[s][w / 8] = ones;
+                    ones += (uint64_t)__builtin_popcountll(r->bits[s][w]);
+                }
+            }
+        }
+        rest_list(r);
+        r->seg++;
+    }
+    free(empty);
+    free(recs);
+    return rc;
 }
 
 int stk__plan_resume(stk__plan *p, uint64_t consumed)

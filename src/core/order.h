@@ -29,6 +29,21 @@ typedef struct stk__shard_table {
 } stk__shard_table;
 
 #define STK__MAX_WINDOW 256 /* largest W (STK_P_SHUFFLE_WINDOW) */
+#define STK__MAX_SEGS 16     /* segments of a shard-window epoch's history (elastic resumes) */
+
+/* What is left of one epoch of the shard-window order once some of it was delivered, by runs of
+ * any world sizes (docs/S3.md "Elastic resume inside a streamed epoch"): per shard, the records
+ * left, as a count and, for a shard partly delivered, a bitmap (1 = left). SEG = how many
+ * segments (runs) delivered what is gone; SEG = 0 is the whole epoch. Built by stk__rest_init and
+ * stk__rest_take; borrowed by the plans made on it. */
+typedef struct stk__rest {
+    uint32_t nshards, seg;
+    uint32_t m;          /* shards with records left */
+    uint32_t *shard;     /* [m] them, ascending */
+    uint64_t *left;      /* [nshards] records left in each */
+    uint64_t **bits;     /* [nshards] NULL: every record left (or none: left 0); else the bitmap */
+    uint64_t **blk;      /* [nshards] ones before each 512-bit block of bits (for select) */
+} stk__rest;
 
 typedef struct stk__plan {
     uint64_t n, seed, epoch;
@@ -44,6 +59,8 @@ typedef struct stk__plan {
     uint32_t window, nlocal;   /* W shards per window; this rank's shards */
     uint64_t skip;             /* resumed: this rank's first SKIP samples were delivered */
     uint64_t local;            /* this rank's records (its shards' counts summed) */
+    const struct stk__rest *rest; /* NULL: the whole epoch; else what is left of it */
+    uint32_t seg, owner;       /* segment of the history; the rank whose list this one reads */
     stk__perm rho, tau;        /* shards -> ranks (seed only), this rank's shards per epoch */
     /* the window the last lookup fell in (a cache: stk__plan_index recomputes it when POS leaves
      * it) */
@@ -80,11 +97,46 @@ uint64_t stk__plan_index(stk__plan *p, uint64_t pos);
  * PAD the largest rank's (a smaller rank wraps around its own list); DROP the smallest rank's.
  * STK_E_INVALID for WINDOW outside 1..STK__MAX_WINDOW or an empty shard table, STK_E_RANGE when
  * there are fewer shards than ranks. stk__plan_resume on such a plan takes CONSUMED = k * world
- * (every rank took k samples; same world size only).
+ * (every rank took k samples; same world size only: another world size goes through
+ * stk__rest_take and stk__plan_init_rest below).
  */
 int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
                           uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode);
 /* Shard s of this plan's rank at place I of its epoch order (I < p->nlocal). */
 uint32_t stk__plan_shard_at(const stk__plan *p, uint32_t i);
+/* The position one past the end of the window that this rank's sample POS falls in (a pure
+ * function of the plan; loads that window as stk__plan_index does). */
+uint64_t stk__plan_window_end(stk__plan *p, uint64_t pos);
+
+/*
+ * Elastic resume inside a shard-window epoch. The epoch's history is a list of segments, each
+ * (world, window, taken): a run of WORLD ranks with windows of WINDOW shards, every rank having
+ * taken its first TAKEN samples (a rank with a smaller share all of it). Segment 0 splits the
+ * whole epoch as stk__plan_init_shards does; segment j >= 1 splits what segments 0..j-1 left:
+ * the shards with records left, dealt to the ranks by a permutation keyed by (seed, epoch, j)
+ * (rank r takes its positions r, r + world, ...), each rank's shards in an order keyed by
+ * (seed, epoch, rank, j), windows of their records left, each window's records in an order keyed
+ * by (seed, epoch, rank, window, j). Every record is in exactly one segment's deal; a rank reads
+ * only the shards dealt to it.
+ */
+/* R = the whole epoch of table T (segment 0, nothing taken). STK_E_NOMEM. */
+int stk__rest_init(stk__rest *r, const stk__shard_table *t);
+void stk__rest_free(stk__rest *r);
+/* Take segment R->seg from R: every rank of WORLD (windows of WINDOW) takes the first TAKEN
+ * samples of its list on R (all of it when shorter); R becomes what is left, R->seg + 1.
+ * STK_E_INVALID for a window or world out of range, STK_E_RANGE when TAKEN is past every rank's
+ * share, STK_E_NOMEM. */
+int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uint64_t seed,
+                   uint64_t epoch, int shuffle, uint32_t world, uint64_t taken);
+/* Records left in R. */
+uint64_t stk__rest_records(const stk__rest *r);
+/* The plan of segment REST->seg (REST NULL or seg 0: stk__plan_init_shards exactly). With REST,
+ * STK_DIST_PAD and DROP give every rank the largest (PAD) or smallest (DROP) share of the ranks
+ * that have shards; a rank past the shards left (fewer shards than ranks) reads the list of rank
+ * (rank mod shards left) again so that every rank takes as many steps (EXACT: nothing). Nothing
+ * left: per_rank 0. */
+int stk__plan_init_rest(stk__plan *p, const stk__shard_table *t, const stk__rest *rest,
+                        uint32_t window, uint64_t seed, uint64_t epoch, int shuffle, uint32_t rank,
+                        uint32_t world, int mode);
 
 #endif

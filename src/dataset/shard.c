@@ -310,6 +310,12 @@ static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const cha
         return stk__err(ds->err, STK_E_FORMAT, "%s: stoker shard without a `meta` database", path);
     if ((rc = shard_target_meta(ds, sh, meta, path, &t)) != STK_OK)
         return rc;
+    if (ds->opened && t.dtype != STK_TDT_NONE) /* an s3:// shard streamed in after the open */
+        return stk__err(ds->err, STK_E_UNSUPPORTED, "%s: its records carry targets (%s x %u), "
+                        "which a dataset streamed through a cache smaller than itself does not "
+                        "deliver (the targets table is laid out at the open, before any shard is "
+                        "fetched): give it a cache that holds the whole dataset", path,
+                        stk__tdtype_name(t.dtype), t.size);
     if (no > 0 && memcmp(&t, &ds->tinfo, sizeof t) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: its records' targets (%s × %u) differ from shard 0's (%s × %u)",
                         path, t.dtype ? stk__tdtype_name(t.dtype) : "none", t.size,

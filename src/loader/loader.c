@@ -391,6 +391,14 @@ static int configure(stk_loader *h)
     if (rc != STK_OK)
         return rc;
     stk__plan plan;
+    if (h->streaming && h->subset)
+        return stk__err(h->err, STK_E_UNSUPPORTED, "stk_loader_set_indices: %s is streamed "
+                        "through a cache smaller than itself (limit %llu bytes), read whole "
+                        "shards at a time in the shard-window order, which a list of indices "
+                        "cannot follow; give it a cache that holds the whole dataset "
+                        "(STK_P_CACHE_BYTES / STOKER_CACHE_BYTES) or read it without indices",
+                        h->ds->path ? h->ds->path : "the s3:// dataset",
+                        (unsigned long long)stk__remote_limit(h->ds));
     rc = stk__loader_plan(h, &plan, 0);
     if (rc != STK_OK && h->sw_window)
         return stk__err(h->err, rc, "STK_P_SHUFFLE_WINDOW = %u: %s", h->sw_window,
@@ -670,7 +678,8 @@ int stk_loader_start(stk_loader *h)
     h->nlog = 0;
     h->held_host = h->held_dev = 0;
     pthread_mutex_unlock(&h->mu);
-    rc = stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
+    rc = h->sw_pend_set ? stk__loader_launch_pending(h)
+                        : stk__loader_launch(h, (uint64_t)pget_i(h, STK_P_EPOCH), 0);
     if (rc != STK_OK) {
         free_ring(h);
         return rc;

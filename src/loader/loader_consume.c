@@ -427,26 +427,37 @@ int stk_loader_tell(const stk_loader *h, uint64_t *epoch, uint64_t *next_sample)
     return STK_OK;
 }
 
+/* An elastic resume in the shard-window order (stk_loader_resume_segments): what the earlier
+ * runs left of the epoch (owned; NULL: the whole epoch) and the segments that say so. */
+typedef struct seg_resume {
+    stk__rest *rest;
+    const uint64_t *hist;
+    uint32_t nhist;
+} seg_resume;
+
 /* Continue at sample NEXT_SAMPLE of this rank's share of epoch EPOCH, the epoch's global
- * positions [0, BASE) counted as delivered (BASE = 0: a plain seek). */
-static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base, uint64_t next_sample)
+ * positions [0, BASE) counted as delivered (BASE = 0: a plain seek). With SR: the epoch is what
+ * SR->rest holds and BASE / world the samples this rank's list there was taken already. */
+static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
+                   uint64_t next_sample, seg_resume *sr)
 {
     if (h->state != STK__LS_STARTED)
         return stk__err(h->err, STK_E_STATE, "%s: the loader is not started", fn);
     if (epoch > (uint64_t)INT64_MAX)
         return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
                         (unsigned long long)epoch);
-    if (base && h->sw_window && (base % h->world || base / h->world > h->per_rank))
+    if (!sr && base && h->sw_window && (base % h->world || base / h->world > h->per_rank))
         return stk__err(h->err, STK_E_RANGE,
                         "%s: consumed %llu: in the shard-window order (STK_P_SHUFFLE_WINDOW; an "
                         "s3:// dataset streamed through a smaller cache) a resume takes k x world "
-                        "size from a run of the same world size (%u), k <= %llu", fn,
+                        "size from a run of the same world size (%u), k <= %llu; from another "
+                        "world size use stk_loader_tell_segments / stk_loader_resume_segments", fn,
                         (unsigned long long)base, h->world, (unsigned long long)h->per_rank);
-    if (base > h->n)
+    if (!sr && base > h->n)
         return stk__err(h->err, STK_E_RANGE,
                         "%s: %llu samples consumed, but the epoch has %llu", fn,
                         (unsigned long long)base, (unsigned long long)h->n);
-    uint64_t end = stk__loader_rest_end(h, epoch, base);
+    uint64_t end = sr ? 0 : stk__loader_rest_end(h, epoch, base);
     if (next_sample > end)
         return stk__err(h->err, STK_E_RANGE,
                         "%s: sample %llu is past the end of the epoch (%llu samples)", fn,
@@ -459,7 +470,9 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
                         fn, held);
     }
     int keep = 0;
-    if (!h->failed && !h->pipe_status && h->running) {
+    /* a resumed epoch (its rest installed) is left only by a relaunch */
+    int rested = h->sw_rest && epoch == h->sw_rest_epoch;
+    if (!sr && !rested && !h->failed && !h->pipe_status && h->running) {
         uint64_t cur_base = h->c_epoch == h->r_e0 ? h->r_base : 0;
         if (epoch == h->c_epoch && next_sample == h->c_next && base == cur_base) {
             keep = 1;
@@ -478,6 +491,14 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
     h->failed = 0;
     h->pipe_status = 0;
     h->t_epoch = UINT64_MAX; /* the bad-record tally starts again where the run does */
+    stk__loader_rest_drop(h); /* nothing runs: no plan holds the rest */
+    if (sr) {
+        h->sw_rest = sr->rest;
+        sr->rest = NULL;
+        h->sw_rest_epoch = epoch;
+        h->sw_nhist = sr->nhist;
+        memcpy(h->sw_hist, sr->hist, 3 * sr->nhist * sizeof *sr->hist);
+    }
     pthread_mutex_unlock(&h->mu);
     int rc = stk__loader_launch_at(h, epoch, next_sample, base);
     if (rc != STK_OK) {
@@ -490,14 +511,15 @@ static int seek_at(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
 }
 
 /* seek_at as a consumer call: a stop in another thread waits for it */
-static int seek_entered(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base, uint64_t next_sample)
+static int seek_entered(stk_loader *h, const char *fn, uint64_t epoch, uint64_t base,
+                        uint64_t next_sample, seg_resume *sr)
 {
     pthread_mutex_lock(&h->mu);
     int rc = consumer_enter(h, fn, 0);
     pthread_mutex_unlock(&h->mu);
     if (rc != STK_OK)
         return rc;
-    rc = seek_at(h, fn, epoch, base, next_sample);
+    rc = seek_at(h, fn, epoch, base, next_sample, sr);
     pthread_mutex_lock(&h->mu);
     consumer_leave(h, 0);
     pthread_mutex_unlock(&h->mu);
@@ -508,14 +530,14 @@ int stk_loader_seek(stk_loader *h, uint64_t epoch, uint64_t next_sample)
 {
     if (!h)
         return STK_E_INVALID;
-    return seek_entered(h, "stk_loader_seek", epoch, 0, next_sample);
+    return seek_entered(h, "stk_loader_seek", epoch, 0, next_sample, NULL);
 }
 
 int stk_loader_resume(stk_loader *h, uint64_t epoch, uint64_t consumed, uint64_t next_sample)
 {
     if (!h)
         return STK_E_INVALID;
-    return seek_entered(h, "stk_loader_resume", epoch, consumed, next_sample);
+    return seek_entered(h, "stk_loader_resume", epoch, consumed, next_sample, NULL);
 }
 
 int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consumed, uint64_t *base)
@@ -542,6 +564,164 @@ int stk_loader_tell_global(const stk_loader *h, uint64_t *epoch, uint64_t *consu
     if (base)
         *base = b;
     return STK_OK;
+}
+
+int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint64_t *segs, uint32_t cap,
+                             uint32_t *nsegs)
+{
+    if (!h || (cap && !segs))
+        return STK_E_INVALID;
+    uint64_t e = (uint64_t)stk__loader_pget(h, STK_P_EPOCH);
+    uint32_t n = 0;
+    uint64_t mine[3 * (STK__MAX_SEGS + 1)];
+    stk_loader *m = (stk_loader *)h; /* the lock and last_error */
+    if (h->state == STK__LS_STARTED) {
+        if (!h->sw_window)
+            return stk__err(m->err, STK_E_INVALID, "stk_loader_tell_segments: the loader is not "
+                            "in the shard-window order (STK_P_SHUFFLE_WINDOW, or an s3:// "
+                            "dataset streamed through a smaller cache); use stk_loader_tell_global");
+        pthread_mutex_lock(&m->mu);
+        e = m->c_epoch;
+        if (m->sw_rest && e == m->sw_rest_epoch) {
+            n = m->sw_nhist;
+            memcpy(mine, m->sw_hist, 3 * n * sizeof *mine);
+        }
+        stk__plan p;
+        stk__loader_plan(m, &p, e);
+        if (e == m->r_e0 && m->r_base)
+            stk__plan_resume(&p, m->r_base);
+        mine[3 * n] = m->world;
+        mine[3 * n + 1] = m->sw_window;
+        mine[3 * n + 2] = p.skip + m->c_next;
+        n++;
+        pthread_mutex_unlock(&m->mu);
+    }
+    if (epoch)
+        *epoch = e;
+    if (nsegs)
+        *nsegs = n;
+    if (n > cap)
+        return stk__err(m->err, STK_E_RANGE, "stk_loader_tell_segments: %u segments, room for %u",
+                        n, cap);
+    if (n)
+        memcpy(segs, mine, 3 * n * sizeof *segs);
+    return STK_OK;
+}
+
+/* Validate SEGS and build what they left of EPOCH for this loader (started, or being started:
+ * configured). *SR: the rest (NULL: none) and the segments it holds; *SKIP: this rank's
+ * position in its list on it. Errors set h->err. */
+static int segs_prepare(stk_loader *h, const char *fn, uint64_t epoch, const uint64_t *segs,
+                        uint32_t nsegs, seg_resume *sr, uint64_t *skip)
+{
+    if (!h->sw_window)
+        return stk__err(h->err, STK_E_INVALID, "%s: the loader is not in the shard-window order "
+                        "(STK_P_SHUFFLE_WINDOW, or an s3:// dataset streamed through a smaller "
+                        "cache); use stk_loader_resume", fn);
+    /* the last segment's own world and window: continue its lists (as stk_loader_resume does);
+     * else split what every segment left */
+    uint32_t apply = nsegs;
+    *skip = 0;
+    if (nsegs && segs[3 * (nsegs - 1)] == h->world && segs[3 * (nsegs - 1) + 1] == h->sw_window) {
+        apply = nsegs - 1;
+        *skip = segs[3 * (nsegs - 1) + 2];
+    }
+    if (apply > STK__MAX_SEGS)
+        return stk__err(h->err, STK_E_RANGE, "%s: %u segments to split the rest of, at most %d "
+                        "(resume at the world size of the last run, or at an epoch boundary)",
+                        fn, apply, STK__MAX_SEGS);
+    *sr = (seg_resume){NULL, segs, apply};
+    int rc = STK_OK;
+    if (apply) {
+        sr->rest = malloc(sizeof *sr->rest);
+        rc = sr->rest ? stk__rest_init(sr->rest, &h->sw_tab) : STK_E_NOMEM;
+        if (rc != STK_OK) {
+            free(sr->rest);
+            sr->rest = NULL;
+            return stk__err(h->err, rc, "%s: out of memory", fn);
+        }
+        for (uint32_t i = 0; i < apply && rc == STK_OK; i++) {
+            rc = stk__rest_take(sr->rest, &h->sw_tab, (uint32_t)segs[3 * i + 1], h->seed, epoch,
+                                h->shuffle, (uint32_t)segs[3 * i], segs[3 * i + 2]);
+            if (rc != STK_OK)
+                stk__err(h->err, rc, "%s: segment %u (world size %llu, window %llu, %llu samples "
+                         "taken per rank): %s", fn, i, (unsigned long long)segs[3 * i],
+                         (unsigned long long)segs[3 * i + 1], (unsigned long long)segs[3 * i + 2],
+                         rc == STK_E_RANGE ? "more samples than any rank's share there (or fewer "
+                         "shards than ranks)" : stk_strerror(rc));
+        }
+    }
+    if (rc == STK_OK) { /* this rank's list on the rest must hold SKIP */
+        stk__plan p;
+        rc = stk__plan_init_rest(&p, &h->sw_tab, sr->rest, h->sw_window, h->seed, epoch,
+                                 h->shuffle, h->rank, h->world, h->dist_mode);
+        if (rc != STK_OK)
+            stk__err(h->err, rc, "%s: cannot split what is left of epoch %llu among %u ranks",
+                     fn, (unsigned long long)epoch, h->world);
+        else /* EXACT: a rank with a smaller share took all of it */
+            *skip = STK__MIN(*skip, p.per_rank);
+    }
+    if (rc != STK_OK && sr->rest) {
+        stk__rest_free(sr->rest);
+        free(sr->rest);
+        sr->rest = NULL;
+    }
+    return rc;
+}
+
+int stk__loader_launch_pending(stk_loader *h)
+{
+    static const char fn[] = "stk_loader_resume_segments";
+    seg_resume sr = {NULL, NULL, 0};
+    uint64_t skip, epoch = h->sw_pend_epoch;
+    h->sw_pend_set = 0; /* one start takes it */
+    int rc = segs_prepare(h, fn, epoch, h->sw_pend, h->sw_npend, &sr, &skip);
+    if (rc != STK_OK)
+        return rc;
+    stk__loader_rest_drop(h); /* no thread runs yet */
+    h->sw_rest = sr.rest;
+    h->sw_rest_epoch = epoch;
+    h->sw_nhist = sr.nhist;
+    memcpy(h->sw_hist, sr.hist, 3 * sr.nhist * sizeof *sr.hist);
+    return stk__loader_launch_at(h, epoch, 0, skip * h->world);
+}
+
+int stk_loader_resume_segments(stk_loader *h, uint64_t epoch, const uint64_t *segs,
+                               uint32_t nsegs)
+{
+    static const char fn[] = "stk_loader_resume_segments";
+    if (!h || (nsegs && !segs))
+        return STK_E_INVALID;
+    if (epoch > (uint64_t)INT64_MAX)
+        return stk__err(h->err, STK_E_RANGE, "%s: epoch %llu is out of range", fn,
+                        (unsigned long long)epoch);
+    if (nsegs > STK__MAX_SEGS + 1)
+        return stk__err(h->err, STK_E_RANGE, "%s: %u segments, at most %d", fn, nsegs,
+                        STK__MAX_SEGS + 1);
+    for (uint32_t i = 0; i < nsegs; i++) {
+        uint64_t w = segs[3 * i], win = segs[3 * i + 1];
+        if (w < 1 || w > UINT32_MAX || win < 1 || win > STK__MAX_WINDOW)
+            return stk__err(h->err, STK_E_INVALID, "%s: segment %u: world size %llu, window "
+                            "%llu (1..%d) out of range", fn, i, (unsigned long long)w,
+                            (unsigned long long)win, STK__MAX_WINDOW);
+    }
+    if (h->state != STK__LS_STARTED) { /* the next start begins there: nothing fetched before */
+        memcpy(h->sw_pend, segs, 3 * nsegs * sizeof *segs);
+        h->sw_npend = nsegs;
+        h->sw_pend_epoch = epoch;
+        h->sw_pend_set = 1;
+        return STK_OK;
+    }
+    seg_resume sr = {NULL, NULL, 0};
+    uint64_t skip;
+    int rc = segs_prepare(h, fn, epoch, segs, nsegs, &sr, &skip);
+    if (rc == STK_OK)
+        rc = seek_entered(h, fn, epoch, skip * h->world, 0, &sr);
+    if (sr.rest) {
+        stk__rest_free(sr.rest);
+        free(sr.rest);
+    }
+    return rc;
 }
 
 int stk_loader_set_output_size(stk_loader *h, uint32_t height, uint32_t width)

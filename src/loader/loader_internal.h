@@ -157,6 +157,17 @@ struct stk_loader {
     uint32_t sw_window;
     uint64_t *sw_first, *sw_count;
     stk__shard_table sw_tab;
+    /* epoch sw_rest_epoch resumed from another world size (stk_loader_resume_segments): what
+     * the earlier runs left of it and the segments that tell so (under mu; replaced only while
+     * no thread runs, freed by order_free) */
+    stk__rest *sw_rest;
+    uint64_t sw_rest_epoch;
+    uint64_t sw_hist[3 * STK__MAX_SEGS];
+    uint32_t sw_nhist;
+    /* stk_loader_resume_segments before start: where the next start begins (consumer thread) */
+    uint64_t sw_pend[3 * (STK__MAX_SEGS + 1)], sw_pend_epoch;
+    uint32_t sw_npend;
+    int sw_pend_set;
     /* streaming an s3:// dataset through a smaller cache (loader_stream.c; under mu) */
     int streaming;
     uint8_t *st_resident;        /* per shard: attached */
@@ -312,10 +323,16 @@ size_t stk__loader_fetch_verdict(const stk_loader *h, const stk_stats *st, char 
  * flight the longest, when one is (h->mu held). */
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
 /* loader_order.c: the shard table of an opened dataset (none for the files layout); the plan of
- * EPOCH with the configured parameters, or with the ones given (WINDOW 0: the global order;
- * STK_E_INVALID for a window without shards or with stk_loader_set_indices). */
+ * EPOCH with the configured parameters (epoch sw_rest_epoch on sw_rest, when set), or with the
+ * ones given (WINDOW 0: the global order; STK_E_INVALID for a window without shards or with
+ * stk_loader_set_indices). */
 int stk__loader_order_open(stk_loader *h);
 void stk__loader_order_free(stk_loader *h);
+/* Forget an elastic resume's rest (no thread may run). */
+void stk__loader_rest_drop(stk_loader *h);
+/* loader_consume.c: start at the position stk_loader_resume_segments left before start
+ * (h->sw_pend_set; cleared). */
+int stk__loader_launch_pending(stk_loader *h);
 int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch);
 int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,
                         uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode,

@@ -3,7 +3,9 @@
  * loader_order.c — which order a loader's epochs take: the exact global shuffle (order.c) or, with
  * STK_P_SHUFFLE_WINDOW = W > 0, the shard-window order (shards dealt to ranks, W shards' records
  * shuffled together; docs/S3.md). Every place that needs an epoch's plan asks here, so the
- * consumer, the reader's cursor and the resume arithmetic always agree on the order.
+ * consumer, the reader's cursor and the resume arithmetic always agree on the order. An epoch
+ * resumed from a run of another world size (stk_loader_resume_segments) is planned on what that
+ * run left of it (h->sw_rest).
  */
 #include "loader_internal.h"
 
@@ -26,8 +28,19 @@ int stk__loader_order_open(stk_loader *h)
     return STK_OK;
 }
 
+void stk__loader_rest_drop(stk_loader *h)
+{
+    if (h->sw_rest) {
+        stk__rest_free(h->sw_rest);
+        free(h->sw_rest);
+    }
+    h->sw_rest = NULL;
+    h->sw_nhist = 0;
+}
+
 void stk__loader_order_free(stk_loader *h)
 {
+    stk__loader_rest_drop(h);
     free(h->sw_first);
     free(h->sw_count);
     h->sw_first = h->sw_count = NULL;
@@ -47,6 +60,9 @@ int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t 
 
 int stk__loader_plan(const stk_loader *h, stk__plan *p, uint64_t epoch)
 {
+    if (h->sw_window && h->sw_rest && epoch == h->sw_rest_epoch)
+        return stk__plan_init_rest(p, &h->sw_tab, h->sw_rest, h->sw_window, h->seed, epoch,
+                                   h->shuffle, h->rank, h->world, h->dist_mode);
     return stk__loader_plan_of(h, p, h->n, h->seed, epoch, h->shuffle, h->rank, h->world,
                                h->dist_mode, h->sw_window);
 }

@@ -36,7 +36,7 @@ uint64_t stk__loader_epoch_end(const stk_loader *h, uint64_t epoch)
 
 uint64_t stk__loader_rest_end(const stk_loader *h, uint64_t epoch, uint64_t base)
 {
-    if (!base)
+    if (!base && !(h->sw_rest && epoch == h->sw_rest_epoch))
         return h->epoch_end;
     stk__plan p;
     stk__loader_plan(h, &p, epoch);
@@ -533,6 +533,7 @@ void stk__loader_halt(stk_loader *h)
 
 int stk__loader_launch(stk_loader *h, uint64_t epoch, uint64_t sample)
 {
+    stk__loader_rest_drop(h); /* a start begins where STK_P_EPOCH says, whole */
     return stk__loader_launch_at(h, epoch, sample, 0);
 }
 

@@ -121,7 +121,8 @@ def test_resume_2_to_3_and_3_to_1_ranks(tmp_path, dataset, stoker_mod):
     # 8 each, the rest's first sample repeated once)
     a, b = _read(out, "a", 2), _read(out, "b", 3)
     state = a[0]["state"]
-    assert state["version"] == 2 and state["world_size"] == 2 and state["epoch"] == 0
+    assert state["version"] == 3 and state["world_size"] == 2 and state["epoch"] == 0
+    assert state["segments"] is None                  # the global order: no history
     assert state["next_sample"] == 12 and state["consumed"] == 24 and state["base"] == 0
     assert state["dataset"]["count"] == N
     assert a[1]["state"]["consumed"] == 24            # both ranks agree
@@ -184,7 +185,8 @@ def test_malformed_or_foreign_state_is_refused(tmp_path, dataset, stoker_mod):
         bad = dict(good)
         del bad[key]
         refused(bad, "field '%s' is missing" % key)
-    refused(dict(good, version=3), "field 'version' = 3 is not supported")
+    refused(dict(good, version=4), "field 'version' = 4 is not supported")
+    refused({k: v for k, v in good.items() if k != "segments"}, "field 'segments' is missing")
     refused(dict(good, epoch="1"), "field 'epoch' must be int")
     refused(dict(good, consumed=good["consumed"] + 1), "field 'consumed'")
     refused(dict(good, base=N + 1), "field 'base'")
@@ -202,3 +204,10 @@ def test_malformed_or_foreign_state_is_refused(tmp_path, dataset, stoker_mod):
     order = _order(stoker_mod, dataset, 0)
     rest = order[good["consumed"]:]
     assert got == (rest + rest)[0:3 * ((len(rest) + 2) // 3):3]
+    # a version-2 state (before the segments field) still loads, to the same rest
+    v2 = {k: v for k, v in good.items() if k != "segments"}
+    v2["version"] = 2
+    with stoker_mod.Loader(dataset, BS, size=16, seed=5, workers=1, rank=0, world_size=3,
+                           return_index=True) as ld:
+        ld.load_state_dict(v2)
+        assert [i for _, _, idx in ld for i in idx.tolist()] == got

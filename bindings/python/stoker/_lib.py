@@ -574,6 +574,9 @@ _PROTOTYPES = [
     ("stk_loader_resume", c_int, [c_void_p, c_uint64, c_uint64, c_uint64]),
     ("stk_loader_tell_global", c_int,
      [c_void_p, POINTER(c_uint64), POINTER(c_uint64), POINTER(c_uint64)]),
+    ("stk_loader_tell_segments", c_int,   # 0.5
+     [c_void_p, POINTER(c_uint64), POINTER(c_uint64), c_uint32, POINTER(c_uint32)]),
+    ("stk_loader_resume_segments", c_int, [c_void_p, c_uint64, POINTER(c_uint64), c_uint32]),  # 0.5
     ("stk_loader_set_output_size", c_int, [c_void_p, c_uint32, c_uint32]),
     ("stk_loader_set_indices", c_int, [c_void_p, POINTER(c_uint64), c_size_t]),   # 0.3
     ("stk_loader_set_log", c_int, [c_void_p, LogFn, c_void_p]),   # 0.5

@@ -38,6 +38,9 @@ class PassIteration:
 
     def _ensure_position(self, epoch, sample, base=0):
         lib = self._lib
+        segs = self._resume_segs if self._resume is not None else None
+        if segs:
+            return self._ensure_segments(epoch, segs)
         if not self._started:
             self._apply_size(before_start=True)
             self._set(_lib.P_EPOCH, epoch, "epoch")
@@ -65,6 +68,47 @@ class PassIteration:
         if not self._apply_size():
             self._check(lib.stk_loader_set_output_size(self._h, *self._pending_size),
                         "set_size%r" % (self._pending_size,))
+
+    def _ensure_segments(self, epoch, segs):
+        """Position at the history SEGS of EPOCH (the shard-window order of a streamed
+        dataset: docs/S3.md "Elastic resume inside a streamed epoch"). Before start the start
+        itself begins there, so that nothing of the epoch's start is fetched."""
+        lib = self._lib
+        flat = [int(v) for seg in segs for v in seg]
+        arr = (ctypes.c_uint64 * max(1, len(flat)))(*flat)
+        what = "resume epoch %d from the segments %r" % (epoch, [list(s) for s in segs])
+        if not self._started:
+            self._apply_size(before_start=True)
+            self._set(_lib.P_EPOCH, epoch, "epoch")
+            self._check(lib.stk_loader_resume_segments(self._h, epoch, arr, len(segs)), what)
+            self._check(lib.stk_loader_start(self._h), "start (%s)" % what)
+            self._started = True
+            self._after_start()
+            return
+        cur = self._tell_segments()
+        want = [list(s) for s in segs]
+        if (self._tell()[0] == epoch and cur is not None
+                and (cur == want or (cur[:-1] == want and cur[-1][2] == 0))):
+            if self._apply_size():
+                return                    # already there (start() was called before the `for`)
+            # prefetched at the old size: move away so that the resume below relaunches
+            self._check(lib.stk_loader_set_epoch(self._h, epoch + 1), "set_epoch(%d)" % (epoch + 1))
+        self._settle_all()
+        self._check(lib.stk_loader_resume_segments(self._h, epoch, arr, len(segs)), what)
+        if not self._apply_size():
+            self._check(lib.stk_loader_set_output_size(self._h, *self._pending_size),
+                        "set_size%r" % (self._pending_size,))
+
+    def _tell_segments(self):
+        """The current epoch's history [[world, window, taken], ...], or None in the global
+        order."""
+        e, n = ctypes.c_uint64(), ctypes.c_uint32()
+        arr = (ctypes.c_uint64 * (3 * 17))()
+        rc = self._lib.stk_loader_tell_segments(self._h, ctypes.byref(e), arr, 17, ctypes.byref(n))
+        if rc == _lib.STK_E_INVALID:
+            return None
+        self._check(rc, "stk_loader_tell_segments")
+        return [[int(arr[3 * i]), int(arr[3 * i + 1]), int(arr[3 * i + 2])] for i in range(n.value)]
 
     def _apply_size(self, before_start=False):
         """Apply the size set_size() asked for; False if the library refuses it here (state)."""

@@ -12,7 +12,8 @@ from . import _lib
 class ResumeState:
     """stoker.Loader's state_dict and load_state_dict."""
 
-    STATE_VERSION = 2
+    STATE_VERSION = 3
+    _resume_segs = None   # the segments of a pending load_state_dict (shard-window order)
 
     def _config(self):
         return {"seed": self.seed, "batch_size": self.batch_size, "shuffle": self.shuffle,
@@ -22,7 +23,9 @@ class ResumeState:
     def _dataset_id(self):
         """{"count", "fingerprint"}: the record count and a hash of the dataset's identity —
         record count, payload bytes, class names and shard file names (not their directory, so
-        a copy elsewhere matches); with ``indices`` their count and the list."""
+        a copy elsewhere matches); with ``indices`` their count and the list. For an s3://
+        dataset the class names are left out: streamed through a smaller cache, they are
+        known only once shard 0 is in it (never on a rank that does not read shard 0)."""
         if self._fingerprint is None:
             lib = self._lib
             ds = lib.stk_loader_dataset(self._h)
@@ -30,8 +33,10 @@ class ResumeState:
             self._check(lib.stk_dataset_info_get(ds, ctypes.byref(info)), "dataset info")
             h = hashlib.sha256(b"stoker-dataset-v1")
             h.update(b"%d %d %d" % (info.records, info.payload_bytes, info.layout))
-            for i in range(info.classes):
-                h.update(b"\0c" + (lib.stk_dataset_class_name(ds, i) or b""))
+            p = self.path
+            if not (p.startswith("s3://") if isinstance(p, str) else p.startswith(b"s3://")):
+                for i in range(info.classes):
+                    h.update(b"\0c" + (lib.stk_dataset_class_name(ds, i) or b""))
             if info.layout == _lib.LAYOUT_SHARDS:
                 for i in range(info.shards):
                     h.update(b"\0s" + os.path.basename(lib.stk_dataset_shard_path(ds, i) or b""))
@@ -49,9 +54,9 @@ class ResumeState:
     def state_dict(self):
         """Where this loader goes on, as a plain dict (save it in the loop to resume mid-epoch):
         inside a ``for``, the sample after the last batch yielded; outside, where the next
-        ``for`` starts. It resumes on any world size (load_state_dict). Format, version 2:
+        ``for`` starts. It resumes on any world size (load_state_dict). Format, version 3:
 
-          version       2
+          version       3
           dataset       {"count": records, "fingerprint": hash of records, payload bytes,
                         classes and shard names} — a resume on another dataset is refused
           seed, shuffle the order's key — must match
@@ -62,24 +67,34 @@ class ResumeState:
                         the ``consumed`` of the state this run resumed from)
           consumed      the epoch's global positions delivered once every rank is at
                         next_sample: base + min(next_sample * world_size, count - base)
+          segments      None in the global order; in the shard-window order (an s3://
+                        dataset streamed through a smaller cache) the epoch's history:
+                        [[world_size, window, samples each rank took], ...], the runs that
+                        read part of it, this one last (docs/S3.md "Elastic resume inside a
+                        streamed epoch") — what a resume on another world size needs there
           samples_per_epoch, train: for information
-        Version 1 states (same world size only) are still accepted by load_state_dict."""
+        Version 1 and 2 states are still accepted by load_state_dict (version 1: same world
+        size only; version 2, which has no segments: in a streamed epoch, same world size
+        only)."""
         self._usable()
-        base = 0
+        base, segs = 0, None
         if self._in_progress():
             epoch, sample = self._tell()
             if epoch != self._active().epoch:   # the library already moved past the epoch end
                 epoch, sample = self._active().epoch + 1, 0
             else:
                 base = self._tell_global()[2]
+                segs = self._tell_segments()
         elif self._resume is not None:
             epoch, sample, base = self._resume
+            segs = self._resume_segs
         else:
             epoch, sample = self._epoch, 0
         state = {"version": self.STATE_VERSION, "dataset": self._dataset_id(),
                  "epoch": int(epoch), "next_sample": int(sample), "base": int(base),
                  "consumed": int(self._consumed(base, sample)),
-                 "dist_mode": self.dist_mode}
+                 "dist_mode": self.dist_mode,
+                 "segments": [list(x) for x in segs] if segs else None}
         state.update(self._config())
         return state
 
@@ -135,7 +150,28 @@ class ResumeState:
                              "next_sample %d and world_size %d (expected %d)"
                              % (where, consumed, base, sample, world,
                                 base + min(max(sample, 0) * world, n - base)))
+        if state.get("version") == 3:
+            self._check_segments(state, where)
         return state
+
+    @staticmethod
+    def _check_segments(state, where):
+        """Version 3's 'segments': None, or the shard-window history, its last segment this
+        state's own run."""
+        if "segments" not in state:
+            raise ValueError("%s: field 'segments' is missing (a version-3 state has it, None "
+                             "in the global order)" % where)
+        segs = state["segments"]
+        if segs is None:
+            return
+        ok = isinstance(segs, (list, tuple)) and 1 <= len(segs) <= 17 and all(
+            isinstance(x, (list, tuple)) and len(x) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in x)
+            and x[0] >= 1 and 1 <= x[1] <= 256 and x[2] >= 0 for x in segs)
+        if not ok:
+            raise ValueError("%s: field 'segments' must be None or 1..17 lists [world_size >= 1, "
+                             "window 1..256, taken >= 0], got %r" % (where, segs))
+
 
     def load_state_dict(self, state):
         """Continue from STATE (from state_dict()): the next ``for`` yields the rest of that
@@ -159,18 +195,30 @@ class ResumeState:
             raise ValueError("state_dict must be a dict (or a list of every rank's), got %s"
                              % type(state).__name__)
         version = self._field(state, "version", int)
+        segs = None
         if version == 1:
             epoch, sample, base = self._load_v1(state)
-        elif version == self.STATE_VERSION:
+        elif version in (2, self.STATE_VERSION):
             self._check_state(state, "state_dict")
-            epoch, sample, base = self._resume_point(state)
+            segs = state.get("segments") if version == 3 else None
+            if segs:
+                # the shard-window order: the history positions the run
+                # (stk_loader_resume_segments); sample and base are then 0 (a state_dict
+                # before the next `for` gives back the same history)
+                epoch, sample, base = state["epoch"], 0, 0
+                if (len(segs) == 1 and segs[0][0] == self.world_size
+                        and state["next_sample"] >= self._samples):
+                    epoch, segs = epoch + 1, None   # this rank's share is done
+            else:
+                epoch, sample, base = self._resume_point(state)
         else:
             raise ValueError("state_dict: field 'version' = %d is not supported (this stoker "
-                             "reads versions 1 and %d)" % (version, self.STATE_VERSION))
+                             "reads versions 1 to %d)" % (version, self.STATE_VERSION))
         with self._consuming():
             self._drain()
             self._end_iteration()
             self._resume = (epoch, sample, base)
+            self._resume_segs = [list(x) for x in segs] if segs else None
             self._epoch = epoch
             self._asked = False
 
@@ -180,9 +228,9 @@ class ResumeState:
         for i, st in enumerate(states):
             if not isinstance(st, dict):
                 raise ValueError("state_dict[%d] is not a dict" % i)
-            if self._field(st, "version", int, "state_dict[%d]" % i) != self.STATE_VERSION:
-                raise ValueError("state_dict[%d]: field 'version' must be %d in a list of rank "
-                                 "states" % (i, self.STATE_VERSION))
+            if self._field(st, "version", int, "state_dict[%d]" % i) not in (2, 3):
+                raise ValueError("state_dict[%d]: field 'version' must be 2 or %d in a list of "
+                                 "rank states" % (i, self.STATE_VERSION))
             self._check_state(st, "state_dict[%d]" % i)
         first = states[0]
         world = first["world_size"]
@@ -190,8 +238,8 @@ class ResumeState:
         if ranks != list(range(world)):
             raise ValueError("state_dict: the list holds ranks %r, not every rank of world size "
                              "%d once" % (ranks, world))
-        for key in ("epoch", "world_size", "base", "seed", "dist_mode", "batch_size",
-                    "drop_last"):
+        for key in ("version", "epoch", "world_size", "base", "seed", "dist_mode", "batch_size",
+                    "drop_last", "segments"):
             vals = sorted({repr(st.get(key)) for st in states})
             if len(vals) > 1:
                 raise ValueError("state_dict: field %r differs between the ranks' states (%s)"

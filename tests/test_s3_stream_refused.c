@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_s3_stream_refused — what a dataset streamed through a cache smaller than itself (the `s3`
+ * fixture's radosgw) cannot do is refused with an error that says why and what to change, never
+ * a wrong sample: stk_loader_set_indices (the shard-window order reads whole shards) fails the
+ * start naming the cache limit; a dataset whose records carry targets (its targets table is laid
+ * out at the open, before any shard is fetched) fails at the first batch naming the shard and
+ * its targets, whichever shard comes first, instead of a misleading format error or batches
+ * without targets. With a cache that holds the dataset both work (targets equal the local copy's).
+ */
+#include "s3_stream_util.h"
+
+#define TN 120
+
+int main(void)
+{
+    s3s_data d;
+    s3s_make(&d, "refused");
+    uint64_t limit = d.total_bytes / 4;
+    char cache[4300];
+
+    /* set_indices: refused at start, naming the limit and the way out */
+    snprintf(cache, sizeof cache, "%s/cache-i", d.tmp);
+    stk_loader *h = s3s_loader(&d, cache, limit, 1, 1, 0, 1);
+    uint64_t idx[3] = {5, 1, 9};
+    T_OK(stk_loader_set_indices(h, idx, 3));
+    int rc = stk_loader_start(h);
+    const char *msg = stk_loader_last_error(h);
+    printf("  set_indices: %s: %s\n", stk_status_name(rc), msg);
+    char want[64];
+    snprintf(want, sizeof want, "limit %llu bytes", (unsigned long long)limit);
+    T_CHECK(rc == STK_E_UNSUPPORTED && strstr(msg, "stk_loader_set_indices") &&
+                strstr(msg, want) && strstr(msg, "cache that holds"),
+            "set_indices on a streamed dataset: %s: %s", stk_status_name(rc), msg);
+    stk_loader_destroy(h);
+
+    /* a dataset with targets: 6 shards of ~1 MiB, a float32 x 3 target per record */
+    char local[4300];
+    snprintf(local, sizeof local, "%s/targets", d.tmp);
+    stk_writer *w;
+    T_OK(stk_writer_create(&w));
+    T_OK(stk_writer_set(w, STK_W_SHARD_BYTES, 1 << 20));
+    stk_target_info ti = {STK_TDT_FLOAT32, STK_TARGET_VALUES, 3, 0};
+    T_OK(stk_writer_set_targets(w, &ti));
+    T_OK(stk_writer_open(w, local));
+    uint8_t *p = malloc(60000);
+    for (size_t i = 0; i < TN; i++) {
+        for (size_t k = 0; k < 60000; k++)
+            p[k] = (uint8_t)(i * 13 + k * 5);
+        float t[3] = {(float)i, (float)i * 0.5f, -1.0f};
+        T_OK(stk_writer_add_target(w, p, 50000 + i * 10, (int32_t)(i % 4), NULL, t));
+    }
+    free(p);
+    T_OK(stk_writer_finish(w));
+    stk_writer_destroy(w);
+    stk__s3_cfg c = s3u_cfg();
+    char bucket[64], url[256];
+    s3u_bucket(&c, "refused-t", bucket, sizeof bucket);
+    s3u_upload(&c, bucket, "ds", local);
+    snprintf(url, sizeof url, "s3://%s/ds", bucket);
+    uint64_t tbytes = 0;
+    stk_dataset *ds;
+    T_OK(stk_dataset_create(&ds));
+    T_OK(stk_dataset_open(ds, local));
+    stk_dataset_info info;
+    T_OK(stk_dataset_info_get(ds, &info));
+    T_CHECK(info.shards >= 4, "%u shards", info.shards);
+    for (uint32_t s = 0; s < info.shards; s++)
+        tbytes += ds->shards[s].file_size;
+    stk_dataset_destroy(ds);
+
+    /* streamed: ranks 0 and 1 of 2, so that each begins with other shards (shard 0 or not) */
+    for (uint32_t r = 0; r < 2; r++) {
+        snprintf(cache, sizeof cache, "%s/cache-t%u", d.tmp, r);
+        T_OK(stk_loader_create(&h));
+        T_OK(stk_loader_set(h, STK_P_STAGE, STK_STAGE_READ));
+        T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, 4));
+        T_OK(stk_loader_set(h, STK_P_RANK, r));
+        T_OK(stk_loader_set(h, STK_P_WORLD_SIZE, 2));
+        T_OK(stk_loader_set(h, STK_P_CACHE_BYTES, (int64_t)(tbytes / 2)));
+        T_OK(stk_loader_set_cache_dir(h, cache));
+        T_OK(stk_loader_open(h, url));
+        rc = stk_loader_start(h);
+        const stk_batch *b = NULL;
+        if (rc == STK_OK)
+            rc = stk_loader_next(h, NULL, 60000, &b);
+        msg = stk_loader_last_error(h);
+        printf("  targets, rank %u of 2: %s: %s\n", r, stk_status_name(rc), msg);
+        T_CHECK(rc == STK_E_UNSUPPORTED && strstr(msg, "carry targets") &&
+                    strstr(msg, "shard-") && strstr(msg, "cache that holds"),
+                "targets on a streamed dataset, rank %u: %s: %s", r, stk_status_name(rc), msg);
+        stk_loader_destroy(h);
+    }
+
+    /* a cache that holds it: targets and indices work, as the local copy's */
+    snprintf(cache, sizeof cache, "%s/cache-all", d.tmp);
+    T_OK(stk_loader_create(&h));
+    T_OK(stk_loader_set(h, STK_P_STAGE, STK_STAGE_READ));
+    T_OK(stk_loader_set(h, STK_P_BATCH_SIZE, 4));
+    T_OK(stk_loader_set_cache_dir(h, cache));
+    T_OK(stk_loader_open(h, url));
+    uint64_t some[4] = {7, 0, 119, 64};
+    T_OK(stk_loader_set_indices(h, some, 4));
+    T_OK(stk_loader_start(h));
+    const stk_batch *b;
+    T_OK(stk_loader_next(h, NULL, 60000, &b));
+    stk_target_info out;
+    const float *tg = stk_loader_batch_targets(h, b, &out);
+    T_CHECK(tg && out.size == 3 && b->size == 4, "targets with a cache that holds the set");
+    for (uint32_t i = 0; i < b->size; i++)
+        T_CHECK(tg[3 * i] == (float)b->indices[i] && tg[3 * i + 2] == -1.0f,
+                "record %llu: target %g", (unsigned long long)b->indices[i], tg[3 * i]);
+    T_OK(stk_loader_release(h, b, NULL));
+    stk_loader_destroy(h);
+    s3s_free(&d);
+    printf("test_s3_stream_refused: ok\n");
+    return 0;
+}

@@ -675,11 +675,15 @@ def _dataloader_class():
                 options[_lib.P_DRAW_KEY] = _draw_key_base(order_sampler)
             _own(self, '_epoch_sampler', order_sampler if hasattr(order_sampler, "set_epoch") else None)
             train = kw.pop("train")
+            # a tail copies each batch out of the library's ring at once (its own ring,
+            # in shared memory, holds the batches in flight): two library slots suffice
+            tail = self._plan is not None and self._plan.mode == "tail"
             _own(self, '_tf_size', (kw["size"], kw.get("resize")))
             L = Loader(base.root, bs, train=train, workers=num_workers or None,
                        shuffle=shuffle_, seed=seed, drop_last=last, rank=rank,
                        world_size=world, dist_mode=mode, strict=True,
-                       timeout=timeout or None, prefetch=prefetch_factor,
+                       timeout=timeout or None, prefetch=(
+                           2 if prefetch_factor is None and tail else prefetch_factor),
                        pin_memory=pin_memory, max_size=max_size, target="label",
                        indices=lib_indices, mix=mix, options=options,
                        cache=getattr(base, "cache", None),

@@ -517,7 +517,9 @@ def _dataloader_class():
           pin_memory: page-locked batches when CUDA is usable, so .to("cuda",
             non_blocking=True) is asynchronous; otherwise a warning and
             ``loader.pin_memory_reason`` say why.
-          prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
+          prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4;
+            with a Python tail, default 2 library slots, and torch's prefetch_factor
+            for its worker processes).
           persistent_workers: the library's threads always persist between epochs.
           timeout: seconds to wait for a batch (0 = no limit).
           in_order (torch >= 2.6): True or False, same batches: stoker's order never depends

@@ -19,7 +19,9 @@ worker_init_fn, seeding, get_worker_info, collate_fn, pin_memory, timeout — ru
 each (sample, target) of it and collates, exactly as it would have on the dataset. Only slot
 and row numbers are pickled to the workers. A batch's slot is reused only after torch has
 handed out that batch: torch keeps at most prefetch_factor x num_workers batches in flight, and
-the ring has two slots more. What runs where, for users: bindings/python/README.md.
+the ring has one slot more. With worker processes and default_collate, the workers stack each
+batch's images into an out ring that is reused too (TailRunner), not into a new shared-memory
+file per batch. What runs where, for users: bindings/python/README.md.
 """
 
 import warnings

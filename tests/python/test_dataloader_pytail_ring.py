@@ -114,3 +114,16 @@ def test_a_pass_left_early_then_the_next(folder):
     _check(first, _torch(folder)[:2])
     del it
     loader.close()
+
+
+def test_without_memfd_the_workers_collate_as_torch(folder, monkeypatch):
+    def refuse(name, *a):
+        raise OSError(38, "memfd_create refused (a sandbox)")
+    monkeypatch.setattr(os, "memfd_create", refuse)
+    loader = _loader(folder)
+    torch.manual_seed(5)
+    _check(list(loader), _torch(folder))
+    assert loader._tail.out_fds is None               # the out ring given up, not retried
+    torch.manual_seed(5)
+    _check(list(loader), _torch(folder))
+    loader.close()

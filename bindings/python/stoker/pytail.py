@@ -483,8 +483,9 @@ class _Feeder:
             r.header[slot, 3] = codes[images.dtype]
             del images, labels, batch          # the library's slot goes back
             first = k * B
-            if r.out_fds is not None:
-                first = _OutIndex(first, r._out_file(k % r.out_slots), r.ring.shape[1])
+            df = r._out_file(k % r.out_slots) if r.out_fds is not None else None
+            if df is not None:
+                first = _OutIndex(first, df, r.ring.shape[1])
             yield [first] + list(range(k * B + 1, k * B + n))
             k += 1
 
@@ -575,8 +576,15 @@ class TailRunner:
         from multiprocessing.reduction import DupFd
         st = self.out_state[s]
         if self.out_fds[s] is None or st is _FED or (st is not None and not st.expired()):
-            fd = os.memfd_create("stoker-tail-out", getattr(os, "MFD_CLOEXEC", 0))
-            os.ftruncate(fd, self.ring.shape[1])
+            fd = None
+            try:
+                fd = os.memfd_create("stoker-tail-out", getattr(os, "MFD_CLOEXEC", 0))
+                os.ftruncate(fd, self.ring.shape[1])
+            except OSError:      # no memfd here (a sandbox): collated as torch's workers do
+                if fd is not None:
+                    os.close(fd)
+                self.close_out()
+                return None
             if self.out_fds[s] is not None:
                 os.close(self.out_fds[s])      # a batch still held keeps its own mapping
             self.out_fds[s] = fd
@@ -622,13 +630,17 @@ class TailRunner:
         it = iter(self.inner)
         return _TailIter(self, it) if self.out_fds is not None else it
 
-    def close(self):
+    def close_out(self):
+        """Stop using the out ring (batches already handed out keep their memory)."""
         import os
-        it = getattr(self.inner, "_iterator", None)
-        if it is not None and hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()
-        self.inner = None
         fds, self.out_fds = self.out_fds, None
         for fd in fds or ():
             if fd is not None:
                 os.close(fd)
+
+    def close(self):
+        it = getattr(self.inner, "_iterator", None)
+        if it is not None and hasattr(it, "_shutdown_workers"):
+            it._shutdown_workers()
+        self.inner = None
+        self.close_out()

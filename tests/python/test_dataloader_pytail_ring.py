@@ -127,3 +127,30 @@ def test_without_memfd_the_workers_collate_as_torch(folder, monkeypatch):
     torch.manual_seed(5)
     _check(list(loader), _torch(folder))
     loader.close()
+
+
+
+def _slow(x):
+    import time
+    time.sleep(0.02)             # the workers still have batches queued when the pass is left
+    return x
+
+
+def test_passes_left_early_leave_no_descriptors(folder):
+    import stoker
+    tf = T.Compose([T.Resize(20), T.CenterCrop(16), T.ToTensor(), T.Lambda(_slow)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loader = stoker.DataLoader(ImageFolder(folder, tf), **KW)
+    it = iter(loader)
+    next(it)
+    del it
+    fds = len(os.listdir("/proc/self/fd"))
+    for _ in range(6):                            # as Lightning's limit_train_batches does
+        it = iter(loader)
+        next(it)
+        del it
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2
+    want = list(TorchDataLoader(ImageFolder(folder, tf), **KW))
+    _check(list(loader), want)
+    loader.close()

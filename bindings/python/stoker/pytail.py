@@ -296,16 +296,18 @@ def torch_loader(dataset, **kwargs):
 
 class _OutIndex(int):
     """The first index of a batch whose images _RingCollate stacks into an out-ring slot: the
-    index itself, the slot's shared-memory file (a multiprocessing DupFd: the worker that gets
-    the batch fetches it once) and the file's size."""
+    index itself and where the slot's file is: the main process's pid and descriptor (a worker
+    opens /proc/PID/fd/FD, the file itself, no descriptor passed or left behind), its identity
+    (st_dev, st_ino: checked, a descriptor number reused for another file is not taken) and
+    its size."""
 
-    def __new__(cls, i, df, nbytes):
+    def __new__(cls, i, pid, fd, key, nbytes):
         self = int.__new__(cls, i)
-        self.df, self.nbytes = df, int(nbytes)
+        self.pid, self.fd, self.key, self.nbytes = int(pid), int(fd), tuple(key), int(nbytes)
         return self
 
     def __reduce__(self):
-        return _OutIndex, (int(self), self.df, self.nbytes)
+        return _OutIndex, (int(self), self.pid, self.fd, self.key, self.nbytes)
 
 
 class _RingDataset:
@@ -340,22 +342,24 @@ class _RingDataset:
         return self.ring.shape[0] * self.batch
 
     def _map_out(self, k, i):
-        """The storage of the out-ring file that _OutIndex I of batch K carries."""
+        """The storage of the out-ring file that _OutIndex I of batch K names, or None (no
+        such file any more: default_collate's own memory then)."""
         import os
         import torch
-        fd = i.df.detach()
+        s = k % self.out_slots
+        have = self._out_maps.get(s)
+        if have is not None and have[0] == i.key:
+            return have[1]
+        fd = os.open("/proc/%d/fd/%d" % (i.pid, i.fd), os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         try:
             st = os.fstat(fd)
-            key = (st.st_dev, st.st_ino)
-            s = k % self.out_slots
-            have = self._out_maps.get(s)
-            if have is not None and have[0] == key:
-                return have[1]
+            if (st.st_dev, st.st_ino) != i.key or st.st_size < i.nbytes:
+                return None
             store = torch.UntypedStorage._new_shared_fd_cpu(fd, i.nbytes)
-            self._out_maps[s] = (key, store)
-            return store
         finally:
             os.close(fd)
+        self._out_maps[s] = (i.key, store)
+        return store
 
     def __getitem__(self, i):
         import torch
@@ -366,7 +370,7 @@ class _RingDataset:
             if isinstance(i, _OutIndex):
                 try:
                     self._out = self._map_out(k, i)
-                except (OSError, EOFError):   # no out slot: default_collate's own memory
+                except OSError:               # no out slot: default_collate's own memory
                     pass
         n, h, w, code = (int(v) for v in self.header[slot].tolist())
         if row >= n:
@@ -457,6 +461,7 @@ class _Feeder:
         return self.runner.batches
 
     def __iter__(self):
+        import os
         r = self.runner
         src, r.source = r.source, None
         if src is None:
@@ -483,9 +488,9 @@ class _Feeder:
             r.header[slot, 3] = codes[images.dtype]
             del images, labels, batch          # the library's slot goes back
             first = k * B
-            df = r._out_file(k % r.out_slots) if r.out_fds is not None else None
-            if df is not None:
-                first = _OutIndex(first, df, r.ring.shape[1])
+            where = r._out_file(k % r.out_slots) if r.out_fds is not None else None
+            if where is not None:
+                first = _OutIndex(first, os.getpid(), where[0], where[1], r.ring.shape[1])
             yield [first] + list(range(k * B + 1, k * B + n))
             k += 1
 
@@ -570,10 +575,10 @@ class TailRunner:
                 tmp.get_sharing_strategy() == "file_descriptor")
 
     def _out_file(self, s):
-        """The DupFd of out slot S's file for the next batch written there: a new file when
-        the slot's last batch may still be held or was never handed out."""
+        """(descriptor, identity) of out slot S's file for the next batch written there: a
+        new file when the slot's last batch may still be held or was never handed out; None
+        when files cannot be made here."""
         import os
-        from multiprocessing.reduction import DupFd
         st = self.out_state[s]
         if self.out_fds[s] is None or st is _FED or (st is not None and not st.expired()):
             fd = None
@@ -588,8 +593,10 @@ class TailRunner:
             if self.out_fds[s] is not None:
                 os.close(self.out_fds[s])      # a batch still held keeps its own mapping
             self.out_fds[s] = fd
+            info = os.fstat(fd)
+            self.out_keys[s] = (info.st_dev, info.st_ino)
         self.out_state[s] = _FED
-        return DupFd(self.out_fds[s])
+        return self.out_fds[s], self.out_keys[s]
 
     def _allocate(self):
         import torch
@@ -608,6 +615,7 @@ class TailRunner:
         collate = self.plan.collate_fn
         if self._out_ring_usable():
             self.out_fds = [None] * self.out_slots
+            self.out_keys = [None] * self.out_slots
             self.out_state = [None] * self.out_slots
             collate = _RingCollate(collate)
         ds = _RingDataset(self.ring, self.header, self.labels, self.batch_size, self.pil,

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 """Issue 26: what stoker.DataLoader costs when part of the pipeline runs in Python.
 
-  /usr/bin/python3 bench/pytail.py [--data DIR] [--count 400] [--repeats 3] [--workers 2]
-      [--batch 64] [--json FILE]
+  /usr/bin/python3 bench/pytail.py [--data DIR] [--count 2000] [--repeats 3] [--workers 2]
+      [--batch 64] [--epochs 1] [--json FILE]
 
 Rows (each: stoker.DataLoader and torch's DataLoader given the same dataset and arguments,
-num_workers=--workers, shuffle=True, one epoch):
+num_workers=--workers, shuffle=True, --epochs epochs [1] with one loader):
   tail      ImageFolder with RandomResizedCrop(176), RandomHorizontalFlip(), ToTensor(),
             Normalize(ImageNet), Lambda(x * 1.0 + 0.0): stoker runs everything up to Normalize
             in C and the Lambda in its Python workers (stoker.pytail), torch everything in its
@@ -17,14 +17,24 @@ num_workers=--workers, shuffle=True, one epoch):
 --overhead: instead, the fallback's own cost without decoding (a pass over an in-memory
 Dataset, and the construction), stoker.DataLoader against torch's, in this process.
 Every (row, loader) is one child process (this script with --child) that builds the loader,
-runs one epoch and prints one JSON line (imports are not timed); runs are interleaved,
+runs --epochs epochs and prints one JSON line (imports are not timed); runs are interleaved,
 the order alternating per repeat (stoker torch, torch stoker, ...), so both see the same
 machine weather. CPU ms/img: CPU time of the process and of its joined worker processes per
 image, over the same span: the work, much less sensitive than img/s to a shared machine. images/s is timed from the loader's creation to its
 last batch. The table gives medians over --repeats and the median of the same-repeat ratios.
 
-Data: --data DIR/imnet, made once with /work/shared/tools/make-imagenet-like --count COUNT
---classes 10 when absent (real photos, ImageNet-like sizes).
+Data: --data DIR/imnet-COUNT (DIR/imnet for --count 400, the set earlier figures used), made
+once with /work/shared/tools/make-imagenet-like --count COUNT --classes 10 when absent (real
+photos, ImageNet-like sizes).
+
+Epoch size. Both loaders are timed from creation to the last batch, so what a loader costs once
+is spread over --count images. stoker's tail has such costs that torch's DataLoader has not
+(the library's ring and the tail's two shared-memory rings are first written in the first pass;
+docs/PERFORMANCE.md has the measured share), large beside the per-image work of a 400-image
+epoch. The default, 2000 images (31 batches of 64), measures mostly the work per image, as a
+training epoch does; --count 400 gives the earlier, start-up-heavy figure, and --epochs N
+runs N epochs per loader (start-up counted once, each epoch's worker start counted). The
+work and the timed span are the same for both loaders.
 """
 
 import argparse
@@ -115,6 +125,14 @@ def _cpu():
     return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
 
 
+def _load():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
 def child(args):
     import torch
     import torchvision.transforms as T
@@ -139,8 +157,9 @@ def child(args):
         dl = torch.utils.data.DataLoader(ds, batch_size=args.batch, shuffle=True,
                                          num_workers=args.workers)
     n = 0
-    for x, y in dl:
-        n += int(x.shape[0])
+    for _ in range(args.epochs):
+        for x, y in dl:
+            n += int(x.shape[0])
     dt = time.perf_counter() - t0
     del x, y, dl
     import gc
@@ -153,10 +172,13 @@ def child(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default="/tmp/pytail-bench")
-    ap.add_argument("--count", type=int, default=400)
+    ap.add_argument("--count", type=int, default=2000,
+                    help="images in the data set (see the module doc) [2000]")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs per loader, timed together (start-up counted once) [1]")
     ap.add_argument("--json")
     ap.add_argument("--only", help="comma-separated rows: tail, fallback [both]")
     ap.add_argument("--child", action="store_true")
@@ -170,14 +192,21 @@ def main():
         return child(args)
     if args.overhead:
         return overhead(args)
-    root = os.path.join(args.data, "imnet")
-    if not os.path.isdir(root):
+    root = os.path.join(args.data, "imnet" if args.count == 400 else "imnet-%d" % args.count)
+    if os.path.isdir(root):
+        have = sum(len(f) for _, _, f in os.walk(root))
+        if have != args.count:
+            sys.exit("%s holds %d files, not --count %d: remove it or give another --data"
+                     % (root, have, args.count))
+    else:
         subprocess.run([MAKE, "--count", str(args.count), "--classes", "10", "--jobs", "1",
                         root], check=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(REPO, "bindings", "python") + (
         os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     runs = []
+    print("data %s (%d images), batch %d, %d workers, %d epoch(s); load average %s" % (
+        root, args.count, args.batch, args.workers, args.epochs, _load()), flush=True)
     for rep in range(args.repeats):
         for row in ("tail", "fallback"):
             if args.only and row not in args.only.split(","):
@@ -185,13 +214,14 @@ def main():
             for loader in ("stoker", "torch") if rep % 2 == 0 else ("torch", "stoker"):
                 cmd = [sys.executable, os.path.abspath(__file__), "--child", "--row", row,
                        "--loader", loader, "--root", root, "--workers", str(args.workers),
-                       "--batch", str(args.batch)]
+                       "--batch", str(args.batch), "--epochs", str(args.epochs)]
                 out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
                 r = json.loads(out.stdout.strip().splitlines()[-1])
                 r["repeat"] = rep
                 runs.append(r)
                 print("repeat %d %-8s %-6s %7.1f img/s %6.2f CPU ms/img" % (
                     rep, row, loader, r["img_s"], r["cpu_ms_img"]), flush=True)
+    print("load average at the end: %s" % _load())
     for key, unit in (("img_s", "img/s"), ("cpu_ms_img", "CPU ms/img")):
         print("\n| row | stoker %s | torch %s | ratio of medians | same-repeat ratio "
               "stoker/torch (min-max) |\n|---|---|---|---|---|" % (unit, unit))

@@ -517,7 +517,9 @@ def _dataloader_class():
           pin_memory: page-locked batches when CUDA is usable, so .to("cuda",
             non_blocking=True) is asynchronous; otherwise a warning and
             ``loader.pin_memory_reason`` say why.
-          prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4).
+          prefetch_factor: batches prepared ahead (library ring slots, 2..64; default 4;
+            with a Python tail, default 2 library slots, and torch's prefetch_factor
+            for its worker processes).
           persistent_workers: the library's threads always persist between epochs.
           timeout: seconds to wait for a batch (0 = no limit).
           in_order (torch >= 2.6): True or False, same batches: stoker's order never depends
@@ -675,11 +677,15 @@ def _dataloader_class():
                 options[_lib.P_DRAW_KEY] = _draw_key_base(order_sampler)
             _own(self, '_epoch_sampler', order_sampler if hasattr(order_sampler, "set_epoch") else None)
             train = kw.pop("train")
+            # a tail copies each batch out of the library's ring at once (its own ring,
+            # in shared memory, holds the batches in flight): two library slots suffice
+            tail = self._plan is not None and self._plan.mode == "tail"
             _own(self, '_tf_size', (kw["size"], kw.get("resize")))
             L = Loader(base.root, bs, train=train, workers=num_workers or None,
                        shuffle=shuffle_, seed=seed, drop_last=last, rank=rank,
                        world_size=world, dist_mode=mode, strict=True,
-                       timeout=timeout or None, prefetch=prefetch_factor,
+                       timeout=timeout or None, prefetch=(
+                           2 if prefetch_factor is None and tail else prefetch_factor),
                        pin_memory=pin_memory, max_size=max_size, target="label",
                        indices=lib_indices, mix=mix, options=options,
                        cache=getattr(base, "cache", None),

@@ -19,7 +19,9 @@ worker_init_fn, seeding, get_worker_info, collate_fn, pin_memory, timeout — ru
 each (sample, target) of it and collates, exactly as it would have on the dataset. Only slot
 and row numbers are pickled to the workers. A batch's slot is reused only after torch has
 handed out that batch: torch keeps at most prefetch_factor x num_workers batches in flight, and
-the ring has two slots more. What runs where, for users: bindings/python/README.md.
+the ring has one slot more. With worker processes and default_collate, the workers stack each
+batch's images into an out ring that is reused too (TailRunner), not into a new shared-memory
+file per batch. What runs where, for users: bindings/python/README.md.
 """
 
 import warnings
@@ -292,29 +294,84 @@ def torch_loader(dataset, **kwargs):
 
 # ---- the tail engine ---------------------------------------------------------------------------
 
+class _OutIndex(int):
+    """The first index of a batch whose images _RingCollate stacks into an out-ring slot: the
+    index itself and where the slot's file is: the main process's pid and descriptor (a worker
+    opens /proc/PID/fd/FD, the file itself, no descriptor passed or left behind), its identity
+    (st_dev, st_ino: checked, a descriptor number reused for another file is not taken) and
+    its size."""
+
+    def __new__(cls, i, pid, fd, key, nbytes):
+        self = int.__new__(cls, i)
+        self.pid, self.fd, self.key, self.nbytes = int(pid), int(fd), tuple(key), int(nbytes)
+        return self
+
+    def __reduce__(self):
+        return _OutIndex, (int(self), self.pid, self.fd, self.key, self.nbytes)
+
+
 class _RingDataset:
-    """What torch's DataLoader indexes in tail mode: item slot * batch_size + row is that row of
-    the batch in ring slot `slot`, as the tail's input (a PIL image or a tensor), with its
-    label; the tail, then target_transform, run on it. Attributes it does not have come from the
-    user's dataset (get_worker_info().dataset.transform etc.)."""
+    """What torch's DataLoader indexes in tail mode: item k * batch_size + row is that row of
+    the pass's batch k (input-ring slot k % in_slots), as the tail's input (a PIL image or a
+    tensor), with its label; the tail, then target_transform, run on it. Attributes it does not
+    have come from the user's dataset (get_worker_info().dataset.transform etc.). The _OutIndex
+    of a batch says where _RingCollate stacks its images (out-ring slot k % out_slots)."""
 
     def __init__(self, ring, header, labels, batch, pil, sample_type, tail, target_transform,
-                 dataset):
+                 dataset, out_slots):
         self.ring, self.header, self.labels, self.batch = ring, header, labels, batch
         self.pil, self.sample_type, self.tail = pil, sample_type, tail
-        self.target_transform, self.dataset = target_transform, dataset
+        self.target_transform, self.dataset, self.out_slots = target_transform, dataset, out_slots
+        self._out = None          # the out-ring storage of the batch being read (a worker's)
+        self._out_maps = {}       # out slot -> (file identity, storage): each file mapped once
+
+    def __getstate__(self):       # a spawned worker: its own maps
+        d = dict(self.__dict__)
+        d["_out"], d["_out_maps"] = None, {}
+        return d
+
+    def __setstate__(self, d):
+        self.__dict__.update(d)
 
     def __getattr__(self, name):
-        if name.startswith("__") or name == "dataset":
+        if name.startswith("__") or name in ("dataset", "_out", "_out_maps"):
             raise AttributeError(name)
         return getattr(self.dataset, name)
 
     def __len__(self):
         return self.ring.shape[0] * self.batch
 
+    def _map_out(self, k, i):
+        """The storage of the out-ring file that _OutIndex I of batch K names, or None (no
+        such file any more: default_collate's own memory then)."""
+        import os
+        import torch
+        s = k % self.out_slots
+        have = self._out_maps.get(s)
+        if have is not None and have[0] == i.key:
+            return have[1]
+        fd = os.open("/proc/%d/fd/%d" % (i.pid, i.fd), os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != i.key or st.st_size < i.nbytes:
+                return None
+            store = torch.UntypedStorage._new_shared_fd_cpu(fd, i.nbytes)
+        finally:
+            os.close(fd)
+        self._out_maps[s] = (i.key, store)
+        return store
+
     def __getitem__(self, i):
         import torch
-        slot, row = divmod(int(i), self.batch)
+        k, row = divmod(int(i), self.batch)
+        slot = k % self.ring.shape[0]
+        if row == 0:
+            self._out = None
+            if isinstance(i, _OutIndex):
+                try:
+                    self._out = self._map_out(k, i)
+                except OSError:               # no out slot: default_collate's own memory
+                    pass
         n, h, w, code = (int(v) for v in self.header[slot].tolist())
         if row >= n:
             raise IndexError("stoker tail: row %d of a batch of %d" % (row, n))
@@ -336,6 +393,46 @@ class _RingDataset:
         return x, y
 
 
+class _RingCollate:
+    """default_collate for a tail with worker processes: a batch of (tensor, int) pairs of one
+    shape and dtype (what a tail on tensors gives) is collated exactly as default_collate does
+    — [images stacked, labels as int64] — but the images are stacked into the batch's out-ring
+    slot, shared memory the worker has already mapped, instead of into a new shared-memory
+    file per batch (a file made, its pages faulted in and zeroed, mapped again by the main
+    process and freed there: the larger part of a tail's own cost). Anything else goes to
+    default_collate itself."""
+
+    def __init__(self, collate):
+        self.collate = collate
+
+    def __call__(self, batch):
+        import torch
+        from torch.utils.data import get_worker_info
+        info = get_worker_info()
+        ds = getattr(info, "dataset", None) if info is not None else None
+        store = ds.__dict__.get("_out") if isinstance(ds, _RingDataset) else None
+        if store is None or not batch:
+            return self.collate(batch)
+        ds._out = None
+        x0 = batch[0][0] if type(batch[0]) is tuple and len(batch[0]) == 2 else None
+        if type(x0) is not torch.Tensor or x0.requires_grad:
+            return self.collate(batch)
+        shape, dtype = x0.shape, x0.dtype
+        for s in batch:
+            if (type(s) is not tuple or len(s) != 2 or type(s[0]) is not torch.Tensor or
+                    type(s[1]) is not int or s[0].shape != shape or s[0].dtype != dtype or
+                    s[0].requires_grad):
+                return self.collate(batch)
+        n = len(batch)
+        nbytes = n * x0.numel() * x0.element_size()
+        if nbytes > store.nbytes() or x0.device.type != "cpu":
+            return self.collate(batch)
+        out = torch.empty(0, dtype=torch.uint8).set_(store)[:nbytes].view(dtype).view(
+            (n,) + tuple(shape))
+        torch.stack([s[0] for s in batch], 0, out=out)
+        return [out, torch.tensor([s[1] for s in batch])]
+
+
 _DTYPES = {}
 
 
@@ -346,10 +443,16 @@ def _dtype_codes():
     return {v: k for k, v in _DTYPES.items()}
 
 
+_FED = "fed"      # an out slot's batch was sent to a worker and not yet handed to the user
+
+
 class _Feeder:
     """The batch_sampler of the inner torch DataLoader: each index list it yields is one batch
-    of the library's pass, copied into the next ring slot just before torch sends the list to
-    a worker (torch asks for it in this process)."""
+    of the library's pass, copied into the next input-ring slot just before torch sends the
+    list to a worker (torch asks for it in this process). With an out ring, the list's first
+    index carries the out slot's file; a slot whose last batch the user may still hold (or that
+    was never handed out: a pass left early) gets a new file first, so no batch handed out is
+    ever written again."""
 
     def __init__(self, runner):
         self.runner = runner
@@ -358,14 +461,16 @@ class _Feeder:
         return self.runner.batches
 
     def __iter__(self):
+        import os
         r = self.runner
         src, r.source = r.source, None
         if src is None:
             return
         codes = _dtype_codes()
-        slot = 0
         B = r.batch_size
+        k = 0
         for batch in src:
+            slot = k % r.slots
             images, labels = batch[0], batch[1]
             n = int(images.shape[0])
             if r.pil:
@@ -382,8 +487,52 @@ class _Feeder:
             r.header[slot, 0], r.header[slot, 1], r.header[slot, 2] = n, h, w
             r.header[slot, 3] = codes[images.dtype]
             del images, labels, batch          # the library's slot goes back
-            yield list(range(slot * B, slot * B + n))
-            slot = (slot + 1) % r.slots
+            first = k * B
+            where = r._out_file(k % r.out_slots) if r.out_fds is not None else None
+            if where is not None:
+                first = _OutIndex(first, os.getpid(), where[0], where[1], r.ring.shape[1])
+            yield [first] + list(range(k * B + 1, k * B + n))
+            k += 1
+
+
+class _TailIter:
+    """The iterator a tail pass hands out: torch's, noting each batch handed out (a weak
+    reference to its images' storage) so that its out slot is reused only once it is gone."""
+
+    def __init__(self, runner, it):
+        self.runner, self.it, self.k = runner, it, 0
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self.it)
+
+    def __next__(self):
+        batch = next(self.it)
+        r = self.runner
+        if r.out_fds is not None:
+            s = self.k % r.out_slots
+            x = batch[0] if isinstance(batch, (list, tuple)) and batch else None
+            r.out_state[s] = _storage_ref(x)
+        self.k += 1
+        return batch
+
+    def __getattr__(self, name):                 # torch's iterator's own attributes
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.__dict__["it"], name)
+
+
+def _storage_ref(x):
+    """A weak reference to tensor X's storage (torch's own, as its multiprocessing uses), or
+    None when X is not a tensor (then nothing of the out slot was handed out)."""
+    import torch
+    if not isinstance(x, torch.Tensor):
+        return None
+    from torch.multiprocessing.reductions import StorageWeakRef
+    st = x.untyped_storage() if hasattr(x, "untyped_storage") else x.storage()
+    return StorageWeakRef(st)
 
 
 class TailRunner:
@@ -394,7 +543,16 @@ class TailRunner:
     multiprocessing_context, generator, prefetch_factor, persistent_workers, pin_memory,
     pin_memory_device, timeout). iterate(batches, n) takes the library's iterator of
     (images, labels) and its batch count and returns the iterator the user's ``for`` gets.
-    One pass at a time, as stoker.Loader. close() ends the workers."""
+    One pass at a time, as stoker.Loader. close() ends the workers.
+
+    Rings. The input ring holds the batches torch has in flight: torch sends at most
+    prefetch_factor x num_workers index lists ahead and sends the next one while it hands out
+    a batch whose rows have all been read, so that many slots suffice (one more: margin). With
+    worker processes and default_collate, an out ring of two slots more holds the collated
+    images: batch k's slot is next written by batch k + out_slots, fed while the user holds
+    batch k + out_slots - 1 - prefetch_factor x num_workers (a ``for`` holds the last one), so
+    in a plain loop the slot is free; a batch still referenced then (list(loader)) keeps its
+    file and the slot gets a new one."""
 
     def __init__(self, p, batch_size, max_hw, dataset, loader_kwargs):
         self.plan, self.batch_size, self.max_hw = p, int(batch_size), tuple(max_hw)
@@ -403,9 +561,42 @@ class TailRunner:
         self.dataset = dataset
         nw = int(self.loader_kwargs.get("num_workers") or 0)
         pf = self.loader_kwargs.get("prefetch_factor") or 2
-        self.slots = (pf * nw if nw else 1) + 2
-        self.ring = self.inner = None
+        self.slots = (pf * nw if nw else 1) + 1
+        self.out_slots = pf * nw + 2
+        self.ring = self.inner = self.out_fds = None
         self.source, self.batches = None, 0
+
+    def _out_ring_usable(self):
+        import os
+        import torch.multiprocessing as tmp
+        nw = int(self.loader_kwargs.get("num_workers") or 0)
+        return (nw > 0 and not self.pil and self.plan.collate_fn in _default_collates() and
+                hasattr(os, "memfd_create") and
+                tmp.get_sharing_strategy() == "file_descriptor")
+
+    def _out_file(self, s):
+        """(descriptor, identity) of out slot S's file for the next batch written there: a
+        new file when the slot's last batch may still be held or was never handed out; None
+        when files cannot be made here."""
+        import os
+        st = self.out_state[s]
+        if self.out_fds[s] is None or st is _FED or (st is not None and not st.expired()):
+            fd = None
+            try:
+                fd = os.memfd_create("stoker-tail-out", getattr(os, "MFD_CLOEXEC", 0))
+                os.ftruncate(fd, self.ring.shape[1])
+            except OSError:      # no memfd here (a sandbox): collated as torch's workers do
+                if fd is not None:
+                    os.close(fd)
+                self.close_out()
+                return None
+            if self.out_fds[s] is not None:
+                os.close(self.out_fds[s])      # a batch still held keeps its own mapping
+            self.out_fds[s] = fd
+            info = os.fstat(fd)
+            self.out_keys[s] = (info.st_dev, info.st_ino)
+        self.out_state[s] = _FED
+        return self.out_fds[s], self.out_keys[s]
 
     def _allocate(self):
         import torch
@@ -414,15 +605,24 @@ class TailRunner:
         h, w = self.max_hw
         slot = self.batch_size * 3 * h * w * item
         slot = (slot + 63) // 64 * 64
-        self.ring = torch.zeros((self.slots, slot), dtype=torch.uint8).share_memory_()
+        # in shared memory from the start (not zeros then share_memory_(), which fills and
+        # copies the whole ring up front): a page is made when a batch is first copied in
+        store = torch.UntypedStorage._new_shared(self.slots * slot)
+        self.ring = torch.empty(0, dtype=torch.uint8).set_(store).view(self.slots, slot)
         self.header = torch.zeros((self.slots, 4), dtype=torch.int64).share_memory_()
         self.labels = torch.zeros((self.slots, self.batch_size),
                                   dtype=torch.int64).share_memory_()
+        collate = self.plan.collate_fn
+        if self._out_ring_usable():
+            self.out_fds = [None] * self.out_slots
+            self.out_keys = [None] * self.out_slots
+            self.out_state = [None] * self.out_slots
+            collate = _RingCollate(collate)
         ds = _RingDataset(self.ring, self.header, self.labels, self.batch_size, self.pil,
                           self.plan.split.sample_type, list(self.plan.split.tail),
-                          self.plan.target_transform, self.dataset)
-        self.inner = torch_loader(ds, batch_sampler=_Feeder(self),
-                                  collate_fn=self.plan.collate_fn, **self.loader_kwargs)
+                          self.plan.target_transform, self.dataset, self.out_slots)
+        self.inner = torch_loader(ds, batch_sampler=_Feeder(self), collate_fn=collate,
+                                  **self.loader_kwargs)
 
     def end_pass(self):
         """End the library's pass the last iterate() fed from (a ``for`` left early leaves it
@@ -435,10 +635,20 @@ class TailRunner:
         if self.inner is None:
             self._allocate()
         self.source, self.current, self.batches = batches, batches, int(n)
-        return iter(self.inner)
+        it = iter(self.inner)
+        return _TailIter(self, it) if self.out_fds is not None else it
+
+    def close_out(self):
+        """Stop using the out ring (batches already handed out keep their memory)."""
+        import os
+        fds, self.out_fds = self.out_fds, None
+        for fd in fds or ():
+            if fd is not None:
+                os.close(fd)
 
     def close(self):
         it = getattr(self.inner, "_iterator", None)
         if it is not None and hasattr(it, "_shutdown_workers"):
             it._shutdown_workers()
         self.inner = None
+        self.close_out()

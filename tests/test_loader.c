@@ -15,6 +15,7 @@
 #include "convert.h"
 #include "common.h"
 #include "loader_internal.h"
+#include "test_loader_inside.h"
 #include "test_loader_util.h"
 
 #include <math.h>
@@ -421,8 +422,10 @@ static void test_read_stage(void)
     tl_epoch_free(&e);
 }
 
+/* cancel H once the main thread has waited inside stk_loader_next for at least 100 ms */
 static void *cancel_later(void *arg)
 {
+    tl_wait_inside_next(arg, "the main thread");
     usleep(100000);
     stk_loader_cancel(arg);
     return NULL;
@@ -447,28 +450,38 @@ static void test_limits_timeout_cancel(void)
     T_OK(stk_loader_release(h, c, NULL));
     stk_loader_destroy(h);
 
-    /* slow reads (every read delayed 300 ms): next times out, cancel wakes a waiting next */
+    /* slow reads (every read delayed 2 s, so no read completes and no batch is ready for 2 s):
+     * next times out, cancel wakes a waiting next. No upper bound on how long either took (a
+     * loaded machine only makes them later): a timeout that did not end the wait, or a cancel
+     * that did not wake it, would have let next wait for the first batch, and no read had
+     * completed when next returned. */
     h = tl_loader(D.path, BS, 1);
     T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_PPM, 1000000));
-    T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_US, 300000));
+    T_OK(stk_loader_set(h, STK_P_FAULT_DELAY_US, 2000000));
     T_OK(stk_loader_set(h, STK_P_IO_BACKEND, STK_IO_PREAD));
     T_OK(stk_loader_start(h));
+    stk_stats st;
     double t0 = stk__now();
     T_CHECK(stk_loader_next(h, NULL, 20, &a) == STK_TIMEOUT && a == NULL, "timeout");
     double dt = stk__now() - t0;
-    T_CHECK(dt >= 0.015 && dt < 0.25, "timeout took %.3f s", dt);
+    T_OK(stk_loader_stats(h, &st));
+    T_CHECK(st.read.items == 0, "the 20 ms timeout returned after %.3f s, %llu reads done", dt,
+            (unsigned long long)st.read.items);
+    T_CHECK(dt >= 0.015, "a 20 ms timeout returned after %.3f s", dt);
     T_CHECK(stk_loader_next(h, NULL, 0, &a) == STK_TIMEOUT, "timeout 0 polls");
     pthread_t th;
     pthread_create(&th, NULL, cancel_later, h);
     t0 = stk__now();
-    T_CHECK(stk_loader_next(h, NULL, -1, &a) == STK_E_CANCELLED, "cancel wakes next");
+    T_CHECK(stk_loader_next(h, NULL, -1, &a) == STK_E_CANCELLED && a == NULL, "cancel wakes next");
     dt = stk__now() - t0;
+    T_OK(stk_loader_stats(h, &st));
     pthread_join(th, NULL);
-    T_CHECK(dt < 0.25, "cancel took %.3f s", dt);
+    T_CHECK(st.read.items == 0, "cancel: next returned after %.3f s, %llu reads done", dt,
+            (unsigned long long)st.read.items);
+    T_CHECK(dt >= 0.09, "next returned %.3f s after it started, before the cancel", dt);
     /* a cancel with nobody waiting is kept for the next call (no lost wake-up) */
     T_OK(stk_loader_cancel(h));
     T_CHECK(stk_loader_next(h, NULL, -1, &a) == STK_E_CANCELLED, "pending cancel");
-    stk_stats st;
     T_OK(stk_loader_stats(h, &st));
     T_CHECK(st.wait_s > 0.05, "waiting counted: %.3f", st.wait_s);
     stk_loader_destroy(h); /* mid-read, with delayed reads in flight */

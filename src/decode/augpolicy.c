@@ -19,7 +19,7 @@
  * vectors (8 lanes on AVX2, 16 on AVX512) from the start, lane k = base + k * step (not fused)
  * with base the value of the vector's first index; the leftover points one by one. Torch 2.0
  * dropped the vector path (pytorch PR 89048): every point alone. Checked against the torch at
- * hand by tests/python/test_augops_equal.py. */
+ * hand by tests/python/test_augops_policies.py. */
 static float lin_at(float s, float e, float step, int n, int i)
 {
     return i < n / 2 ? fmaf(step, (float)i, s) : fmaf(-step, (float)(n - i - 1), e);

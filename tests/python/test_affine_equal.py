@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """RandomAffine and RandomRotation (expand=False, center=None) in stoker (src/decode/augops.c
 steps 6 and 7 of STK_P_AUG_STEPS, through tests/tools/stk-augops) against torchvision 0.14:
 
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import jpeg_bytes, torch_or_skip
-from test_augops_equal import INTERP_MODES, torchvision_bicubic
+from augops_ref import INTERP_MODES, torchvision_bicubic
 
 TOOL = Path(os.environ.get("TEST_TOOLS_DIR", "")) / "stk-augops"
 

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """ColorJitter, RandomGrayscale and RandomVerticalFlip (src/decode/augops.c, STK_P_AUG_STEPS,
 through tests/tools/stk-augops) against torchvision's tensor implementation:
 - adjust_hue at factors across [-0.5, 0.5], and ColorJitter's four adjustments with fixed
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import torch_or_skip
-from test_augops_equal import photo
+from augops_ref import photo
 
 TOOL = Path(os.environ.get("TEST_TOOLS_DIR", "")) / "stk-augops"
 

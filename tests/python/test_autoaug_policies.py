@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """AutoAugment's three policy tables (AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN) in stoker
 (src/decode/augops.c, through tests/tools/stk-augops) against torchvision's own tables
 (AutoAugment._get_policies): over many samples, how often each (op, magnitude) is applied must
 match the rate the table implies (sum over the 25 sub-policies of probability / 25), an op the
 table never applies at that magnitude must never appear, and signed ops are negative half the time.
 The drawn ops, applied by torchvision's _apply_op in order, equal stoker's output byte for byte
-(tests/python/test_augops_equal.py runs the same check for every policy name).
+(tests/python/test_augops_policies.py runs the same check for every policy name).
 """
 import math
 import os

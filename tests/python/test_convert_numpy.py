@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """The CPU conversion path (stk__convert_sample) equals a NumPy reference for every dtype
 (uint8, float16, bfloat16, float32) x layout (NCHW, NHWC) x normalisation (on / off).
 

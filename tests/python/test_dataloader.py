@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """stoker.DataLoader against torch.utils.data.DataLoader on the same torchvision ImageFolder.
 
 Eval transforms (Resize + CenterCrop, then ToTensor [+ Normalize] / PILToTensor

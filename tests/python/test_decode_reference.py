@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """stk_decode at full size is pixel-identical to Pillow's decode + convert('RGB').
 
 Files: written by libjpeg (tests/tools/stk-mkjpeg: 4:4:4, 4:2:2, 4:2:0, 4:4:0, 4:1:1, grayscale,

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """stoker's per-sample augmentation against torchvision on Pillow images.
 
 eval: stk__process_sample (Resize(256) + CenterCrop(224) geometry) vs torchvision's

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """stoker.Loader(augment=...) and stoker.augment.spec_for.
 
 - spec_for turns torchvision's TrivialAugmentWide / RandAugment / AutoAugment (v1 objects, and v2
@@ -24,7 +25,7 @@ import numpy as np
 import pytest
 
 from conftest import torch_or_skip
-from test_augops_equal import torchvision_bicubic
+from augops_ref import torchvision_bicubic
 
 TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
 SIZE = 48
@@ -364,7 +365,7 @@ def test_commutes_with_flip_is_true_exactly_for_mirror_symmetric_steps(stoker_mo
     False (ShearX is not mirror-symmetric: shown on an image)."""
     T = _tv()
     from stoker import augment
-    from test_augops_equal import photo
+    from augops_ref import photo
     if not (TOOLS / "stk-augops").is_file():
         pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
     for obj in (T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(1.0), T.RandomVerticalFlip(1.0)):
@@ -381,7 +382,7 @@ def test_commutes_with_flip_is_true_exactly_for_mirror_symmetric_steps(stoker_mo
                        check=True, capture_output=True, timeout=60)
         return np.frombuffer(dst.read_bytes(), np.uint8).reshape(32, 48, 3)
     assert np.array_equal(run(img[:, ::-1])[:, ::-1], run(img))
-    from test_augops_equal import run_op
+    from augops_ref import run_op
     a = run_op(tmp_path, np.ascontiguousarray(img[:, ::-1]), "ShearX", 0.3, "nearest", None)[:, ::-1]
     assert not np.array_equal(a, run_op(tmp_path, img, "ShearX", 0.3, "nearest", None))
 

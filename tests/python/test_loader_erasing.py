@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """Loader(augment=[..., RandomErasing(...)]): torchvision's RandomErasing on the delivered
 (normalised) float sample, host batches.
 

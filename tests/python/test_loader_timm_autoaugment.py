@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """timm's AutoAugment through the loader: stoker.Loader(augment={"op": "timm_autoaugment", ...})
 and stoker.DataLoader over timm's create_transform(..., auto_augment='original-mstd0.5').
 

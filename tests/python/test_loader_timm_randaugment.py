@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """timm's RandAugment through the loader: stoker.Loader(augment={"op": "timm_randaugment", ...})
 and stoker.DataLoader over timm's create_transform(..., auto_augment='rand-...').
 

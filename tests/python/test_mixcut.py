@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """Batch-level MixUp / CutMix (stoker.mix) on stoker's batches.
 
 Each mixed batch is checked against the un-mixed batch of the same (seed, epoch) from a loader

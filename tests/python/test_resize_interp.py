@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """BICUBIC and NEAREST resize, and Resize((h, w)), against torchvision on Pillow images.
 
 torchvision's resize of a PIL image is Pillow's Image.resize(size, filter): BICUBIC is the

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """The order of the resize's two passes (STK_P_RESIZE_PASSES): each pass rounds to 8 bits, so
 Pillow 13, which runs the vertical pass first when the height shrinks by more than twice as many
 pixels as the width, gives other last bits than Pillow 12 and older (horizontal first always).

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """stk__crop_params (train) against torchvision's RandomResizedCrop.get_params, run here.
 
 100 000 draws from each side for the ImageNet default (40 000 for the fallback-heavy case); the distributions of w, h, i (top), j (left),

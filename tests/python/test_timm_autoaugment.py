@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """timm's AutoAugment in stoker (src/decode/timmaug.c, through tests/tools/stk-timmaug auto /
 autodraw; its ops are RandAugment's, whose pixels test_timm_randaugment.py checks one by one).
 

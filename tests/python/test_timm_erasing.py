@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """timm's RandomErasing (timm.data.random_erasing: probability, min/max area, aspect range,
 mode 'const' / 'rand' / 'pixel', min_count / max_count) in stoker.Loader, on the delivered
 normalised float sample.

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: MIT
+# stk-test: pixels (compared with an independent implementation: also run in the Release build)
 """timm's RandAugment in stoker (src/decode/timmaug.c, through tests/tools/stk-timmaug).
 
 - every op of timm's rand / rand-inc lists (and AutoAugment's PosterizeOriginal) at fixed

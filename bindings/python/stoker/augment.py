@@ -5,7 +5,7 @@ plain dict the Loader turns into the library's STK_P_AUG_* parameters.
 ``spec_for(step, position)`` looks at one step of a transform pipeline and returns
 
   * a spec dict for what stoker reproduces exactly (equal byte for byte to torchvision's tensor
-    implementation on a uint8 image; tests/python/test_augops_equal.py):
+    implementation on a uint8 image; tests/python/test_augops_equal_*.py):
       {"op": "trivialaugment", "num_magnitude_bins": 31, "interpolation": "nearest", "fill": None}
       {"op": "randaugment", "num_ops": 2, "magnitude": 9, "num_magnitude_bins": 31, ...}
       {"op": "autoaugment", "policy": "imagenet" | "cifar10" | "svhn", ...}

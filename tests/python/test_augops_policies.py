@@ -1,141 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""stoker's augmentation ops (src/decode/augops.c, through tests/tools/stk-augops) against
-torchvision's tensor implementation (autoaugment._apply_op on a uint8 CHW tensor): every op of the
-op table at magnitudes across its TrivialAugmentWide / RandAugment bins, both signs, NEAREST and
-BILINEAR, fill None and given, on decoded JPEGs of several sizes. Equal byte for byte.
-The magnitude tables equal torchvision's _augmentation_space; a policy's drawn ops, applied by
-torchvision in order, equal stoker's policy output.
+"""stoker's augmentation policies (src/decode/augpolicy.c, through tests/tools/stk-augops)
+against torchvision: the magnitude tables equal torchvision's _augmentation_space; a policy's
+drawn ops (TrivialAugmentWide, RandAugment, AutoAugment's three tables, AugMix), applied by
+torchvision in order, equal stoker's policy output byte for byte; the settings torchvision's
+constructors accept are accepted. (Each op alone: the test_augops_equal_*.py files.)
+
+stk-test: pixels
 """
-import contextlib
-import io
-import os
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import jpeg_bytes, torch_or_skip
-
-TOOLS = Path(os.environ.get("TEST_TOOLS_DIR", ""))
-TOOL = TOOLS / "stk-augops"
-
-SIZES = [(224, 224), (176, 176), (120, 160), (53, 37)]  # (h, w)
-OPS = ["Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
-       "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert"]
-
-
-def _tool_or_skip():
-    if not TOOL.is_file():
-        pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
-
-
-def photo(h, w, seed):
-    """A decoded JPEG (PIL): smooth gradients, waves and noise, like a small photo."""
-    from PIL import Image
-    data = jpeg_bytes(np.random.default_rng(seed), w, h, quality=85)
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB")).copy()
-
-
-def run_op(tmp, img, name, mag, interp, fill):
-    h, w, _ = img.shape
-    src, dst = tmp / "in.rgb", tmp / "out.rgb"
-    src.write_bytes(img.tobytes())
-    fs = "none" if fill is None else ",".join(repr(float(v)) for v in fill)
-    subprocess.run([str(TOOL), "op", name, repr(float(mag)), interp, fs, str(h), str(w), str(src), str(dst)],
-                   check=True, timeout=60)
-    return np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
-
-
-@contextlib.contextmanager
-def torchvision_bicubic():
-    """torchvision's tensor F.affine / F.rotate with BICUBIC allowed: their own grid, fill mask and
-    torch's grid_sample(mode='bicubic'), the result rounded and clamped to 0..255 (torchvision
-    refuses BICUBIC there; its uint8 cast would wrap the overshoot). Patched for the duration."""
-    try:
-        from torchvision.transforms import _functional_tensor as F_t
-    except ImportError:
-        from torchvision.transforms import functional_tensor as F_t
-    check, apply = F_t._assert_grid_transform_inputs, F_t._apply_grid_transform
-
-    def check_bicubic(img, matrix, interpolation, fill, modes, *a, **k):
-        return check(img, matrix, interpolation, fill, list(modes) + ["bicubic"], *a, **k)
-
-    def apply_bicubic(img, grid, mode, fill):
-        if mode != "bicubic" or img.is_floating_point():
-            return apply(img, grid, mode, fill)
-        return apply(img.float(), grid, mode, fill).round().clamp(0, 255).to(img.dtype)
-
-    F_t._assert_grid_transform_inputs, F_t._apply_grid_transform = check_bicubic, apply_bicubic
-    try:
-        yield
-    finally:
-        F_t._assert_grid_transform_inputs, F_t._apply_grid_transform = check, apply
-
-
-INTERP_MODES = {"nearest": "NEAREST", "bilinear": "BILINEAR", "bicubic": "BICUBIC"}
-
-
-def reference(img, name, mag, interp, fill):
-    torch = torch_or_skip()
-    from torchvision.transforms import InterpolationMode
-    from torchvision.transforms.autoaugment import _apply_op
-    t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
-    mode = getattr(InterpolationMode, INTERP_MODES[interp])
-    with torchvision_bicubic():
-        out = _apply_op(t, name, float(mag), interpolation=mode, fill=None if fill is None else list(map(float, fill)))
-    return out.permute(1, 2, 0).contiguous().numpy()
-
-
-def tables(policy, bins, h, w):
-    _tool_or_skip()
-    out = subprocess.run([str(TOOL), "tables", policy, str(bins), str(h), str(w)], check=True, timeout=60,
-                         capture_output=True, text=True).stdout
-    res = {}
-    for line in out.splitlines():
-        f = line.split()
-        res[f[0]] = (int(f[1]), [float(v) for v in f[2:]])
-    return res
-
-
-def magnitudes(name, h, w):
-    """Magnitudes to try for NAME: bins of the TrivialAugmentWide and RandAugment tables, signed."""
-    if name in ("Identity", "AutoContrast", "Equalize", "Invert"):
-        return [0.0]
-    mags = set()
-    for policy, bins in (("trivialaugment", 31), ("randaugment", 31), ("autoaugment", 10)):
-        sgn, vals = tables(policy, bins, h, w)[name]
-        for i in sorted({1, 3, len(vals) // 2, len(vals) - 2, len(vals) - 1}):
-            if 0 <= i < len(vals):
-                mags.add(vals[i])
-                if sgn:
-                    mags.add(-vals[i])
-    return sorted(mags)
-
-
-GEOMETRIC = ("ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate")
-
-
-@pytest.mark.parametrize("name", OPS)
-def test_op_equals_torchvision(tmp_path, name):
-    _tool_or_skip()
-    torch_or_skip()
-    bad = []
-    for k, (h, w) in enumerate(SIZES):
-        img = photo(h, w, 100 + k)
-        for mag in magnitudes(name, h, w):
-            modes = [("nearest", None), ("bilinear", None), ("nearest", (128, 128, 128)),
-                     ("bilinear", (124.0, 116.0, 104.0)), ("bilinear", (0.0, 255.0, 77.5)),
-                     ("bicubic", None), ("bicubic", (124.0, 116.0, 104.0))] \
-                if name in GEOMETRIC else [("nearest", None)]
-            for interp, fill in modes:
-                got = run_op(tmp_path, img, name, mag, interp, fill)
-                want = reference(img, name, mag, interp, fill)
-                diff = int((got != want).sum())
-                if diff:
-                    bad.append(f"{h}x{w} mag={mag!r} {interp} fill={fill}: {diff} values differ, "
-                               f"max {int(np.abs(got.astype(int) - want.astype(int)).max())}")
-    assert not bad, f"{name} differs from torchvision:\n" + "\n".join(bad)
+from augops_ref import OPS, TOOL, photo, reference, tables, tool_or_skip
+from conftest import torch_or_skip
 
 
 @pytest.mark.parametrize("policy,bins", [("trivialaugment", 31), ("randaugment", 31), ("randaugment", 10),
@@ -169,7 +47,7 @@ def test_tables_equal_torchvision(policy, bins):
                                          ("bicubic", (128, 128, 128))])
 def test_policy_equals_torchvision_ops(tmp_path, policy, interp, fill):
     """The policy applies the ops it draws exactly as torchvision's _apply_op chain would."""
-    _tool_or_skip()
+    tool_or_skip()
     torch_or_skip()
     h, w = 176, 176
     img = photo(h, w, 7)
@@ -191,32 +69,12 @@ def test_policy_equals_torchvision_ops(tmp_path, policy, interp, fill):
     assert len(seen) >= 5, seen
 
 
-def test_ops_on_tiny_images(tmp_path):
-    """1x1 .. 2x7 images (an output size of 1 is allowed): equal to torchvision, no crash."""
-    _tool_or_skip()
-    torch_or_skip()
-    rng = np.random.default_rng(1)
-    bad = []
-    for h, w in [(1, 1), (1, 5), (5, 1), (2, 2), (3, 3), (2, 7)]:
-        img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-        for name in OPS:
-            mags = {"Solarize": [4.0, 200.0], "Posterize": [2.0, 5.0]}.get(name, [-0.5, 0.7, 3.0, 20.0])
-            if name in ("Identity", "AutoContrast", "Equalize", "Invert"):
-                mags = [0.0]
-            for mag in mags:
-                for interp, fill in (("nearest", None), ("bilinear", (1, 2, 3))):
-                    got = run_op(tmp_path, img, name, mag, interp, fill)
-                    if not np.array_equal(got, reference(img, name, mag, interp, fill)):
-                        bad.append((h, w, name, mag, interp, fill))
-    assert not bad, bad
-
-
 @pytest.mark.parametrize("sev,width,depth,all_ops,interp", [(3, 3, -1, 1, "bilinear"), (10, 2, 2, 0, "nearest"),
                                                             (1, 4, 3, 1, "bilinear")])
 def test_augmix_equals_torchvision_with_its_draws(tmp_path, sev, width, depth, all_ops, interp):
     """AugMix: m0 * x + sum of w_i * chain_i in float32 (torch's mul / add_), truncated: equal byte
     for byte to torchvision's arithmetic with the weights and ops stoker drew for each sample."""
-    _tool_or_skip()
+    tool_or_skip()
     torch = torch_or_skip()
     from torchvision.transforms import InterpolationMode
     from torchvision.transforms.autoaugment import _apply_op
@@ -253,7 +111,7 @@ def test_augmix_equals_torchvision_with_its_draws(tmp_path, sev, width, depth, a
 
 
 def test_augmix_tables_equal_torchvision():
-    _tool_or_skip()
+    tool_or_skip()
     torch = torch_or_skip()
     from torchvision.transforms import autoaugment as aa
     h, w = 64, 80
@@ -271,7 +129,7 @@ def test_augmix_tables_equal_torchvision():
 def test_randaugment_with_50_ops_equals_torchvision_ops(tmp_path):
     """RandAugment(num_ops=50) (refused before: at most 16): the 50 ops drawn per sample applied
     exactly as torchvision's _apply_op chain, also with a large table (num_magnitude_bins=1500)."""
-    _tool_or_skip()
+    tool_or_skip()
     torch_or_skip()
     h, w = 64, 80
     img = photo(h, w, 11)

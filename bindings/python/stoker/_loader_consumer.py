@@ -10,6 +10,7 @@ import threading
 
 from . import _lib
 from . import errors as _errors
+from ._loader_held import sigint_deferred
 
 
 class ConsumerThread:
@@ -23,33 +24,38 @@ class ConsumerThread:
         if os.getpid() != self._pid:
             self._usable()                # the fork() child's error, before "closed"
         me = threading.current_thread()
-        with self._entry:
-            if self._closing or self._h is None:
-                if not closed_ok:
-                    self._usable()
-                    raise _errors.StateError("the loader is closed", _lib.STK_E_STATE,
-                                             "STK_E_STATE")
-                ok = False
-            else:
-                owner = self._consumer
-                if owner is not None and owner[0] is not me:
-                    raise RuntimeError(
-                        "stoker.Loader is being iterated by thread %r (ident %d); one consumer "
-                        "thread per loader: iterate it from one thread, or give each thread its "
-                        "own Loader" % (owner[0].name, owner[0].ident))
-                if owner is None:
-                    self._consumer = owner = [me, 0]
-                owner[1] += 1
-                ok = True
+        entered = False
         try:
+            with sigint_deferred():     # Ctrl-C must not leave _entry held or the count wrong
+                with self._entry:
+                    entered = ok = self._enter(me, closed_ok)
             yield ok
         finally:
-            if ok:
-                with self._entry:
+            if entered:
+                with sigint_deferred(), self._entry:
                     self._consumer[1] -= 1
                     if not self._consumer[1]:
                         self._consumer = None
                         self._entry.notify_all()
+
+    def _enter(self, me, closed_ok):
+        """_consuming's entry, under _entry: True when ME is now (again) the consumer."""
+        if self._closing or self._h is None:
+            if not closed_ok:
+                self._usable()
+                raise _errors.StateError("the loader is closed", _lib.STK_E_STATE,
+                                         "STK_E_STATE")
+            return False
+        owner = self._consumer
+        if owner is not None and owner[0] is not me:
+            raise RuntimeError(
+                "stoker.Loader is being iterated by thread %r (ident %d); one consumer "
+                "thread per loader: iterate it from one thread, or give each thread its "
+                "own Loader" % (owner[0].name, owner[0].ident))
+        if owner is None:
+            self._consumer = owner = [me, 0]
+        owner[1] += 1
+        return True
 
     def _quiesce(self):
         """close(): no consumer call enters from now on; wake the one blocked in the library

@@ -5,10 +5,42 @@ referenced when its slot is needed, and before a seek or close. A mixin of stoke
 the consuming thread (the Loader docstring's "Batch lifetime")."""
 
 import ctypes
+import signal
+import threading
 import warnings
 
 from . import _lib
 from . import errors as _errors
+
+
+class sigint_deferred:
+    """Ctrl-C arriving inside is raised at the end instead: a library call that hands out, gives
+    back or detaches a batch and the binding's record of it are one step, so a KeyboardInterrupt
+    never leaves a batch released in the library and listed as held here (or the reverse).
+    Only the main thread gets Python's SIGINT handler; elsewhere, or when SIGINT is not handled
+    by a Python function (ignored, default), this does nothing. Nested uses hold it once."""
+
+    __slots__ = ("_old", "_got")
+
+    def __enter__(self):
+        self._old = self._got = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.getsignal(signal.SIGINT)
+            if callable(old):
+                self._old = old
+                signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def _hold(self, signum, frame):
+        self._got = (signum, frame)
+
+    def __exit__(self, *exc):
+        old, got = self._old, self._got
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+            if got is not None:
+                old(*got)             # raises KeyboardInterrupt here, between two steps
+        return False
 
 
 class HeldBatches:
@@ -17,12 +49,13 @@ class HeldBatches:
     def _recover_slot(self):
         """A batch next() handed out that never reached the caller (Ctrl-C right after the
         call): give it back."""
-        addr = self._slot.value
-        if addr and not any(r.addr == addr and not r.done for r in self._held.values()):
+        with sigint_deferred():
+            addr = self._slot.value
+            if addr and not any(r.addr == addr and not r.done for r in self._held.values()):
+                self._slot.value = None
+                self._check(self._lib.stk_loader_release(self._h, addr, self._stream()),
+                            "stk_loader_release")
             self._slot.value = None
-            self._check(self._lib.stk_loader_release(self._h, addr, self._stream()),
-                        "stk_loader_release")
-        self._slot.value = None
 
     def _give_back(self, rec, wait=False):
         """Release REC (its last reference is gone). Page-locked memory may still be read by an
@@ -41,10 +74,12 @@ class HeldBatches:
         self._release(rec)
 
     def _release(self, rec):
-        rec.done = True
-        self._held.pop(rec.seq, None)
-        stream = self._stream() if rec.device else None
-        self._check(self._lib.stk_loader_release(self._h, rec.addr, stream), "stk_loader_release")
+        with sigint_deferred():
+            rec.done = True
+            self._held.pop(rec.seq, None)
+            stream = self._stream() if rec.device else None
+            rc = self._lib.stk_loader_release(self._h, rec.addr, stream)
+        self._check(rc, "stk_loader_release")
 
     def _drain(self):
         """Release the batches whose references are gone (iterating thread only)."""
@@ -62,23 +97,24 @@ class HeldBatches:
 
     def _detach(self, rec):
         """Move REC's images out of the ring: the caller keeps them, the slot gets new memory."""
-        with self._mu:
-            if not rec.alive or rec.done:
-                return                   # its finaliser queued it in _freed
-            rec.busy = True
-        ptr = ctypes.c_void_p()
-        rc = self._lib.stk_loader_detach(self._h, rec.addr, ctypes.byref(ptr))
-        with self._mu:
-            rec.busy = False
-            if rc == _lib.STK_OK:
-                rec.done = True
-                rec.ptr = ptr.value
-                self._held.pop(rec.seq, None)
-                if not rec.alive:
-                    self._lib.stk_images_free(rec.ptr)
-                    rec.ptr = None
-            elif not rec.alive:
-                self._freed.append(rec)
+        with sigint_deferred():
+            with self._mu:
+                if not rec.alive or rec.done:
+                    return                   # its finaliser queued it in _freed
+                rec.busy = True
+            ptr = ctypes.c_void_p()
+            rc = self._lib.stk_loader_detach(self._h, rec.addr, ctypes.byref(ptr))
+            with self._mu:
+                rec.busy = False
+                if rc == _lib.STK_OK:
+                    rec.done = True
+                    rec.ptr = ptr.value
+                    self._held.pop(rec.seq, None)
+                    if not rec.alive:
+                        self._lib.stk_images_free(rec.ptr)
+                        rec.ptr = None
+                elif not rec.alive:
+                    self._freed.append(rec)
         self._check(rc, "stk_loader_detach")
 
     def _make_room(self):

@@ -16,6 +16,7 @@ from . import errors as _errors
 from . import mix as _mix
 from ._loader_args import _CAI_TYPESTR, _NP_DTYPE
 from ._loader_batches import _CudaView, _Held, _Iter, _on_free
+from ._loader_held import sigint_deferred
 
 _POLL_MS = 100  # next() waits at most this long per call, so that Ctrl-C is seen promptly
 
@@ -193,7 +194,8 @@ class PassIteration:
 
     def _next_inside(self, it):
         lib = self._lib
-        self._make_room()
+        with sigint_deferred():
+            self._make_room()
         stream = self._stream()
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         while True:
@@ -212,7 +214,13 @@ class PassIteration:
             rc = lib.stk_loader_next(self._h, stream, wait, self._slot_addr)
             if rc != _lib.STK_TIMEOUT or self._closing:
                 break
-        self._badlog.warn(stacklevel=4)   # _next_inside < _next < _Iter.__next__ < the loop
+        # Ctrl-C is seen in the wait above; from the batch's arrival to its record in _held
+        # (or its release) it waits until the step is done
+        with sigint_deferred():
+            return self._after_wait(it, rc)
+
+    def _after_wait(self, it, rc):
+        self._badlog.warn(stacklevel=5)   # < _next_inside < _next < _Iter.__next__ < the loop
         if self._closing and rc != _lib.STK_OK:   # close() in another thread woke us
             it.done = True
             raise StopIteration

@@ -2,6 +2,8 @@
 """The pieces of a stoker.Loader pass: the iterator of one pass, the record of a batch handed out
 by reference and its finaliser, a device batch's __cuda_array_interface__, the stats dict."""
 
+from ._loader_held import sigint_deferred
+
 
 class _CudaView:
     """A device batch described by __cuda_array_interface__ (v2: the caller's stream already
@@ -65,7 +67,7 @@ class _Held:
 def _on_free(mu, freed, rec, images_free):
     """Finaliser of a batch's images (any thread): a held batch goes to FREED, where the
     iterating thread releases it; detached memory is freed here."""
-    with mu:
+    with sigint_deferred(), mu:          # run wherever garbage is collected: never half done
         rec.alive = False
         if rec.busy:
             return                       # the detaching thread frees it

@@ -29,6 +29,7 @@ typedef struct stk__s3_cfg {
     int retries;        /* STOKER_S3_RETRIES: attempts after the first [6] */
     int inflight;       /* STOKER_S3_INFLIGHT: requests in flight [16] */
     uint64_t part_bytes; /* STOKER_S3_PART_MB: ranged GET / multipart part size [8 MiB] */
+    int shards;         /* STOKER_S3_SHARDS: shards a streaming loader fetches at once [4] */
 } stk__s3_cfg;
 
 /* Fill *C from the environment and the AWS files (creds.c); STK_E_INVALID with ERR on a bad

@@ -60,7 +60,9 @@ struct stk__remote {
     stk__s3_obj *objs;    /* the shards' objects, in name order */
     size_t plen;          /* prefix length of their keys */
     uint32_t *fetches;    /* times each shard was fetched since open */
-    _Atomic uint32_t dl_now, dl_peak; /* shard downloads in progress; the most at once */
+    /* under mu: shard downloads in progress, the most at once, since when one has been */
+    uint32_t dl_now, dl_peak;
+    double dl_since;
 };
 
 static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
@@ -619,7 +621,12 @@ uint32_t stk__remote_fetches(const stk_dataset *ds, uint32_t s)
 
 uint32_t stk__remote_peak_downloads(const stk_dataset *ds)
 {
-    return stk__remote_streaming(ds) ? atomic_load(&ds->remote->dl_peak) : 0;
+    if (!stk__remote_streaming(ds))
+        return 0;
+    pthread_mutex_lock(&ds->remote->mu);
+    uint32_t v = ds->remote->dl_peak;
+    pthread_mutex_unlock(&ds->remote->mu);
+    return v;
 }
 
 /* Is PATH (of SIZE bytes) a copy another process has just put there and holds (its shared
@@ -694,9 +701,11 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     if (j->hit)
         return STK_OK;
     const stk__s3_obj *o = &r->objs[j->shard];
-    uint32_t now = atomic_fetch_add(&r->dl_now, 1) + 1, peak = atomic_load(&r->dl_peak);
-    while (now > peak && !atomic_compare_exchange_weak(&r->dl_peak, &peak, now))
-        ;
+    pthread_mutex_lock(&r->mu);
+    if (r->dl_now++ == 0)
+        r->dl_since = stk__now();
+    r->dl_peak = STK__MAX(r->dl_peak, r->dl_now);
+    pthread_mutex_unlock(&r->mu);
     /* the request slots shared by the WAYS downloads in flight; parts small enough that each
      * has its share of them in flight (at least 1 MiB each) */
     stk__s3_cfg c = r->cfg;
@@ -708,13 +717,16 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     int rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
     if (rc == STK_OK && (ftruncate(j->fd, (off_t)o->size) != 0 || fdatasync(j->fd) != 0))
         rc = stk__err(err, -errno, "%s: %s", j->tmp, strerror(errno));
+    /* busy is the time with at least one download in flight (overlapping downloads' wall
+     * times summed would count the same seconds twice and halve the link's measured rate) */
+    st.seconds = 0;
     stk__fetch_ctr_add(&r->ctr, &st);
-    atomic_fetch_sub(&r->dl_now, 1);
-    if (rc == STK_OK) {
-        pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&r->mu);
+    if (--r->dl_now == 0)
+        stk__fetch_ctr_busy(&r->ctr, stk__now() - r->dl_since);
+    if (rc == STK_OK)
         r->fetches[j->shard]++;
-        pthread_mutex_unlock(&r->mu);
-    }
+    pthread_mutex_unlock(&r->mu);
     return rc;
 }
 

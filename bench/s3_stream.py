@@ -18,7 +18,9 @@ label) and WebDataset tars (ShardWriter); each is uploaded with boto3 straight t
 The loaders then read through tests/s3_fault_proxy.py as the link (no faults; every answer
 delayed --delay-ms, the RTT a request costs; all answers together at --rate-mbit: see that file
 for exactly what it emulates). Every run is a fresh process; per repeat, in turn:
-  local        stoker.Loader on the local shards, one epoch
+  local        stoker.Loader on the local shards, --quarter-epochs epochs in one run: the first
+               (from the construction) for the first-epoch ratios, the others as the steady
+               local rate for the quarter cache's
   s3-first     stoker.Loader("s3://...", shuffle_window=--window) over an empty cache that
                could hold the set: streamed, several shards fetched at once ahead of the reader
   s3-first-global  stoker.Loader("s3://...") over an empty cache, the exact global shuffle: the
@@ -31,7 +33,7 @@ for exactly what it emulates). Every run is a fresh process; per repeat, in turn
   streaming    StreamingDataset(remote="s3://...", local=empty dir) + torch DataLoader
   streaming-cached  the same on the local dir the streaming run filled (its second epoch)
   wds          WebDataset("pipe:... boto3 get ... -") + torch DataLoader
-Each epoch is timed from the loader's construction to its last batch (imports before), and
+A first epoch is timed from the loader's construction to its last batch (imports before), and
 its CPU time taken (the run's process and its children: on a machine shared with other work,
 CPU per image is the steadier figure; wall-clock rates follow how many threads each loader runs
 against the other load). The same work per image:
@@ -91,6 +93,7 @@ if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
     kw = {k: arg[k] for k in ("cache", "cache_bytes", "shuffle_window") if k in arg}
     epochs = []
     with stoker.Loader(arg["path"], 64, size=size, workers=2, seed=1, **kw) as ld:
+        t_iter = time.monotonic()   # the open (and, unless streamed, its download) before
         for e in range(arg.get("epochs", 1)):
             ts, m = [time.monotonic()], 0
             for images, labels in ld:
@@ -105,6 +108,7 @@ if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
         st = ld.stats(max_errors=0)
         fs = ld.fetch_stats()
         extra = {"fetch": st["fetch"], "verdict": st["verdict"]["bottleneck_name"],
+                 "first_epoch_s": t_iter - t0 + epochs[0]["seconds"],
                  "epochs": epochs, "shards_fetched": fs["shards_fetched"]}
 else:
     tf = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.PILToTensor()])
@@ -226,8 +230,8 @@ def main():
             tmp = tempfile.mkdtemp(prefix="s3stream-", dir=args.work)
             for k in kinds:
                 s3url = "s3://%s/stoker" % args.bucket
-                if k == "local":
-                    arg = {"path": os.path.join(args.work, "stoker")}
+                if k == "local":   # as many epochs as the quarter run: its steady rate too
+                    arg = {"path": os.path.join(args.work, "stoker"), "epochs": args.quarter_epochs}
                 elif k == "s3-first":
                     arg = {"path": s3url, "cache": os.path.join(tmp, "cache"),
                            "shuffle_window": args.window}
@@ -246,9 +250,9 @@ def main():
                 r = one(k, arg, args.size, env)
                 ne = arg.get("epochs", 1)
                 assert r["images"] == n * ne, (k, r)
-                r["ips"] = n * ne / r["seconds"]
+                r["ips"] = n / r["first_epoch_s"] if "first_epoch_s" in r else n * ne / r["seconds"]
                 r["cpu_s"] /= ne
-                if k == "quarter":   # the steady epochs: all but the first
+                if k in ("quarter", "local") and ne > 1:   # the steady epochs: all but the first
                     steady = r["epochs"][1:] or r["epochs"]
                     r["steady_ips"] = sum(e["images"] for e in steady) / sum(e["seconds"] for e in steady)
                     r["stall"] = max(e["max_gap_s"] / e["mean_gap_s"] for e in steady if e["mean_gap_s"])
@@ -291,16 +295,25 @@ def main():
             med["s3-first-global"] / min(link_ips, med["local"])))
     if "s3-cached" in med and "local" in med:
         print("ratio s3-cached / local = %.2f" % (med["s3-cached"] / med["local"]))
-    if "quarter" in med and "local" in med:
+    if "s3-first" in med and "local" in med:
+        print("per repeat (runs side by side): s3-first / min(link, local) = %s; s3-cached / local = %s" % (
+            ", ".join("%.2f" % (a["ips"] / min(link_ips, b["ips"])) for a, b in zip(res["s3-first"], res["local"])),
+            ", ".join("%.2f" % (a["ips"] / b["ips"]) for a, b in zip(res.get("s3-cached", []), res["local"]))))
+    if "quarter" in med and "local" in med and "steady_ips" in res["local"][0]:
         steady = statistics.median(r["steady_ips"] for r in res["quarter"])
-        print("quarter cache: steady epochs %.1f img/s (runs: %s); ratio steady / min(link, local) = %.2f"
-              % (steady, ", ".join("%.1f" % r["steady_ips"] for r in res["quarter"]),
-                 steady / min(link_ips, med["local"])))
+        lsteady = statistics.median(r["steady_ips"] for r in res["local"])
+        print("steady epochs (2..%d in one run): quarter cache %.1f img/s (runs: %s), local %.1f (runs: %s)"
+              % (args.quarter_epochs, steady, ", ".join("%.1f" % r["steady_ips"] for r in res["quarter"]),
+                 lsteady, ", ".join("%.1f" % r["steady_ips"] for r in res["local"])))
+        print("ratio quarter steady / min(link, local steady) = %.2f; per repeat %s" % (
+            steady / min(link_ips, lsteady), ", ".join(
+                "%.2f" % (a["steady_ips"] / min(link_ips, b["steady_ips"]))
+                for a, b in zip(res["quarter"], res["local"]))))
         print("quarter cache: longest gap between batches after an epoch's first / that epoch's mean "
               "batch time: steady epochs %s; all epochs %s" % (
                   ", ".join("%.2f" % r["stall"] for r in res["quarter"]),
                   ", ".join("%.2f" % r["stall_all"] for r in res["quarter"])))
-        print("the same for local shards (the noise floor of this machine): %s" % (
+        print("the same for local shards (this machine's noise floor): %s" % (
               ", ".join("%.2f" % r["stall_all"] for r in res.get("local", []))))
     others = [med[k] for k in ("streaming", "wds") if k in med]
     if others and "s3-first" in med:

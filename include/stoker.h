@@ -171,7 +171,10 @@ typedef enum stk_param {
                                      stk_loader_set_indices. An s3:// dataset streamed through a
                                      smaller cache always takes this order: 0 then means W =
                                      limit / largest shard / 2 (at least 1); a window the cache
-                                     cannot hold fails the start (STK_E_TOO_LARGE). (since 0.5) */
+                                     cannot hold fails the start (STK_E_TOO_LARGE). Set before
+                                     stk_loader_open, it also makes an s3:// dataset stream
+                                     (STK_P_STREAM) even when the cache could hold it: a cold
+                                     cache's first epoch at the link's pace. (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */

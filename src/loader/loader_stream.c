@@ -110,14 +110,25 @@ int stk__loader_stream_config(stk_loader *h)
             return stk__err(h->err, STK_E_NOMEM, "out of memory");
         pthread_cond_init(&h->st_cv, NULL);
         h->st_cv_ok = 1;
-        struct stk__stream *x = h->st_x = calloc(1, sizeof *x);
-        if (!x || !(x->queue = calloc(n, sizeof *x->queue)) || !(x->queued = calloc(n, 1)))
+    }
+    if (!h->st_x) { /* the fetch thread's queue and download slots */
+        struct stk__stream *x = calloc(1, sizeof *x);
+        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds), (int)n);
+        if (x && (x->queue = calloc(n, sizeof *x->queue)) && (x->queued = calloc(n, 1)) &&
+            (x->slot = calloc((size_t)nslot, sizeof *x->slot)) &&
+            (x->th = calloc((size_t)nslot, sizeof *x->th))) {
+            x->nslot = nslot;
+            pthread_cond_init(&x->cv, NULL);
+            h->st_x = x;
+        } else {
+            if (x) {
+                free(x->queue);
+                free(x->queued);
+                free(x->slot);
+            }
+            free(x);
             return stk__err(h->err, STK_E_NOMEM, "out of memory");
-        x->nslot = STK__MIN(stk__remote_shards_inflight(h->ds), (int)n);
-        if (!(x->slot = calloc((size_t)x->nslot, sizeof *x->slot)) ||
-            !(x->th = calloc((size_t)x->nslot, sizeof *x->th)))
-            return stk__err(h->err, STK_E_NOMEM, "out of memory");
-        pthread_cond_init(&x->cv, NULL);
+        }
     }
     if (h->st_ring_w < h->sw_window) {
         uint64_t *nr = realloc(h->st_ring, (size_t)RING * (h->sw_window + 2) * sizeof *nr);
@@ -136,8 +147,7 @@ void stk__loader_stream_free(stk_loader *h)
             if (h->st_resident[s])
                 stk__remote_detach(h->ds, s);
     if (h->st_x) {
-        if (h->st_x->slot)
-            pthread_cond_destroy(&h->st_x->cv);
+        pthread_cond_destroy(&h->st_x->cv);
         free(h->st_x->queue);
         free(h->st_x->queued);
         free(h->st_x->slot);

@@ -63,6 +63,7 @@ struct stk__remote {
     /* under mu: shard downloads in progress, the most at once, since when one has been */
     uint32_t dl_now, dl_peak;
     double dl_since;
+    _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
 };
 
 static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
@@ -709,6 +710,7 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     /* the request slots shared by the WAYS downloads in flight; parts small enough that each
      * has its share of them in flight (at least 1 MiB each) */
     stk__s3_cfg c = r->cfg;
+    c.cancel = &r->cancel;
     c.inflight = STK__MAX(1, c.inflight / STK__MAX(ways, 1));
     uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
     c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
@@ -728,6 +730,12 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
         r->fetches[j->shard]++;
     pthread_mutex_unlock(&r->mu);
     return rc;
+}
+
+void stk__remote_cancel(stk_dataset *ds, int on)
+{
+    if (stk__remote_streaming(ds))
+        atomic_store(&ds->remote->cancel, on);
 }
 
 void stk__remote_abandon(stk_dataset *ds, stk__remote_job *j)

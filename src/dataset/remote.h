@@ -57,6 +57,9 @@ int stk__remote_begin(stk_dataset *ds, uint32_t s, stk__remote_job *j, char *err
 int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *err);
 int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err);
 void stk__remote_abandon(stk_dataset *ds, stk__remote_job *j);
+/* ON 1: the downloads in progress end within ~0.1 s with STK_E_CANCELLED (a loader's halt: it
+ * abandons them), and so does every download begun until ON 0. Thread-safe. */
+void stk__remote_cancel(stk_dataset *ds, int on);
 /* The most shard downloads that were in progress at once since open (the fetch layer's record;
  * tests). */
 uint32_t stk__remote_peak_downloads(const stk_dataset *ds);

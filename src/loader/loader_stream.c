@@ -423,12 +423,17 @@ static void *fetch_main(void *arg)
         if (!got && !begun && w != 0)
             timed_wait(h, 20);
     }
-    /* stop the download threads (each ends its download first), give back what is unfinished */
+    /* stop the download threads: a run that ends early (halt, failure) cancels the downloads in
+     * progress rather than wait for them; give back what is unfinished */
     x->stop = 1;
     pthread_cond_broadcast(&x->cv);
+    int cancel = h->halting || h->pipe_status;
     pthread_mutex_unlock(&h->mu);
+    if (cancel)
+        stk__remote_cancel(h->ds, 1);
     for (int i = 0; i < x->nthreads; i++)
         pthread_join(x->th[i], NULL);
+    stk__remote_cancel(h->ds, 0);
     pthread_mutex_lock(&h->mu);
     for (int i = 0; i < x->nslot; i++) {
         if (x->slot[i].state != SLOT_FREE) {

@@ -60,9 +60,10 @@ struct stk__remote {
     stk__s3_obj *objs;    /* the shards' objects, in name order */
     size_t plen;          /* prefix length of their keys */
     uint32_t *fetches;    /* times each shard was fetched since open */
-    /* under mu: shard downloads in progress, the most at once, since when one has been */
+    /* under mu: shard downloads in progress, the most at once, and the time up to which their
+     * busy time is counted (at every start and end: the union of their wall times) */
     uint32_t dl_now, dl_peak;
-    double dl_since;
+    double dl_mark;
     _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
 };
 
@@ -703,9 +704,11 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
         return STK_OK;
     const stk__s3_obj *o = &r->objs[j->shard];
     pthread_mutex_lock(&r->mu);
-    if (r->dl_now++ == 0)
-        r->dl_since = stk__now();
-    r->dl_peak = STK__MAX(r->dl_peak, r->dl_now);
+    double t = stk__now();
+    if (r->dl_now)
+        stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
+    r->dl_mark = t;
+    r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
     pthread_mutex_unlock(&r->mu);
     /* the request slots shared by the WAYS downloads in flight; parts small enough that each
      * has its share of them in flight (at least 1 MiB each) */
@@ -719,13 +722,17 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     int rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
     if (rc == STK_OK && (ftruncate(j->fd, (off_t)o->size) != 0 || fdatasync(j->fd) != 0))
         rc = stk__err(err, -errno, "%s: %s", j->tmp, strerror(errno));
-    /* busy is the time with at least one download in flight (overlapping downloads' wall
-     * times summed would count the same seconds twice and halve the link's measured rate) */
+    /* busy is the time with at least one download in flight, counted at every start and end
+     * (overlapping downloads' wall times summed would count the same seconds several times and
+     * cut the link's measured rate; counted only when none is left, a run that always has one
+     * in flight would show none) */
     st.seconds = 0;
     stk__fetch_ctr_add(&r->ctr, &st);
     pthread_mutex_lock(&r->mu);
-    if (--r->dl_now == 0)
-        stk__fetch_ctr_busy(&r->ctr, stk__now() - r->dl_since);
+    t = stk__now();
+    stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
+    r->dl_mark = t;
+    r->dl_now--;
     if (rc == STK_OK)
         r->fetches[j->shard]++;
     pthread_mutex_unlock(&r->mu);

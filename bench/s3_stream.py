@@ -10,6 +10,7 @@ same server, link, images, cores and work per image (docs/S3.md, "Measured: over
         huggingface_hub==0.23.4 tokenizers==0.19.1 typing_extensions   # Streaming's imports
     PY=VENV/bin/python STOKER_LIBRARY=build/libstoker.so
     $PY bench/s3_stream.py IMAGEFOLDER WORKDIR [--rate-mbit 1000] [--delay-ms 20] [--repeat 3]
+        [--shard-mb 4] [--window 4] [--quarter-epochs 3]
 
 IMAGEFOLDER (e.g. ../shared/tools/make-imagenet-like) is written three ways, shards of about
 --shard-mb MB each: stoker shards (stoker.pack), Streaming's MDS (MDSWriter, image bytes +
@@ -17,21 +18,32 @@ label) and WebDataset tars (ShardWriter); each is uploaded with boto3 straight t
 The loaders then read through tests/s3_fault_proxy.py as the link (no faults; every answer
 delayed --delay-ms, the RTT a request costs; all answers together at --rate-mbit: see that file
 for exactly what it emulates). Every run is a fresh process; per repeat, in turn:
-  local        stoker.Loader on the local shards, one epoch
-  s3-first     stoker.Loader("s3://...") over an empty cache: open (download) + one epoch
+  local        stoker.Loader on the local shards, --quarter-epochs epochs in one run: the first
+               (from the construction) for the first-epoch ratios, the others as the steady
+               local rate for the quarter cache's
+  s3-first     stoker.Loader("s3://...", shuffle_window=--window) over an empty cache that
+               could hold the set: streamed, several shards fetched at once ahead of the reader
+  s3-first-global  stoker.Loader("s3://...") over an empty cache, the exact global shuffle: the
+               open fetches the whole set (every shard in flight), then the epoch
   s3-cached    a new stoker.Loader on the cache the s3-first run filled: one epoch
+  quarter      stoker.Loader("s3://...", cache_bytes=a quarter of the shards' bytes) over an
+               empty cache: --quarter-epochs epochs in one run (streamed, every epoch fetches);
+               each epoch's rate and the longest gap between two batches after an epoch's first
+               batch, against that epoch's mean time per batch
   streaming    StreamingDataset(remote="s3://...", local=empty dir) + torch DataLoader
   streaming-cached  the same on the local dir the streaming run filled (its second epoch)
   wds          WebDataset("pipe:... boto3 get ... -") + torch DataLoader
-Each epoch is timed from the loader's construction to its last batch (imports before), and
+A first epoch is timed from the loader's construction to its last batch (imports before), and
 its CPU time taken (the run's process and its children: on a machine shared with other work,
 CPU per image is the steadier figure; wall-clock rates follow how many threads each loader runs
 against the other load). The same work per image:
 decode, RandomResizedCrop(SIZE) (scale 0.08-1, ratio 3/4-4/3), horizontal flip, uint8 CHW;
 stoker with 2 decode threads, the others with 2 DataLoader workers (PIL + torchvision);
 batches of 64. Reported: medians over the repeats and, from the same run, the ratios the issue
-asks for: s3-first / min(link rate in images/s, local), s3-cached / local, and stoker's first
-epoch / the faster of Streaming and WebDataset.
+asks for: s3-first / min(link rate in images/s, local), s3-cached / local, the quarter cache's
+steady epochs (all but the first) / min(link, local) and its longest stall / one batch's time,
+and stoker's first epoch / the faster of Streaming and WebDataset. The load average is printed
+at the start and the end (a shared machine: the ratios are within one run).
 """
 import argparse
 import json
@@ -60,7 +72,7 @@ for chunk in iter(lambda: body.read(1 << 20), b""):
 RUN = r"""
 import json, os, resource, sys, time
 kind, arg, size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
-if kind in ("local", "s3-first", "s3-cached"):   # imports before the clock starts
+if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):   # imports first
     import stoker
 else:
     import io
@@ -77,13 +89,27 @@ def cpu():
 c0 = cpu()
 t0 = time.monotonic()
 n, extra = 0, {}
-if kind in ("local", "s3-first", "s3-cached"):
-    kw = {"cache": arg["cache"]} if "cache" in arg else {}
+if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
+    kw = {k: arg[k] for k in ("cache", "cache_bytes", "shuffle_window") if k in arg}
+    epochs = []
     with stoker.Loader(arg["path"], 64, size=size, workers=2, seed=1, **kw) as ld:
-        for images, labels in ld:
-            n += len(labels)
+        t_iter = time.monotonic()   # the open (and, unless streamed, its download) before
+        for e in range(arg.get("epochs", 1)):
+            ts, m = [time.monotonic()], 0
+            for images, labels in ld:
+                m += len(labels)
+                ts.append(time.monotonic())
+            n += m
+            gaps = [b - a for a, b in zip(ts[1:], ts[2:])]   # after the epoch's first batch
+            epochs.append({"images": m, "seconds": ts[-1] - ts[0],
+                           "first_batch_s": ts[1] - ts[0] if len(ts) > 1 else 0.0,
+                           "max_gap_s": max(gaps) if gaps else 0.0,
+                           "mean_gap_s": sum(gaps) / len(gaps) if gaps else 0.0})
         st = ld.stats(max_errors=0)
-        extra = {"fetch": st["fetch"], "verdict": st["verdict"]["bottleneck_name"]}
+        fs = ld.fetch_stats()
+        extra = {"fetch": st["fetch"], "verdict": st["verdict"]["bottleneck_name"],
+                 "first_epoch_s": t_iter - t0 + epochs[0]["seconds"],
+                 "epochs": epochs, "shards_fetched": fs["shards_fetched"]}
 else:
     tf = T.Compose([T.RandomResizedCrop(size), T.RandomHorizontalFlip(), T.PILToTensor()])
     if kind.startswith("streaming"):
@@ -111,6 +137,7 @@ def sh(cmd, **kw):
 
 def prepare(args, s3):
     """Write and upload the three formats; returns (n images, {kind: (prefix, names, bytes)})."""
+    sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
     import stoker
     import webdataset as wds
     from streaming import MDSWriter
@@ -179,13 +206,17 @@ def main():
     ap.add_argument("--delay-ms", type=float, default=20.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--shard-mb", type=int, default=16)
-    ap.add_argument("--only", default="local,s3-first,s3-cached,streaming,streaming-cached,wds")
+    ap.add_argument("--shard-mb", type=int, default=4)
+    ap.add_argument("--window", type=int, default=4)
+    ap.add_argument("--quarter-epochs", type=int, default=3)
+    ap.add_argument("--only", default="local,s3-first,s3-first-global,s3-cached,quarter,streaming,"
+                                      "streaming-cached,wds")
     args = ap.parse_args()
     import boto3
     os.makedirs(args.work, exist_ok=True)
     s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION"))
     n, sets = prepare(args, s3)
+    print("load average at the start: %s" % " ".join("%.1f" % x for x in os.getloadavg()), flush=True)
     proxy, endpoint = start_proxy(args, args.work)
     cat = os.path.join(args.work, "s3cat.py")
     with open(cat, "w") as f:
@@ -198,22 +229,49 @@ def main():
         for rep in range(args.repeat):
             tmp = tempfile.mkdtemp(prefix="s3stream-", dir=args.work)
             for k in kinds:
-                if k == "local":
-                    arg = {"path": os.path.join(args.work, "stoker")}
-                elif k in ("s3-first", "s3-cached"):
-                    arg = {"path": "s3://%s/stoker" % args.bucket, "cache": os.path.join(tmp, "cache")}
+                s3url = "s3://%s/stoker" % args.bucket
+                if k == "local":   # as many epochs as the quarter run: its steady rate too
+                    arg = {"path": os.path.join(args.work, "stoker"), "epochs": args.quarter_epochs}
+                elif k == "s3-first":
+                    arg = {"path": s3url, "cache": os.path.join(tmp, "cache"),
+                           "shuffle_window": args.window}
+                elif k == "s3-first-global":
+                    arg = {"path": s3url, "cache": os.path.join(tmp, "cache-global")}
+                elif k == "s3-cached":
+                    arg = {"path": s3url, "cache": os.path.join(tmp, "cache")}
+                elif k == "quarter":
+                    arg = {"path": s3url, "cache": os.path.join(tmp, "cache-quarter"),
+                           "cache_bytes": sets["stoker"][2] // 4, "epochs": args.quarter_epochs}
                 elif k.startswith("streaming"):
                     arg = {"remote": "s3://%s/mds" % args.bucket, "local": os.path.join(tmp, "mds")}
                 else:
                     names = sets["wds"][1]
                     arg = {"urls": ["pipe:%s %s %s wds/%s" % (sys.executable, cat, args.bucket, x) for x in names]}
                 r = one(k, arg, args.size, env)
-                assert r["images"] == n, (k, r)
-                r["ips"] = n / r["seconds"]
+                ne = arg.get("epochs", 1)
+                assert r["images"] == n * ne, (k, r)
+                r["ips"] = n / r["first_epoch_s"] if "first_epoch_s" in r else n * ne / r["seconds"]
+                r["cpu_s"] /= ne
+                if k in ("quarter", "local") and ne > 1:   # the steady epochs: all but the first
+                    steady = r["epochs"][1:] or r["epochs"]
+                    r["steady_ips"] = sum(e["images"] for e in steady) / sum(e["seconds"] for e in steady)
+                    r["stall"] = max(e["max_gap_s"] / e["mean_gap_s"] for e in steady if e["mean_gap_s"])
                 res[k].append(r)
+                more = ""
+                if k.startswith("s3") or k == "quarter":
+                    f = r["fetch"]
+                    more = "link %.1f MB/s, waited %.2f s, %d shards fetched" % (
+                        f["link_mb_per_s"], f["starved_s"], r["shards_fetched"])
+                if k in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
+                    r["stall_all"] = max((e["max_gap_s"] / e["mean_gap_s"] for e in r["epochs"]
+                                          if e["mean_gap_s"]), default=0.0)
+                if k == "quarter":
+                    more += "; epochs %s img/s; longest gap / mean gap per epoch %s" % (
+                        ", ".join("%.1f" % (e["images"] / e["seconds"]) for e in r["epochs"]),
+                        ", ".join("%.2f" % (e["max_gap_s"] / e["mean_gap_s"]) for e in r["epochs"]
+                                  if e["mean_gap_s"]))
                 print("repeat %d %-16s %7.1f img/s  %6.2f s  %5.2f CPU-ms/img  %s" % (
-                    rep + 1, k, r["ips"], r["seconds"], 1e3 * r["cpu_s"] / n,
-                    json.dumps(r.get("fetch", "")) if k.startswith("s3") else ""), flush=True)
+                    rep + 1, k, r["ips"], r["seconds"], 1e3 * r["cpu_s"] / n, more), flush=True)
             shutil.rmtree(tmp, ignore_errors=True)
     finally:
         proxy.kill()
@@ -232,8 +290,31 @@ def main():
         links = [r["fetch"]["link_mb_per_s"] for r in res["s3-first"]]
         print("stoker's measured link: %s MB/s" % ", ".join("%.1f" % x for x in links))
         print("ratio s3-first / min(link, local) = %.2f" % (med["s3-first"] / min(link_ips, med["local"])))
+    if "s3-first-global" in med and "local" in med:
+        print("ratio s3-first-global / min(link, local) = %.2f" % (
+            med["s3-first-global"] / min(link_ips, med["local"])))
     if "s3-cached" in med and "local" in med:
         print("ratio s3-cached / local = %.2f" % (med["s3-cached"] / med["local"]))
+    if "s3-first" in med and "local" in med:
+        print("per repeat (runs side by side): s3-first / min(link, local) = %s; s3-cached / local = %s" % (
+            ", ".join("%.2f" % (a["ips"] / min(link_ips, b["ips"])) for a, b in zip(res["s3-first"], res["local"])),
+            ", ".join("%.2f" % (a["ips"] / b["ips"]) for a, b in zip(res.get("s3-cached", []), res["local"]))))
+    if "quarter" in med and "local" in med and "steady_ips" in res["local"][0]:
+        steady = statistics.median(r["steady_ips"] for r in res["quarter"])
+        lsteady = statistics.median(r["steady_ips"] for r in res["local"])
+        print("steady epochs (2..%d in one run): quarter cache %.1f img/s (runs: %s), local %.1f (runs: %s)"
+              % (args.quarter_epochs, steady, ", ".join("%.1f" % r["steady_ips"] for r in res["quarter"]),
+                 lsteady, ", ".join("%.1f" % r["steady_ips"] for r in res["local"])))
+        print("ratio quarter steady / min(link, local steady) = %.2f; per repeat %s" % (
+            steady / min(link_ips, lsteady), ", ".join(
+                "%.2f" % (a["steady_ips"] / min(link_ips, b["steady_ips"]))
+                for a, b in zip(res["quarter"], res["local"]))))
+        print("quarter cache: longest gap between batches after an epoch's first / that epoch's mean "
+              "batch time: steady epochs %s; all epochs %s" % (
+                  ", ".join("%.2f" % r["stall"] for r in res["quarter"]),
+                  ", ".join("%.2f" % r["stall_all"] for r in res["quarter"])))
+        print("the same for local shards (this machine's noise floor): %s" % (
+              ", ".join("%.2f" % r["stall_all"] for r in res.get("local", []))))
     others = [med[k] for k in ("streaming", "wds") if k in med]
     if others and "s3-first" in med:
         print("ratio stoker s3-first / max(streaming, wds) = %.2f" % (med["s3-first"] / max(others)))

@@ -129,6 +129,11 @@ typedef enum stk_param {
                                   are fetched into; 0 = env STOKER_CACHE_BYTES, else none [0]
                                   (since 0.5). Below the dataset's size (and at least its
                                   largest shard): streaming, in the shard-window order */
+    STK_P_STREAM = 5,        /**< I 0/1: open an s3:// dataset streaming even when its cache could
+                                  hold it: no shard fetched at open, a loader fetches each as it
+                                  reads it (docs/S3.md "Streaming") [0]. A loader sets it itself
+                                  when STK_P_SHUFFLE_WINDOW is set before its open. Ignored for
+                                  local paths. (since 0.5) */
 
     /* 100..199: reader. Before start. */
     STK_P_IO_BACKEND = 100,     /**< I: STK_IO_* [STK_IO_AUTO]. Env STOKER_DISABLE_URING=1 makes
@@ -167,7 +172,10 @@ typedef enum stk_param {
                                      stk_loader_set_indices. An s3:// dataset streamed through a
                                      smaller cache always takes this order: 0 then means W =
                                      limit / largest shard / 2 (at least 1); a window the cache
-                                     cannot hold fails the start (STK_E_TOO_LARGE). (since 0.5) */
+                                     cannot hold fails the start (STK_E_TOO_LARGE). Set before
+                                     stk_loader_open, it also makes an s3:// dataset stream
+                                     (STK_P_STREAM) even when the cache could hold it: a cold
+                                     cache's first epoch at the link's pace. (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */
     STK_P_FAULT_SHORT_PPM = 121, /**< I 0..1e6: inject short reads per million [0] */
     STK_P_FAULT_DELAY_PPM = 122, /**< I 0..1e6: delay this many reads per million [0] */
@@ -439,8 +447,8 @@ typedef struct stk_dataset stk_dataset;
 
 /** Create an unopened dataset handle. *out is owned by the caller: stk_dataset_destroy(). */
 STK_API int stk_dataset_create(stk_dataset **out);
-/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE / STK_P_CACHE_BYTES.
- *  Before open. */
+/** Set STK_P_LAYOUT / STK_P_FOREIGN_LABEL / STK_P_ALLOW_INCOMPLETE / STK_P_CACHE_BYTES /
+ *  STK_P_STREAM. Before open. */
 STK_API int stk_dataset_set(stk_dataset *ds, int key, int64_t value);
 /** The cache directory that an s3:// dataset is fetched into (copied; NULL or "" = the default:
  *  env STOKER_CACHE_DIR, else $XDG_CACHE_HOME/stoker, else ~/.cache/stoker). Before open. Several
@@ -460,7 +468,8 @@ STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
  * come from the environment as the AWS tools read them (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
  * AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_PROFILE with ~/.aws/credentials and
  * ~/.aws/config). A cache limit that cannot hold the whole dataset (but holds its largest
- * shard) opens it **streaming** (since 0.5; docs/S3.md "Streaming"): no shard is fetched at open
+ * shard), or STK_P_STREAM = 1, opens it **streaming** (since 0.5; docs/S3.md "Streaming"): no
+ * shard is fetched at open
  * (each shard's record count is read from its LMDB pages with two small ranged GETs); a loader
  * then fetches the shards ahead of its reads in the shard-window order (STK_P_SHUFFLE_WINDOW)
  * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache; a

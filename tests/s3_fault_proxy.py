@@ -29,6 +29,12 @@ A slow link (this kernel has no sch_netem for `tc netem`), exactly this and no m
   STK_PROXY_RATE_MB_S  request and answer bodies of all connections together at this many MB/s
                        (bench/s3_pack.sh: uploads; 0 = no limit); applied before RATE_MBIT's
                        schedule when both are set
+A barrier, to prove that several objects are fetched at once (tests/test_s3_stream_inflight.c):
+  STK_PROXY_HOLD       K: the answers to GETs of a range of more than 128 KiB (a shard's parts;
+                       a streaming open reads 128 KiB heads and single pages) are held until such
+                       GETs of K distinct objects have arrived, or STK_PROXY_HOLD_S seconds (10)
+                       have passed; then the hold is over for good, and LOG_FILE gets
+                       "hold released: N objects" or "hold timed out: N objects"
 Loss is emulated only as whole-connection resets (the "reset" fault, STK_PROXY_FAULTS=reset with
 EVERY), not as dropped packets. The upstream's answer is read whole before it is sent on.
 """
@@ -154,6 +160,49 @@ class Link:
 LINK = None
 
 
+class Hold:
+    """STK_PROXY_HOLD: one barrier over the first big ranged GETs of K distinct objects."""
+
+    def __init__(self, log):
+        self.k = int(os.environ.get("STK_PROXY_HOLD", "0"))
+        self.timeout = float(os.environ.get("STK_PROXY_HOLD_S", "10"))
+        self.log = log
+        self.keys = set()
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        if self.k <= 0:
+            self.done.set()
+
+    def wait(self, head):
+        if self.done.is_set():
+            return
+        first = head.split(b"\r\n")[0].split()
+        if first[0] != b"GET":
+            return
+        rng = [l for l in head.split(b"\r\n") if l.lower().startswith(b"range:")]
+        if not rng:
+            return
+        lo, _, hi = rng[0].split(b"=")[-1].partition(b"-")
+        if int(hi) - int(lo) + 1 <= 131072:
+            return
+        with self.lock:
+            self.keys.add(first[1].split(b"?")[0])
+            if len(self.keys) >= self.k and not self.done.is_set():
+                self.release("released")
+        if not self.done.wait(self.timeout):
+            with self.lock:
+                if not self.done.is_set():
+                    self.release("timed out")
+
+    def release(self, how):
+        with open(self.log, "a") as f:
+            f.write("hold %s: %d objects\n" % (how, len(self.keys)))
+        self.done.set()
+
+
+HOLD = None
+
+
 def serve(conn, up_port, state, log):
     try:
         while True:
@@ -182,6 +231,7 @@ def serve(conn, up_port, state, log):
                 conn.sendall(b"HTTP/1.1 " + code[0] + b"\r\nContent-Type: application/xml\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(xml) + xml)
                 continue
+            HOLD.wait(head)
             rhead, rbody = answer(*forward(up_port, head, body))
             if fault == "truncate":
                 conn.sendall(rhead + rbody[:len(rbody) // 2])
@@ -213,8 +263,9 @@ def main():
     os.rename(port_file + ".tmp", port_file)
     state = {"lock": threading.Lock(), "n": 0, "k": 0, "every": every,
              "skip": int(os.environ.get("STK_PROXY_SKIP", "0"))}
-    global FAULTS, LINK
+    global FAULTS, LINK, HOLD
     LINK = Link()
+    HOLD = Hold(log)
     if os.environ.get("STK_PROXY_FAULTS"):
         FAULTS = os.environ["STK_PROXY_FAULTS"].split(",")
     while True:

@@ -2,7 +2,8 @@
 /*
  * s3_util.h — what the s3 tests share: the server's environment (the CTest fixture `s3` starts
  * scripts/s3-server.sh and names its env file in STK_S3_ENV), a bucket of their own, a dataset
- * of several shards written with stk_writer, and its upload with the fetch layer's PUT.
+ * of several shards written with stk_writer, its upload with the fetch layer's PUT, and the
+ * tests' proxy (tests/s3_fault_proxy.py) in front of the server.
  */
 #ifndef STK_TEST_S3_UTIL_H
 #define STK_TEST_S3_UTIL_H
@@ -11,9 +12,11 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* Export the server's AWS_* variables. Exit 77 (skip) only when the Ceph packages are missing;
@@ -112,6 +115,45 @@ static inline size_t s3u_upload(const stk__s3_cfg *c, const char *bucket, const 
     }
     closedir(d);
     return n;
+}
+
+/* Start tests/s3_fault_proxy.py in front of the server at C's endpoint, spoiling every EVERY-th
+ * request (0: none; its other settings from the STK_PROXY_* environment), logging to LOG; point
+ * AWS_ENDPOINT_URL at it. Returns its pid (stop it with kill + waitpid). */
+static inline pid_t s3u_proxy_start(const stk__s3_cfg *c, const char *tmp, const char *log,
+                                    int every)
+{
+    const char *src = getenv("SRC_DIR");
+    T_CHECK(src, "SRC_DIR not set");
+    char proxy[4200], pfile[4200], ev[16];
+    snprintf(proxy, sizeof proxy, "%s/tests/s3_fault_proxy.py", src);
+    snprintf(pfile, sizeof pfile, "%s/proxy-port", tmp);
+    snprintf(ev, sizeof ev, "%d", every);
+    const char *up = strrchr(c->endpoint, ':') + 1;
+    unlink(pfile); /* a port file of an earlier proxy */
+    pid_t pid = fork();
+    T_CHECK(pid >= 0, "fork");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a failed test's exit takes its proxy with it */
+        execlp("python3", "python3", proxy, up, pfile, log, ev, (char *)NULL);
+        _exit(127);
+    }
+    char port[32] = "";
+    for (int i = 0; i < 300 && !port[0]; i++) {
+        FILE *f = fopen(pfile, "r");
+        if (f) {
+            if (!fgets(port, sizeof port, f))
+                port[0] = 0;
+            fclose(f);
+        }
+        if (!port[0])
+            usleep(20000);
+    }
+    T_CHECK(port[0], "the fault proxy did not start");
+    char ep[64];
+    snprintf(ep, sizeof ep, "http://127.0.0.1:%s", port);
+    setenv("AWS_ENDPOINT_URL", ep, 1);
+    return pid;
 }
 
 #endif

@@ -3,9 +3,9 @@
 # loaderbench with no DATASET: the real embedded default (synthesise ~2000 JPEGs, pack them,
 # sweep every layout over the default worker counts) runs end to end from a clean cache and
 # exits 0; the JSON holds every point with the fields --help documents; the CSV has a row per
-# point; the SVG is well-formed XML with one series per layout; a second run reuses the cached
-# sample. How long the default takes is a benchmark, not a test (bench/loaderbench_default.sh):
-# here only ctest's timeout guards against a hang.
+# point (its fetch columns empty); the SVG is well-formed XML with one series per layout; a
+# second run reuses the cached sample. How long the default takes is a benchmark, not a test
+# (bench/loaderbench_default.sh): here only ctest's timeout guards against a hang.
 set -euo pipefail
 : "${LOADERBENCH:?LOADERBENCH not set (run through ctest)}"
 PY=/usr/bin/python3
@@ -117,8 +117,14 @@ if d["memory"]["host_ring_bytes"] <= 0 or d["memory"]["max_rss_bytes"] <= 0:
     fail("memory: %r" % d["memory"])
 
 rows = list(csv.DictReader(open(cpath)))
-if len(rows) != len(pts) or set(rows[0].keys()) != set(fields) - {"runs"}:
+# the JSON's fields but runs, and the fetch object's figures as fetch_* columns (empty: local)
+fetch_cols = ["fetch_" + k for k in ("shards", "cache_hits", "cache_misses", "hit_rate", "bytes",
+                                     "requests", "retries", "busy_s", "starved_s",
+                                     "link_bytes_per_s", "inflight", "open_s")]
+if len(rows) != len(pts) or set(rows[0].keys()) != (set(fields) - {"runs"}) | set(fetch_cols):
     fail("CSV: %d rows, columns %s" % (len(rows), sorted(rows[0].keys()) if rows else None))
+if any(r[c] != "" for r in rows for c in fetch_cols):
+    fail("CSV: fetch columns filled for a local dataset: %r" % rows[0])
 
 root = ET.parse(spath).getroot()
 ns = "{http://www.w3.org/2000/svg}"

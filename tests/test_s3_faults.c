@@ -9,50 +9,24 @@
  */
 #include "s3_util.h"
 
-#include <signal.h>
 #include <sys/wait.h>
 
 int main(void)
 {
     s3u_env();
-    const char *src = getenv("SRC_DIR");
-    T_CHECK(src, "SRC_DIR not set");
     stk__s3_cfg c = s3u_cfg();
-    char bucket[64], url[256], local[4096], cache[4096], pfile[4200], log[4200], proxy[4200];
+    char bucket[64], url[256], local[4096], cache[4096], log[4200];
     s3u_bucket(&c, "fault", bucket, sizeof bucket);
     char *tmp = t_tmpdir("s3fault");
     snprintf(local, sizeof local, "%s/ds", tmp);
     snprintf(cache, sizeof cache, "%s/cache", tmp);
-    snprintf(pfile, sizeof pfile, "%s/port", tmp);
     snprintf(log, sizeof log, "%s/faults.log", tmp);
-    snprintf(proxy, sizeof proxy, "%s/tests/s3_fault_proxy.py", src);
     s3u_dataset(local, 300, 1 << 20);
     size_t shards = s3u_upload(&c, bucket, "ds", local);
     snprintf(url, sizeof url, "s3://%s/ds", bucket);
 
-    const char *up = strrchr(c.endpoint, ':') + 1;
     setenv("STK_PROXY_STALL_S", "4", 1);
-    pid_t pid = fork();
-    T_CHECK(pid >= 0, "fork");
-    if (pid == 0) {
-        execlp("python3", "python3", proxy, up, pfile, log, "2", (char *)NULL);
-        _exit(127);
-    }
-    char port[32] = "";
-    for (int i = 0; i < 300 && !port[0]; i++) {
-        FILE *f = fopen(pfile, "r");
-        if (f) {
-            if (!fgets(port, sizeof port, f))
-                port[0] = 0;
-            fclose(f);
-        }
-        if (!port[0])
-            usleep(20000);
-    }
-    T_CHECK(port[0], "the fault proxy did not start");
-    char ep[64];
-    snprintf(ep, sizeof ep, "http://127.0.0.1:%s", port);
-    setenv("AWS_ENDPOINT_URL", ep, 1);
+    pid_t pid = s3u_proxy_start(&c, tmp, log, 2);
     setenv("STOKER_S3_STALL_S", "1", 1);
     setenv("STOKER_S3_RETRIES", "10", 1);
 

@@ -22,6 +22,7 @@ const stk__param_def stk__param_table[] = {
     I_ROW(STK_P_FOREIGN_LABEL, LD, STK__PW_OPEN, -1, INT32_MAX, -1),
     I_ROW(STK_P_ALLOW_INCOMPLETE, LD, STK__PW_OPEN, 0, 1, 0),
     I_ROW(STK_P_CACHE_BYTES, LD, STK__PW_OPEN, 0, INT64_MAX, 0),
+    I_ROW(STK_P_STREAM, LD, STK__PW_OPEN, 0, 1, 0),
     /* reader: before start */
     I_ROW(STK_P_IO_BACKEND, L, STK__PW_START, STK_IO_AUTO, STK_IO_MMAP, STK_IO_AUTO),
     I_ROW(STK_P_IO_DIRECT, L, STK__PW_START, 0, 1, 1),

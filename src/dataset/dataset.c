@@ -55,6 +55,8 @@ int stk_dataset_set(stk_dataset *ds, int key, int64_t value)
         ds->foreign_label = value;
     else if (key == STK_P_CACHE_BYTES)
         ds->cache_bytes = (uint64_t)value;
+    else if (key == STK_P_STREAM)
+        ds->stream = (int)value;
     else
         ds->allow_incomplete = (int)value;
     return STK_OK;

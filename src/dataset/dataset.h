@@ -79,6 +79,9 @@ struct stk_dataset {
     /* s3:// datasets (remote.c): the cache directory (NULL: the default) and its limit */
     char *cache_dir;
     uint64_t cache_bytes;
+    /* STK_P_STREAM: open an s3:// dataset streamed even when the cache holds it (a loader sets
+     * it when its STK_P_SHUFFLE_WINDOW is set before its open: docs/S3.md "Streaming") */
+    int stream;
     stk__remote *remote;
     char err[STK__ERRLEN];
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * remote.c — opening s3://bucket/prefix (docs/S3.md). The first version fetches the whole
- * dataset before the open returns:
+ * remote.c — opening s3://bucket/prefix (docs/S3.md). With a cache that holds the dataset the
+ * open fetches it whole before it returns:
  *   1. ListObjectsV2 of the prefix; the shards are the objects named shard-NNNNN.lmdb directly
  *      under it, in name order (the dataset's order).
  *   2. Under the cache's lock (one fetch at a time per cache directory; a second process waits,
@@ -10,12 +10,14 @@
  *      are fetched in name order, every shard's ranged GETs in flight together (fetch layer),
  *      into "NAME.part.PID", synced and renamed into place. Files of that folder that the listing
  *      no longer has are removed. Room is made first by evicting least recently used shards of
- *      the cache that nobody holds; a limit that cannot hold the whole dataset is an error (the
- *      streaming order through a smaller cache is not built yet).
+ *      the cache that nobody holds.
  *   3. The folder is opened as a local dataset (the LMDB and offset-table checks of every open);
  *      every record of each shard just fetched is read and its CRC32C checked before the ETag
  *      side file marks the shard as good. A shard that fails is removed from the cache.
  *   4. Each shard stays flocked LOCK_SH while the dataset is open: no eviction removes it.
+ * With a smaller cache, or when a loader asks for it (ds->stream), the open streams: it fetches
+ * no shard, only each one's record count; a loader then begins, downloads and finishes shards
+ * as it needs them, several at once (stk__remote_begin/_download/_finish), and detaches them.
  */
 #include "remote.h"
 
@@ -58,6 +60,11 @@ struct stk__remote {
     stk__s3_obj *objs;    /* the shards' objects, in name order */
     size_t plen;          /* prefix length of their keys */
     uint32_t *fetches;    /* times each shard was fetched since open */
+    /* under mu: shard downloads in progress, the most at once, and the time up to which their
+     * busy time is counted (at every start and end: the union of their wall times) */
+    uint32_t dl_now, dl_peak;
+    double dl_mark;
+    _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
 };
 
 static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
@@ -290,8 +297,9 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
                       all[big].key + plen, (unsigned long long)biggest);
         goto out;
     }
-    if (cache.limit && total + (uint64_t)n * SIDE_BYTES > cache.limit) {
-        /* streaming: nothing fetched now, each shard when the loader needs it (attach) */
+    if ((cache.limit && total + (uint64_t)n * SIDE_BYTES > cache.limit) || ds->stream) {
+        /* streaming: nothing fetched now, each shard when the loader needs it (attach); asked
+         * for by a loader with a shard window even when the cache could hold every shard */
         remove_stale(dir, all, n, plen);
         free(rem->fds);
         rem->fds = NULL;
@@ -592,6 +600,11 @@ uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s)
     return stk__remote_streaming(ds) && s < ds->remote->n ? ds->remote->objs[s].size : 0;
 }
 
+int stk__remote_shards_inflight(const stk_dataset *ds)
+{
+    return stk__remote_streaming(ds) ? STK__MAX(ds->remote->cfg.shards, 1) : 1;
+}
+
 void stk__remote_starved(stk_dataset *ds, double seconds)
 {
     if (ds && ds->remote)
@@ -608,60 +621,39 @@ uint32_t stk__remote_fetches(const stk_dataset *ds, uint32_t s)
     return v;
 }
 
-/* Fetch shard S into the cache (the cache lock held): room made, NAME.part.PID, synced, renamed. */
-static int stream_fetch(stk__remote *r, stk__cache *cache, uint32_t s, char *err)
+uint32_t stk__remote_peak_downloads(const stk_dataset *ds)
 {
-    const stk__s3_obj *o = &r->objs[s];
-    const char *name = o->key + r->plen;
-    char tmp[PATH_MAX + 96];
-    int rc = stk__cache_make_room(cache, o->size + SIDE_BYTES, ".lmdb", err);
-    if (rc != STK_OK)
-        return rc;
-    pfmt(tmp, sizeof tmp, "%s/%s.part.%d", r->dir, name, (int)getpid());
-    int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0 || ftruncate(fd, (off_t)o->size) != 0) {
-        rc = stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        unlink(tmp);
-        return rc;
-    }
-    stk__s3_fetch fx = {o->key, o->size, fd, 0};
-    stk__s3_stats st = {0};
-    /* one shard at a time: parts small enough that it has every request slot in flight (at
-     * least 1 MiB each) */
-    stk__s3_cfg c = r->cfg;
-    uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)STK__MAX(c.inflight, 1);
-    c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
-    rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
-    if (rc == STK_OK && fdatasync(fd) != 0)
-        rc = stk__err(err, -errno, "%s: %s", tmp, strerror(errno));
-    close(fd);
-    if (rc == STK_OK) {
-        char path[PATH_MAX + 16];
-        pfmt(path, sizeof path, "%s/%s", r->dir, name);
-        remove_shard(path); /* a stale copy, its lock file and ETag */
-        if (rename(tmp, path) != 0)
-            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
-    }
-    if (rc != STK_OK)
-        unlink(tmp);
-    stk__fetch_ctr_add(&r->ctr, &st);
-    if (rc == STK_OK) {
-        pthread_mutex_lock(&r->mu);
-        r->fetches[s]++;
-        pthread_mutex_unlock(&r->mu);
-    }
-    return rc;
+    if (!stk__remote_streaming(ds))
+        return 0;
+    pthread_mutex_lock(&ds->remote->mu);
+    uint32_t v = ds->remote->dl_peak;
+    pthread_mutex_unlock(&ds->remote->mu);
+    return v;
 }
 
-int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
+/* Is PATH (of SIZE bytes) a copy another process has just put there and holds (its shared
+ * flock), not yet marked good? Then it is adopted rather than replaced. */
+static int held_by_other(const char *path, uint64_t size)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || (uint64_t)st.st_size != size)
+        return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int held = flock(fd, LOCK_EX | LOCK_NB) != 0;
+    close(fd);
+    return held;
+}
+
+int stk__remote_begin(stk_dataset *ds, uint32_t s, stk__remote_job *j, char *err)
 {
     stk__remote *r = ds->remote;
+    memset(j, 0, sizeof *j);
+    j->shard = s;
+    j->fd = -1;
     if (!stk__remote_streaming(ds) || s >= r->n)
-        return stk__err(err, STK_E_INVALID, "stk__remote_attach: not a streamed shard");
-    if (r->fds[s] >= 0)
-        return STK_OK;
+        return stk__err(err, STK_E_INVALID, "stk__remote_begin: not a streamed shard");
     const stk__s3_obj *o = &r->objs[s];
     const char *name = o->key + r->plen;
     char path[PATH_MAX + 16], side[PATH_MAX + 32], etag[96];
@@ -676,22 +668,147 @@ int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
         return rc;
     }
     struct stat st;
-    int hit = stat(path, &st) == 0 && (uint64_t)st.st_size == o->size &&
-              read_small(side, etag, sizeof etag) == 0 && strcmp(etag, o->etag) == 0;
-    stk__fetch_ctr_lookup(&r->ctr, hit, o->size);
-    if (!hit)
-        rc = stream_fetch(r, &cache, s, err);
-    int fd = rc == STK_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (rc == STK_OK && fd < 0)
-        rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
-    if (fd >= 0) {
-        flock(fd, LOCK_SH); /* held: no eviction while attached */
-        futimens(fd, NULL);
+    j->hit = stat(path, &st) == 0 && (uint64_t)st.st_size == o->size &&
+             read_small(side, etag, sizeof etag) == 0 && strcmp(etag, o->etag) == 0;
+    if (j->hit) { /* held from now: no eviction; marked recently used */
+        if ((j->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+        else {
+            flock(j->fd, LOCK_SH);
+            futimens(j->fd, NULL);
+        }
+    } else if ((rc = stk__cache_make_room(&cache, o->size + SIDE_BYTES, ".lmdb", err)) == STK_OK) {
+        /* the part file takes its room at once (its size counts in the cache's usage, for this
+         * process's next begin and for any other process): the shard and its side files */
+        pfmt(j->tmp, sizeof j->tmp, "%s/%s.part.%d", r->dir, name, (int)getpid());
+        j->fd = open(j->tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        if (j->fd < 0 || ftruncate(j->fd, (off_t)(o->size + SIDE_BYTES)) != 0) {
+            rc = stk__err(err, -errno, "%s: %s", j->tmp, strerror(errno));
+            if (j->fd >= 0)
+                close(j->fd);
+            j->fd = -1;
+            unlink(j->tmp);
+        }
     }
     stk__cache_unlock(&cache);
     stk__cache_close(&cache);
+    if (rc == STK_OK)
+        stk__fetch_ctr_lookup(&r->ctr, j->hit, o->size);
+    return rc;
+}
+
+int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *err)
+{
+    stk__remote *r = ds->remote;
+    if (j->hit)
+        return STK_OK;
+    const stk__s3_obj *o = &r->objs[j->shard];
+    pthread_mutex_lock(&r->mu);
+    double t = stk__now();
+    if (r->dl_now)
+        stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
+    r->dl_mark = t;
+    r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
+    pthread_mutex_unlock(&r->mu);
+    /* the request slots shared by the WAYS downloads in flight; parts small enough that each
+     * has its share of them in flight (at least 1 MiB each) */
+    stk__s3_cfg c = r->cfg;
+    c.cancel = &r->cancel;
+    c.inflight = STK__MAX(1, c.inflight / STK__MAX(ways, 1));
+    uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
+    c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
+    stk__s3_fetch fx = {o->key, o->size, j->fd, 0};
+    stk__s3_stats st = {0};
+    int rc = stk__s3_get_many(&c, r->bucket, &fx, 1, &st, err);
+    if (rc == STK_OK && (ftruncate(j->fd, (off_t)o->size) != 0 || fdatasync(j->fd) != 0))
+        rc = stk__err(err, -errno, "%s: %s", j->tmp, strerror(errno));
+    /* busy is the time with at least one download in flight, counted at every start and end
+     * (overlapping downloads' wall times summed would count the same seconds several times and
+     * cut the link's measured rate; counted only when none is left, a run that always has one
+     * in flight would show none) */
+    st.seconds = 0;
+    stk__fetch_ctr_add(&r->ctr, &st);
+    pthread_mutex_lock(&r->mu);
+    t = stk__now();
+    stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
+    r->dl_mark = t;
+    r->dl_now--;
+    if (rc == STK_OK)
+        r->fetches[j->shard]++;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
+void stk__remote_cancel(stk_dataset *ds, int on)
+{
+    if (stk__remote_streaming(ds))
+        atomic_store(&ds->remote->cancel, on);
+}
+
+void stk__remote_abandon(stk_dataset *ds, stk__remote_job *j)
+{
+    (void)ds;
+    if (j->fd >= 0)
+        close(j->fd);
+    if (!j->hit && j->tmp[0])
+        unlink(j->tmp);
+    j->fd = -1;
+    j->tmp[0] = '\0';
+}
+
+/* Put a downloaded part file in its place (under the cache lock): a copy another process put
+ * there meanwhile and holds is adopted instead (CHECK: it is not marked good yet, so checked). */
+static int place(stk__remote *r, stk__remote_job *j, const char *path, int *check, char *err)
+{
+    stk__cache cache;
+    int rc = stk__cache_open(&cache, r->cache_dir, r->limit, err);
     if (rc != STK_OK)
         return rc;
+    if ((rc = stk__cache_lock(&cache, err)) != STK_OK) {
+        stk__cache_close(&cache);
+        return rc;
+    }
+    *check = 1;
+    if (held_by_other(path, r->objs[j->shard].size)) {
+        close(j->fd);
+        unlink(j->tmp);
+    } else {
+        close(j->fd);
+        remove_shard(path); /* a stale copy, its lock file and ETag */
+        if (rename(j->tmp, path) != 0) {
+            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+            unlink(j->tmp);
+        }
+    }
+    j->tmp[0] = '\0';
+    j->fd = rc == STK_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (rc == STK_OK && j->fd < 0)
+        rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
+    if (j->fd >= 0) {
+        flock(j->fd, LOCK_SH); /* held: no eviction while attached */
+        futimens(j->fd, NULL);
+    }
+    stk__cache_unlock(&cache);
+    stk__cache_close(&cache);
+    return rc;
+}
+
+int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
+{
+    stk__remote *r = ds->remote;
+    uint32_t s = j->shard;
+    const stk__s3_obj *o = &r->objs[s];
+    const char *name = o->key + r->plen;
+    char path[PATH_MAX + 16], side[PATH_MAX + 32];
+    pfmt(path, sizeof path, "%s/%s", r->dir, name);
+    pfmt(side, sizeof side, "%s.etag", path);
+    int check = 0, rc = j->hit ? STK_OK : place(r, j, path, &check, err);
+    if (rc != STK_OK) {
+        stk__remote_abandon(ds, j);
+        return rc;
+    }
+    int fd = j->fd;
+    j->fd = -1;
     /* open it into its place of the offset table (the dataset-wide sums are the open's) */
     stk__shard *sh = &ds->shards[s];
     uint64_t first = sh->first, count = sh->count, pb = ds->payload_bytes, fb = ds->file_bytes;
@@ -706,7 +823,7 @@ int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
         rc = stk__err(ds->err, STK_E_FORMAT, "%s%s: %llu records when opened, its LMDB pages "
                       "said %llu at open", r->url, name, (unsigned long long)sh->count,
                       (unsigned long long)count);
-    if (rc == STK_OK && !hit) {
+    if (rc == STK_OK && check) { /* every record's CRC32C before the shard is marked good */
         void *buf = NULL;
         size_t cap = 0;
         rc = verify_shard(ds, s, &buf, &cap); /* ds->opened: attach runs after the open */
@@ -721,7 +838,7 @@ int stk__remote_attach(stk_dataset *ds, uint32_t s, char *err)
              r->cfg.endpoint, why);
         close(fd);
         stk__remote_detach(ds, s);
-        if (!hit)
+        if (check)
             remove_shard(path);
         return rc;
     }

@@ -214,5 +214,6 @@ int stk__s3_cfg_from_env(stk__s3_cfg *c, char *err)
     c->retries = (int)env_long("STOKER_S3_RETRIES", 6, 0, 100);
     c->inflight = (int)env_long("STOKER_S3_INFLIGHT", 16, 1, 1024);
     c->part_bytes = (uint64_t)env_long("STOKER_S3_PART_MB", 8, 5, 4096) << 20;
+    c->shards = (int)env_long("STOKER_S3_SHARDS", 4, 1, 64);
     return STK_OK;
 }

@@ -33,6 +33,8 @@ void stk__fetch_ctr_add(stk__fetch_ctr *c, const stk__s3_stats *st)
     add(&c->busy_ns, ns(st->seconds));
 }
 
+void stk__fetch_ctr_busy(stk__fetch_ctr *c, double seconds) { add(&c->busy_ns, ns(seconds)); }
+
 void stk__fetch_ctr_lookup(stk__fetch_ctr *c, int hit, uint64_t size)
 {
     add(hit ? &c->hits : &c->misses, 1);

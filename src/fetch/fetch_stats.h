@@ -25,6 +25,9 @@ typedef struct stk__fetch_ctr {
 void stk__fetch_ctr_init(stk__fetch_ctr *c);
 /* Add what one fetch call moved (its bytes_in, requests, retries, seconds). */
 void stk__fetch_ctr_add(stk__fetch_ctr *c, const stk__s3_stats *st);
+/* SECONDS more of fetch calls in flight (a caller that overlaps several calls counts the time
+ * any was in flight once, and adds them with seconds 0). */
+void stk__fetch_ctr_busy(stk__fetch_ctr *c, double seconds);
 /* One shard of SIZE bytes looked up: found in the cache (HIT 1) or to fetch (HIT 0). */
 void stk__fetch_ctr_lookup(stk__fetch_ctr *c, int hit, uint64_t size);
 /* A caller waited SECONDS for fetched bytes. */

@@ -403,6 +403,10 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
     size_t done = 0, first = 0; /* rs[0..first) are all done */
     int active = 0, rc = STK_OK;
     while (done < n && rc == STK_OK) {
+        if (c->cancel && atomic_load(c->cancel)) {
+            rc = stk__err(err, STK_E_CANCELLED, "S3 requests cancelled (endpoint %s)", c->endpoint);
+            break;
+        }
         double now = stk__now(), next_retry = 0;
         while (first < n && rs[first].state == S_DONE)
             first++;

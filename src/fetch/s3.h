@@ -29,6 +29,9 @@ typedef struct stk__s3_cfg {
     int retries;        /* STOKER_S3_RETRIES: attempts after the first [6] */
     int inflight;       /* STOKER_S3_INFLIGHT: requests in flight [16] */
     uint64_t part_bytes; /* STOKER_S3_PART_MB: ranged GET / multipart part size [8 MiB] */
+    int shards;         /* STOKER_S3_SHARDS: shards a streaming loader fetches at once [4] */
+    _Atomic int *cancel; /* set by the caller (NULL: none): once *cancel is non-zero, a call ends
+                            within ~0.1 s with STK_E_CANCELLED, its requests dropped */
 } stk__s3_cfg;
 
 /* Fill *C from the environment and the AWS files (creds.c); STK_E_INVALID with ERR on a bad

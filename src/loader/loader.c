@@ -77,6 +77,10 @@ int stk_loader_open(stk_loader *h, const char *path)
         (rc = stk_dataset_set(ds, STK_P_FOREIGN_LABEL, pget_i(h, STK_P_FOREIGN_LABEL))) != STK_OK ||
         (rc = stk_dataset_set(ds, STK_P_ALLOW_INCOMPLETE, pget_i(h, STK_P_ALLOW_INCOMPLETE))) != STK_OK ||
         (rc = stk_dataset_set(ds, STK_P_CACHE_BYTES, pget_i(h, STK_P_CACHE_BYTES))) != STK_OK ||
+        /* a window set before the open asks for the streamed order: an s3:// dataset then
+         * streams even when the cache could hold it (a first epoch at the link's pace) */
+        (rc = stk_dataset_set(ds, STK_P_STREAM, pget_i(h, STK_P_STREAM) ||
+                                                pget_i(h, STK_P_SHUFFLE_WINDOW) > 0)) != STK_OK ||
         (rc = stk_dataset_set_cache_dir(ds, h->cache_dir)) != STK_OK ||
         (rc = stk_dataset_open(ds, path)) != STK_OK) {
         const char *why = stk_dataset_last_error(ds);

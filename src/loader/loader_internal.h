@@ -180,6 +180,7 @@ struct stk_loader {
     pthread_cond_t st_cv;
     int st_cv_ok, st_running;
     pthread_t st_th;
+    struct stk__stream *st_x;    /* the fetch thread's queue and download slots (loader_stream.c) */
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
     stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */

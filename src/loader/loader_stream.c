@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * loader_stream.c — an s3:// dataset read through a cache smaller than itself (docs/S3.md
+ * loader_stream.c — an s3:// dataset read through the cache shard by shard (docs/S3.md
  * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of
- * the shard-window order (order.c), and attaches each shard it will need (fetched into the cache,
- * checked, opened: remote.c) as long as the cache has room; WORK (loader_pipeline.c) hands out a
- * position only once its shard is attached. A window's shards are detached — and so become
- * evictable — once the reader has handed out the window's last position and every read of them
- * has come back (a count per shard: +1 in WORK, -1 in SINK). The fetch thread never holds h->mu
- * across a fetch; a fatal fetch error becomes the pipeline's error (the consumer's next fails
- * with it, naming the shard and the endpoint).
+ * the shard-window order (order.c), and queues each shard it will need in that order; it begins
+ * them in that order (room taken in the cache: remote.c) while a download slot is free and the
+ * cache has room, download threads fetch up to STOKER_S3_SHARDS of them at once (sharing the
+ * request slots), and the fetch thread finishes each as it comes back (placed, opened, every
+ * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
+ * is attached. A window's shards are detached — and so become evictable — once the reader has
+ * handed out the window's last position and every read of them has come back (a count per
+ * shard: +1 in WORK, -1 in SINK). No thread holds h->mu across a fetch; a fatal fetch error
+ * becomes the pipeline's error (the consumer's next fails with it, naming the shard and the
+ * endpoint).
  */
 #include "loader_internal.h"
 #include "remote.h"
@@ -19,6 +22,25 @@
 #include <time.h>
 
 #define RING 64 /* windows the fetch thread may be ahead */
+
+/* A download slot: a shard begun, downloaded by a download thread, finished by the fetch
+ * thread (all fields under h->mu but the job while RUNNING, which its download thread owns). */
+enum { SLOT_FREE, SLOT_BEGUN, SLOT_RUNNING, SLOT_DONE };
+typedef struct dl_slot {
+    int state, rc;
+    stk__remote_job job;
+    char err[STK__ERRLEN];
+} dl_slot;
+
+struct stk__stream {
+    uint32_t *queue;     /* shards to begin, in the order the run reads them: [qhead, qtail) */
+    uint64_t qhead, qtail;
+    uint8_t *queued;     /* per shard: in the queue or in a slot */
+    dl_slot *slot;
+    int nslot, nthreads, stop;
+    pthread_t *th;
+    pthread_cond_t cv;   /* download threads wait on it (with h->mu) */
+};
 
 static uint64_t key_of(uint64_t epoch, uint64_t pos) { return (epoch << 40) | pos; }
 
@@ -68,11 +90,11 @@ int stk__loader_stream_config(stk_loader *h)
         return stk__err(h->err, STK_E_INVALID, "STK_IO_MMAP cannot read an s3:// dataset "
                         "streamed through a cache smaller than itself (its shards come and go)");
     if (!h->sw_window) { /* two windows in the cache: one read, the next fetched */
-        uint64_t fit = big ? limit / big / 2 : 1;
+        uint64_t fit = big && limit ? limit / big / 2 : 1;
         h->sw_window = (uint32_t)STK__MAX(1, STK__MIN(fit, STK__MAX_WINDOW));
     }
     uint64_t need = largest_window(h, h->sw_window);
-    if (need > limit)
+    if (limit && need > limit) /* limit 0: none (streamed by request: a window set at open) */
         return stk__err(h->err, STK_E_TOO_LARGE, "the cache limit (%llu bytes) cannot hold a "
                         "window of %u shards (the %u largest: %llu bytes): lower "
                         "STK_P_SHUFFLE_WINDOW or raise the cache limit",
@@ -88,6 +110,25 @@ int stk__loader_stream_config(stk_loader *h)
             return stk__err(h->err, STK_E_NOMEM, "out of memory");
         pthread_cond_init(&h->st_cv, NULL);
         h->st_cv_ok = 1;
+    }
+    if (!h->st_x) { /* the fetch thread's queue and download slots */
+        struct stk__stream *x = calloc(1, sizeof *x);
+        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds), (int)n);
+        if (x && (x->queue = calloc(n, sizeof *x->queue)) && (x->queued = calloc(n, 1)) &&
+            (x->slot = calloc((size_t)nslot, sizeof *x->slot)) &&
+            (x->th = calloc((size_t)nslot, sizeof *x->th))) {
+            x->nslot = nslot;
+            pthread_cond_init(&x->cv, NULL);
+            h->st_x = x;
+        } else {
+            if (x) {
+                free(x->queue);
+                free(x->queued);
+                free(x->slot);
+            }
+            free(x);
+            return stk__err(h->err, STK_E_NOMEM, "out of memory");
+        }
     }
     if (h->st_ring_w < h->sw_window) {
         uint64_t *nr = realloc(h->st_ring, (size_t)RING * (h->sw_window + 2) * sizeof *nr);
@@ -105,6 +146,15 @@ void stk__loader_stream_free(stk_loader *h)
         for (uint32_t s = 0; s < h->sw_tab.n; s++)
             if (h->st_resident[s])
                 stk__remote_detach(h->ds, s);
+    if (h->st_x) {
+        pthread_cond_destroy(&h->st_x->cv);
+        free(h->st_x->queue);
+        free(h->st_x->queued);
+        free(h->st_x->slot);
+        free(h->st_x->th);
+        free(h->st_x);
+        h->st_x = NULL;
+    }
     free(h->st_resident);
     free(h->st_inflight);
     free(h->st_ring);
@@ -172,21 +222,104 @@ static void fail(stk_loader *h, int rc, const char *msg)
     pthread_cond_broadcast(&h->st_cv);
 }
 
-/* Attach shard S (h->mu held on entry and exit). 0 = attached, 1 = stop, -1 = failed. */
-static int attach_one(stk_loader *h, uint32_t s)
+static int reads_out(const stk_loader *h)
 {
-    char err[STK__ERRLEN];
-    while (!h->st_resident[s]) {
-        if (h->halting || h->pipe_status)
+    for (uint32_t k = 0; k < h->sw_tab.n; k++)
+        if (atomic_load(&h->st_inflight[k]))
             return 1;
+    return 0;
+}
+
+/* A download thread: takes begun slots, downloads them without h->mu, hands them back DONE. */
+static void *download_main(void *arg)
+{
+    stk_loader *h = arg;
+    struct stk__stream *x = h->st_x;
+    pthread_mutex_lock(&h->mu);
+    while (!x->stop) {
+        dl_slot *sl = NULL;
+        int ways = 0;
+        for (int i = 0; i < x->nslot; i++) {
+            if (!sl && x->slot[i].state == SLOT_BEGUN)
+                sl = &x->slot[i];
+            ways += x->slot[i].state == SLOT_RUNNING;
+        }
+        if (!sl) {
+            pthread_cond_wait(&x->cv, &h->mu);
+            continue;
+        }
+        sl->state = SLOT_RUNNING;
+        sl->err[0] = '\0';
+        pthread_mutex_unlock(&h->mu);
+        int rc = stk__remote_download(h->ds, &sl->job, ways + 1, sl->err);
+        pthread_mutex_lock(&h->mu);
+        sl->rc = rc;
+        sl->state = SLOT_DONE;
+        pthread_cond_broadcast(&h->st_cv);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Finish every downloaded slot (h->mu held on entry and exit): attached, or the run fails.
+ * -1 = failed, else how many were attached. */
+static int finish_done(stk_loader *h)
+{
+    struct stk__stream *x = h->st_x;
+    int n = 0;
+    for (int i = 0; i < x->nslot; i++) {
+        dl_slot *sl = &x->slot[i];
+        if (sl->state != SLOT_DONE)
+            continue;
+        uint32_t s = sl->job.shard;
+        int rc = sl->rc;
+        if (rc == STK_OK) {
+            sl->err[0] = '\0';
+            pthread_mutex_unlock(&h->mu);
+            rc = stk__remote_finish(h->ds, &sl->job, sl->err);
+            pthread_mutex_lock(&h->mu);
+        } else {
+            stk__remote_abandon(h->ds, &sl->job);
+        }
+        sl->state = SLOT_FREE;
+        x->queued[s] = 0;
+        if (rc != STK_OK) {
+            fail(h, rc, sl->err);
+            return -1;
+        }
+        h->st_resident[s] = 1;
+        pthread_cond_broadcast(&h->space_cv); /* WORK may wait for it */
+        n++;
+    }
+    return n;
+}
+
+/* Begin the queued shards in order while a slot is free and the cache has room (h->mu held on
+ * entry and exit). -1 = failed, else how many were begun. */
+static int begin_queued(stk_loader *h)
+{
+    struct stk__stream *x = h->st_x;
+    char err[STK__ERRLEN];
+    int n = 0;
+    while (x->qhead < x->qtail && !h->halting && !h->pipe_status) {
+        uint32_t s = x->queue[x->qhead % h->sw_tab.n];
+        dl_slot *sl = NULL;
+        for (int i = 0; i < x->nslot && !sl; i++)
+            if (x->slot[i].state == SLOT_FREE)
+                sl = &x->slot[i];
+        if (!sl)
+            break;
         err[0] = '\0';
         pthread_mutex_unlock(&h->mu);
-        int rc = stk__remote_attach(h->ds, s, err);
+        int rc = stk__remote_begin(h->ds, s, &sl->job, err);
         pthread_mutex_lock(&h->mu);
         if (rc == STK_OK) {
-            h->st_resident[s] = 1;
-            pthread_cond_broadcast(&h->space_cv); /* WORK may wait for it */
-            return 0;
+            x->qhead++;
+            sl->rc = STK_OK;
+            sl->state = sl->job.hit ? SLOT_DONE : SLOT_BEGUN; /* a hit is finished at once */
+            pthread_cond_signal(&x->cv);
+            n++;
+            continue;
         }
         if (rc != STK_E_TOO_LARGE) {
             fail(h, rc, err);
@@ -194,61 +327,121 @@ static int attach_one(stk_loader *h, uint32_t s)
         }
         if (release_done(h))
             continue;
-        /* no room and nothing to give back: wait for the reader, unless it waits for us with
-         * nothing out — then no room will ever come (another user holds the cache) */
-        int idle = h->st_want != UINT32_MAX;
-        for (uint32_t k = 0; idle && k < h->sw_tab.n; k++)
-            idle = !atomic_load(&h->st_inflight[k]);
-        if (idle && h->st_want == s) {
+        /* no room and nothing to give back: wait for the reader, unless it waits for this very
+         * shard with no read out and nothing of ours in flight — then no room will ever come
+         * (another user holds the cache) */
+        int busy = 0;
+        for (int i = 0; i < x->nslot; i++)
+            busy |= x->slot[i].state != SLOT_FREE;
+        if (h->st_want == s && !busy && !reads_out(h)) {
             fail(h, rc, err);
             return -1;
         }
-        timed_wait(h, 20);
+        break;
     }
+    return n;
+}
+
+/* Walk the run's order one window further (h->mu held): its ring entry, its shards queued.
+ * 0 = walked, 1 = the run's order is all walked, 2 = the ring is full. */
+static int walk_window(stk_loader *h, stk__plan *p, uint64_t *e, uint64_t *pos, uint64_t *end)
+{
+    struct stk__stream *x = h->st_x;
+    if (*pos >= *end) {
+        if (!h->epoch_end)
+            return 1;
+        ++*e;
+        *pos = 0;
+        *end = h->epoch_end;
+        stk__loader_plan(h, p, *e);
+    }
+    if (h->st_tail - h->st_head >= RING) {
+        release_done(h);
+        if (h->st_tail - h->st_head >= RING)
+            return 2;
+    }
+    stk__plan_index(p, *pos); /* loads the window POS is in */
+    uint64_t xw = (*pos + p->skip) % p->local, wend = *pos + (p->win_hi - xw);
+    wend = STK__MIN(wend, *end);
+    uint64_t *en = entry(h, h->st_tail);
+    en[0] = key_of(*e, wend);
+    en[1] = p->win_n;
+    for (uint32_t i = 0; i < p->win_n; i++) {
+        uint32_t s = p->win_shard[i];
+        en[2 + i] = s;
+        if (!h->st_resident[s] && !x->queued[s]) {
+            x->queued[s] = 1;
+            x->queue[x->qtail++ % h->sw_tab.n] = s;
+        }
+    }
+    h->st_tail++;
+    *pos = wend;
     return 0;
 }
 
 static void *fetch_main(void *arg)
 {
     stk_loader *h = arg;
+    struct stk__stream *x = h->st_x;
     pthread_mutex_lock(&h->mu);
+    x->stop = 0;
+    x->qhead = x->qtail = 0;
+    memset(x->queued, 0, h->sw_tab.n);
+    for (int i = 0; i < x->nslot; i++)
+        x->slot[i].state = SLOT_FREE;
+    x->nthreads = 0;
+    for (int i = 0; i < x->nslot; i++) {
+        if (pthread_create(&x->th[i], NULL, download_main, h) != 0)
+            break;
+        x->nthreads++;
+    }
+    if (!x->nthreads)
+        fail(h, STK_E_NOMEM, "cannot start a download thread");
     uint64_t e = h->r_e0, pos = h->r_s0, end = h->r_end0;
     stk__plan p;
     stk__loader_plan(h, &p, e);
     if (h->r_base)
         stk__plan_resume(&p, h->r_base);
+    int walked = 0;
     while (!h->halting && !h->pipe_status) {
-        if (pos >= end) {
-            if (!h->epoch_end)
-                break;
-            e++;
-            pos = 0;
-            end = h->epoch_end;
-            stk__loader_plan(h, &p, e);
-            continue;
-        }
-        while (h->st_tail - h->st_head >= RING && !h->halting) {
-            release_done(h);
-            if (h->st_tail - h->st_head >= RING)
-                timed_wait(h, 20);
-        }
-        if (h->halting)
+        int got = finish_done(h);
+        if (got < 0)
             break;
-        stk__plan_index(&p, pos); /* loads the window POS is in */
-        uint64_t x = (pos + p.skip) % p.local, wend = pos + (p.win_hi - x);
-        wend = STK__MIN(wend, end);
-        uint64_t *en = entry(h, h->st_tail);
-        en[0] = key_of(e, wend);
-        en[1] = p.win_n;
-        for (uint32_t i = 0; i < p.win_n; i++)
-            en[2 + i] = p.win_shard[i];
-        h->st_tail++;
-        for (uint32_t i = 0; i < p.win_n; i++)
-            if (attach_one(h, p.win_shard[i]))
-                goto out;
-        pos = wend;
+        int begun = begin_queued(h);
+        if (begun < 0)
+            break;
+        int w = 2;
+        if (!walked && x->qhead == x->qtail) { /* every shard walked so far is begun: walk on */
+            w = walk_window(h, &p, &e, &pos, &end);
+            walked = w == 1;
+        }
+        int busy = 0;
+        for (int i = 0; i < x->nslot; i++)
+            busy |= x->slot[i].state != SLOT_FREE;
+        if (walked && !busy && x->qhead == x->qtail)
+            break; /* the whole run is attached */
+        if (!got && !begun && w != 0)
+            timed_wait(h, 20);
     }
-out:
+    /* stop the download threads: a run that ends early (halt, failure) cancels the downloads in
+     * progress rather than wait for them; give back what is unfinished */
+    x->stop = 1;
+    pthread_cond_broadcast(&x->cv);
+    int cancel = h->halting || h->pipe_status;
+    pthread_mutex_unlock(&h->mu);
+    if (cancel)
+        stk__remote_cancel(h->ds, 1);
+    for (int i = 0; i < x->nthreads; i++)
+        pthread_join(x->th[i], NULL);
+    stk__remote_cancel(h->ds, 0);
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < x->nslot; i++) {
+        if (x->slot[i].state != SLOT_FREE) {
+            x->queued[x->slot[i].job.shard] = 0;
+            stk__remote_abandon(h->ds, &x->slot[i].job);
+        }
+        x->slot[i].state = SLOT_FREE;
+    }
     pthread_mutex_unlock(&h->mu);
     return NULL;
 }

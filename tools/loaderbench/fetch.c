@@ -3,7 +3,7 @@
  * fetch.c — loaderbench on an s3:// dataset: the fetch stage's figures per point (from the
  * library's own counters, stk_dataset_fetch_stats of the loader's dataset, cumulative since the
  * open, so the open's download is in them), the table's fetch line, the JSON "fetch" object and
- * the fetch-bound verdict with the link's rate and what to change. With --cache cold every run
+ * the CSV's fetch columns and the fetch-bound verdict with the link's rate and what to change. With --cache cold every run
  * gets an empty cache directory of its own (removed after it), so every run fetches from the
  * bucket: the first epoch of a fresh machine; warm runs share the cache and read it locally.
  */
@@ -86,6 +86,20 @@ void lb_fetch_json(FILE *f, const lb_point *p)
             (unsigned long long)x->st.shards_fetched, hit_rate(x), (unsigned long long)x->st.bytes_fetched,
             (unsigned long long)x->st.requests, (unsigned long long)x->st.retries, x->st.fetch_s, x->st.starved_s,
             x->st.link_bytes_per_s, (unsigned long long)x->st.inflight, x->open_s);
+}
+
+void lb_fetch_csv(FILE *f, const lb_point *p)
+{
+    const lb_fetch *x = &p->fetch;
+    if (!x->st.shards) {
+        fputs(",,,,,,,,,,,,", f);
+        return;
+    }
+    fprintf(f, "%llu,%llu,%llu,%.4f,%llu,%llu,%llu,%.6f,%.6f,%.1f,%llu,%.6f,", (unsigned long long)x->st.shards,
+            (unsigned long long)x->st.shards_cached, (unsigned long long)x->st.shards_fetched, hit_rate(x),
+            (unsigned long long)x->st.bytes_fetched, (unsigned long long)x->st.requests,
+            (unsigned long long)x->st.retries, x->st.fetch_s, x->st.starved_s, x->st.link_bytes_per_s,
+            (unsigned long long)x->st.inflight, x->open_s);
 }
 
 size_t lb_fetch_verdict(const lb_config *cfg, const lb_point *b, char *out, size_t cap)

@@ -192,6 +192,11 @@ void lb_fetch_cold_done(const char *dir);
 void lb_fetch_record(stk_loader *h, double open_s, lb_fetch *out);
 void lb_fetch_table(FILE *f, const lb_results *r);
 void lb_fetch_json(FILE *f, const lb_point *p);
+/* The CSV's fetch columns (each followed by a comma; all empty for a local dataset). */
+#define LB_FETCH_CSV_HEADER                                                                                   \
+    "fetch_shards,fetch_cache_hits,fetch_cache_misses,fetch_hit_rate,fetch_bytes,fetch_requests,"            \
+    "fetch_retries,fetch_busy_s,fetch_starved_s,fetch_link_bytes_per_s,fetch_inflight,fetch_open_s,"
+void lb_fetch_csv(FILE *f, const lb_point *p);
 /* The fetch-bound verdict of point B in words, like snprintf. */
 size_t lb_fetch_verdict(const lb_config *cfg, const lb_point *b, char *out, size_t cap);
 

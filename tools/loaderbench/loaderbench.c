@@ -254,7 +254,8 @@ static void usage(FILE *f)
 "                            link_bytes_per_s, inflight, open_s (the library's fetch\n"
 "                            counters, cumulative since the open, the open's download in)\n"
 "  error                     null, or why the point could not run (then no figures)\n"
-"CSV (--csv): the same point fields, one row per point, header first.\n"
+"CSV (--csv): the same point fields, one row per point, header first; fetch's as\n"
+"  fetch_shards ... fetch_open_s before error (empty for a local dataset).\n"
 "\n"
 "Exit status: 0 done; 1 the benchmark failed (dataset unreadable, every point failed, an\n"
 "output file could not be written); 2 bad arguments (the message names the option).\n",

@@ -621,15 +621,18 @@ int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, c
           "stager_threads,wait_fraction,trainer_wait_fraction,step_mode,step_reason,step_calibrated_ms,"
           "step_kernel_ms,step_input,wall_s,samples,batches,bad_records,"
           "disk_read_bytes,io_backend,io_direct,io_note,host_ring_bytes,pinned_bytes,device_bytes,"
-          "reader_pool_bytes,device,bottleneck,error\n",
+          "reader_pool_bytes,device,bottleneck,",
           f);
+    fputs(LB_FETCH_CSV_HEADER, f);
+    fputs("error\n", f);
     for (size_t i = 0; i < r->npoints; i++) {
         const lb_point *p = &r->points[i];
         fprintf(f, "%s,%d,%s,%s,%s,%d,%d,%g,%d,", lb_layout_names[p->layout], p->workers, mode_name(cfg->mode),
                 stage_name(cfg->stage), cfg->cold ? "cold" : "warm", cfg->batch_size, cfg->size, cfg->step_ms,
                 p->repeat);
         if (p->failed) {
-            fputs(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,", f); /* the 38 figures between repeat and error */
+            fputs(",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,", f); /* the 38 figures between repeat and fetch */
+            fputs(",,,,,,,,,,,,", f); /* the 12 fetch figures */
             csv_str(f, p->error, 1);
             continue;
         }
@@ -657,9 +660,11 @@ int lb_write_csv(const char *path, const lb_config *cfg, const lb_dataset *ds, c
                 (unsigned long long)p->bad_records, (unsigned long long)p->disk_read_bytes,
                 backend_name(p->io_backend), p->io_direct);
         csv_str(f, p->io_note, 0);
-        fprintf(f, "%llu,%llu,%llu,%llu,%d,%s,\n", (unsigned long long)p->host_ring_bytes,
+        fprintf(f, "%llu,%llu,%llu,%llu,%d,%s,", (unsigned long long)p->host_ring_bytes,
                 (unsigned long long)p->pinned_bytes, (unsigned long long)p->device_bytes,
                 (unsigned long long)p->reader_pool_bytes, p->device, p->bottleneck ? p->bottleneck : "");
+        lb_fetch_csv(f, p);
+        fputs("\n", f); /* error: empty */
     }
     return close_out(f, path, "CSV file");
 }

@@ -38,14 +38,18 @@ class ImageFolder:
     each process, a fork() child included, opens the dataset again on first use.
     Pass it to stoker.DataLoader to read the packed copy. ROOT may be ``"s3://bucket/prefix"``
     (since 0.5): fetched into the cache directory CACHE (limit CACHE_BYTES; docs/S3.md), which
-    stoker.DataLoader uses too."""
+    stoker.DataLoader uses too. SHUFFLE_WINDOW=W (an s3:// ROOT): stoker.DataLoader reads in the
+    shard-window order (stoker.Loader's ``shuffle_window``), streaming: nothing is fetched here,
+    the loader's first epoch fetches the shards as it reads them (``classes`` is then empty until
+    a loader has read the first shard; ``ds[i]`` reads only shards a loader has cached)."""
 
     def __init__(self, root, transform=None, target_transform=None, *, cache=None,
-                 cache_bytes=None):
+                 cache_bytes=None, shuffle_window=None):
         self.root = _lib.path_arg(root)
         self.transform = transform
         self.target_transform = target_transform
         self.cache, self.cache_bytes = cache, cache_bytes
+        self.shuffle_window = shuffle_window
         self._handle, self._pid = self._open(), os.getpid()
         self.classes = self._handle.classes
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
@@ -60,7 +64,8 @@ class ImageFolder:
 
     def _open(self):
         return Dataset(self.root, cache=getattr(self, "cache", None),
-                      cache_bytes=getattr(self, "cache_bytes", None))
+                      cache_bytes=getattr(self, "cache_bytes", None),
+                      stream=bool(getattr(self, "shuffle_window", None)))
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -689,7 +694,8 @@ def _dataloader_class():
                        pin_memory=pin_memory, max_size=max_size, target="label",
                        indices=lib_indices, mix=mix, options=options,
                        cache=getattr(base, "cache", None),
-                       cache_bytes=getattr(base, "cache_bytes", None), **kw)
+                       cache_bytes=getattr(base, "cache_bytes", None),
+                       shuffle_window=getattr(base, "shuffle_window", None), **kw)
             ds = L.dataset
             if len(ds) != len(base) or list(ds.classes) != list(base.classes):
                 n_lib, n_tv = len(ds), len(base)

@@ -47,7 +47,8 @@ def target_info_dict(info):
 class Dataset:
     """An opened dataset (stoker shards, an ImageFolder root or a foreign LMDB; or, since 0.5,
     ``"s3://bucket/prefix"``: fetched into the cache directory ``cache`` (limit ``cache_bytes``)
-    first, docs/S3.md).
+    first, docs/S3.md; ``stream=True``, or a limit below the dataset, fetches no shard at open:
+    a Loader fetches them as it reads, and ``ds[i]`` reads only shards a Loader has in the cache).
 
     ``len(ds)`` records; ``ds[i]`` -> (payload bytes, label); ``ds.record(i)`` -> dict of the
     record's shard, key, offset, length, label and CRC; ``ds.name(i)`` a printable name;
@@ -61,7 +62,7 @@ class Dataset:
     """
 
     def __init__(self, path, *, layout="auto", foreign_label=None, allow_incomplete=False,
-                 cache=None, cache_bytes=None):
+                 cache=None, cache_bytes=None, stream=False):
         self._lib = lib = _lib.get()
         self._h = None
         self._pid = os.getpid()
@@ -81,6 +82,8 @@ class Dataset:
             self._check(lib.stk_dataset_set_cache_dir(h, _lib.fspath(cache)), "cache")
         if cache_bytes is not None:
             self._check(lib.stk_dataset_set(h, _lib.P_CACHE_BYTES, int(cache_bytes)), "cache_bytes")
+        if stream:
+            self._check(lib.stk_dataset_set(h, _lib.P_STREAM, 1), "stream")
         self._check(lib.stk_dataset_open(h, _lib.fspath(path)), "open %s" % self.path)
         self._count = int(lib.stk_dataset_count(h))
 

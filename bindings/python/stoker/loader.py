@@ -153,7 +153,16 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
       options: more raw parameters, {STK_P_* number: value}.
       cache, cache_bytes: for s3:// paths, the cache directory (default STOKER_CACHE_DIR, else
         ~/.cache/stoker) and its size limit in bytes (default STOKER_CACHE_BYTES, else none;
-        a limit below one shard, or below the dataset, is an error naming it).
+        a limit below one shard is an error naming it; a limit below the dataset streams it).
+      shuffle_window: W >= 1 = the shard-window order (STK_P_SHUFFLE_WINDOW; docs/S3.md "The
+        shard-window shuffle"): shards in a seeded order per epoch (dealt to ranks by shard), the
+        records of each W consecutive shards shuffled together. On an s3:// path it also asks
+        for streaming even when the cache could hold the whole set: the first epoch starts at
+        once and reads at the link's pace, several shards fetched at once ahead of the reader,
+        and every shard stays in the cache for later epochs. None/0 = the exact global shuffle,
+        whose first epoch from a bucket waits until the whole set is fetched (all shards in
+        flight) — unless the cache limit is below the dataset, which streams with W chosen as
+        limit / largest shard / 2.
 
     Epochs (as DataLoader): every ``for`` over the loader runs one epoch from its start.
     Which epoch: the one given to ``set_epoch()``, else the one after the previous ``for``'s
@@ -207,7 +216,7 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
                  pin_memory=False, dct_scaling=None, value_table=None, target="auto",
                  multi_hot=False, indices=None, interpolation="bilinear", mix=None,
                  augment=None, resize_passes=None, max_bad_fraction=None, options=None,
-                 cache=None, cache_bytes=None):
+                 cache=None, cache_bytes=None, shuffle_window=None):
         self._h = None
         self._pid = os.getpid()
         self._closed = False
@@ -409,6 +418,8 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
             self._check(lib.stk_loader_set_cache_dir(self._h, _lib.fspath(cache)), "cache")
         if cache_bytes is not None:
             self._set(_lib.P_CACHE_BYTES, int(cache_bytes), "cache_bytes")
+        if shuffle_window is not None:   # before the open: an s3:// dataset then streams
+            self._set(_lib.P_SHUFFLE_WINDOW, int(shuffle_window), "shuffle_window")
         self._check(lib.stk_loader_open(self._h, _lib.fspath(path)), "open %s" % self.path)
         self.indices = None
         if indices is not None:

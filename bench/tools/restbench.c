@@ -84,6 +84,7 @@ int main(int argc, char **argv)
            (unsigned long long)stk__rest_records(&r), partial, bytes,
            (unsigned long long)q.per_rank, q.per_rank ? (t3 - t2) / (double)q.per_rank * 1e9 : 0.0,
            o.per_rank ? (t4 - t3) / (double)o.per_rank * 1e9 : 0.0);
+    printf("  (index sum %llu)\n", (unsigned long long)acc);
     stk__rest_free(&r);
     free(first);
     free(count);

@@ -246,8 +246,9 @@ typedef enum stk_param {
                                      for hue, is off), 4 (where the STK_P_AUG_POLICY policy runs;
                                      without it, after the last step), 5 kx ky smin smax
                                      (transforms.GaussianBlur, kernel odd 1..255; equal to torch
-                                     1.x, within one level of torch 2.x, whose exp is MKL's:
-                                     docs/ARCHITECTURE.md), 8 kx ky smin smax
+                                     built without MKL (1.x); with MKL (the PyPI wheels) equal
+                                     when given torch's exp (stk_loader_set_vexp), else within
+                                     one level: docs/ARCHITECTURE.md), 8 kx ky smin smax
                                      (transforms.v2.GaussianBlur, its softmax kernel; equal to
                                      torch 2.x; since 0.5), 6 dmin dmax tx ty smin smax shx0 shx1 shy0
                                      shy1 interp fill_on r g b (RandomAffine: translate in
@@ -1042,6 +1043,29 @@ STK_API int stk_loader_set_double(stk_loader *h, int key, double value);
  *  STK_P_LUT with N = 768 (since 0.2); STK_P_AUG_STEPS, a program of N values (since 0.3);
  *  STK_P_TIMM_AUTO_POLICY, a policy of N values (since 0.4). */
 STK_API int stk_loader_set_floats(stk_loader *h, int key, const float *v, size_t n);
+/**
+ * A vector exponential (since 0.5): Y[i] = exp(X[i]) for i < N, in float32; ARG as given to
+ * stk_loader_set_vexp. Intel MKL's vmsExp has this shape (LP64 MKL_INT n; MKL_INT64 mode, ARG
+ * being the VML mode).
+ */
+typedef void (*stk_vexp_fn)(int n, const float *x, float *y, int64_t arg);
+/**
+ * The exp of transforms.GaussianBlur's kernel (STK_P_AUG_STEPS kind 5; since 0.5). torchvision
+ * computes that kernel with torch.exp, whose float32 results depend on the torch build: SLEEF's
+ * expf_u10 without MKL (what the library repeats for STK_AUG_TORCH_1*), Intel MKL's closed vmsExp
+ * in builds with MKL (the PyPI x86-64 wheels), which cannot be repeated: for STK_AUG_TORCH_2*
+ * glibc's expf stands in, and a blurred value can be one level off (docs/ARCHITECTURE.md). With
+ * FN set the kernel's exp is FN(k, x, y, ARG) over its k arguments at once, as torch.exp calls
+ * vmsExp(k, x, y, VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE) on the contiguous k-vector: given
+ * torch's own vmsExp (the Python binding resolves it from libtorch_cpu.so and checks it against
+ * torch.exp), the blur equals torchvision's byte for byte. FN NULL (the default) restores the
+ * built-in exp. Other steps and kind 8 (transforms.v2, whose softmax uses SLEEF's exp in every
+ * build) do not use it. FN is called from the decode worker threads, concurrently, with N from 1
+ * to 255: it must be thread-safe (MKL's VML functions are), write Y only and stay callable until
+ * the loader is destroyed; the loader does not own it. Any time before stk_loader_start (or
+ * between stop and start); STK_E_STATE once started.
+ */
+STK_API int stk_loader_set_vexp(stk_loader *h, stk_vexp_fn fn, int64_t arg);
 /** Read any integer/double parameter's current value (as a double). */
 STK_API int stk_loader_get(const stk_loader *h, int key, double *value);
 /** Open the dataset at PATH (see stk_dataset_open). After this the sizes below are known. */

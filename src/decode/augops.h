@@ -157,6 +157,8 @@ enum {
 typedef struct stk__augprog {
     int n;
     int torch; /* STK__TORCH_*: whose arithmetic (set by the caller; 0 after parsing) */
+    stk_vexp_fn vexp; /* stk_loader_set_vexp: kind 5's exp, or NULL for the built-in (set by the caller) */
+    int64_t vexp_arg;
     struct {
         int kind;
         float a[15];
@@ -174,13 +176,14 @@ void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const dou
 
 /* gaussian_blur(img, [kx, ky], [sigma, sigma]): reflect padding, the float32 kernel torchvision
  * makes, its 2-D product, and conv2d's float32 fused multiply-add chain (augsteps.c). V2 0:
- * transforms.functional's kernel (exp / sum: torch's exp and sum as TORCH, STK__TORCH_*,
- * computes them: SLEEF's expf for torch 1.x, glibc's standing in for torch 2.x's MKL vsExp);
- * V2 1: transforms.v2's (softmax of a linspace: SLEEF's expf and torch's vector reduction, 8
- * or 16 lanes as TORCH says). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP:
- * H * W * 3 + W floats (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2, uint8_t *out,
-                     float *tmp);
+ * transforms.functional's kernel (exp / sum: torch's sum as TORCH, STK__TORCH_*, computes it;
+ * its exp VEXP(k, x, y, VEXP_ARG) over the k arguments when VEXP is not NULL, else SLEEF's expf
+ * for torch 1.x, glibc's standing in for torch 2.x's MKL vsExp); V2 1: transforms.v2's (softmax
+ * of a linspace: SLEEF's expf and torch's vector reduction, 8 or 16 lanes as TORCH says; VEXP
+ * unused). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP: H * W * 3 + W floats
+ * (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2,
+                     stk_vexp_fn vexp, int64_t vexp_arg, uint8_t *out, float *tmp);
 
 /* The draws of step K (of kind KIND, values A) for sample INDEX: *ON (flip / grayscale applied),
  * ORDER and F for a jitter, F[0] the sigma of a blur. */

@@ -10,10 +10,13 @@
 #include <math.h>
 #include <string.h>
 
+#define BLUR_MAX_K 255 /* the widest kernel a step takes */
+
 /* SLEEF's expf_u10 (its AVX2 and AVX512 builds, fused multiply-adds): torch 1.x's torch.exp
  * (equal to torch 1.13's on 3 000 000 arguments) and torch 2.x's Vectorized<float>::exp, which its
- * softmax uses. Torch 2.x's torch.exp is MKL's vsExp instead (closed, chosen per CPU): glibc's
- * expf stands in for it (1% of results one ulp apart; docs/ARCHITECTURE.md) */
+ * softmax uses. The torch.exp of builds with MKL (the PyPI wheels) is MKL's vmsExp instead
+ * (closed, chosen per CPU): a caller gives it as stk_loader_set_vexp's hook; without it glibc's
+ * expf stands in for torch 2.x (1% of results one ulp apart; docs/ARCHITECTURE.md) */
 static float sleef_expf(float d)
 {
     if (!(d >= -104.f)) /* SLEEF's 0 below -104 (and -inf); NaN stays NaN */
@@ -64,16 +67,21 @@ static float torch_sum(const float *v, int n, int lanes)
 }
 
 /* _get_gaussian_kernel1d: x = linspace(-(k-1)/2, (k-1)/2) (integers: exact), exp(-0.5 (x /
- * sigma)^2), / its sum, in float32 as TORCH computes them */
-static void gauss1d(int torch, int k, double sigma, float *out)
+ * sigma)^2), / its sum, in float32 as TORCH computes them; the exp VEXP over the k values at
+ * once (torch.exp of the contiguous vector: one vmsExp call) when given */
+static void gauss1d(int torch, stk_vexp_fn vexp, int64_t vexp_arg, int k, double sigma, float *out)
 {
-    float s = (float)sigma;
+    float s = (float)sigma, a[BLUR_MAX_K] = {0};
     for (int i = 0; i < k; i++) {
         float x = (float)(i - (k - 1) / 2); /* k is odd */
         float t = x / s;
-        float a = -0.5f * (t * t);
-        out[i] = torch >= STK__TORCH_2 ? expf(a) : sleef_expf(a);
+        a[i] = -0.5f * (t * t);
     }
+    if (vexp)
+        vexp(k, a, out, vexp_arg);
+    else
+        for (int i = 0; i < k; i++)
+            out[i] = torch >= STK__TORCH_2 ? expf(a[i]) : sleef_expf(a[i]);
     float sum = torch_sum(out, k, 8); /* 8 lanes on AVX512 too: torch 2.15 there sums so (its AVX2 kernel) */
     for (int i = 0; i < k; i++)
         out[i] /= sum;
@@ -143,8 +151,6 @@ static int reflect(int i, int n)
     return i < n ? i : period - i;
 }
 
-#define BLUR_MAX_K 255
-
 /* ACC[x] = fma(K, SRC[x], ACC[x]) for x < N: one tap of the 2-D kernel over an output row's
  * interior (per value the taps keep torch's order; across x the loop vectorises, with the FMA
  * instructions where the CPU has them) */
@@ -161,13 +167,18 @@ static void blur_tap(float *restrict acc, const float *restrict src, int n, floa
         acc[x] = fmaf(k, src[x], acc[x]);
 }
 
-void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2, uint8_t *out,
-                     float *tmp)
+void stk__augop_blur(uint8_t *img, int h, int w, int kx, int ky, double sigma, int torch, int v2,
+                     stk_vexp_fn vexp, int64_t vexp_arg, uint8_t *out, float *tmp)
 {
     float gx[BLUR_MAX_K], gy[BLUR_MAX_K];
     int rows[BLUR_MAX_K];
-    (v2 ? gauss1d_v2 : gauss1d)(torch, kx, sigma, gx);
-    (v2 ? gauss1d_v2 : gauss1d)(torch, ky, sigma, gy);
+    if (v2) {
+        gauss1d_v2(torch, kx, sigma, gx);
+        gauss1d_v2(torch, ky, sigma, gy);
+    } else {
+        gauss1d(torch, vexp, vexp_arg, kx, sigma, gx);
+        gauss1d(torch, vexp, vexp_arg, ky, sigma, gy);
+    }
     int rx = kx / 2, ry = ky / 2;
     /* the interior columns, where no tap needs the reflection: [x0, x1) */
     int x0 = rx < w ? rx : w, x1 = w - rx > x0 ? w - rx : x0;
@@ -348,7 +359,7 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
             stk__aug_grayscale(img, (size_t)h * (size_t)w);
         else if (kind == STK__STEP_BLUR || kind == STK__STEP_BLUR_V2)
             stk__augop_blur(img, h, w, (int)prog->s[k].a[0], (int)prog->s[k].a[1], f[0], prog->torch,
-                            kind == STK__STEP_BLUR_V2, scratch, (float *)(void *)tmp);
+                            kind == STK__STEP_BLUR_V2, prog->vexp, prog->vexp_arg, scratch, (float *)(void *)tmp);
         else
             stk__augop_jitter(img, h, w, order, f, prog->torch);
     }

@@ -311,6 +311,8 @@ static int augpolicy_config(stk_loader *h)
     p->aa_policy = (int)pget_i(h, STK_P_AUG_AUTO_POLICY); /* STK_AUG_AUTO_* == STK__AA_* */
     p->torch = (int)pget_i(h, STK_P_AUG_TORCH);           /* STK_AUG_TORCH_* == STK__TORCH_* */
     h->augprog.torch = p->torch;
+    h->augprog.vexp = h->vexp;
+    h->augprog.vexp_arg = h->vexp_arg;
     int64_t fill = pget_i(h, STK_P_AUG_FILL);
     if (fill >= 0) {
         p->fill.on = 1;

@@ -182,6 +182,8 @@ struct stk_loader {
     pthread_t st_th;
     struct stk__stream *st_x;    /* the fetch thread's queue and download slots (loader_stream.c) */
     stk__augprog augprog;        /* STK_P_AUG_STEPS (n = 0: none) */
+    stk_vexp_fn vexp;            /* stk_loader_set_vexp (NULL: the built-in exp), copied into augprog */
+    int64_t vexp_arg;
     stk__timmaa timmaa;          /* STK_P_TIMM_AUTO_POLICY (nsub = 0: none) */
     float erase_value[3];        /* STK_P_ERASE_VALUE */
     stk_dataset *ds;

@@ -2,7 +2,8 @@
 /*
  * loader_params.c — stk_loader_set / set_double / set_floats / get over the one parameter table
  * (core/params.c): the table gives type, range and default; this file adds the loader's rule
- * for when a key may be set and keeps the values, indexed like the table.
+ * for when a key may be set and keeps the values, indexed like the table. Also
+ * stk_loader_set_vexp, the one setter that takes a function (GaussianBlur's exp).
  */
 #include "loader_internal.h"
 
@@ -171,5 +172,16 @@ int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
     free(h->subset);
     h->subset = copy;
     h->nsubset = n;
+    return STK_OK;
+}
+
+int stk_loader_set_vexp(stk_loader *h, stk_vexp_fn fn, int64_t arg)
+{
+    if (!h)
+        return STK_E_INVALID;
+    if (h->state == STK__LS_STARTED) /* the consumer thread's state, as every setter reads it */
+        return stk__err(h->err, STK_E_STATE, "stk_loader_set_vexp: before stk_loader_start (or after stop)");
+    h->vexp = fn;
+    h->vexp_arg = fn ? arg : 0;
     return STK_OK;
 }

@@ -32,13 +32,40 @@
  *
  * STK_AUGOPS_TORCH=0|1|2 in the environment: whose arithmetic (STK_AUG_TORCH_*) [0]; the tests
  * set it for the torch they compare with (tests/python/conftest.py).
+ * STK_AUGOPS_VEXP="SYMBOL ARG LIBRARY" in the environment: "steps" computes GaussianBlur's (kind 5)
+ * exp with SYMBOL of LIBRARY (dlopen), ARG passed as stk_loader_set_vexp passes it — what the
+ * Python binding hands the loader (stoker.augment.torch_vexp: MKL's vmsExp of libtorch_cpu.so).
  */
 #include "testutil.h"
 #include "augops.h"
 
+#include <dlfcn.h>
 #include <string.h>
 
 static int g_torch; /* STK__TORCH_*, from STK_AUGOPS_TORCH */
+static stk_vexp_fn g_vexp; /* from STK_AUGOPS_VEXP, or NULL */
+static int64_t g_vexp_arg;
+
+/* STK_AUGOPS_VEXP's function: 0, or 2 (after a message) when it cannot be had */
+static int load_vexp(const char *spec)
+{
+    char sym[128];
+    long long arg;
+    int used = 0;
+    if (sscanf(spec, "%127s %lld %n", sym, &arg, &used) != 2 || !spec[used]) {
+        fprintf(stderr, "stk-augops: STK_AUGOPS_VEXP=\"%s\" is not \"SYMBOL ARG LIBRARY\"\n", spec);
+        return 2;
+    }
+    void *so = dlopen(spec + used, RTLD_LAZY | RTLD_LOCAL); /* kept open: the process is short */
+    void *fn = so ? dlsym(so, sym) : NULL;
+    if (!fn) {
+        fprintf(stderr, "stk-augops: %s\n", dlerror());
+        return 2;
+    }
+    memcpy(&g_vexp, &fn, sizeof fn); /* object pointer -> function pointer (POSIX guarantees it) */
+    g_vexp_arg = (int64_t)arg;
+    return 0;
+}
 
 static int policy_of(const char *s)
 {
@@ -208,6 +235,8 @@ static int cmd_steps(char **a)
         return 3;
     }
     prog.torch = g_torch;
+    prog.vexp = g_vexp;
+    prog.vexp_arg = g_vexp_arg;
     uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10), index = strtoull(a[3], NULL, 10);
     int h = atoi(a[4]), w = atoi(a[5]);
     uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
@@ -308,6 +337,9 @@ int main(int argc, char **argv)
 {
     const char *torch = getenv("STK_AUGOPS_TORCH");
     g_torch = torch ? atoi(torch) : STK__TORCH_1;
+    const char *vexp = getenv("STK_AUGOPS_VEXP");
+    if (vexp && *vexp && load_vexp(vexp) != 0)
+        return 2;
     if (argc == 10 && strcmp(argv[1], "op") == 0)
         return cmd_op(argv + 2);
     if (argc == 6 && strcmp(argv[1], "tables") == 0)

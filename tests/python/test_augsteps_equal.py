@@ -10,8 +10,10 @@ through tests/tools/stk-augops) against torchvision's tensor implementation:
   factors uniform on their ranges, flips and grayscale at their probabilities; bad programs are
   refused naming the step;
 - GaussianBlur of transforms (v1) and transforms.v2 through the binding's program, on random
-  images, sizes, kernels and sigmas: byte for byte (v1 under torch 2.x within one level: its exp
-  is MKL's).
+  images, sizes, kernels and sigmas: byte for byte. v1's exp is torch.exp: under a torch with MKL
+  (the PyPI wheels) that is MKL's vmsExp, which the binding takes from libtorch_cpu.so
+  (stoker.augment.torch_vexp) and the tool gets as STK_AUGOPS_VEXP; only where it cannot be had
+  (torch 2.x with MKL but no usable vmsExp) within one level.
 """
 import itertools
 import math
@@ -81,12 +83,13 @@ def test_jitter_every_order_equals_torchvision(tmp_path):
         assert np.array_equal(got, want), f
 
 
-def _steps(tmp, prog, index, img, seed=3, epoch=1):
+def _steps(tmp, prog, index, img, seed=3, epoch=1, env=None):
     h, w, _ = img.shape
     src, dst = tmp / "in.rgb", tmp / "out.rgb"
     src.write_bytes(img.tobytes())
     r = subprocess.run([str(TOOL), "steps", ",".join(repr(float(x)) for x in prog), str(seed), str(epoch),
-                        str(index), str(h), str(w), str(src), str(dst)], capture_output=True, text=True, timeout=60)
+                        str(index), str(h), str(w), str(src), str(dst)], capture_output=True, text=True, timeout=60,
+                       env=env)
     if r.returncode == 3:
         return r.stdout, None
     assert r.returncode == 0, r.stderr
@@ -192,6 +195,20 @@ def _blur_api(api):
     return T.GaussianBlur, F.gaussian_blur
 
 
+def _vexp_env():
+    """(the tool's environment with STK_AUGOPS_VEXP set to the exp the binding hands the Loader for
+    v1's kernel, or None without one; exact): exact is False only for a torch 2.x whose exp is MKL's
+    but cannot be had — on this machine's PyPI torch it must be had (asserted)."""
+    import torch
+    from stoker import augment
+    v = augment.torch_vexp(torch)
+    if torch.backends.mkl.is_available():
+        assert v is not None, augment.torch_vexp_problem(torch)
+    if v is None:
+        return None, _torch1()
+    return dict(os.environ, STK_AUGOPS_VEXP="%s %d %s" % (v.symbol, v.arg, v.library)), True
+
+
 def _blur_program(cls, kernel_size, sigma):
     """The STK_P_AUG_STEPS program the binding makes of CLS(kernel_size, sigma)."""
     from stoker import _lib, augment
@@ -224,22 +241,23 @@ def test_gaussian_blur_equals_torchvision(tmp_path, api):
     """GaussianBlur of transforms (v1) and transforms.v2 through the program the binding makes,
     over 160 random images, sizes, kernels and sigmas, against torchvision's gaussian_blur on the
     tensor (its PIL path is the same: pil_to_tensor, then it; checked on one image in four).
-    Byte for byte, except v1 under torch 2.x: its kernel's exp is torch.exp, which torch 2.x
-    computes with MKL's vsExp (closed, chosen per CPU) and stoker with glibc's expf — 1% of
-    their results are one ulp apart, so a value can be one level off: at most one, on fewer than
-    0.01% of values. v2's kernel (a softmax) uses torch's own SLEEF exp: equal."""
+    Byte for byte. v1's kernel's exp is torch.exp: SLEEF's without MKL (repeated), MKL's vmsExp
+    with it (the PyPI wheels: the binding's torch_vexp, given to the tool as the Loader gets it).
+    Only a torch 2.x with MKL whose vmsExp cannot be had would leave glibc's expf standing in (1%
+    of its results one ulp off): at most one level, on fewer than 0.01% of values. v2's kernel (a
+    softmax) uses torch's own SLEEF exp: equal."""
     _skip()
     import torch
     from PIL import Image
     cls, blur = _blur_api(api)
-    exact = api == "v2" or _torch1()
+    env, exact = _vexp_env() if api == "v1" else (None, True)
     off = total = compared = 0
     for n, (h, w, kx, ky, lo, hi) in enumerate(_blur_cases(27 if api == "v1" else 28, 160)):
         img = photo(h, w, 400 + n) if h >= 8 and w >= 8 else \
             np.random.default_rng(n).integers(0, 256, (h, w, 3), dtype=np.uint8)
         prog = _blur_program(cls, [kx, ky], (lo, hi))
         assert prog == [5 if api == "v1" else 8, kx, ky, lo, hi], prog
-        out, got = _steps(tmp_path, prog, n, img)
+        out, got = _steps(tmp_path, prog, n, img, env=env)
         sigma = float(out.split()[1])
         assert lo * (1 - 1e-6) <= sigma <= hi * (1 + 1e-6), (sigma, lo, hi)
         if kx // 2 >= w or ky // 2 >= h:
@@ -259,18 +277,44 @@ def test_gaussian_blur_equals_torchvision(tmp_path, api):
     assert compared >= 120 and off <= (0 if exact else total * 1e-4), (off, total, compared)
 
 
+def test_gaussian_blur_v1_with_torchs_exp(tmp_path):
+    """Under a torch whose exp is MKL's: images made so that the blur tells torch.exp from glibc's
+    expf (tests/python/blur_ref.py) equal torchvision byte for byte with the exp the binding hands
+    over, and differ without it (so the random cases above would not pass by luck)."""
+    _skip()
+    import torch
+    from blur_ref import exp_telling_cases
+    from torchvision.transforms import functional as F
+    env, _ = _vexp_env()
+    if env is None:
+        pytest.skip("this torch's exp is not MKL's (no torch_vexp): nothing to hand over")
+    cases = exp_telling_cases(torch)
+    if len(cases) < 3:
+        pytest.skip("glibc's expf and torch.exp built the same blur on all but %d of 200 kernels" % len(cases))
+    with_exp = without = 0
+    for k, sigma, img, _ in cases:
+        prog = [5, k, k, sigma, sigma]
+        want = F.gaussian_blur(torch.from_numpy(img).permute(2, 0, 1).contiguous(), [k, k], [sigma, sigma])
+        want = want.permute(1, 2, 0).numpy()
+        with_exp += int((_steps(tmp_path, prog, 0, img, env=env)[1] != want).sum())
+        without += int((_steps(tmp_path, prog, 0, img)[1] != want).sum())
+    print("torch's exp: %d values off; glibc's: %d, in %d cases" % (with_exp, without, len(cases)))
+    assert with_exp == 0 and without > 0, (with_exp, without)
+
+
 @pytest.mark.parametrize("api", ["v1", "v2"])
 def test_gaussian_blur_5_sigma_1_5(tmp_path, api):
     """The case the issue found one level off (1 of 712 704 values): GaussianBlur(5, sigma=1.5)
-    on 464 x 512, byte for byte (v1 under torch 2.x too: glibc's exp and MKL's agree on its three
-    arguments)."""
+    on 464 x 512, byte for byte, with the exp the binding hands the Loader (and without it: glibc's
+    exp and MKL's agree on its three arguments)."""
     _skip()
     import torch
     cls, blur = _blur_api(api)
     prog = _blur_program(cls, 5, 1.5)
-    for seed in range(3):
+    env = _vexp_env()[0] if api == "v1" else None
+    for seed, e in itertools.product(range(3), [env, None] if env else [None]):
         img = photo(464, 512, 900 + seed)
-        out, got = _steps(tmp_path, prog, 0, img)
+        out, got = _steps(tmp_path, prog, 0, img, env=e)
         assert float(out.split()[1]) == 1.5
         t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
         want = blur(t, [5, 5], [1.5, 1.5]).permute(1, 2, 0).numpy()
@@ -285,11 +329,12 @@ def test_gaussian_blur_extreme_sigmas(tmp_path, api):
     _skip()
     import torch
     cls, blur = _blur_api(api)
+    env = _vexp_env()[0] if api == "v1" else None
     img = photo(40, 33, 77)
     t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
     for sigma in (1e-30, 1e-6, 1e6, 1e30):
         for k in (3, 7, 23):
-            out, got = _steps(tmp_path, _blur_program(cls, k, sigma), 0, img)
+            out, got = _steps(tmp_path, _blur_program(cls, k, sigma), 0, img, env=env)
             s = float(out.split()[1])
             want = blur(t, [k, k], [s, s]).permute(1, 2, 0).numpy()
             assert np.array_equal(got, want), (api, sigma, k, int((got != want).sum()))

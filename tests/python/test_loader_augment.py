@@ -302,6 +302,9 @@ def test_loader_gaussian_blur_equals_torchvision_v1(stoker_mod, shards, tmp_path
     if not (TOOLS / "stk-augops").is_file():
         pytest.skip("stk-augops not built (TEST_TOOLS_DIR unset)")
     path, _ = shards
+    # torch.exp: SLEEF's without MKL (repeated), MKL's vmsExp with it, which the binding hands the
+    # loader (augment.torch_vexp); only a torch 2.x with MKL whose vmsExp cannot be had is let off
+    exact = str(torch.__version__).startswith("1.") or augment.torch_vexp(torch) is not None
     with _loader(stoker_mod, path, augment=[T.GaussianBlur((5, 3), (0.2, 1.5))]) as a:
         aug = _epoch(a)
     with _loader(stoker_mod, path) as b:
@@ -317,10 +320,10 @@ def test_loader_gaussian_blur_equals_torchvision_v1(stoker_mod, shards, tmp_path
             sigma = float(out.split()[1])
             want = F.gaussian_blur(torch.from_numpy(pi[k]).permute(2, 0, 1).contiguous(), [5, 3], [sigma, sigma])
             d = np.abs(ai[k].astype(int) - want.permute(1, 2, 0).numpy().astype(int))
-            assert d.max() <= (0 if str(torch.__version__).startswith("1.") else 1)   # 2.x: MKL's exp
+            assert d.max() <= (0 if exact else 1)
             off += int((d > 0).sum())
             total += d.size
-    assert off <= total * 1e-3, (off, total)
+    assert off <= (0 if exact else total * 1e-3), (off, total)
 
 
 def test_loader_gaussian_blur_v2_equals_torchvision(stoker_mod, shards, tmp_path):

@@ -581,6 +581,7 @@ _PROTOTYPES = [
     ("stk_loader_set_output_size", c_int, [c_void_p, c_uint32, c_uint32]),
     ("stk_loader_set_indices", c_int, [c_void_p, POINTER(c_uint64), c_size_t]),   # 0.3
     ("stk_loader_set_log", c_int, [c_void_p, LogFn, c_void_p]),   # 0.5
+    ("stk_loader_set_vexp", c_int, [c_void_p, c_void_p, c_int64]),   # 0.5
     ("stk_loader_cancel", c_int, [c_void_p]),
     ("stk_loader_stop", c_int, [c_void_p]),
     ("stk_loader_destroy", None, [c_void_p]),

@@ -667,6 +667,55 @@ def torch_arithmetic(torch=None):
     return _arith_cache[key]
 
 
+VEXP = "vexp"   # params()'s key for GaussianBlur's exp: the Loader calls stk_loader_set_vexp with it
+_vexp_warned = []
+
+
+def torch_vexp(torch=None):
+    """The vector exp TORCH's torch.exp runs on float32 CPU tensors when it is Intel MKL's vmsExp
+    (torch built with MKL: the PyPI x86-64 wheels), taken from libtorch_cpu.so and checked against
+    torch.exp: a ``TorchVexp`` (``.library``, ``.symbol``, ``.arg`` the VML mode, ``.address``),
+    which the Loader hands to the library for transforms.GaussianBlur's kernel so that it equals
+    torchvision byte for byte. None without torch, for a torch without MKL (its exp is SLEEF's)
+    or when the function cannot be used (``torch_vexp_problem`` says why)."""
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            return None
+    from . import _vexp
+    return _vexp.resolve(torch)[0]
+
+
+def torch_vexp_problem(torch=None):
+    """Why a torch with MKL gets no ``torch_vexp`` (a sentence), else None."""
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            return None
+    from . import _vexp
+    return _vexp.resolve(torch)[1]
+
+
+def _vexp_param(resolved):
+    """[(VEXP, TorchVexp, name)] when a transforms (v1) GaussianBlur is among RESOLVED and torch.exp
+    is MKL's; warns once per process when torch has MKL but its exp cannot be had (the blur is then
+    within one level of torchvision's, not equal)."""
+    if not any(s["op"] == "gaussian_blur" and s.get("api", "v1") == "v1" for s in resolved):
+        return []
+    v = torch_vexp()
+    if v is None:
+        why = torch_vexp_problem()
+        if why and not _vexp_warned:
+            import warnings
+            _vexp_warned.append(why)
+            warnings.warn("stoker: GaussianBlur cannot use torch's own exp (%s): glibc's expf stands in, so a "
+                          "blurred value can be one level off torchvision's" % why, RuntimeWarning, stacklevel=4)
+        return []
+    return [(VEXP, v, "GaussianBlur's exp (%s)" % v.symbol)]
+
+
 def params(specs):
     """[(STK_P_* key, value, name)] for the Loader: SPECS is None, a spec, a torchvision object or
     a list of them, applied in that order (at most one policy: the library applies one per sample;
@@ -710,6 +759,7 @@ def params(specs):
     arith = torch_arithmetic() if resolved else None
     if arith is not None:
         out.append((_lib.P_AUG_TORCH, arith, "the torch arithmetic (stoker.augment.torch_arithmetic)"))
+    out += _vexp_param(resolved)
     policies = [s for s in resolved if s["op"] in POLICIES]
     if len(policies) > 1:
         raise ValueError("augment: one policy per loader, got %d (%s)"

@@ -406,7 +406,9 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
         if self.multi_hot:
             self._set(_lib.P_MULTI_HOT, 1, "multi_hot")
         for key, value, name in self._augment:
-            if key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE, _lib.P_TIMM_AUTO_POLICY):
+            if key == _augment.VEXP:        # torch's own exp for GaussianBlur (stoker.augment.torch_vexp)
+                self._check(lib.stk_loader_set_vexp(self._h, value.address, value.arg), name)
+            elif key in (_lib.P_AUG_STEPS, _lib.P_ERASE_VALUE, _lib.P_TIMM_AUTO_POLICY):
                 arr = (ctypes.c_float * len(value))(*value)
                 self._check(lib.stk_loader_set_floats(self._h, key, arr, len(value)), name)
             else:

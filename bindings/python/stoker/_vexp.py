@@ -64,6 +64,34 @@ def _check(torch, fn, arg):
     return None if bad == 0 else "it differs from torch.exp on %d of %d arguments" % (bad, x.size)
 
 
+def _loaded_libtorch_cpu(torch):
+    """Paths of the libtorch_cpu.so this process has loaded: torch's lib/ first, then what
+    /proc/self/maps names (a torch whose library lives elsewhere)."""
+    paths = [os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")]
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = line.rstrip("\n").split(None, 5)[-1]
+                if os.path.basename(name).startswith("libtorch_cpu.") and name not in paths:
+                    paths.append(name)
+    except OSError:
+        pass
+    return paths
+
+
+def _open_loaded(paths):
+    """(path, ctypes library) of the first of PATHS already loaded (RTLD_NOLOAD: the copy torch
+    loaded, never a second one), or raises OSError naming them."""
+    mode = getattr(os, "RTLD_NOLOAD", 0) | os.RTLD_LOCAL
+    errors = []
+    for path in paths:
+        try:
+            return path, ctypes.CDLL(path, mode=mode)
+        except OSError as e:
+            errors.append(str(e))
+    raise OSError("; ".join(errors))
+
+
 def resolve(torch):
     """(TorchVexp, None) when TORCH's torch.exp is MKL's vmsExp and it was found and checked;
     (None, None) when this torch has no MKL (its exp is SLEEF's, which the library repeats for
@@ -74,11 +102,11 @@ def resolve(torch):
     out = (None, None)
     mkl = getattr(getattr(torch, "backends", None), "mkl", None)
     if mkl is not None and mkl.is_available():
-        path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+        paths = _loaded_libtorch_cpu(torch)
+        path = paths[0]
         try:
-            # RTLD_NOLOAD: the copy torch loaded, or nothing
-            so = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LOCAL)
-            fn = getattr(so, SYMBOL)
+            path, so = _open_loaded(paths)
+            fn = getattr(so, SYMBOL)    # dlsym: the library, then its dependencies (a dynamic MKL)
         except (OSError, AttributeError) as e:
             out = (None, "%s of %s cannot be had: %s" % (SYMBOL, path, e))
         else:

@@ -96,6 +96,33 @@ def _steps(tmp, prog, index, img, seed=3, epoch=1, env=None):
     return r.stdout, np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
 
 
+def _steps_batch(tmp, jobs, env=None, seed=3, epoch=1):
+    """_steps for each (prog, index, img) of JOBS in one stk-augops process (steps-batch): the
+    [(stdout, image or None)] in order."""
+    lines = []
+    for n, (prog, index, img) in enumerate(jobs):
+        h, w, _ = img.shape
+        (tmp / ("in%d.rgb" % n)).write_bytes(img.tobytes())
+        lines.append(" ".join([",".join(repr(float(x)) for x in prog), str(seed), str(epoch), str(index), str(h),
+                               str(w), str(tmp / ("in%d.rgb" % n)), str(tmp / ("out%d.rgb" % n))]))
+    r = subprocess.run([str(TOOL), "steps-batch"], input="\n".join(lines) + "\n", capture_output=True, text=True,
+                       timeout=600, env=env)
+    assert r.returncode == 0, r.stderr
+    outs, text = [], []
+    for line in r.stdout.splitlines():
+        if not line.startswith("=== "):
+            text.append(line)
+            continue
+        rc, (_, _, img) = int(line[4:]), jobs[len(outs)]
+        assert rc in (0, 3), (rc, r.stderr)
+        n = len(outs)
+        got = None if rc == 3 else np.frombuffer((tmp / ("out%d.rgb" % n)).read_bytes(), np.uint8).reshape(img.shape)
+        outs.append(("\n".join(text) + "\n", got))
+        text = []
+    assert len(outs) == len(jobs), r.stdout[-500:]
+    return outs
+
+
 PROG = [1, 0.5, 3, 0.6, 1.4, 0.6, 1.4, 0.6, 1.4, -0.1, 0.1, 2, 0.2]   # vflip, jitter, grayscale
 
 
@@ -252,12 +279,16 @@ def test_gaussian_blur_equals_torchvision(tmp_path, api):
     cls, blur = _blur_api(api)
     env, exact = _vexp_env() if api == "v1" else (None, True)
     off = total = compared = 0
-    for n, (h, w, kx, ky, lo, hi) in enumerate(_blur_cases(27 if api == "v1" else 28, 160)):
+    cases = list(_blur_cases(27 if api == "v1" else 28, 160))
+    jobs = []
+    for n, (h, w, kx, ky, lo, hi) in enumerate(cases):
         img = photo(h, w, 400 + n) if h >= 8 and w >= 8 else \
             np.random.default_rng(n).integers(0, 256, (h, w, 3), dtype=np.uint8)
         prog = _blur_program(cls, [kx, ky], (lo, hi))
         assert prog == [5 if api == "v1" else 8, kx, ky, lo, hi], prog
-        out, got = _steps(tmp_path, prog, n, img, env=env)
+        jobs.append((prog, n, img))
+    for n, ((h, w, kx, ky, lo, hi), (_, _, img), (out, got)) in enumerate(zip(cases, jobs,
+                                                                             _steps_batch(tmp_path, jobs, env))):
         sigma = float(out.split()[1])
         assert lo * (1 - 1e-6) <= sigma <= hi * (1 + 1e-6), (sigma, lo, hi)
         if kx // 2 >= w or ky // 2 >= h:
@@ -291,13 +322,13 @@ def test_gaussian_blur_v1_with_torchs_exp(tmp_path):
     cases = exp_telling_cases(torch)
     if len(cases) < 3:
         pytest.skip("glibc's expf and torch.exp built the same blur on all but %d of 200 kernels" % len(cases))
+    jobs = [([5, k, k, sigma, sigma], 0, img) for k, sigma, img, _ in cases]
     with_exp = without = 0
-    for k, sigma, img, _ in cases:
-        prog = [5, k, k, sigma, sigma]
+    for (k, sigma, img, _), (_, a), (_, b) in zip(cases, _steps_batch(tmp_path, jobs, env), _steps_batch(tmp_path, jobs)):
         want = F.gaussian_blur(torch.from_numpy(img).permute(2, 0, 1).contiguous(), [k, k], [sigma, sigma])
         want = want.permute(1, 2, 0).numpy()
-        with_exp += int((_steps(tmp_path, prog, 0, img, env=env)[1] != want).sum())
-        without += int((_steps(tmp_path, prog, 0, img)[1] != want).sum())
+        with_exp += int((a != want).sum())
+        without += int((b != want).sum())
     print("torch's exp: %d values off; glibc's: %d, in %d cases" % (with_exp, without, len(cases)))
     assert with_exp == 0 and without > 0, (with_exp, without)
 
@@ -312,13 +343,13 @@ def test_gaussian_blur_5_sigma_1_5(tmp_path, api):
     cls, blur = _blur_api(api)
     prog = _blur_program(cls, 5, 1.5)
     env = _vexp_env()[0] if api == "v1" else None
-    for seed, e in itertools.product(range(3), [env, None] if env else [None]):
-        img = photo(464, 512, 900 + seed)
-        out, got = _steps(tmp_path, prog, 0, img, env=e)
-        assert float(out.split()[1]) == 1.5
-        t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
-        want = blur(t, [5, 5], [1.5, 1.5]).permute(1, 2, 0).numpy()
-        assert np.array_equal(got, want), (seed, int((got != want).sum()))
+    imgs = [photo(464, 512, 900 + seed) for seed in range(3)]
+    for e in [env, None] if env else [None]:
+        for seed, (img, (out, got)) in enumerate(zip(imgs, _steps_batch(tmp_path, [(prog, 0, i) for i in imgs], e))):
+            assert float(out.split()[1]) == 1.5
+            t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
+            want = blur(t, [5, 5], [1.5, 1.5]).permute(1, 2, 0).numpy()
+            assert np.array_equal(got, want), (seed, e is not None, int((got != want).sum()))
 
 
 @pytest.mark.parametrize("api", ["v1", "v2"])
@@ -332,9 +363,9 @@ def test_gaussian_blur_extreme_sigmas(tmp_path, api):
     env = _vexp_env()[0] if api == "v1" else None
     img = photo(40, 33, 77)
     t = torch.from_numpy(img).permute(2, 0, 1).contiguous()
-    for sigma in (1e-30, 1e-6, 1e6, 1e30):
-        for k in (3, 7, 23):
-            out, got = _steps(tmp_path, _blur_program(cls, k, sigma), 0, img, env=env)
-            s = float(out.split()[1])
-            want = blur(t, [k, k], [s, s]).permute(1, 2, 0).numpy()
-            assert np.array_equal(got, want), (api, sigma, k, int((got != want).sum()))
+    cases = list(itertools.product((1e-30, 1e-6, 1e6, 1e30), (3, 7, 23)))
+    outs = _steps_batch(tmp_path, [(_blur_program(cls, k, sigma), 0, img) for sigma, k in cases], env)
+    for (sigma, k), (out, got) in zip(cases, outs):
+        s = float(out.split()[1])
+        want = blur(t, [k, k], [s, s]).permute(1, 2, 0).numpy()
+        assert np.array_equal(got, want), (api, sigma, k, int((got != want).sum()))

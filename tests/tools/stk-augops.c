@@ -26,6 +26,10 @@
  *        parse the STK_P_AUG_STEPS program, apply it to sample INDEX; prints one line per step:
  *        "vflip 0|1", "grayscale 0|1", "jitter ORDER f0 f1 f2 f3" (%.17g, nan = off),
  *        "blur SIGMA", "affine|rotation ANGLE TX TY SCALE SHX SHY" (%.17g)
+ *   stk-augops steps-batch
+ *        "steps" once per line of stdin (its eight arguments, separated by spaces), each job's
+ *        lines then "=== RC" (its status): one process for many images (STK_AUGOPS_VEXP's
+ *        library is loaded once)
  *   stk-augops affdraws V0,V1,... SEED EPOCH N H W
  *        the draws of a program of one affine or rotation step for samples 0..N-1: one line
  *        each, "angle tx ty scale shx shy"
@@ -333,6 +337,23 @@ static int cmd_erase(char **a)
     return 0;
 }
 
+static int cmd_steps_batch(void)
+{
+    char line[8192];
+    while (fgets(line, sizeof line, stdin)) {
+        char *a[9], *save = NULL;
+        int n = 0;
+        for (char *t = strtok_r(line, " \t\n", &save); t && n < 9; t = strtok_r(NULL, " \t\n", &save))
+            a[n++] = t;
+        if (n == 0)
+            continue;
+        int rc = n == 8 ? cmd_steps(a) : 2;
+        printf("=== %d\n", rc);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *torch = getenv("STK_AUGOPS_TORCH");
@@ -352,6 +373,8 @@ int main(int argc, char **argv)
         return cmd_jitter(argv + 2);
     if (argc == 10 && strcmp(argv[1], "steps") == 0)
         return cmd_steps(argv + 2);
+    if (argc == 2 && strcmp(argv[1], "steps-batch") == 0)
+        return cmd_steps_batch();
     if (argc == 8 && strcmp(argv[1], "draws") == 0)
         return cmd_draws(argv + 2);
     if (argc == 14 && strcmp(argv[1], "erase") == 0)

@@ -178,7 +178,7 @@ void stk__augop_jitter(uint8_t *img, int h, int w, const int order[4], const dou
  * makes, its 2-D product, and conv2d's float32 fused multiply-add chain (augsteps.c). V2 0:
  * transforms.functional's kernel (exp / sum: torch's sum as TORCH, STK__TORCH_*, computes it;
  * its exp VEXP(k, x, y, VEXP_ARG) over the k arguments when VEXP is not NULL, else SLEEF's expf
- * for torch 1.x, glibc's standing in for torch 2.x's MKL vsExp); V2 1: transforms.v2's (softmax
+ * for torch 1.x, glibc's standing in for torch 2.x's MKL vmsExp); V2 1: transforms.v2's (softmax
  * of a linspace: SLEEF's expf and torch's vector reduction, 8 or 16 lanes as TORCH says; VEXP
  * unused). KX, KY odd 1..255. OUT: H * W * 3 bytes of scratch; TMP: H * W * 3 + W floats
  * (within the H * W * 3 doubles stk__augprog_apply's TMP holds). */

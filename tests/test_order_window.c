@@ -27,7 +27,7 @@ static void make_table(void)
         g_count[s] = sizes[s];
         f += sizes[s];
     }
-    g_tab = (stk__shard_table){NS, g_first, g_count};
+    g_tab = (stk__shard_table){NS, g_first, g_count, NULL, 0};
 }
 
 static uint64_t total(void) { return g_first[NS - 1] + g_count[NS - 1]; }

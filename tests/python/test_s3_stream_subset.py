@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: MIT
+"""A subset of a streamed s3:// dataset from Python (docs/S3.md "Subsets of a streamed
+dataset"), against the `s3` fixture's radosgw: stoker.Loader(url, indices=..., shuffle_window=2)
+delivers every listed entry once per epoch (a record listed twice twice) and nothing else, in
+the same order and with the same images as the same Loader on the local shards; its cache holds
+only shards with a listed record; state_dict() after 2 batches resumes exactly on 1 rank (the
+uninterrupted run's rest) and on 2 ranks (the rest split, each entry once). stoker.DataLoader over
+torch's Subset of stoker.ImageFolder(url, shuffle_window=2) reads the Subset's images once per
+epoch with the local copy's labels, fetching only the Subset's shards."""
+
+import glob
+import os
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from conftest import jpeg_bytes
+from s3_link import server_env, upload
+
+
+@pytest.fixture(scope="module")
+def bucket_set(stoker_mod, tmp_path_factory):
+    """(url, local shards, shard of each record, the list): 72 JPEGs of about 100 kB in shards
+    of 1 MiB; the list holds all of shard 1, every other record of shard 3 and two records of
+    the last shard twice, shuffled."""
+    server_env()
+    src = str(tmp_path_factory.mktemp("subfolder"))
+    rng = np.random.default_rng(9)
+    for i in range(72):
+        d = os.path.join(src, "c%d" % (i % 3))
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
+            f.write(jpeg_bytes(rng, 320 + i, 300, quality=95))
+    local = os.path.join(str(tmp_path_factory.mktemp("subshards")), "ds")
+    stoker_mod.pack(src, local, shard_bytes=1 << 20, threads=2)
+    with stoker_mod.Dataset(local) as ds:
+        shards = ds.info()["shards"]
+        assert shards >= 6, ds.info()
+        shard = [ds.record(i)["shard"] for i in range(len(ds))]
+    by = {s: [i for i, t in enumerate(shard) if t == s] for s in range(shards)}
+    idx = by[1] + by[3][::2] + by[shards - 1][:2] * 2
+    idx = [int(i) for i in np.random.default_rng(2).permutation(idx)]
+    return upload(local, "stk-pysub-%d" % os.getpid()), local, shard, idx
+
+
+def cached(cache):
+    return {int(os.path.basename(p)[6:11]) for p in
+            glob.glob(os.path.join(cache, "**", "shard-*.lmdb"), recursive=True)}
+
+
+def epoch(ld, stop=None):
+    idx, imgs, state = [], [], None
+    for k, (x, _y, i) in enumerate(ld):
+        idx += i.tolist()
+        imgs.append(np.asarray(x).copy())
+        if stop is not None and k + 1 == stop:
+            state = ld.state_dict()
+            break
+    return idx, np.concatenate(imgs), state
+
+
+def test_loader_indices_on_a_stream(stoker_mod, bucket_set, tmp_path):
+    url, local, shard, idx = bucket_set
+    kw = dict(size=32, resize=36, seed=3, workers=2, shuffle_window=2, return_index=True,
+              indices=idx)
+    with stoker_mod.Loader(url, 4, cache=str(tmp_path / "c1"), **kw) as ld:
+        got, imgs, _ = epoch(ld)
+        nxt, _, _ = epoch(ld)
+    assert Counter(got) == Counter(idx) and Counter(nxt) == Counter(idx)
+    assert got != nxt, "epoch 1 in epoch 0's order"
+    assert cached(str(tmp_path / "c1")) == {shard[i] for i in idx}, "fetched unlisted shards"
+    with stoker_mod.Loader(local, 4, **kw) as ld:
+        ref, ref_imgs, _ = epoch(ld)
+    assert got == ref and np.array_equal(imgs, ref_imgs), "differs from the local shards'"
+
+    # state_dict after 2 batches: the rest exactly, on 1 rank and split over 2
+    with stoker_mod.Loader(url, 4, cache=str(tmp_path / "c2"), **kw) as ld:
+        pre, _, state = epoch(ld, stop=2)
+    assert pre == got[:8] and state["segments"]
+    with stoker_mod.Loader(url, 4, cache=str(tmp_path / "c3"), **kw) as ld:
+        ld.load_state_dict(state)
+        rest, _, _ = epoch(ld)
+    assert rest == got[8:]
+    split = []
+    for r in range(2):
+        cache = str(tmp_path / ("c4-%d" % r))
+        with stoker_mod.Loader(url, 4, cache=cache, rank=r, world_size=2, dist_mode="exact",
+                               **kw) as ld:
+            ld.load_state_dict(state)
+            part, _, _ = epoch(ld)
+        split += part
+        assert cached(cache) <= {shard[i] for i in idx}
+    assert Counter(split) == Counter(got[8:])
+
+
+def test_dataloader_subset_of_a_streamed_imagefolder(stoker_mod, bucket_set, tmp_path):
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    url, local, shard, idx = bucket_set
+    cache = str(tmp_path / "cache")
+    tf = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
+    ds = stoker_mod.ImageFolder(url, tf, cache=cache, shuffle_window=2)
+    sub = torch.utils.data.Subset(ds, sorted(set(idx)))
+    dl = stoker_mod.DataLoader(sub, batch_size=5, shuffle=True, num_workers=2)
+    assert dl.loader is not None and dl.loader.indices is not None   # the library reads it
+    with stoker_mod.Dataset(local) as ref:
+        want = sorted(int(ref.read(i)[1]) for i in sorted(set(idx)))
+    for _ in range(2):
+        got = []
+        for images, labels in dl:
+            assert tuple(images.shape[1:]) == (3, 32, 32)
+            got += labels.tolist()
+        assert sorted(got) == want, "the Subset's images once per epoch, with the local labels"
+    assert cached(cache) == {shard[i] for i in idx}, "fetched shards outside the Subset"

@@ -113,3 +113,46 @@ def test_dataloader_subset_of_a_streamed_imagefolder(stoker_mod, bucket_set, tmp
             got += labels.tolist()
         assert sorted(got) == want, "the Subset's images once per epoch, with the local labels"
     assert cached(cache) == {shard[i] for i in idx}, "fetched shards outside the Subset"
+
+
+def test_sampler_drawn_in_python_on_a_stream(stoker_mod, bucket_set, tmp_path):
+    """A sampler stoker does not compute (drawn in Python each pass) over a streamed dataset:
+    a warning says the draws are read in the shard-window order; each pass reads every draw
+    (repeats included) with the local labels, fetching only the drawn indices' shards."""
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    url, local, shard, idx = bucket_set
+
+    class Drawn(torch.utils.data.Sampler):
+        def __init__(self, order):
+            self.order = order
+
+        def __iter__(self):
+            return iter(self.order)
+
+        def __len__(self):
+            return len(self.order)
+
+    cache = str(tmp_path / "cache")
+    tf = T.Compose([T.Resize(40), T.CenterCrop(32), T.PILToTensor()])
+    ds = stoker_mod.ImageFolder(url, tf, cache=cache, shuffle_window=2)
+    with pytest.warns(UserWarning, match="shard-window order"):
+        dl = stoker_mod.DataLoader(ds, batch_size=5, sampler=Drawn(idx), num_workers=2)
+    with stoker_mod.Dataset(local) as ref:
+        want = sorted(int(ref.read(i)[1]) for i in idx)
+    for _ in range(2):
+        got = [y for _x, labels in dl for y in labels.tolist()]
+        assert sorted(got) == want, "every draw once per pass, with the local labels"
+    assert cached(cache) == {shard[i] for i in idx}, "fetched shards nobody drew"
+    # streamed by a cache limit below the set: the same warning
+    total = stoker_mod.Dataset(local).info()["file_bytes"]
+    small = stoker_mod.ImageFolder(url, tf, cache=str(tmp_path / "small"),
+                                   cache_bytes=total // 2)
+    with pytest.warns(UserWarning, match="shard-window order"):
+        stoker_mod.DataLoader(small, batch_size=5, sampler=Drawn(idx), num_workers=2).close()
+    # a cache that holds the set: no stream, no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        whole = stoker_mod.ImageFolder(url, tf, cache=str(tmp_path / "whole"))
+        stoker_mod.DataLoader(whole, batch_size=5, sampler=Drawn(idx), num_workers=2).close()

@@ -113,6 +113,18 @@ def test_dataloader_subset_of_a_streamed_imagefolder(stoker_mod, bucket_set, tmp
             got += labels.tolist()
         assert sorted(got) == want, "the Subset's images once per epoch, with the local labels"
     assert cached(cache) == {shard[i] for i in idx}, "fetched shards outside the Subset"
+    # under DistributedSampler (2 ranks, exact shares): disjoint shards, the Subset once
+    got, sets = [], []
+    for r in range(2):
+        rcache = str(tmp_path / ("rank%d" % r))
+        ds = stoker_mod.ImageFolder(url, tf, cache=rcache, shuffle_window=2)
+        sub = torch.utils.data.Subset(ds, sorted(set(idx)))
+        samp = stoker_mod.ExactDistributedSampler(sub, num_replicas=2, rank=r, shuffle=True)
+        dl = stoker_mod.DataLoader(sub, batch_size=5, sampler=samp, num_workers=2)
+        got += [y for _x, labels in dl for y in labels.tolist()]
+        sets.append(cached(rcache))
+        dl.close()
+    assert sorted(got) == want and not sets[0] & sets[1], sets
 
 
 def test_sampler_drawn_in_python_on_a_stream(stoker_mod, bucket_set, tmp_path):

@@ -61,17 +61,9 @@ int stk__loader_order_subset(stk_loader *h)
         subset_free(h);
         return STK_E_NOMEM;
     }
-    for (uint64_t j = 0; j < n; j++) { /* each entry's shard: a search over the firsts */
-        uint32_t lo = 0, hi = ns;
-        while (hi - lo > 1) {
-            uint32_t mid = (lo + hi) / 2;
-            if (h->sw_first[mid] <= h->subset[j])
-                lo = mid;
-            else
-                hi = mid;
-        }
-        of[j] = lo;
-        h->sw_scount[lo]++;
+    for (uint64_t j = 0; j < n; j++) { /* each entry's shard (h->sw_first: the dataset's) */
+        of[j] = stk__loader_shard_of(h, h->subset[j]);
+        h->sw_scount[of[j]]++;
     }
     uint32_t nlive = 0;
     uint64_t at = 0;

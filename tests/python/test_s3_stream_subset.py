@@ -15,8 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import jpeg_bytes
-from s3_link import server_env, upload
+from s3_link import packed_folder, server_env, upload
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +24,7 @@ def bucket_set(stoker_mod, tmp_path_factory):
     of 1 MiB; the list holds all of shard 1, every other record of shard 3 and two records of
     the last shard twice, shuffled."""
     server_env()
-    src = str(tmp_path_factory.mktemp("subfolder"))
-    rng = np.random.default_rng(9)
-    for i in range(72):
-        d = os.path.join(src, "c%d" % (i % 3))
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
-            f.write(jpeg_bytes(rng, 320 + i, 300, quality=95))
-    local = os.path.join(str(tmp_path_factory.mktemp("subshards")), "ds")
-    stoker_mod.pack(src, local, shard_bytes=1 << 20, threads=2)
+    local = packed_folder(stoker_mod, tmp_path_factory, "sub", 72, 9)
     with stoker_mod.Dataset(local) as ds:
         shards = ds.info()["shards"]
         assert shards >= 6, ds.info()

@@ -109,6 +109,8 @@ int main(void)
     size_t nseq[2], ne1;
     for (int k = 0; k < 2; k++) {
         stk_loader *h = sub_loader(&d, k ? "w3" : "w1", limit, k ? 3 : 1, 0, 1);
+        T_CHECK(stk_loader_samples_per_epoch(h) == g_nlist, "before start: %llu samples per "
+                "epoch, %zu listed", (unsigned long long)stk_loader_samples_per_epoch(h), g_nlist);
         int rc = stk_loader_start(h);
         T_CHECK(rc == STK_OK, "start with indices on a stream: %s", stk_loader_last_error(h));
         T_CHECK(stk_loader_samples_per_epoch(h) == g_nlist, "%llu samples per epoch, %zu listed",
@@ -155,9 +157,12 @@ int main(void)
         char tag[16];
         snprintf(tag, sizeof tag, "r%u", r);
         stk_loader *h = sub_loader(&d, tag, limit, 2, r, 2);
+        uint64_t told = stk_loader_samples_per_epoch(h); /* before start: the same count */
         T_OK(stk_loader_start(h));
         uint64_t *idx;
         size_t n = s3s_epoch(&d, h, &idx);
+        T_CHECK(told == n && stk_loader_samples_per_epoch(h) == n, "rank %u of 2: %llu samples "
+                "per epoch told before start, %zu delivered", r, (unsigned long long)told, n);
         int mine[64] = {0};
         tally(&d, idx, n, count, mine);
         for (uint32_t s = 0; s < d.nshards; s++)

@@ -333,13 +333,15 @@ int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
  * ones given (WINDOW 0: the global order; STK_E_INVALID for a window without shards). */
 int stk__loader_order_open(stk_loader *h);
 void stk__loader_order_free(stk_loader *h);
-/* At configure, after STK_P_SHUFFLE_WINDOW is known: with a subset and a window, lay out the
- * subset's shard table (sw_tab, sw_sub); else the dataset's. STK_E_NOMEM. */
+/* With a subset (a dataset of shards), lay out the subset's shard table (sw_tab, sw_sub), which
+ * the shard-window order plans on; else sw_tab is the dataset's. At stk_loader_set_indices and
+ * at configure. STK_E_NOMEM. */
 int stk__loader_order_subset(stk_loader *h);
-/* The record at position V of the epoch's plan (the list's entry, for a subset). */
+/* The record at position V of the epoch's plan (the list's entry, for a subset; the grouped list
+ * in the shard-window order). After configure. */
 static inline uint64_t stk__loader_record_at(const stk_loader *h, uint64_t v)
 {
-    return !h->subset ? v : h->sw_sub ? h->sw_sub[v] : h->subset[v];
+    return !h->subset ? v : h->sw_window && h->sw_sub ? h->sw_sub[v] : h->subset[v];
 }
 /* Forget an elastic resume's rest (no thread may run). */
 void stk__loader_rest_drop(stk_loader *h);

@@ -47,7 +47,7 @@ int stk__loader_order_subset(stk_loader *h)
     if (!h->sw_first)
         return STK_OK;
     h->sw_tab = (stk__shard_table){ds->nshards, h->sw_first, h->sw_count, NULL, 0};
-    if (!h->subset || !h->sw_window)
+    if (!h->subset)
         return STK_OK;
     uint32_t ns = ds->nshards;
     uint64_t n = h->nsubset;

@@ -158,7 +158,7 @@ int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
         free(h->subset);
         h->subset = NULL;
         h->nsubset = 0;
-        return STK_OK;
+        return stk__loader_order_subset(h); /* back to the dataset's table */
     }
     if (!idx || n == 0)
         return stk__err(h->err, STK_E_INVALID, "stk_loader_set_indices: %s",
@@ -176,5 +176,9 @@ int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
     free(h->subset);
     h->subset = copy;
     h->nsubset = n;
+    /* the shard-window order's table of it: stk_loader_samples_per_epoch counts on it now */
+    if (stk__loader_order_subset(h) != STK_OK)
+        return stk__err(h->err, STK_E_NOMEM, "stk_loader_set_indices: out of memory for the "
+                        "shard table of %zu indices", n);
     return STK_OK;
 }

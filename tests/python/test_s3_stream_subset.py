@@ -56,6 +56,7 @@ def test_loader_indices_on_a_stream(stoker_mod, bucket_set, tmp_path):
     kw = dict(size=32, resize=36, seed=3, workers=2, shuffle_window=2, return_index=True,
               indices=idx)
     with stoker_mod.Loader(url, 4, cache=str(tmp_path / "c1"), **kw) as ld:
+        assert len(ld) == (len(idx) + 3) // 4 and len(ld.sampler) == len(idx)
         got, imgs, _ = epoch(ld)
         nxt, _, _ = epoch(ld)
     assert Counter(got) == Counter(idx) and Counter(nxt) == Counter(idx)
@@ -73,16 +74,17 @@ def test_loader_indices_on_a_stream(stoker_mod, bucket_set, tmp_path):
         ld.load_state_dict(state)
         rest, _, _ = epoch(ld)
     assert rest == got[8:]
-    split = []
+    split, shares = [], 0
     for r in range(2):
         cache = str(tmp_path / ("c4-%d" % r))
         with stoker_mod.Loader(url, 4, cache=cache, rank=r, world_size=2, dist_mode="exact",
                                **kw) as ld:
+            shares += len(ld.sampler)          # this rank's share of a whole epoch
             ld.load_state_dict(state)
             part, _, _ = epoch(ld)
         split += part
         assert cached(cache) <= {shard[i] for i in idx}
-    assert Counter(split) == Counter(got[8:])
+    assert Counter(split) == Counter(got[8:]) and shares == len(idx)
 
 
 def test_dataloader_subset_of_a_streamed_imagefolder(stoker_mod, bucket_set, tmp_path):

@@ -17,7 +17,11 @@ inside a streamed epoch").
   epoch, and the fetch layer's own count of shards fetched agrees with the directory.
 - Every image delivered equals Pillow's decode of the local copy's record (Resize and CenterCrop
   to the image's own size: the decode alone, dct_scaling=False), and its label the class folder
-  of the JPEG whose bytes the record holds."""
+  of the JPEG whose bytes the record holds.
+- The same through stoker.DataLoader over stoker.ImageFolder(url, shuffle_window=2) with
+  stoker.ExactDistributedSampler (rank and world from torch.distributed): 2 ranks stop after 2
+  batches with its state_dict(); 1 and 3 ranks resume it; the images delivered over both runs
+  (matched to the records by their pixels, labels checked) are every record once."""
 
 import hashlib
 import io
@@ -61,7 +65,33 @@ WORKER = textwrap.dedent(r'''
         return sorted(os.path.basename(p) for p in
                       glob.glob(os.path.join(cache, "**", "shard-*.lmdb"), recursive=True))
 
+    def dataloader(cache):
+        # stoker.DataLoader over stoker.ImageFolder(url, shuffle_window=2): the same stream
+        import torchvision.transforms as T
+        tf = T.Compose([T.Resize(280), T.CenterCrop((280, 300)), T.PILToTensor()])
+        ds = stoker.ImageFolder(cfg["url"], tf, cache=cache, shuffle_window=2)
+        return stoker.DataLoader(ds, batch_size=4, num_workers=1, sampler=(
+            stoker.ExactDistributedSampler(ds, shuffle=True, seed=3)))
+
+    def rows(x, y):   # NCHW tensors: the digest of each image as H x W x 3
+        return [[int(l), hashlib.sha1(im.permute(1, 2, 0).contiguous().numpy().tobytes())
+                 .hexdigest()] for im, l in zip(x, y)]
+
     res = {"rank": rank, "world": world}
+    if cfg["phase"] == "save":
+        dl, pre = dataloader(os.path.join(cfg["caches"], "dl-stop%d" % rank)), []
+        for k, (x, y) in enumerate(dl):
+            pre += rows(x, y)
+            if k + 1 == cfg["stop"]:
+                torch.save(dl.state_dict(), os.path.join(out, "dl-state%d.pt" % rank))
+                break
+        dl.close()
+        res["dl_pre"] = pre
+    else:
+        dl = dataloader(os.path.join(cfg["caches"], "dl-%s%d" % (cfg["phase"], rank)))
+        dl.load_state_dict(torch.load(os.path.join(cfg["states"], "dl-state0.pt")))
+        res["dl_rest"] = [r for x, y in dl for r in rows(x, y)]
+        dl.close()
     if cfg["phase"] == "save":
         cache = os.path.join(cfg["caches"], "stop%d" % rank)
         ld = loader(cache)
@@ -149,6 +179,19 @@ def check_samples(truth, rows, what):
         assert (label, digest) == truth[i][:2], (what, i, label, truth[i])
 
 
+def by_digest(truth, rows, what):
+    """[label, sha1 of the image] rows (stoker.DataLoader gives no index) as record indices,
+    each checked against the local copy's label."""
+    index = {v[1]: i for i, v in truth.items()}
+    assert len(index) == len(truth)            # the noisy images differ
+    out = []
+    for label, digest in rows:
+        assert digest in index, (what, label)
+        assert truth[index[digest]][0] == label, (what, index[digest], label)
+        out.append([index[digest]])
+    return out
+
+
 def shards_of(truth, rows):
     return {truth[r[0]][2] for r in rows}
 
@@ -183,6 +226,8 @@ def test_streamed_epoch_under_torchrun_resumes_on_1_and_3_ranks(tmp_path, bucket
     assert not set(ranks[0]["fetched_full"]) & set(ranks[1]["fetched_full"])
     left = set(range(n)) - {r[0] for r in pre}
     assert len(left) == n - 2 * STOP * BS
+    dl_pre = [r for k in ranks for r in by_digest(truth, k["dl_pre"], "DataLoader, 2 ranks")]
+    assert len(dl_pre) == 2 * STOP * BS and len({r[0] for r in dl_pre}) == len(dl_pre)
 
     # the checkpoint on 1 rank and on 3 ranks: the rest of the epoch exactly, then a whole epoch
     for world in (1, 3):
@@ -199,6 +244,8 @@ def test_streamed_epoch_under_torchrun_resumes_on_1_and_3_ranks(tmp_path, bucket
         once(truth, pre + rest, "2 -> %d ranks: the saved part and the rest" % world)
         assert {x[0] for x in rest} == left
         once(truth, nxt, "%d ranks, the next epoch" % world)
+        once(truth, dl_pre + [x for r in ranks for x in by_digest(truth, r["dl_rest"], world)],
+             "stoker.DataLoader, 2 -> %d ranks" % world)
         for a in range(world):
             for b in range(a + 1, world):
                 for part in ("rest", "next"):

@@ -236,6 +236,33 @@ static void check_live(void)
                         (unsigned long long)i, seen[i]);
             free(seen);
         }
+    /* PAD: every rank the largest share, wrapping around its own listed shards */
+    for (uint32_t world = 2; world <= 5; world++) {
+        uint64_t most = 0, per[5];
+        for (uint32_t r = 0; r < world; r++) {
+            stk__plan p;
+            T_OK(stk__plan_init_shards(&p, &t, 2, 7, 1, 1, r, world, STK_DIST_EXACT));
+            most = p.local > most ? p.local : most;
+        }
+        for (uint32_t r = 0; r < world; r++) {
+            stk__plan p;
+            T_OK(stk__plan_init_shards(&p, &t, 2, 7, 1, 1, r, world, STK_DIST_PAD));
+            per[r] = p.per_rank;
+            for (uint64_t pos = 0; pos < p.per_rank; pos++) {
+                uint64_t idx = stk__plan_index(&p, pos);
+                uint32_t s = 0;
+                while (idx >= first[s] + count[s])
+                    s++;
+                int mine = 0;
+                for (uint32_t i = 0; i < p.nlocal; i++)
+                    mine |= stk__plan_shard_at(&p, i) == s;
+                T_CHECK(mine, "PAD world %u rank %u: record %llu of another rank's shard %u",
+                        world, r, (unsigned long long)idx, s);
+            }
+            T_CHECK(per[r] == most, "PAD world %u rank %u: %llu samples, the largest share %llu",
+                    world, r, (unsigned long long)per[r], (unsigned long long)most);
+        }
+    }
     stk__plan p;
     T_CHECK(stk__plan_init_shards(&p, &t, 1, 7, 1, 1, 0, 6, STK_DIST_EXACT) == STK_E_RANGE,
             "6 ranks over 5 listed shards not refused");

@@ -168,8 +168,10 @@ typedef enum stk_param {
                                      resume with the same world size (stk_loader_seek, or
                                      stk_loader_resume with a consumed count from a run of the
                                      same world size); exact elastic resume on another world size
-                                     with stk_loader_tell_segments / stk_loader_resume_segments. Dataset of shards only, not with
-                                     stk_loader_set_indices. An s3:// dataset streamed through a
+                                     with stk_loader_tell_segments / stk_loader_resume_segments. Dataset of shards only. With
+                                     stk_loader_set_indices (since 0.5): the same order on the
+                                     list's entries grouped by shard, only shards holding an entry
+                                     dealt (docs/S3.md "Subsets"). An s3:// dataset streamed through a
                                      smaller cache always takes this order: 0 then means W =
                                      limit / largest shard / 2 (at least 1); a window the cache
                                      cannot hold fails the start (STK_E_TOO_LARGE). Set before
@@ -473,9 +475,9 @@ STK_API int stk_dataset_set_cache_dir(stk_dataset *ds, const char *dir);
  * shard is fetched at open
  * (each shard's record count is read from its LMDB pages with two small ranged GETs); a loader
  * then fetches the shards ahead of its reads in the shard-window order (STK_P_SHUFFLE_WINDOW)
- * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache; a
- * loader with stk_loader_set_indices is refused at start, records with targets at the first
- * shard fetched (STK_E_UNSUPPORTED: give a cache that holds the dataset).
+ * and lets them go behind; stk_dataset_read reads only shards a loader has in the cache;
+ * records with targets are refused at the first shard fetched (STK_E_UNSUPPORTED: give a cache
+ * that holds the dataset).
  * Errors: STK_E_UNSUPPORTED in a build without libcurl; -EACCES (credentials refused) and other
  * request failures name the endpoint; STK_E_TOO_LARGE when the cache limit is smaller than one
  * shard (naming the limit, the shard and its size).
@@ -1077,9 +1079,14 @@ STK_API int stk_loader_set_cache_dir(stk_loader *h, const char *dir);
  *  epoch's order is then a permutation of positions in this list (identity without shuffle:
  *  IDX[0], IDX[1], ...), split over ranks as the whole dataset would be; entries may repeat.
  *  The list is copied. (NULL, 0) removes it. After open, before start (or after stop): STK_E_STATE
- *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. An s3:// dataset
- *  streamed through a cache smaller than itself cannot follow a list: the start then fails with
- *  STK_E_UNSUPPORTED (since 0.5). Consumer thread. (since 0.3) */
+ *  otherwise; STK_E_RANGE for an index >= stk_dataset_count, naming it. In the shard-window
+ *  order (STK_P_SHUFFLE_WINDOW, and so an s3:// dataset streamed through a cache smaller than
+ *  itself; since 0.5) the epoch is that order on the list's entries grouped by shard: every entry
+ *  once per epoch, only the shards holding one dealt to ranks (and fetched), resumable as the
+ *  whole dataset's (give a resumed run the same list; another list forgets a pending
+ *  stk_loader_resume_segments); without shuffle the listed shards in name order, each one's
+ *  entries in the list's order (docs/S3.md "Subsets of a streamed dataset"). Consumer thread.
+ *  (since 0.3) */
 STK_API int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n);
 /** Samples and batches this rank gets per epoch (after open; 0 before, or when RANK >= WORLD_SIZE),
  *  with the current parameters. With STK_P_DROP_LAST the samples are those delivered

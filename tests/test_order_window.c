@@ -5,7 +5,9 @@
  * each window of W shards delivers only its own shards' records and all of them before the next
  * window starts; epochs and seeds differ; the order is a pure function (a second plan and a plan
  * read backwards give the same indices); resume at k samples per rank gives exactly the rest;
- * PAD / DROP sizes; bad arguments refused. */
+ * PAD / DROP sizes; bad arguments refused. A subset's table (stk__shard_table.live: only the
+ * listed shards dealt, the others empty): every record once, no unlisted shard in any rank's
+ * list or window, the live shards split disjointly, fewer live shards than ranks refused. */
 #include "testutil.h"
 
 #include "common.h"
@@ -27,7 +29,7 @@ static void make_table(void)
         g_count[s] = sizes[s];
         f += sizes[s];
     }
-    g_tab = (stk__shard_table){NS, g_first, g_count};
+    g_tab = (stk__shard_table){NS, g_first, g_count, NULL, 0};
 }
 
 static uint64_t total(void) { return g_first[NS - 1] + g_count[NS - 1]; }
@@ -194,9 +196,82 @@ static void check_sizes(void)
             "more ranks than shards");
 }
 
+/* A table whose shards 1, 4, 5, 9 and 12 hold records and the rest none (a subset's table) */
+static void check_live(void)
+{
+    static const uint32_t live[] = {1, 4, 5, 9, 12};
+    uint64_t first[NS], count[NS], f = 0;
+    for (uint32_t s = 0, k = 0; s < NS; s++) {
+        first[s] = f;
+        count[s] = k < 5 && live[k] == s ? 3 + 7 * s % 11 : 0;
+        k += k < 5 && live[k] == s;
+        f += count[s];
+    }
+    stk__shard_table t = {NS, first, count, live, 5};
+    for (uint32_t world = 1; world <= 5; world++)
+        for (uint32_t window = 1; window <= 3; window++) {
+            uint32_t *seen = calloc(f, sizeof *seen);
+            int owner[NS];
+            memset(owner, -1, sizeof owner);
+            for (uint32_t r = 0; r < world; r++) {
+                stk__plan p;
+                T_OK(stk__plan_init_shards(&p, &t, window, 7, 1, 1, r, world, STK_DIST_EXACT));
+                for (uint32_t i = 0; i < p.nlocal; i++) {
+                    uint32_t s = stk__plan_shard_at(&p, i);
+                    T_CHECK(count[s] > 0, "world %u rank %u: unlisted shard %u dealt", world, r, s);
+                    T_CHECK(owner[s] < 0, "shard %u dealt to ranks %d and %u", s, owner[s], r);
+                    owner[s] = (int)r;
+                }
+                for (uint64_t pos = 0; pos < p.per_rank; pos++) {
+                    uint64_t idx = stk__plan_index(&p, pos);
+                    T_CHECK(idx < f, "index %llu", (unsigned long long)idx);
+                    seen[idx]++;
+                    for (uint32_t i = 0; i < p.win_n; i++)
+                        T_CHECK(count[p.win_shard[i]] > 0, "window with unlisted shard %u",
+                                p.win_shard[i]);
+                }
+            }
+            for (uint64_t i = 0; i < f; i++)
+                T_CHECK(seen[i] == 1, "world %u window %u: record %llu %u times", world, window,
+                        (unsigned long long)i, seen[i]);
+            free(seen);
+        }
+    /* PAD: every rank the largest share, wrapping around its own listed shards */
+    for (uint32_t world = 2; world <= 5; world++) {
+        uint64_t most = 0, per[5];
+        for (uint32_t r = 0; r < world; r++) {
+            stk__plan p;
+            T_OK(stk__plan_init_shards(&p, &t, 2, 7, 1, 1, r, world, STK_DIST_EXACT));
+            most = p.local > most ? p.local : most;
+        }
+        for (uint32_t r = 0; r < world; r++) {
+            stk__plan p;
+            T_OK(stk__plan_init_shards(&p, &t, 2, 7, 1, 1, r, world, STK_DIST_PAD));
+            per[r] = p.per_rank;
+            for (uint64_t pos = 0; pos < p.per_rank; pos++) {
+                uint64_t idx = stk__plan_index(&p, pos);
+                uint32_t s = 0;
+                while (idx >= first[s] + count[s])
+                    s++;
+                int mine = 0;
+                for (uint32_t i = 0; i < p.nlocal; i++)
+                    mine |= stk__plan_shard_at(&p, i) == s;
+                T_CHECK(mine, "PAD world %u rank %u: record %llu of another rank's shard %u",
+                        world, r, (unsigned long long)idx, s);
+            }
+            T_CHECK(per[r] == most, "PAD world %u rank %u: %llu samples, the largest share %llu",
+                    world, r, (unsigned long long)per[r], (unsigned long long)most);
+        }
+    }
+    stk__plan p;
+    T_CHECK(stk__plan_init_shards(&p, &t, 1, 7, 1, 1, 0, 6, STK_DIST_EXACT) == STK_E_RANGE,
+            "6 ranks over 5 listed shards not refused");
+}
+
 int main(void)
 {
     make_table();
+    check_live();
     const uint32_t windows[] = {1, 2, 4, NS, 64};
     const uint32_t worlds[] = {1, 2, 3, 5, NS};
     for (size_t i = 0; i < sizeof windows / sizeof windows[0]; i++)

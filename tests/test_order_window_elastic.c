@@ -31,7 +31,7 @@ static void make_table(void)
         f += sizes[s];
     }
     g_n = f;
-    g_tab = (stk__shard_table){NS, g_first, g_count};
+    g_tab = (stk__shard_table){NS, g_first, g_count, NULL, 0};
 }
 
 static int shard_of(uint64_t idx)

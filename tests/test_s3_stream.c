@@ -54,7 +54,7 @@ int main(void)
     uint64_t *a, *b, *c;
     size_t na = s3s_epoch(&d, h, &a);
     check_once(&d, a, na, "epoch 0, 1 worker");
-    stk__shard_table tab = {d.nshards, d.first, d.count};
+    stk__shard_table tab = {d.nshards, d.first, d.count, NULL, 0};
     stk__plan p;
     T_OK(stk__plan_init_shards(&p, &tab, 1, 5, 0, 1, 0, 1, STK_DIST_EXACT));
     for (size_t i = 0; i < na; i++)

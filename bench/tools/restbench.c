@@ -42,7 +42,7 @@ int main(int argc, char **argv)
         count[s] = per;
         n += per;
     }
-    stk__shard_table t = {ns, first, count};
+    stk__shard_table t = {ns, first, count, NULL, 0};
     stk__plan p;
     if (stk__plan_init_shards(&p, &t, win, 1, 0, 1, 0, w, STK_DIST_EXACT) != STK_OK) {
         fprintf(stderr, "restbench: cannot plan %u shards over %u ranks\n", ns, w);

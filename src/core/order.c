@@ -160,11 +160,12 @@ static uint64_t left_of(const stk__plan *p, uint32_t s)
 {
     return p->rest ? p->rest->left[s] : p->sw->count[s];
 }
-static uint32_t dealt_n(const stk__plan *p) { return p->rest ? p->rest->m : p->sw->n; }
+static uint32_t table_dealt(const stk__shard_table *t) { return t->live ? t->nlive : t->n; }
+static uint32_t dealt_n(const stk__plan *p) { return p->rest ? p->rest->m : table_dealt(p->sw); }
 static uint32_t dealt_at(const stk__plan *p, uint64_t q)
 {
     uint64_t d = stk__perm_apply(&p->rho, q);
-    return p->rest ? p->rest->shard[d] : (uint32_t)d;
+    return p->rest ? p->rest->shard[d] : p->sw->live ? p->sw->live[d] : (uint32_t)d;
 }
 
 uint32_t stk__plan_shard_at(const stk__plan *p, uint32_t i)
@@ -198,7 +199,7 @@ int stk__plan_init_rest(stk__plan *p, const stk__shard_table *t, const stk__rest
     int rc = stk__plan_init(p, n, seed, epoch, shuffle, rank, world, mode);
     if (rc != STK_OK)
         return rc;
-    if (!rest && t->n < world)
+    if (!rest && table_dealt(t) < world)
         return STK_E_RANGE;
     p->sw = t;
     p->rest = rest;
@@ -424,9 +425,9 @@ int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uin
 {
     if (!r || !t || r->nshards != t->n || window < 1 || window > STK__MAX_WINDOW || world < 1)
         return STK_E_INVALID;
-    if (!r->seg && t->n < world)
+    if (!r->seg && table_dealt(t) < world)
         return STK_E_RANGE;
-    uint32_t owners = STK__MIN(r->seg ? r->m : t->n, world);
+    uint32_t owners = STK__MIN(r->seg ? r->m : table_dealt(t), world);
     uint8_t *empty = calloc(t->n, 1);
     uint64_t *recs = NULL, most = 0;
     size_t nrec = 0, cap = 0;

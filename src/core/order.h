@@ -22,10 +22,15 @@ void stk__perm_init(stk__perm *p, uint64_t n, uint64_t k0, uint64_t k1, int iden
 uint64_t stk__perm_apply(const stk__perm *p, uint64_t x);
 
 /* The shards of a dataset as the shard-window order sees them: shard s holds the dataset indices
- * [first[s], first[s] + count[s]). Borrowed by the plans made from it. */
+ * [first[s], first[s] + count[s]). LIVE = NULL: every shard is dealt; else only the NLIVE shards
+ * LIVE[0..NLIVE) (increasing; the others must have count 0) — a subset's table
+ * (stk_loader_set_indices), whose shards without a selected record are dealt to no rank and so
+ * never fetched. Borrowed by the plans made from it. */
 typedef struct stk__shard_table {
     uint32_t n;
     const uint64_t *first, *count;
+    const uint32_t *live;
+    uint32_t nlive;
 } stk__shard_table;
 
 #define STK__MAX_WINDOW 256 /* largest W (STK_P_SHUFFLE_WINDOW) */

@@ -312,9 +312,11 @@ static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const cha
         return rc;
     if (ds->opened && t.dtype != STK_TDT_NONE) /* an s3:// shard streamed in after the open */
         return stk__err(ds->err, STK_E_UNSUPPORTED, "%s: its records carry targets (%s x %u), "
-                        "which a dataset streamed through a cache smaller than itself does not "
-                        "deliver (the targets table is laid out at the open, before any shard is "
-                        "fetched): give it a cache that holds the whole dataset", path,
+                        "which a streamed dataset does not deliver (the targets table is laid out "
+                        "at the open, before any shard is fetched): open it with a cache that "
+                        "holds the whole dataset (STK_P_CACHE_BYTES / cache_bytes= at least its "
+                        "size, or none) and no STK_P_SHUFFLE_WINDOW / shuffle_window=, which "
+                        "reads it in the exact global order, targets included", path,
                         stk__tdtype_name(t.dtype), t.size);
     if (no > 0 && memcmp(&t, &ds->tinfo, sizeof t) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: its records' targets (%s × %u) differ from shard 0's (%s × %u)",

@@ -397,19 +397,15 @@ static int configure(stk_loader *h)
     if (rc != STK_OK)
         return rc;
     stk__plan plan;
-    if (h->streaming && h->subset)
-        return stk__err(h->err, STK_E_UNSUPPORTED, "stk_loader_set_indices: %s is streamed "
-                        "through a cache smaller than itself (limit %llu bytes), read whole "
-                        "shards at a time in the shard-window order, which a list of indices "
-                        "cannot follow; give it a cache that holds the whole dataset "
-                        "(STK_P_CACHE_BYTES / STOKER_CACHE_BYTES) or read it without indices",
-                        h->ds->path ? h->ds->path : "the s3:// dataset",
-                        (unsigned long long)stk__remote_limit(h->ds));
+    if ((rc = stk__loader_order_subset(h)) != STK_OK)
+        return stk__err(h->err, rc, "out of memory for the shard table of %llu indices",
+                        (unsigned long long)h->nsubset);
     rc = stk__loader_plan(h, &plan, 0);
     if (rc != STK_OK && h->sw_window)
         return stk__err(h->err, rc, "STK_P_SHUFFLE_WINDOW = %u: %s", h->sw_window,
                         !h->sw_tab.n ? "the shard-window order needs a dataset of shards"
-                        : h->subset ? "not with stk_loader_set_indices"
+                        : rc == STK_E_RANGE && h->subset ? "the indices lie in fewer shards than "
+                                                           "there are ranks"
                         : rc == STK_E_RANGE ? "fewer shards than ranks (or a rank whose shards are "
                                               "all empty)" : "out of range");
     if (rc != STK_OK)

@@ -157,6 +157,11 @@ struct stk_loader {
     uint32_t sw_window;
     uint64_t *sw_first, *sw_count;
     stk__shard_table sw_tab;
+    /* with stk_loader_set_indices in the shard-window order (stk__loader_order_subset): the
+     * list's records grouped by shard (stable), the subset's table (first / count in positions
+     * of sw_sub, only the shards holding a listed record dealt); sw_tab then points at it */
+    uint64_t *sw_sub, *sw_sfirst, *sw_scount;
+    uint32_t *sw_live;
     /* epoch sw_rest_epoch resumed from another world size (stk_loader_resume_segments): what
      * the earlier runs left of it and the segments that tell so (under mu; replaced only while
      * no thread runs, freed by order_free) */
@@ -327,10 +332,19 @@ size_t stk__loader_fetch_verdict(const stk_loader *h, const stk_stats *st, char 
 int stk__loader_timed_out(stk_loader *h, uint64_t k, int timeout_ms);
 /* loader_order.c: the shard table of an opened dataset (none for the files layout); the plan of
  * EPOCH with the configured parameters (epoch sw_rest_epoch on sw_rest, when set), or with the
- * ones given (WINDOW 0: the global order; STK_E_INVALID for a window without shards or with
- * stk_loader_set_indices). */
+ * ones given (WINDOW 0: the global order; STK_E_INVALID for a window without shards). */
 int stk__loader_order_open(stk_loader *h);
 void stk__loader_order_free(stk_loader *h);
+/* With a subset (a dataset of shards), lay out the subset's shard table (sw_tab, sw_sub), which
+ * the shard-window order plans on; else sw_tab is the dataset's. At stk_loader_set_indices and
+ * at configure. STK_E_NOMEM. */
+int stk__loader_order_subset(stk_loader *h);
+/* The record at position V of the epoch's plan (the list's entry, for a subset; the grouped list
+ * in the shard-window order). After configure. */
+static inline uint64_t stk__loader_record_at(const stk_loader *h, uint64_t v)
+{
+    return !h->subset ? v : h->sw_window && h->sw_sub ? h->sw_sub[v] : h->subset[v];
+}
 /* Forget an elastic resume's rest (no thread may run). */
 void stk__loader_rest_drop(stk_loader *h);
 /* loader_consume.c: start at the position stk_loader_resume_segments left before start

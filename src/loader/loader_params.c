@@ -150,11 +150,16 @@ int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
     if (h->state != STK__LS_OPENED)
         return stk__err(h->err, STK_E_STATE, "stk_loader_set_indices: only after stk_loader_open and "
                         "before stk_loader_start (or after stop)");
+    /* a resumed epoch's rest (stk_loader_resume_segments) was computed on the list it was
+     * given with: another list forgets it */
+    if (h->sw_rest && (n != h->nsubset || !idx || !h->subset ||
+                       memcmp(idx, h->subset, n * sizeof *idx) != 0))
+        stk__loader_rest_drop(h);
     if (!idx && n == 0) {
         free(h->subset);
         h->subset = NULL;
         h->nsubset = 0;
-        return STK_OK;
+        return stk__loader_order_subset(h); /* back to the dataset's table */
     }
     if (!idx || n == 0)
         return stk__err(h->err, STK_E_INVALID, "stk_loader_set_indices: %s",
@@ -172,6 +177,10 @@ int stk_loader_set_indices(stk_loader *h, const uint64_t *idx, size_t n)
     free(h->subset);
     h->subset = copy;
     h->nsubset = n;
+    /* the shard-window order's table of it: stk_loader_samples_per_epoch counts on it now */
+    if (stk__loader_order_subset(h) != STK_OK)
+        return stk__err(h->err, STK_E_NOMEM, "stk_loader_set_indices: out of memory for the "
+                        "shard table of %zu indices", n);
     return STK_OK;
 }
 

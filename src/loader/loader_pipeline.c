@@ -111,7 +111,8 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
                 pthread_mutex_unlock(&h->mu);
                 return 0;
             }
-            if (stk__loader_stream_gate(h, stk__plan_index(&h->w_plan, h->w_pos)))
+            if (stk__loader_stream_gate(h, stk__loader_record_at(
+                    h, stk__plan_index(&h->w_plan, h->w_pos))))
                 break;
         }
         pthread_cond_wait(&h->space_cv, &h->mu);
@@ -136,9 +137,7 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
     }
     *pos = h->w_pos;
     *epoch = h->w_epoch;
-    *index = stk__plan_index(&h->w_plan, h->w_pos);
-    if (h->subset)
-        *index = h->subset[*index];
+    *index = stk__loader_record_at(h, stk__plan_index(&h->w_plan, h->w_pos));
     if (h->streaming)
         stk__loader_stream_out(h, *epoch, *pos, *index);
     if (++h->w_pos == h->w_bend)

@@ -66,6 +66,23 @@ def upload(local, bucket, prefix="sets/ds/"):
     return "s3://%s/%s" % (bucket, prefix.rstrip("/"))
 
 
+def packed_folder(stoker_mod, tmp_path_factory, tag, count, seed):
+    """An ImageFolder of COUNT JPEGs of about 100 kB in 3 class folders (c0, c1, c2, in turn)
+    packed in shards of 1 MiB (the smallest): the local shards' path."""
+    from conftest import jpeg_bytes
+    import numpy as np
+    src = str(tmp_path_factory.mktemp(tag + "folder"))
+    rng = np.random.default_rng(seed)
+    for i in range(count):
+        d = os.path.join(src, "c%d" % (i % 3))
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
+            f.write(jpeg_bytes(rng, 320 + i, 300, quality=95))
+    local = os.path.join(str(tmp_path_factory.mktemp(tag + "shards")), "ds")
+    stoker_mod.pack(src, local, shard_bytes=1 << 20, threads=2)
+    return local
+
+
 class SlowLink:
     """tests/s3_fault_proxy.py with no faults, a per-request delay and an aggregate rate, in front
     of the server: .endpoint is its URL."""

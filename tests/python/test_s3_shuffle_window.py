@@ -12,8 +12,8 @@ import os
 import numpy as np
 import pytest
 
-from conftest import jpeg_bytes, loader_epochs
-from s3_link import server_env, upload
+from conftest import loader_epochs
+from s3_link import packed_folder, server_env, upload
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +21,7 @@ def bucket_set(stoker_mod, tmp_path_factory):
     """(url, local shards): an ImageFolder of 60 JPEGs of about 100 kB packed in shards of 1 MiB
     (the smallest), uploaded with boto3."""
     server_env()
-    src = str(tmp_path_factory.mktemp("winfolder"))
-    rng = np.random.default_rng(4)
-    for i in range(60):
-        d = os.path.join(src, "c%d" % (i % 3))
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "img%03d.jpg" % i), "wb") as f:
-            f.write(jpeg_bytes(rng, 320 + i, 300, quality=95))
-    local = os.path.join(str(tmp_path_factory.mktemp("winshards")), "ds")
-    stoker_mod.pack(src, local, shard_bytes=1 << 20, threads=2)
+    local = packed_folder(stoker_mod, tmp_path_factory, "win", 60, 4)
     with stoker_mod.Dataset(local) as ds:
         assert ds.info()["shards"] >= 4, ds.info()
     return upload(local, "stk-pywin-%d" % os.getpid()), local

@@ -212,6 +212,17 @@ def _subset_indices(indices, n):
     return [i + n if i < 0 else i for i in indices]
 
 
+def _streamed(base):
+    """Whether BASE (a stoker.ImageFolder over s3://) is read streaming, in the shard-window
+    order (docs/S3.md "Streaming"): a shuffle_window, or a cache limit below its bytes."""
+    if not isinstance(base, ImageFolder) or not str(base.root).startswith("s3://"):
+        return False
+    if getattr(base, "shuffle_window", None):
+        return True
+    limit = base._ds.fetch_stats()["cache_limit"]
+    return 0 < limit < base._ds.info()["file_bytes"]
+
+
 def _sampler_args(sampler, shuffle, generator, dataset):
     """(shuffle, seed, rank, world_size, dist_mode) for a SAMPLER whose order the library
     computes itself (None, SequentialSampler, RandomSampler without replacement or num_samples,
@@ -675,6 +686,20 @@ def _dataloader_class():
                 lib_indices = [(indices[i % count] if indices is not None else i % count)
                                for i in range(n)]   # a placeholder: each pass draws its own
                 shuffle_, rank, world, mode = False, 0, 1, "pad"
+                if _streamed(base):
+                    # the library can read the draws only in the shard-window order over them
+                    shuffle_ = bool(kw["train"])
+                    warnings.warn(
+                        "stoker.DataLoader: %s draws its indices in Python each pass, but %s "
+                        "is streamed from its bucket in the shard-window order: each pass reads "
+                        "that pass's draws (each index as often as drawn) %s, not in the "
+                        "sampler's order (docs/S3.md \"Subsets of a streamed dataset\"); for "
+                        "the sampler's own order give the dataset a cache that holds it "
+                        "(cache_bytes of at least its size, no shuffle_window)"
+                        % (type(order_sampler).__name__, base.root,
+                           "shuffled within windows of shards" if shuffle_ else
+                           "shard by shard in name order, in the draw's order within a shard"),
+                        stacklevel=2)
                 gen = generator if generator is not None else getattr(order_sampler,
                                                                       "generator", None)
                 seed = gen.initial_seed() if isinstance(gen, torch.Generator) else int(

@@ -138,7 +138,11 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
     ``pin_memory``, ``drop_last``, ``len(loader)`` (batches per epoch).
       indices: read only these records (dataset indices; entries may repeat): every epoch is
         then over the list as torch.utils.data.Subset is, in the list's order without shuffle,
-        a permutation of it with (stk_loader_set_indices).
+        a permutation of it with (stk_loader_set_indices). In the shard-window order
+        (``shuffle_window``, or an s3:// path streamed through a smaller cache; since 0.5) the
+        epoch is that order over the list's entries grouped by shard: each entry once, only the
+        shards holding one fetched, resumable with state_dict (docs/S3.md "Subsets of a
+        streamed dataset").
       augment: a per-sample augmentation policy applied after the crop and flip, on the uint8
         image, equal byte for byte to torchvision's tensor implementation: a spec dict of
         ``stoker.augment`` (``{"op": "trivialaugment" | "randaugment" | "autoaugment", ...}``),

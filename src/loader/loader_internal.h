@@ -349,7 +349,6 @@ void stk__loader_stream_halt(stk_loader *h);
 int stk__loader_stream_gate(stk_loader *h, uint64_t index);
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index);
 void stk__loader_stream_back(stk_loader *h, uint64_t index);
-uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index);
 /* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
  * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
  * sample in a host slot at output size OUT_H x OUT_W. */

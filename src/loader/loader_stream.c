@@ -44,19 +44,6 @@ struct stk__stream {
 
 static uint64_t key_of(uint64_t epoch, uint64_t pos) { return (epoch << 40) | pos; }
 
-uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index)
-{
-    uint32_t lo = 0, hi = h->sw_tab.n;
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (h->sw_first[mid] <= index)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* The W largest shards' bytes (what one window may need at most). */
 static uint64_t largest_window(const stk_loader *h, uint32_t w)
 {
@@ -478,7 +465,7 @@ void stk__loader_stream_halt(stk_loader *h)
 
 int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 {
-    uint32_t s = stk__loader_shard_of(h, index);
+    uint32_t s = stk__table_shard_of(&h->sw_tab, index);
     if (h->st_resident[s]) {
         h->st_want = UINT32_MAX;
         if (h->st_wait_ns) { /* the time the reader had nothing to read: the fetch's starved */
@@ -496,7 +483,7 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index)
 {
-    atomic_fetch_add(&h->st_inflight[stk__loader_shard_of(h, index)], 1);
+    atomic_fetch_add(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1);
     h->st_cursor = key_of(epoch, pos + 1);
     if (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
         pthread_cond_broadcast(&h->st_cv); /* a window handed out: the fetch thread may detach */
@@ -506,6 +493,6 @@ void stk__loader_stream_back(stk_loader *h, uint64_t index)
 {
     /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
      * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
-    if (atomic_fetch_sub(&h->st_inflight[stk__loader_shard_of(h, index)], 1) == 1)
+    if (atomic_fetch_sub(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1) == 1)
         pthread_cond_broadcast(&h->st_cv);
 }

@@ -155,12 +155,16 @@ static int next_room(stk_loader *h)
 }
 
 /* Wait (TIMEOUT_MS < 0: without limit) until batch c_k is ready: STK_OK, STK_TIMEOUT,
- * STK_E_CANCELLED, or the pipeline's fatal error (sticky). */
-static int next_wait(stk_loader *h, int timeout_ms)
+ * STK_E_CANCELLED, or the pipeline's fatal error (sticky). *FETCH_NS: how long it waited if WORK
+ * waited for a shard of a streamed dataset at any time during that wait (h->st_waits and
+ * h->st_wait_ns are WORK's, under h->mu as this is), else 0. */
+static int next_wait(stk_loader *h, int timeout_ms, uint64_t *fetch_ns)
 {
     uint64_t k = h->c_k;
+    *fetch_ns = 0;
     if (!batch_ready(h, k) && !h->pipe_status) {
-        uint64_t t0 = stk__now_ns();
+        uint64_t t0 = stk__now_ns(), waits0 = h->st_waits;
+        int fetch = h->streaming && h->st_wait_ns;
         struct timespec dl;
         if (timeout_ms >= 0)
             stk__deadline(&dl, timeout_ms);
@@ -173,7 +177,10 @@ static int next_wait(stk_loader *h, int timeout_ms)
                 break;
             }
         }
-        atomic_fetch_add(&h->tel.wait_ns, stk__now_ns() - t0);
+        uint64_t waited = stk__now_ns() - t0;
+        atomic_fetch_add(&h->tel.wait_ns, waited);
+        if (fetch || (h->streaming && (h->st_wait_ns || h->st_waits != waits0)))
+            *fetch_ns = waited;
         if (h->closing)
             return stk__err(h->err, STK_E_CANCELLED,
                             "stk_loader_next: the loader is being stopped (stk_loader_stop or "
@@ -251,11 +258,18 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
     rc = next_gate(h);
     if (rc == STK_OK)
         rc = next_room(h);
+    uint64_t fetch_ns = 0;
     if (rc == STK_OK)
-        rc = next_wait(h, timeout_ms);
+        rc = next_wait(h, timeout_ms, &fetch_ns);
     if (rc == STK_OK)
         rc = next_hand_out(h, cuda_stream, &b);
     if (rc == STK_OK) {
+        if (b->epoch != h->fw_epoch) { /* the first batch of an epoch: a new maximum */
+            h->fw_epoch = b->epoch;
+            atomic_store(&h->fw_max_ns, 0);
+        }
+        if (fetch_ns > atomic_load(&h->fw_max_ns))
+            atomic_store(&h->fw_max_ns, fetch_ns);
         h->c_k++;
         set_pos(h, b->epoch, b->first_sample + b->size);
         atomic_fetch_add(&h->tel.batches_out, 1);

@@ -177,6 +177,11 @@ struct stk_loader {
     uint64_t st_head, st_tail, st_cursor; /* cursor: key of the next position WORK hands out */
     uint32_t st_want;            /* shard WORK waits for, or UINT32_MAX */
     uint64_t st_wait_ns;         /* since when WORK waits for a shard (0: it does not) */
+    uint64_t st_waits;           /* waits of WORK for a shard begun since the open */
+    /* stats fetch_max_wait_us: the consumer's longest wait for a batch during which WORK waited
+     * for a shard, in the epoch of the last batch handed out (written under mu) */
+    uint64_t fw_epoch;
+    _Atomic uint64_t fw_max_ns;
     pthread_cond_t st_cv;
     int st_cv_ok, st_running;
     pthread_t st_th;

@@ -474,8 +474,10 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
         }
         return 1;
     }
-    if (!h->st_wait_ns)
+    if (!h->st_wait_ns) {
         h->st_wait_ns = stk__now_ns();
+        h->st_waits++;
+    }
     h->st_want = s;
     pthread_cond_broadcast(&h->st_cv);
     return 0;

@@ -438,18 +438,23 @@ out_nocache:
 /* ---- streaming: a cache smaller than the dataset (docs/S3.md "Streaming") -------------------- */
 
 /* LMDB meta page fields (the newer of pages 0 and 1 is the current one) */
-#define HEAD_BYTES (128u * 1024) /* two meta pages of the largest LMDB page size */
+#define HEAD_BYTES 8192u      /* two meta pages of LMDB's usual 4 KiB pages (larger: one more read) */
+#define META_BYTES 160u       /* what is read of a meta page */
+#define SMALL_INFLIGHT 64     /* the open's small reads in flight at once (at least) */
 
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 /*
  * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
- * pages) of each shard by one ranged GET each, all in flight, into a sparse file of the shard's
- * size; the newer meta names the main database's root page, fetched next (one page: a stoker
- * shard names 2-4 databases, so that root is a leaf); stk__lmdb_tree_open then reads the
- * `records` database's record from it with pread, and its entry count is the shard's. The count
- * is checked again when the shard is fetched whole and opened (stk__remote_attach).
+ * pages at 4 KiB pages; a larger page size reads its second meta page in one more round) of each
+ * shard by one ranged GET each, into a sparse file of the shard's size; the newer meta names the
+ * main database's root page, fetched next (one page: a stoker shard names 2-4 databases, so that
+ * root is a leaf); stk__lmdb_tree_open then reads the `records` database's record from it with
+ * pread, and its entry count is the shard's. The count is checked again when the shard is
+ * fetched whole and opened (stk__remote_attach). These reads are small (a few KiB): all of them
+ * are in flight at once (STOKER_S3_INFLIGHT, at least SMALL_INFLIGHT), so that each round costs
+ * one round trip whatever the shard count.
  */
 static int head_counts(stk__remote *r, uint64_t *count, char *err)
 {
@@ -468,27 +473,49 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
             rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
         fx[i] = (stk__s3_fetch){r->objs[i].key, STK__MIN(r->objs[i].size, HEAD_BYTES), fds[i], 0};
     }
+    stk__s3_cfg small = r->cfg;
+    small.inflight = STK__MAX(small.inflight, SMALL_INFLIGHT);
     if (rc == STK_OK) {
         stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, n, &got, err);
+        rc = stk__s3_get_many(&small, r->bucket, fx, n, &got, err);
         stk__fetch_ctr_add(&r->ctr, &got);
         stk__fetch_ctr_starved(&r->ctr, got.seconds); /* the open waits for the heads */
     }
-    /* the main database's root page, where the first read did not bring it */
+    /* the second meta page where the page size put it past the first read */
     size_t k = 0;
-    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
-    if (rc == STK_OK && !txn)
+    uint32_t *psz = calloc(n ? n : 1, sizeof *psz);
+    if (rc == STK_OK && !psz)
         rc = STK_E_NOMEM;
     for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        uint8_t m0[160], m1[160];
+        uint8_t m0[META_BYTES];
         const char *name = r->objs[i].key + r->plen;
         if (stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK || le32(m0 + 16) != 0xBEEFC0DE) {
             rc = stk__err(err, STK_E_FORMAT, "%s%s: not an LMDB file (no magic in page 0)",
                           r->url, name);
             break;
         }
-        uint32_t psize = le32(m0 + 40);
+        psz[i] = le32(m0 + 40);
+        if (psz[i] >= 512 && psz[i] <= 65536 && !(psz[i] & (psz[i] - 1)) &&
+            psz[i] + META_BYTES > HEAD_BYTES && psz[i] + META_BYTES <= r->objs[i].size)
+            fx[k++] = (stk__s3_fetch){r->objs[i].key, META_BYTES, fds[i], psz[i]};
+    }
+    if (rc == STK_OK && k) {
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
+        stk__fetch_ctr_add(&r->ctr, &got);
+        stk__fetch_ctr_starved(&r->ctr, got.seconds);
+    }
+    /* the main database's root page, where the reads so far did not bring it */
+    k = 0;
+    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
+    if (rc == STK_OK && !txn)
+        rc = STK_E_NOMEM;
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        uint8_t m0[META_BYTES], m1[META_BYTES];
+        const char *name = r->objs[i].key + r->plen;
+        uint32_t psize = psz[i];
         if (psize < 512 || psize > 65536 || (psize & (psize - 1)) ||
+            stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK ||
             stk__pread_full(fds[i], m1, sizeof m1, psize) != STK_OK) {
             rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB page size %u is not valid", r->url, name,
                           psize);
@@ -507,7 +534,7 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
     }
     if (rc == STK_OK && k) {
         stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, k, &got, err);
+        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
         stk__fetch_ctr_add(&r->ctr, &got);
         stk__fetch_ctr_starved(&r->ctr, got.seconds);
     }
@@ -527,6 +554,7 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
     free(fds);
     free(fx);
     free(txn);
+    free(psz);
     return rc;
 }
 

@@ -65,6 +65,7 @@ struct stk__remote {
     uint32_t dl_now, dl_peak;
     double dl_mark;
     _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
+    stk__s3_budget budget; /* the request slots (STOKER_S3_INFLIGHT) the downloads share */
 };
 
 static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
@@ -96,6 +97,7 @@ void stk__remote_free(stk__remote *r)
     free(r->fds);
     if (r->streaming) {
         pthread_mutex_destroy(&r->mu);
+        stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
         free(r->fetches);
     }
@@ -305,6 +307,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         rem->fds = NULL;
         rem->streaming = 1;
         pthread_mutex_init(&rem->mu, NULL);
+        stk__s3_budget_init(&rem->budget, STK__MAX(cfg.inflight, 1));
         rem->cfg = cfg;
         rem->limit = cache.limit;
         rem->plen = plen;
@@ -725,7 +728,7 @@ int stk__remote_begin(stk_dataset *ds, uint32_t s, stk__remote_job *j, char *err
     return rc;
 }
 
-int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *err)
+int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
 {
     stk__remote *r = ds->remote;
     if (j->hit)
@@ -738,11 +741,13 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     r->dl_mark = t;
     r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
     pthread_mutex_unlock(&r->mu);
-    /* the request slots shared by the WAYS downloads in flight; parts small enough that each
-     * has its share of them in flight (at least 1 MiB each) */
+    /* the request slots are shared with the other downloads (r->budget: each request holds one,
+     * passed on to the next download as soon as this one has nothing left to ask for); parts
+     * small enough that one shard alone could fill them (at least 1 MiB each) */
     stk__s3_cfg c = r->cfg;
     c.cancel = &r->cancel;
-    c.inflight = STK__MAX(1, c.inflight / STK__MAX(ways, 1));
+    c.budget = &r->budget;
+    c.inflight = STK__MAX(1, c.inflight);
     uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
     c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
     stk__s3_fetch fx = {o->key, o->size, j->fd, 0};

@@ -4,8 +4,10 @@
  * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of
  * the shard-window order (order.c), and queues each shard it will need in that order; it begins
  * them in that order (room taken in the cache: remote.c) while a download slot is free and the
- * cache has room, download threads fetch up to STOKER_S3_SHARDS of them at once (sharing the
- * request slots), and the fetch thread finishes each as it comes back (placed, opened, every
+ * cache has room, download threads fetch up to STOKER_S3_SHARDS + 1 of them at once (sharing
+ * the request slots: the last begun waits for those the others free, so the next shard's first
+ * request leaves as soon as a request slot is free, not once a shard has ended), and the fetch
+ * thread finishes each as it comes back (placed, opened, every
  * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
  * is attached. A window's shards are detached — and so become evictable — once the reader has
  * handed out the window's last position and every read of them has come back (a count per
@@ -100,7 +102,9 @@ int stk__loader_stream_config(stk_loader *h)
     }
     if (!h->st_x) { /* the fetch thread's queue and download slots */
         struct stk__stream *x = calloc(1, sizeof *x);
-        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds), (int)n);
+        /* STOKER_S3_SHARDS downloads, and one more begun ahead that waits for the request
+         * slots they free: the link does not idle while a download ends and the next begins */
+        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds) + 1, (int)n);
         if (x && (x->queue = calloc(n, sizeof *x->queue)) && (x->queued = calloc(n, 1)) &&
             (x->slot = calloc((size_t)nslot, sizeof *x->slot)) &&
             (x->th = calloc((size_t)nslot, sizeof *x->th))) {
@@ -225,12 +229,9 @@ static void *download_main(void *arg)
     pthread_mutex_lock(&h->mu);
     while (!x->stop) {
         dl_slot *sl = NULL;
-        int ways = 0;
-        for (int i = 0; i < x->nslot; i++) {
-            if (!sl && x->slot[i].state == SLOT_BEGUN)
+        for (int i = 0; i < x->nslot && !sl; i++)
+            if (x->slot[i].state == SLOT_BEGUN)
                 sl = &x->slot[i];
-            ways += x->slot[i].state == SLOT_RUNNING;
-        }
         if (!sl) {
             pthread_cond_wait(&x->cv, &h->mu);
             continue;
@@ -238,7 +239,7 @@ static void *download_main(void *arg)
         sl->state = SLOT_RUNNING;
         sl->err[0] = '\0';
         pthread_mutex_unlock(&h->mu);
-        int rc = stk__remote_download(h->ds, &sl->job, ways + 1, sl->err);
+        int rc = stk__remote_download(h->ds, &sl->job, sl->err);
         pthread_mutex_lock(&h->mu);
         sl->rc = rc;
         sl->state = SLOT_DONE;

@@ -28,12 +28,15 @@ for exactly what it emulates). Every run is a fresh process; per repeat, in turn
   s3-cached    a new stoker.Loader on the cache the s3-first run filled: one epoch
   quarter      stoker.Loader("s3://...", cache_bytes=a quarter of the shards' bytes) over an
                empty cache: --quarter-epochs epochs in one run (streamed, every epoch fetches);
-               each epoch's rate and the longest gap between two batches after an epoch's first
-               batch, against that epoch's mean time per batch
+               each epoch's rate, the longest gap between two batches after an epoch's first
+               batch and the longest single wait for the fetch (Loader.stats()["fetch"]
+               ["max_wait_s"]), each against that epoch's mean time per batch
   streaming    StreamingDataset(remote="s3://...", local=empty dir) + torch DataLoader
   streaming-cached  the same on the local dir the streaming run filled (its second epoch)
   wds          WebDataset("pipe:... boto3 get ... -") + torch DataLoader
-A first epoch is timed from the loader's construction to its last batch (imports before), and
+A first epoch is timed from the loader's construction to its last batch (imports before: torch
+too, which stoker.Loader would otherwise import inside its constructor and a training script has
+imported long before; until 2026-12-05 it was inside stoker's timed region only), and
 its CPU time taken (the run's process and its children: on a machine shared with other work,
 CPU per image is the steadier figure; wall-clock rates follow how many threads each loader runs
 against the other load). The same work per image:
@@ -74,6 +77,7 @@ import json, os, resource, sys, time
 kind, arg, size = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):   # imports first
     import stoker
+    import torch   # as a training script has (and the other loaders' runs below): not timed
 else:
     import io
     import torch
@@ -101,7 +105,9 @@ if kind in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
                 ts.append(time.monotonic())
             n += m
             gaps = [b - a for a, b in zip(ts[1:], ts[2:])]   # after the epoch's first batch
-            epochs.append({"images": m, "seconds": ts[-1] - ts[0],
+            fetch = ld.stats(max_errors=0)["fetch"]   # max_wait_s: of this epoch
+            epochs.append({"images": m, "seconds": ts[-1] - ts[0], "batches": len(ts) - 1,
+                           "max_wait_s": fetch["max_wait_s"],
                            "first_batch_s": ts[1] - ts[0] if len(ts) > 1 else 0.0,
                            "max_gap_s": max(gaps) if gaps else 0.0,
                            "mean_gap_s": sum(gaps) / len(gaps) if gaps else 0.0})
@@ -265,6 +271,13 @@ def main():
                 if k in ("local", "s3-first", "s3-first-global", "s3-cached", "quarter"):
                     r["stall_all"] = max((e["max_gap_s"] / e["mean_gap_s"] for e in r["epochs"]
                                           if e["mean_gap_s"]), default=0.0)
+                if "epochs" in r:   # the longest wait for the fetch / the epoch's time per batch
+                    r["wait_all"] = [e["max_wait_s"] / (e["seconds"] / e["batches"])
+                                     for e in r["epochs"] if e["batches"]]
+                if k.startswith("s3") or k == "quarter":
+                    more += "; longest wait for the fetch %s s = %s batch times" % (
+                        ", ".join("%.3f" % e["max_wait_s"] for e in r["epochs"]),
+                        ", ".join("%.2f" % w for w in r["wait_all"]))
                 if k == "quarter":
                     more += "; epochs %s img/s; longest gap / mean gap per epoch %s" % (
                         ", ".join("%.1f" % (e["images"] / e["seconds"]) for e in r["epochs"]),
@@ -315,6 +328,10 @@ def main():
                   ", ".join("%.2f" % r["stall_all"] for r in res["quarter"])))
         print("the same for local shards (this machine's noise floor): %s" % (
               ", ".join("%.2f" % r["stall_all"] for r in res.get("local", []))))
+        print("quarter cache: the longest single wait for the fetch (stats max_wait_s) / that "
+              "epoch's mean time per batch: steady epochs %s; first epochs %s" % (
+                  ", ".join("%.2f" % max(r["wait_all"][1:] or [0.0]) for r in res["quarter"]),
+                  ", ".join("%.2f" % r["wait_all"][0] for r in res["quarter"])))
     others = [med[k] for k in ("streaming", "wds") if k in med]
     if others and "s3-first" in med:
         print("ratio stoker s3-first / max(streaming, wds) = %.2f" % (med["s3-first"] / max(others)))

@@ -387,7 +387,7 @@ uint64_t stk__rest_records(const stk__rest *r)
     return n;
 }
 
-static uint32_t table_shard_of(const stk__shard_table *t, uint64_t index)
+uint32_t stk__table_shard_of(const stk__shard_table *t, uint64_t index)
 {
     uint32_t lo = 0, hi = t->n;
     while (hi - lo > 1) {
@@ -468,7 +468,7 @@ int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uin
     if (rc == STK_OK && taken > most)
         rc = STK_E_RANGE;
     for (size_t i = 0; rc == STK_OK && i < nrec; i++) {
-        uint32_t s = table_shard_of(t, recs[i]);
+        uint32_t s = stk__table_shard_of(t, recs[i]);
         rc = rest_clear(r, s, t->count[s], recs[i] - t->first[s]);
     }
     if (rc == STK_OK) {

@@ -33,6 +33,10 @@ typedef struct stk__shard_table {
     uint32_t nlive;
 } stk__shard_table;
 
+/* The shard of T holding dataset index INDEX (binary search of first[]; INDEX below the last
+ * shard's end). */
+uint32_t stk__table_shard_of(const stk__shard_table *t, uint64_t index);
+
 #define STK__MAX_WINDOW 256 /* largest W (STK_P_SHUFFLE_WINDOW) */
 #define STK__MAX_SEGS 16     /* segments of a shard-window epoch's history (elastic resumes) */
 

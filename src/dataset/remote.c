@@ -65,6 +65,7 @@ struct stk__remote {
     uint32_t dl_now, dl_peak;
     double dl_mark;
     _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
+    stk__s3_budget budget; /* the request slots (STOKER_S3_INFLIGHT) the downloads share */
 };
 
 static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
@@ -96,6 +97,7 @@ void stk__remote_free(stk__remote *r)
     free(r->fds);
     if (r->streaming) {
         pthread_mutex_destroy(&r->mu);
+        stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
         free(r->fetches);
     }
@@ -305,6 +307,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         rem->fds = NULL;
         rem->streaming = 1;
         pthread_mutex_init(&rem->mu, NULL);
+        stk__s3_budget_init(&rem->budget, STK__MAX(cfg.inflight, 1));
         rem->cfg = cfg;
         rem->limit = cache.limit;
         rem->plen = plen;
@@ -438,18 +441,23 @@ out_nocache:
 /* ---- streaming: a cache smaller than the dataset (docs/S3.md "Streaming") -------------------- */
 
 /* LMDB meta page fields (the newer of pages 0 and 1 is the current one) */
-#define HEAD_BYTES (128u * 1024) /* two meta pages of the largest LMDB page size */
+#define HEAD_BYTES 8192u      /* two meta pages of LMDB's usual 4 KiB pages (larger: one more read) */
+#define META_BYTES 160u       /* what is read of a meta page */
+#define SMALL_INFLIGHT 64     /* the open's small reads in flight at once (at least) */
 
 static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 /*
  * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
- * pages) of each shard by one ranged GET each, all in flight, into a sparse file of the shard's
- * size; the newer meta names the main database's root page, fetched next (one page: a stoker
- * shard names 2-4 databases, so that root is a leaf); stk__lmdb_tree_open then reads the
- * `records` database's record from it with pread, and its entry count is the shard's. The count
- * is checked again when the shard is fetched whole and opened (stk__remote_attach).
+ * pages at 4 KiB pages; a larger page size reads its second meta page in one more round) of each
+ * shard by one ranged GET each, into a sparse file of the shard's size; the newer meta names the
+ * main database's root page, fetched next (one page: a stoker shard names 2-4 databases, so that
+ * root is a leaf); stk__lmdb_tree_open then reads the `records` database's record from it with
+ * pread, and its entry count is the shard's. The count is checked again when the shard is
+ * fetched whole and opened (stk__remote_attach). These reads are small (a few KiB): all of them
+ * are in flight at once (STOKER_S3_INFLIGHT, at least SMALL_INFLIGHT), so that each round costs
+ * one round trip whatever the shard count.
  */
 static int head_counts(stk__remote *r, uint64_t *count, char *err)
 {
@@ -468,27 +476,49 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
             rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
         fx[i] = (stk__s3_fetch){r->objs[i].key, STK__MIN(r->objs[i].size, HEAD_BYTES), fds[i], 0};
     }
+    stk__s3_cfg small = r->cfg;
+    small.inflight = STK__MAX(small.inflight, SMALL_INFLIGHT);
     if (rc == STK_OK) {
         stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, n, &got, err);
+        rc = stk__s3_get_many(&small, r->bucket, fx, n, &got, err);
         stk__fetch_ctr_add(&r->ctr, &got);
         stk__fetch_ctr_starved(&r->ctr, got.seconds); /* the open waits for the heads */
     }
-    /* the main database's root page, where the first read did not bring it */
+    /* the second meta page where the page size put it past the first read */
     size_t k = 0;
-    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
-    if (rc == STK_OK && !txn)
+    uint32_t *psz = calloc(n ? n : 1, sizeof *psz);
+    if (rc == STK_OK && !psz)
         rc = STK_E_NOMEM;
     for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        uint8_t m0[160], m1[160];
+        uint8_t m0[META_BYTES];
         const char *name = r->objs[i].key + r->plen;
         if (stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK || le32(m0 + 16) != 0xBEEFC0DE) {
             rc = stk__err(err, STK_E_FORMAT, "%s%s: not an LMDB file (no magic in page 0)",
                           r->url, name);
             break;
         }
-        uint32_t psize = le32(m0 + 40);
+        psz[i] = le32(m0 + 40);
+        if (psz[i] >= 512 && psz[i] <= 65536 && !(psz[i] & (psz[i] - 1)) &&
+            psz[i] + META_BYTES > HEAD_BYTES && psz[i] + META_BYTES <= r->objs[i].size)
+            fx[k++] = (stk__s3_fetch){r->objs[i].key, META_BYTES, fds[i], psz[i]};
+    }
+    if (rc == STK_OK && k) {
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
+        stk__fetch_ctr_add(&r->ctr, &got);
+        stk__fetch_ctr_starved(&r->ctr, got.seconds);
+    }
+    /* the main database's root page, where the reads so far did not bring it */
+    k = 0;
+    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
+    if (rc == STK_OK && !txn)
+        rc = STK_E_NOMEM;
+    for (size_t i = 0; rc == STK_OK && i < n; i++) {
+        uint8_t m0[META_BYTES], m1[META_BYTES];
+        const char *name = r->objs[i].key + r->plen;
+        uint32_t psize = psz[i];
         if (psize < 512 || psize > 65536 || (psize & (psize - 1)) ||
+            stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK ||
             stk__pread_full(fds[i], m1, sizeof m1, psize) != STK_OK) {
             rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB page size %u is not valid", r->url, name,
                           psize);
@@ -507,7 +537,7 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
     }
     if (rc == STK_OK && k) {
         stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&r->cfg, r->bucket, fx, k, &got, err);
+        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
         stk__fetch_ctr_add(&r->ctr, &got);
         stk__fetch_ctr_starved(&r->ctr, got.seconds);
     }
@@ -527,6 +557,7 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
     free(fds);
     free(fx);
     free(txn);
+    free(psz);
     return rc;
 }
 
@@ -697,7 +728,7 @@ int stk__remote_begin(stk_dataset *ds, uint32_t s, stk__remote_job *j, char *err
     return rc;
 }
 
-int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *err)
+int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
 {
     stk__remote *r = ds->remote;
     if (j->hit)
@@ -710,11 +741,13 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *er
     r->dl_mark = t;
     r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
     pthread_mutex_unlock(&r->mu);
-    /* the request slots shared by the WAYS downloads in flight; parts small enough that each
-     * has its share of them in flight (at least 1 MiB each) */
+    /* the request slots are shared with the other downloads (r->budget: each request holds one,
+     * passed on to the next download as soon as this one has nothing left to ask for); parts
+     * small enough that one shard alone could fill them (at least 1 MiB each) */
     stk__s3_cfg c = r->cfg;
     c.cancel = &r->cancel;
-    c.inflight = STK__MAX(1, c.inflight / STK__MAX(ways, 1));
+    c.budget = &r->budget;
+    c.inflight = STK__MAX(1, c.inflight);
     uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
     c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
     stk__s3_fetch fx = {o->key, o->size, j->fd, 0};

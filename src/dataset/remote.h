@@ -37,8 +37,10 @@ uint32_t stk__remote_fetches(const stk_dataset *ds, uint32_t s);
  *             shared flock from now), or room made (evicting least recently used shards nobody
  *             holds) and taken at once by NAME.part.PID sized to the shard plus its side files;
  *             STK_E_TOO_LARGE with ERR when there is no room now.
- *   download  the ranged GETs into the part file (WAYS downloads share the request slots), then
- *             synced; no lock held. Thread-safe: any thread, several shards at once.
+ *   download  the ranged GETs into the part file, then synced; no lock held. The downloads in
+ *             progress share the request slots (STOKER_S3_INFLIGHT): a download waits for a
+ *             slot that the ones begun before no longer need. Thread-safe: any thread, several
+ *             shards at once.
  *   finish    under the cache lock the part file renamed into place (or a copy another process
  *             put there meanwhile and holds adopted), held; then opened into its place of the
  *             offset table, every record's CRC32C checked (whatever was not found good in the
@@ -54,7 +56,7 @@ typedef struct stk__remote_job {
     char tmp[PATH_MAX + 96]; /* the part file's path ("" none) */
 } stk__remote_job;
 int stk__remote_begin(stk_dataset *ds, uint32_t s, stk__remote_job *j, char *err);
-int stk__remote_download(stk_dataset *ds, stk__remote_job *j, int ways, char *err);
+int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err);
 int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err);
 void stk__remote_abandon(stk_dataset *ds, stk__remote_job *j);
 /* ON 1: the downloads in progress end within ~0.1 s with STK_E_CANCELLED (a loader's halt: it

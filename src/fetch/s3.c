@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -388,8 +389,44 @@ static const char *auth_hint(const char *why)
     return "";
 }
 
+/* A slot of budget B, if one is free (see stk__s3_budget in s3.h). */
+static int budget_take(stk__s3_budget *b)
+{
+    pthread_mutex_lock(&b->mu);
+    int ok = b->free > 0;
+    b->free -= ok;
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
+static void budget_give(stk__s3_budget *b, int n)
+{
+    if (n <= 0)
+        return;
+    pthread_mutex_lock(&b->mu);
+    b->free += n;
+    pthread_cond_broadcast(&b->cv);
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Wait up to MS for a slot of B to be given back (the caller then tries to take it). */
+static void budget_wait(stk__s3_budget *b, int ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)ms * 1000000L;
+    ts.tv_sec += ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&b->mu);
+    if (b->free <= 0)
+        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    pthread_mutex_unlock(&b->mu);
+}
+
 /* Run the N requests (each until done or out of retries), at most c->inflight at once, in their
- * order. On a fatal failure of one request the rest are abandoned and ERR names the failed one. */
+ * order; with c->budget, each request also holds one of its slots while in flight, kept for this
+ * call's next request when there is one to issue (s3.h). On a fatal failure of one request the
+ * rest are abandoned and ERR names the failed one. */
 static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, char *err)
 {
     pthread_once(&g_once, global_init);
@@ -401,7 +438,7 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
     curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->inflight);
     double t0 = stk__now();
     size_t done = 0, first = 0; /* rs[0..first) are all done */
-    int active = 0, rc = STK_OK;
+    int active = 0, held = 0, rc = STK_OK; /* held: slots of c->budget, >= active */
     while (done < n && rc == STK_OK) {
         if (c->cancel && atomic_load(c->cancel)) {
             rc = stk__err(err, STK_E_CANCELLED, "S3 requests cancelled (endpoint %s)", c->endpoint);
@@ -418,6 +455,11 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
             }
             if (r->state != S_NEW && r->state != S_WAIT)
                 continue;
+            if (c->budget && held == active) {
+                if (!budget_take(c->budget))
+                    break;
+                held++;
+            }
             if ((rc = setup_easy(c, r, err)) != STK_OK)
                 break;
             if (curl_multi_add_handle(m, r->easy) != CURLM_OK) {
@@ -477,11 +519,26 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
         }
         if (rc != STK_OK || done == n)
             break;
+        int fresh = 0; /* requests to issue now (a retry waiting for its time is not) */
+        if (c->budget) {
+            double t = stk__now();
+            for (size_t i = first; i < n; i++)
+                fresh += rs[i].state == S_NEW || (rs[i].state == S_WAIT && rs[i].retry_at <= t);
+            int keep = active + STK__MIN(fresh, c->inflight - active);
+            budget_give(c->budget, held - keep); /* nothing of ours to ask for: to the others */
+            held = STK__MIN(held, keep);
+            if (!active && !held && fresh) { /* every slot is another call's: wait for one */
+                budget_wait(c->budget, 50);
+                continue;
+            }
+        }
         int wait_ms = 100;
         if (!active && next_retry > 0)
             wait_ms = (int)STK__MAX(1.0, STK__MIN(5000.0, (next_retry - stk__now()) * 1000.0));
         curl_multi_poll(m, NULL, 0, wait_ms, NULL);
     }
+    if (c->budget)
+        budget_give(c->budget, held);
     for (size_t i = 0; i < n; i++)
         if (rs[i].state == S_ACTIVE && rs[i].easy)
             curl_multi_remove_handle(m, rs[i].easy);

@@ -14,8 +14,34 @@
 
 #include "common.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Request slots shared by calls that run at once (a streaming loader's shard downloads, one
+ * call each): a call whose cfg names a budget issues a request only with a slot taken from it
+ * (and at most cfg.inflight of its own), keeps the slot for its own next request while it has
+ * one to issue, and gives it back otherwise, waking a call that waits for one. So the next
+ * shard's first request leaves as soon as one of the shards before has nothing left to ask for,
+ * not once they have all ended (docs/S3.md "Streaming"). */
+typedef struct stk__s3_budget {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int free;
+} stk__s3_budget;
+
+static inline void stk__s3_budget_init(stk__s3_budget *b, int slots)
+{
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->free = slots;
+}
+
+static inline void stk__s3_budget_destroy(stk__s3_budget *b)
+{
+    pthread_cond_destroy(&b->cv);
+    pthread_mutex_destroy(&b->mu);
+}
 
 typedef struct stk__s3_cfg {
     char endpoint[512]; /* scheme://host[:port], no trailing slash */
@@ -32,6 +58,7 @@ typedef struct stk__s3_cfg {
     int shards;         /* STOKER_S3_SHARDS: shards a streaming loader fetches at once [4] */
     _Atomic int *cancel; /* set by the caller (NULL: none): once *cancel is non-zero, a call ends
                             within ~0.1 s with STK_E_CANCELLED, its requests dropped */
+    stk__s3_budget *budget; /* request slots shared with other calls (NULL: none) */
 } stk__s3_cfg;
 
 /* Fill *C from the environment and the AWS files (creds.c); STK_E_INVALID with ERR on a bad

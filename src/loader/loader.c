@@ -673,6 +673,8 @@ int stk_loader_start(stk_loader *h)
     }
     stk__loader_stats_reset(h);
     pthread_mutex_lock(&h->mu);
+    h->fw_epoch = h->fw_k = UINT64_MAX;
+    atomic_store(&h->fw_max_ns, 0);
     h->failed = 0;
     h->pipe_status = 0;
     h->cancel_pending = 0;

@@ -155,12 +155,21 @@ static int next_room(stk_loader *h)
 }
 
 /* Wait (TIMEOUT_MS < 0: without limit) until batch c_k is ready: STK_OK, STK_TIMEOUT,
- * STK_E_CANCELLED, or the pipeline's fatal error (sticky). */
+ * STK_E_CANCELLED, or the pipeline's fatal error (sticky). The time waited for batch c_k is
+ * summed in h->fw_acc_ns over the calls that wait for it (a call that times out and the next),
+ * and h->fw_fetch marks it a wait for the fetch if WORK waited for a shard of a streamed dataset
+ * at any moment of it (h->st_waits and h->st_wait_ns are WORK's, under h->mu as this is). */
 static int next_wait(stk_loader *h, int timeout_ms)
 {
     uint64_t k = h->c_k;
+    if (h->fw_k != k) {
+        h->fw_k = k;
+        h->fw_acc_ns = 0;
+        h->fw_fetch = 0;
+    }
     if (!batch_ready(h, k) && !h->pipe_status) {
-        uint64_t t0 = stk__now_ns();
+        uint64_t t0 = stk__now_ns(), waits0 = h->st_waits;
+        int fetch = h->streaming && h->st_wait_ns;
         struct timespec dl;
         if (timeout_ms >= 0)
             stk__deadline(&dl, timeout_ms);
@@ -173,7 +182,10 @@ static int next_wait(stk_loader *h, int timeout_ms)
                 break;
             }
         }
-        atomic_fetch_add(&h->tel.wait_ns, stk__now_ns() - t0);
+        uint64_t waited = stk__now_ns() - t0;
+        atomic_fetch_add(&h->tel.wait_ns, waited);
+        h->fw_acc_ns += waited;
+        h->fw_fetch |= fetch || (h->streaming && (h->st_wait_ns || h->st_waits != waits0));
         if (h->closing)
             return stk__err(h->err, STK_E_CANCELLED,
                             "stk_loader_next: the loader is being stopped (stk_loader_stop or "
@@ -256,6 +268,12 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
     if (rc == STK_OK)
         rc = next_hand_out(h, cuda_stream, &b);
     if (rc == STK_OK) {
+        if (b->epoch != h->fw_epoch) { /* the first batch of an epoch: a new maximum */
+            h->fw_epoch = b->epoch;
+            atomic_store(&h->fw_max_ns, 0);
+        }
+        if (h->fw_fetch && h->fw_acc_ns > atomic_load(&h->fw_max_ns))
+            atomic_store(&h->fw_max_ns, h->fw_acc_ns);
         h->c_k++;
         set_pos(h, b->epoch, b->first_sample + b->size);
         atomic_fetch_add(&h->tel.batches_out, 1);

@@ -25,6 +25,8 @@ void stk__loader_fetch_stats(const stk_loader *h, stk_stats *out)
         return;
     out->fetch_bytes = fs.bytes_fetched;
     out->fetch_busy_s = fs.fetch_s;
+    uint64_t us = atomic_load(&h->fw_max_ns) / 1000;
+    out->fetch_max_wait_us = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
     out->fetch_starved_s = fs.starved_s;
     out->cache_hits = fs.shards_cached > UINT32_MAX ? UINT32_MAX : (uint32_t)fs.shards_cached;
     out->cache_misses = fs.shards_fetched > UINT32_MAX ? UINT32_MAX : (uint32_t)fs.shards_fetched;

@@ -182,6 +182,13 @@ struct stk_loader {
     uint64_t st_head, st_tail, st_cursor; /* cursor: key of the next position WORK hands out */
     uint32_t st_want;            /* shard WORK waits for, or UINT32_MAX */
     uint64_t st_wait_ns;         /* since when WORK waits for a shard (0: it does not) */
+    uint64_t st_waits;           /* waits of WORK for a shard begun since the open */
+    /* stats fetch_max_wait_us: the consumer's longest wait for a batch during which WORK waited
+     * for a shard, in the epoch of the last batch handed out (written under mu); a batch's wait
+     * is summed over the stk_loader_next calls that timed out waiting for it (Python polls) */
+    uint64_t fw_epoch, fw_k, fw_acc_ns;
+    int fw_fetch;
+    _Atomic uint64_t fw_max_ns;
     pthread_cond_t st_cv;
     int st_cv_ok, st_running;
     pthread_t st_th;
@@ -365,7 +372,6 @@ void stk__loader_stream_halt(stk_loader *h);
 int stk__loader_stream_gate(stk_loader *h, uint64_t index);
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index);
 void stk__loader_stream_back(stk_loader *h, uint64_t index);
-uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index);
 /* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
  * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
  * sample in a host slot at output size OUT_H x OUT_W. */

@@ -565,6 +565,7 @@ int stk__loader_launch_at(stk_loader *h, uint64_t epoch, uint64_t sample, uint64
     }
     h->held_host = h->held_dev = 0;
     h->c_k = 0;
+    h->fw_k = UINT64_MAX; /* no batch waited for yet in this run (stats fetch_max_wait_us) */
     h->c_epoch = epoch;
     h->c_next = sample;
     atomic_store(&h->pos_epoch, epoch);

@@ -4,8 +4,10 @@
  * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of
  * the shard-window order (order.c), and queues each shard it will need in that order; it begins
  * them in that order (room taken in the cache: remote.c) while a download slot is free and the
- * cache has room, download threads fetch up to STOKER_S3_SHARDS of them at once (sharing the
- * request slots), and the fetch thread finishes each as it comes back (placed, opened, every
+ * cache has room, download threads fetch up to STOKER_S3_SHARDS + 1 of them at once (sharing
+ * the request slots: the last begun waits for those the others free, so the next shard's first
+ * request leaves as soon as a request slot is free, not once a shard has ended), and the fetch
+ * thread finishes each as it comes back (placed, opened, every
  * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
  * is attached. A window's shards are detached — and so become evictable — once the reader has
  * handed out the window's last position and every read of them has come back (a count per
@@ -43,19 +45,6 @@ struct stk__stream {
 };
 
 static uint64_t key_of(uint64_t epoch, uint64_t pos) { return (epoch << 40) | pos; }
-
-uint32_t stk__loader_shard_of(const stk_loader *h, uint64_t index)
-{
-    uint32_t lo = 0, hi = h->sw_tab.n;
-    while (hi - lo > 1) {
-        uint32_t mid = (lo + hi) / 2;
-        if (h->sw_first[mid] <= index)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
 
 /* The W largest shards' bytes (what one window may need at most). */
 static uint64_t largest_window(const stk_loader *h, uint32_t w)
@@ -113,7 +102,9 @@ int stk__loader_stream_config(stk_loader *h)
     }
     if (!h->st_x) { /* the fetch thread's queue and download slots */
         struct stk__stream *x = calloc(1, sizeof *x);
-        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds), (int)n);
+        /* STOKER_S3_SHARDS downloads, and one more begun ahead that waits for the request
+         * slots they free: the link does not idle while a download ends and the next begins */
+        int nslot = STK__MIN(stk__remote_shards_inflight(h->ds) + 1, (int)n);
         if (x && (x->queue = calloc(n, sizeof *x->queue)) && (x->queued = calloc(n, 1)) &&
             (x->slot = calloc((size_t)nslot, sizeof *x->slot)) &&
             (x->th = calloc((size_t)nslot, sizeof *x->th))) {
@@ -238,12 +229,9 @@ static void *download_main(void *arg)
     pthread_mutex_lock(&h->mu);
     while (!x->stop) {
         dl_slot *sl = NULL;
-        int ways = 0;
-        for (int i = 0; i < x->nslot; i++) {
-            if (!sl && x->slot[i].state == SLOT_BEGUN)
+        for (int i = 0; i < x->nslot && !sl; i++)
+            if (x->slot[i].state == SLOT_BEGUN)
                 sl = &x->slot[i];
-            ways += x->slot[i].state == SLOT_RUNNING;
-        }
         if (!sl) {
             pthread_cond_wait(&x->cv, &h->mu);
             continue;
@@ -251,7 +239,7 @@ static void *download_main(void *arg)
         sl->state = SLOT_RUNNING;
         sl->err[0] = '\0';
         pthread_mutex_unlock(&h->mu);
-        int rc = stk__remote_download(h->ds, &sl->job, ways + 1, sl->err);
+        int rc = stk__remote_download(h->ds, &sl->job, sl->err);
         pthread_mutex_lock(&h->mu);
         sl->rc = rc;
         sl->state = SLOT_DONE;
@@ -478,7 +466,7 @@ void stk__loader_stream_halt(stk_loader *h)
 
 int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 {
-    uint32_t s = stk__loader_shard_of(h, index);
+    uint32_t s = stk__table_shard_of(&h->sw_tab, index);
     if (h->st_resident[s]) {
         h->st_want = UINT32_MAX;
         if (h->st_wait_ns) { /* the time the reader had nothing to read: the fetch's starved */
@@ -487,8 +475,10 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
         }
         return 1;
     }
-    if (!h->st_wait_ns)
+    if (!h->st_wait_ns) {
         h->st_wait_ns = stk__now_ns();
+        h->st_waits++;
+    }
     h->st_want = s;
     pthread_cond_broadcast(&h->st_cv);
     return 0;
@@ -496,7 +486,7 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index)
 {
-    atomic_fetch_add(&h->st_inflight[stk__loader_shard_of(h, index)], 1);
+    atomic_fetch_add(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1);
     h->st_cursor = key_of(epoch, pos + 1);
     if (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
         pthread_cond_broadcast(&h->st_cv); /* a window handed out: the fetch thread may detach */
@@ -506,6 +496,6 @@ void stk__loader_stream_back(stk_loader *h, uint64_t index)
 {
     /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
      * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
-    if (atomic_fetch_sub(&h->st_inflight[stk__loader_shard_of(h, index)], 1) == 1)
+    if (atomic_fetch_sub(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1) == 1)
         pthread_cond_broadcast(&h->st_cv);
 }

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -38,7 +39,7 @@ with stoker.Loader(url, 8, size=32, workers=1, cache=cache) as ld:
 
 @pytest.fixture(scope="module")
 def slow(stoker_mod, tmp_path_factory):
-    """(url of a ~1.8 MB dataset behind the slow link, its bytes, the link)"""
+    """(url of a ~1.8 MB dataset behind the slow link, its bytes, the link, the local shards)"""
     s3_link.server_env()
     root = tmp_path_factory.mktemp("fb")
     src = root / "img"
@@ -54,7 +55,7 @@ def slow(stoker_mod, tmp_path_factory):
     total = sum(os.path.getsize(os.path.join(dst, n)) for n in names)
     url = s3_link.upload(dst, "stk-fb-%d" % os.getpid())
     link = s3_link.SlowLink(root, RATE_MBIT, delay_ms=10)
-    yield url, total, link
+    yield url, total, link, dst
     link.close()
 
 
@@ -64,7 +65,7 @@ def via(link, monkeypatch):
 
 
 def test_loader_names_fetch_bound(stoker_mod, slow, tmp_path, monkeypatch):
-    url, total, link = slow
+    url, total, link, _ = slow
     via(link, monkeypatch)
     with stoker_mod.Loader(url, 8, size=32, workers=2, cache=str(tmp_path / "c")) as ld:
         for _ in ld:
@@ -78,10 +79,37 @@ def test_loader_names_fetch_bound(stoker_mod, slow, tmp_path, monkeypatch):
     assert "verdict: fetch-bound" in str(st) and "STOKER_S3_INFLIGHT" in str(st), str(st)
 
 
+
+def test_max_wait_is_a_wait_for_the_fetch(stoker_mod, slow, tmp_path, monkeypatch):
+    """stats()["fetch"]["max_wait_s"] (stk_stats.fetch_max_wait_us): the longest single wait of
+    the consumer for a batch while the reader waited for a shard. Streamed behind the slow link
+    (shuffle_window=1: one shard at a time) the first batch cannot come before its shard has
+    crossed the link, which takes at least the shard's bytes / the link's rate (the proxy cannot
+    send faster; a busy machine only makes it later): the wait is at least half that — far above
+    the 0.1 s slices in which Python polls stk_loader_next, over which a batch's wait is summed —
+    and no longer than the epoch; the same loader kind on local shards: exactly 0."""
+    url, total, link, local = slow
+    via(link, monkeypatch)
+    t0 = time.monotonic()
+    with stoker_mod.Loader(url, 8, size=32, workers=2, cache=str(tmp_path / "c"),
+                           shuffle_window=1) as ld:
+        n = sum(len(labels) for _, labels in ld)
+        epoch_s = time.monotonic() - t0
+        st = ld.stats(max_errors=0)
+    fx = st["fetch"]
+    assert n == 48 and fx["bytes"] >= total, fx   # the shards and the open's reads of their heads
+    smallest = min(os.path.getsize(os.path.join(local, s)) for s in s3_link.shard_names(local))
+    assert 0.5 * smallest / (RATE_MBIT * 1e6 / 8) <= fx["max_wait_s"] <= epoch_s, (fx, epoch_s, smallest)
+    assert st["fetch_max_wait_us"] == round(fx["max_wait_s"] * 1e6), st["fetch_max_wait_us"]
+    with stoker_mod.Loader(local, 8, size=32, workers=2, shuffle_window=1) as ld:
+        assert sum(len(labels) for _, labels in ld) == 48
+        st = ld.stats(max_errors=0)
+    assert st["fetch"]["max_wait_s"] == 0.0 and st["fetch_max_wait_us"] == 0, st["fetch"]
+
 def test_loaderbench_names_fetch_bound(slow, tmp_path, monkeypatch):
     if not LOADERBENCH:
         pytest.skip("LOADERBENCH not set")
-    url, total, link = slow
+    url, total, link, _ = slow
     env = via(link, monkeypatch)
     js = str(tmp_path / "lb.json")
     p = subprocess.run([LOADERBENCH, url, "--cache", "cold", "--epochs", "1", "--repeat", "1",
@@ -106,7 +134,7 @@ def test_loaderbench_names_fetch_bound(slow, tmp_path, monkeypatch):
 def test_doctor_names_fetch_bound(slow, tmp_path, monkeypatch):
     if not STOKER:
         pytest.skip("STOKER (the CLI) not set")
-    url, total, link = slow
+    url, total, link, _ = slow
     env = via(link, monkeypatch)
     job = tmp_path / "job.py"
     job.write_text(JOB)

@@ -56,5 +56,5 @@ def test_fetch_stats_first_and_cached_epoch(stoker_mod, s3_dataset, tmp_path):
         epoch(ld)
         st = ld.stats(max_errors=0)
     assert st["fetch"] == {"bytes": 0, "busy_s": 0.0, "starved_s": 0.0, "hits": 0, "misses": 0,
-                           "hit_rate": 0.0, "link_mb_per_s": 0.0}
+                           "hit_rate": 0.0, "link_mb_per_s": 0.0, "max_wait_s": 0.0}
     assert st["verdict"]["bottleneck_name"] != "fetch"

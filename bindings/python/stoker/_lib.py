@@ -433,7 +433,7 @@ class Stats(ctypes.Structure):
         ("io_backend_note", ctypes.c_char * 96),
         ("detached", c_uint64),
         ("pin_reason", c_int),
-        ("reserved_i", c_int),
+        ("fetch_max_wait_us", c_uint32),  # since 0.5: the former reserved int
         ("augment_s", c_double),          # since 0.4: two of the former reserved[6]
         ("augment_items", c_uint64),
         ("fetch_bytes", c_uint64),        # since 0.5: the former reserved[4]

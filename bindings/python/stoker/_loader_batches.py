@@ -47,7 +47,8 @@ def _fetch_dict(st):
     return {"bytes": st.fetch_bytes, "busy_s": st.fetch_busy_s, "starved_s": st.fetch_starved_s,
             "hits": st.cache_hits, "misses": st.cache_misses,
             "hit_rate": st.cache_hits / look if look else 0.0,
-            "link_mb_per_s": st.fetch_bytes / st.fetch_busy_s / 1e6 if st.fetch_busy_s > 0 else 0.0}
+            "link_mb_per_s": st.fetch_bytes / st.fetch_busy_s / 1e6 if st.fetch_busy_s > 0 else 0.0,
+            "max_wait_s": st.fetch_max_wait_us / 1e6}
 
 
 class _Held:

@@ -61,8 +61,8 @@ int stk__loader_order_subset(stk_loader *h)
         subset_free(h);
         return STK_E_NOMEM;
     }
-    for (uint64_t j = 0; j < n; j++) { /* each entry's shard (h->sw_first: the dataset's) */
-        of[j] = stk__loader_shard_of(h, h->subset[j]);
+    for (uint64_t j = 0; j < n; j++) { /* each entry's shard (h->sw_tab: the dataset's) */
+        of[j] = stk__table_shard_of(&h->sw_tab, h->subset[j]);
         h->sw_scount[of[j]]++;
     }
     uint32_t nlive = 0;

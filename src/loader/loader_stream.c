@@ -464,9 +464,17 @@ void stk__loader_stream_halt(stk_loader *h)
     h->st_running = 0;
 }
 
+/* The shard holding record INDEX: over the dataset's shards (h->sw_first), not h->sw_tab, which
+ * a subset makes a table of its list's positions (loader_order.c). */
+static uint32_t shard_of(const stk_loader *h, uint64_t index)
+{
+    const stk__shard_table t = {h->ds->nshards, h->sw_first, h->sw_count, NULL, 0};
+    return stk__table_shard_of(&t, index);
+}
+
 int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 {
-    uint32_t s = stk__table_shard_of(&h->sw_tab, index);
+    uint32_t s = shard_of(h, index);
     if (h->st_resident[s]) {
         h->st_want = UINT32_MAX;
         if (h->st_wait_ns) { /* the time the reader had nothing to read: the fetch's starved */
@@ -486,7 +494,7 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index)
 {
-    atomic_fetch_add(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1);
+    atomic_fetch_add(&h->st_inflight[shard_of(h, index)], 1);
     h->st_cursor = key_of(epoch, pos + 1);
     if (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
         pthread_cond_broadcast(&h->st_cv); /* a window handed out: the fetch thread may detach */
@@ -496,6 +504,6 @@ void stk__loader_stream_back(stk_loader *h, uint64_t index)
 {
     /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
      * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
-    if (atomic_fetch_sub(&h->st_inflight[stk__table_shard_of(&h->sw_tab, index)], 1) == 1)
+    if (atomic_fetch_sub(&h->st_inflight[shard_of(h, index)], 1) == 1)
         pthread_cond_broadcast(&h->st_cv);
 }

@@ -6,6 +6,7 @@
 # "apt-get install <package>". (Before: "Package 'lmdb', required by 'virtual:world', not
 # found", no package named.)
 # stk-test: normal-only (it runs cmake; nothing to sanitize)
+# stk-test: once (a configure of its own, in a temporary directory, with the default compiler)
 set -u
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 command -v cmake >/dev/null || { echo "skip: no cmake"; exit 77; }

@@ -8,6 +8,7 @@
 #   2. with a short bound, give up with a clear error (exit 75) while the lock is still held;
 #   3. with nothing missing, return at once without touching apt, even while the lock is held.
 # stk-test: normal-only (it holds the machine's real dpkg lock for a few seconds)
+# stk-test: once (scripts/deps.sh and the dpkg lock: no file of any build tree is involved)
 set -u
 SRC_DIR=${SRC_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 [ "$(id -u)" -eq 0 ] || { echo "skip: needs root (the dpkg lock file)"; exit 77; }

@@ -6,6 +6,7 @@
 # handle it creates, and, for a symbol added after 0.1, "since X" with X the release whose
 # section of src/stoker.map lists it (test_symbols checks map = exports = header).
 # stk-test: normal-only
+# stk-test: once (reads include/stoker.h and src/stoker.map of the checkout)
 set -u
 PY=/usr/bin/python3; [ -x "$PY" ] || PY=python3
 exec "$PY" - "$SRC_DIR/include/stoker.h" "$SRC_DIR/src/stoker.map" <<'PYEOF'

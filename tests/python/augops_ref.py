@@ -45,6 +45,21 @@ def run_op(tmp, img, name, mag, interp, fill):
     return np.frombuffer(dst.read_bytes(), np.uint8).reshape(h, w, 3)
 
 
+def run_ops(tmp, img, cases):
+    """run_op for each (name, mag, interp, fill) of CASES on IMG, in one stk-augops process"""
+    h, w, _ = img.shape
+    src, dst = tmp / "in.rgb", tmp / "out.rgb"
+    src.write_bytes(img.tobytes())
+    lines = "".join("%s %r %s %s\n" % (name, float(mag), interp,
+                                       "none" if fill is None else ",".join(repr(float(v)) for v in fill))
+                    for name, mag, interp, fill in cases)
+    subprocess.run([str(TOOL), "ops", str(h), str(w), str(src), str(dst)], input=lines, text=True,
+                   check=True, timeout=600)
+    out = np.frombuffer(dst.read_bytes(), np.uint8)
+    assert out.size == len(cases) * h * w * 3, (out.size, len(cases), h, w)
+    return list(out.reshape(len(cases), h, w, 3))
+
+
 @contextlib.contextmanager
 def torchvision_bicubic():
     """torchvision's tensor F.affine / F.rotate with BICUBIC allowed: their own grid, fill mask and
@@ -120,18 +135,17 @@ def check_op(tmp, name):
     tool_or_skip()
     torch_or_skip()
     bad = []
+    modes = [("nearest", None), ("bilinear", None), ("nearest", (128, 128, 128)),
+             ("bilinear", (124.0, 116.0, 104.0)), ("bilinear", (0.0, 255.0, 77.5)),
+             ("bicubic", None), ("bicubic", (124.0, 116.0, 104.0))] \
+        if name in GEOMETRIC else [("nearest", None)]
     for k, (h, w) in enumerate(SIZES):
         img = photo(h, w, 100 + k)
-        for mag in magnitudes(name, h, w):
-            modes = [("nearest", None), ("bilinear", None), ("nearest", (128, 128, 128)),
-                     ("bilinear", (124.0, 116.0, 104.0)), ("bilinear", (0.0, 255.0, 77.5)),
-                     ("bicubic", None), ("bicubic", (124.0, 116.0, 104.0))] \
-                if name in GEOMETRIC else [("nearest", None)]
-            for interp, fill in modes:
-                got = run_op(tmp, img, name, mag, interp, fill)
-                want = reference(img, name, mag, interp, fill)
-                diff = int((got != want).sum())
-                if diff:
-                    bad.append(f"{h}x{w} mag={mag!r} {interp} fill={fill}: {diff} values differ, "
-                               f"max {int(np.abs(got.astype(int) - want.astype(int)).max())}")
+        cases = [(name, mag, interp, fill) for mag in magnitudes(name, h, w) for interp, fill in modes]
+        for (_, mag, interp, fill), got in zip(cases, run_ops(tmp, img, cases)):
+            want = reference(img, name, mag, interp, fill)
+            diff = int((got != want).sum())
+            if diff:
+                bad.append(f"{h}x{w} mag={mag!r} {interp} fill={fill}: {diff} values differ, "
+                           f"max {int(np.abs(got.astype(int) - want.astype(int)).max())}")
     assert not bad, f"{name} differs from torchvision:\n" + "\n".join(bad)

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
-# stk-test: serial
 # stk-test: timeout 3600
 """`stoker doctor` on the jobs it misread (issue 28), with real torch on the CPU: a tiny MLP
 trained on tensors sliced in the loop, no DataLoader (told "run it on a GPU" though
 OMP_NUM_THREADS=1 and a larger batch were what helped), and the same job run three times (one run
 of three flipped to "0 -> 8 workers" on its in-memory data). Every assert reads the figures the
 doctor recorded (its --json) and checks the verdict against them: no wall-clock window, no rate,
-so a loaded machine runs them slower but not differently.
+so a loaded machine runs them slower but not differently, and ctest runs the file beside other
+tests (until 0.5 it ran alone).
 """
 import os
 import sys

@@ -1,15 +1,17 @@
 # SPDX-License-Identifier: MIT
-# stk-test: serial
+# stk-test: processors 2
 # stk-test: timeout 3600
 """`stoker doctor` on constructed jobs (doctor_jobs.py), each bounded by one known stage, with real
 torch on the CPU: the verdict line names that stage, and the figure behind it agrees with what the
 job measured about itself (it writes its own data wait, save time and call counts) within the
 tolerance stated at each assert. The storage job reads a cold ext4 on a loop device whose reads
 the kernel throttles (cgroup blkio / io.max): a real slow device, not a sleep in the script.
-Runs serially (timing figures). Each job runs its fixed number of steps to the end, however long a
-loaded machine makes that: every assert is on the figures the doctor recorded (and the job's own),
-never on how many steps fit in a wall-clock window; a test that needs the doctor to stop the job
-passes --seconds itself.
+Each job runs its fixed number of steps to the end, however long a loaded machine makes that:
+every assert is on the figures the doctor recorded (and the job's own), never on how many steps fit
+in a wall-clock window; a test that needs the doctor to stop the job passes --seconds itself. So it
+no longer runs alone (it passed beside two CPU hogs on the 2 cores): ctest counts it as 2 of its
+-j slots (its jobs keep both cores busy much of the time), so one other test runs beside it. The
+one comparison of rates (the worker-count sweep) runs in a cpu cgroup of high weight.
 """
 import json
 import os

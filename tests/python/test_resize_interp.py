@@ -13,6 +13,7 @@ every sample decoded at DCT scale 8/8 is byte-identical:
 Images: /work/data/imagenet-like (every 50th file) when present, else libjpeg-written ones of
 several sizes, from 61 x 47 (upscaled) to 1500 x 1100 (downscaled several times).
 """
+import functools
 import os
 import subprocess
 import sys
@@ -40,6 +41,8 @@ SIZES = [(61, 47), (150, 230), (224, 224), (333, 250), (500, 375), (640, 480), (
 
 
 def _images(tmp_path):
+    """the JPEGs every comparison below runs on, written once per module (the `images` fixture):
+    the same files whichever test reads them, as when each test wrote its own copy"""
     if MANIFEST.exists() and DATA.is_dir():
         rows = [l.rstrip("\n").split("\t") for l in MANIFEST.read_text().splitlines()[1:]]
         paths = [str(DATA / r[1]) for i, r in enumerate(rows)
@@ -58,6 +61,11 @@ def _images(tmp_path):
     return paths
 
 
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    return _images(tmp_path_factory.mktemp("jpegs"))
+
+
 def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=None, seed=3, dct=0):
     lst = tmp_path / "list.txt"
     lst.write_text("\n".join(paths) + "\n")
@@ -71,7 +79,10 @@ def _stk(mode, paths, tmp_path, interp, out=(224, 224), resize=256, resize_hw=No
     return meta, np.fromfile(raw, dtype=np.uint8).reshape(len(paths), out[0], out[1], 3)
 
 
+@functools.lru_cache(maxsize=None)
 def _rgb(p):
+    """Pillow's decode of P, once per file: the tests share their JPEGs, and torchvision's
+    transforms return new images (the cached one is only read)"""
     with Image.open(p) as im:
         return im.convert("RGB")
 
@@ -85,8 +96,8 @@ def _assert_same(name, p, got, ref):
 
 
 @pytest.mark.parametrize("interp", ["bicubic", "nearest"])
-def test_train_resized_crop(interp, tmp_path):
-    paths = _images(tmp_path)
+def test_train_resized_crop(interp, images, tmp_path):
+    paths = images
     meta, imgs = _stk("train", paths, tmp_path, interp)
     ups = downs = 0
     for p, m, got in zip(paths, meta, imgs):
@@ -103,10 +114,10 @@ def test_train_resized_crop(interp, tmp_path):
 
 @pytest.mark.parametrize("interp", ["bicubic", "nearest"])
 @pytest.mark.parametrize("resize,out", [(256, (224, 224)), (232, (224, 224)), (180, (224, 200))])
-def test_eval_resize_center_crop(interp, resize, out, tmp_path):
+def test_eval_resize_center_crop(interp, resize, out, images, tmp_path):
     """Resize(R) + CenterCrop: downscales, upscales (the 61 x 47 image) and, at 180 < 224, the
     zero padding of a crop larger than the resized image."""
-    paths = _images(tmp_path)
+    paths = images
     meta, imgs = _stk("eval", paths, tmp_path, interp, out=out, resize=resize)
     tf = T.Compose([T.Resize(resize, interpolation=MODES[interp][1]), T.CenterCrop(out)])
     for p, m, got in zip(paths, meta, imgs):
@@ -118,10 +129,10 @@ def test_eval_resize_center_crop(interp, resize, out, tmp_path):
 @pytest.mark.parametrize("interp", ["bilinear", "bicubic", "nearest"])
 @pytest.mark.parametrize("hw,out", [((224, 224), (224, 224)), ((256, 320), (224, 224)),
                                     ((97, 301), (97, 301))])
-def test_eval_resize_hw(interp, hw, out, tmp_path):
+def test_eval_resize_hw(interp, hw, out, images, tmp_path):
     """Resize((h, w)): every image to exactly h x w (aspect not kept), then CenterCrop(out) (none
     when out == (h, w))."""
-    paths = _images(tmp_path)
+    paths = images
     meta, imgs = _stk("eval", paths, tmp_path, interp, out=out, resize_hw=hw)
     tf = T.Compose([T.Resize(hw, interpolation=MODES[interp][1]), T.CenterCrop(out)])
     for p, m, got in zip(paths, meta, imgs):
@@ -156,10 +167,10 @@ def test_bicubic_dct_scaled_close(tmp_path):
     assert {m[2] for m in meta} == {"8"}, meta
 
 
-def _folder(tmp_path):
+def _folder(tmp_path, images):
     root = tmp_path / "folder"
     (root / "a").mkdir(parents=True)
-    for i, p in enumerate(_images(tmp_path)[:24]):
+    for i, p in enumerate(images[:24]):
         os.link(p, root / "a" / f"{i:03d}.jpg")
     return root
 
@@ -178,8 +189,8 @@ def _through_loader(root, tf, **kw):
 
 
 @pytest.mark.parametrize("interp", ["bicubic", "nearest"])
-def test_loader_eval_end_to_end(interp, tmp_path):
-    root = _folder(tmp_path)
+def test_loader_eval_end_to_end(interp, images, tmp_path):
+    root = _folder(tmp_path, images)
     mode = MODES[interp][1]
     _through_loader(root, T.Compose([T.Resize(232, interpolation=mode), T.CenterCrop(224)]),
                     train=False, size=224, resize=232, interpolation=interp, dct_scaling=False)
@@ -188,11 +199,11 @@ def test_loader_eval_end_to_end(interp, tmp_path):
 
 
 @pytest.mark.parametrize("interp", ["bicubic", "nearest"])
-def test_loader_train_end_to_end(interp, tmp_path):
+def test_loader_train_end_to_end(interp, images, tmp_path):
     """RandomResizedCrop with scale (1, 1) and ratio (2.9, 3) takes its centre fallback on every
     image here (aspect < 2.9 or > 3: no try fits), the same crop in torchvision and stoker. NEAREST
     runs with the default dct_scaling (it always decodes at 8/8); BICUBIC with dct_scaling=False."""
-    root = _folder(tmp_path)
+    root = _folder(tmp_path, images)
     tf = T.RandomResizedCrop((112, 160), scale=(1.0, 1.0), ratio=(2.9, 3.0),
                              interpolation=MODES[interp][1])
     kw = {} if interp == "nearest" else {"dct_scaling": False}

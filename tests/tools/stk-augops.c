@@ -5,6 +5,9 @@
  *   stk-augops op NAME MAG INTERP FILL H W IN OUT
  *        apply op NAME (torchvision's name) with magnitude MAG to IN (H*W*3 uint8 HWC) -> OUT;
  *        INTERP nearest|bilinear|bicubic; FILL none or R,G,B
+ *   stk-augops ops H W IN OUT
+ *        `op` for each line "NAME MAG INTERP FILL" of stdin, each applied to IN afresh, the
+ *        results appended to OUT in order (one process for a whole sweep of cases)
  *   stk-augops tables POLICY BINS H W
  *        prints "name signed v0 v1 ..." per op: the magnitude table (%.9g) for an H x W image
  *   stk-augops policy POLICY NUM_OPS MAG BINS INTERP FILL SEED EPOCH INDEX H W IN OUT
@@ -139,6 +142,42 @@ static int cmd_op(char **a)
     free(img);
     free(scratch);
     return 0;
+}
+
+static int cmd_ops(char **a)
+{
+    int h = atoi(a[0]), w = atoi(a[1]);
+    size_t n = (size_t)h * w * 3;
+    uint8_t *src = load(a[2], h, w), *img = malloc(n), *scratch = malloc(n);
+    FILE *out = fopen(a[3], "wb");
+    if (!img || !scratch || !out) {
+        fprintf(stderr, "stk-augops: %s: cannot write\n", a[3]);
+        return 2;
+    }
+    char name[64], mag[64], interp[16], fs[128];
+    int rc = 0;
+    while (rc == 0 && scanf("%63s %63s %15s %127s", name, mag, interp, fs) == 4) {
+        int op = stk__augop_find(name);
+        if (op < 0) {
+            fprintf(stderr, "stk-augops: unknown op %s\n", name);
+            rc = 2;
+            break;
+        }
+        stk__augfill fill;
+        parse_fill(fs, &fill);
+        memcpy(img, src, n);
+        stk__augop_apply(op, atof(mag), interp_of(interp), &fill, img, h, w, scratch);
+        if (fwrite(img, 1, n, out) != n)
+            rc = 2;
+    }
+    if (fclose(out) != 0 || (rc == 0 && !feof(stdin)))
+        rc = 2;
+    if (rc)
+        fprintf(stderr, "stk-augops: ops: a bad line on stdin or a failed write of %s\n", a[3]);
+    free(src);
+    free(img);
+    free(scratch);
+    return rc;
 }
 
 static int cmd_tables(char **a)
@@ -363,6 +402,8 @@ int main(int argc, char **argv)
         return 2;
     if (argc == 10 && strcmp(argv[1], "op") == 0)
         return cmd_op(argv + 2);
+    if (argc == 6 && strcmp(argv[1], "ops") == 0)
+        return cmd_ops(argv + 2);
     if (argc == 6 && strcmp(argv[1], "tables") == 0)
         return cmd_tables(argv + 2);
     if (argc == 15 && strcmp(argv[1], "policy") == 0)

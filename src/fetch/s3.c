@@ -413,10 +413,7 @@ static void budget_give(stk__s3_budget *b, int n)
 static void budget_wait(stk__s3_budget *b, int ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    stk__deadline(&ts, ms);
     pthread_mutex_lock(&b->mu);
     if (b->free <= 0)
         pthread_cond_timedwait(&b->cv, &b->mu, &ts);

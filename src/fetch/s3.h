@@ -33,7 +33,7 @@ typedef struct stk__s3_budget {
 static inline void stk__s3_budget_init(stk__s3_budget *b, int slots)
 {
     pthread_mutex_init(&b->mu, NULL);
-    pthread_cond_init(&b->cv, NULL);
+    stk__cond_init_monotonic(&b->cv); /* budget_wait's deadline is CLOCK_MONOTONIC */
     b->free = slots;
 }
 

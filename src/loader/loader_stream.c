@@ -97,7 +97,7 @@ int stk__loader_stream_config(stk_loader *h)
         h->st_ring_w = h->sw_window;
         if (!h->st_resident || !h->st_inflight || !h->st_ring)
             return stk__err(h->err, STK_E_NOMEM, "out of memory");
-        pthread_cond_init(&h->st_cv, NULL);
+        stk__cond_init_monotonic(&h->st_cv); /* timed_wait: CLOCK_MONOTONIC */
         h->st_cv_ok = 1;
     }
     if (!h->st_x) { /* the fetch thread's queue and download slots */
@@ -195,10 +195,7 @@ static int release_done(stk_loader *h)
 static void timed_wait(stk_loader *h, int ms)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)ms * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    stk__deadline(&ts, ms);
     pthread_cond_timedwait(&h->st_cv, &h->mu, &ts);
 }
 

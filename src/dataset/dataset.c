@@ -97,6 +97,8 @@ static void close_all(stk_dataset *ds)
         free(ds->targets);
     ds->targets = NULL;
     ds->targets_owned = 0;
+    free(ds->tstage);
+    ds->tstage = NULL;
     memset(&ds->tinfo, 0, sizeof ds->tinfo);
     ds->trow = 0;
     stk__filelist_free(&ds->files);

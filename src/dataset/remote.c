@@ -60,6 +60,7 @@ struct stk__remote {
     stk__s3_obj *objs;    /* the shards' objects, in name order */
     size_t plen;          /* prefix length of their keys */
     uint32_t *fetches;    /* times each shard was fetched since open */
+    uint8_t *trows;       /* 1: the shard's target rows are in ds->targets (fetch thread only) */
     /* under mu: shard downloads in progress, the most at once, and the time up to which their
      * busy time is counted (at every start and end: the union of their wall times) */
     uint32_t dl_now, dl_peak;
@@ -100,6 +101,7 @@ void stk__remote_free(stk__remote *r)
         stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
         free(r->fetches);
+        free(r->trows);
     }
     free(r);
 }
@@ -449,6 +451,67 @@ static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | 
 static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 /*
+ * The target shape and type of the dataset (docs/FORMAT.md: every shard's is the same, or none)
+ * from shard 0's `meta` database, read from the sparse head copy FD (of transaction TXNID, its
+ * main database's root page already there): the `meta` tree's pages on the way to its four
+ * target keys are fetched a level at a time (one small GET each, all in flight: a stoker shard's
+ * meta is one leaf page, so one round trip), at most 8 levels. Each shard's own meta is checked
+ * against it when the shard is attached (shard.c).
+ */
+static int head_targets(stk__remote *r, stk__s3_cfg *small, int fd, uint64_t txnid,
+                        stk_target_info *t, char *err)
+{
+    static const char *const keys[4] = {STK__META_TARGET_DTYPE, STK__META_TARGET_SIZE,
+                                        STK__META_TARGET_KIND, STK__META_TARGET_CLASSES};
+    const stk__s3_obj *o = &r->objs[0];
+    char name[PATH_MAX + 16];
+    pfmt(name, sizeof name, "%s%s", r->url, o->key + r->plen);
+    stk__lmdb_tree meta;
+    int rc = stk__lmdb_tree_open(fd, o->size, txnid, STK__DB_META, &meta);
+    if (rc != STK_OK)
+        return stk__err(err, STK_E_FORMAT, "%s: cannot find its `meta` database in LMDB's main "
+                        "database page (%s): not a stoker shard?", name, stk_strerror(rc));
+    char vals[4][64];
+    MDB_val v[4];
+    for (int round = 0;; round++) {
+        uint64_t need[4];
+        int nneed = 0;
+        for (int i = 0; i < 4; i++) {
+            size_t len = 0;
+            uint64_t pg = 0;
+            rc = stk__lmdb_tree_get_sparse(&meta, keys[i], strlen(keys[i]), vals[i], sizeof vals[i],
+                                           &len, &pg);
+            v[i] = rc == 1 ? (MDB_val){STK__MIN(len, sizeof vals[i]), vals[i]} : (MDB_val){0, NULL};
+            if (rc == 1 && len > sizeof vals[i])
+                v[i].mv_size = sizeof vals[i] + 1; /* too long to be a number or a kind */
+            if (rc == 2 && (!nneed || need[nneed - 1] != pg))
+                need[nneed++] = pg;
+            else if (rc < 0)
+                return stk__err(err, STK_E_FORMAT, "%s: cannot read its `meta` database's pages "
+                                "(%s)", name, stk_strerror(rc));
+        }
+        if (!nneed)
+            break;
+        if (round == 8)
+            return stk__err(err, STK_E_FORMAT, "%s: its `meta` database is deeper than 8 levels", name);
+        stk__s3_fetch fx[4];
+        for (int i = 0; i < nneed; i++) {
+            if ((need[i] + 1) * meta.psize > o->size)
+                return stk__err(err, STK_E_FORMAT, "%s: `meta` page %llu is not in the file", name,
+                                (unsigned long long)need[i]);
+            fx[i] = (stk__s3_fetch){o->key, meta.psize, fd, need[i] * meta.psize};
+        }
+        stk__s3_stats got = {0};
+        rc = stk__s3_get_many(small, r->bucket, fx, (size_t)nneed, &got, err);
+        stk__fetch_ctr_add(&r->ctr, &got);
+        stk__fetch_ctr_starved(&r->ctr, got.seconds);
+        if (rc != STK_OK)
+            return rc;
+    }
+    return stk__target_meta_parse(v, name, t, err);
+}
+
+/*
  * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
  * pages at 4 KiB pages; a larger page size reads its second meta page in one more round) of each
  * shard by one ranged GET each, into a sparse file of the shard's size; the newer meta names the
@@ -457,9 +520,10 @@ static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) 
  * pread, and its entry count is the shard's. The count is checked again when the shard is
  * fetched whole and opened (stk__remote_attach). These reads are small (a few KiB): all of them
  * are in flight at once (STOKER_S3_INFLIGHT, at least SMALL_INFLIGHT), so that each round costs
- * one round trip whatever the shard count.
+ * one round trip whatever the shard count. Then the dataset's targets from shard 0's meta
+ * (head_targets: one round more) into *TINFO.
  */
-static int head_counts(stk__remote *r, uint64_t *count, char *err)
+static int head_counts(stk__remote *r, uint64_t *count, stk_target_info *tinfo, char *err)
 {
     size_t n = r->n;
     int *fds = malloc(n * sizeof *fds);
@@ -551,6 +615,8 @@ static int head_counts(stk__remote *r, uint64_t *count, char *err)
         else
             count[i] = t.entries;
     }
+    if (rc == STK_OK && n)
+        rc = head_targets(r, &small, fds[0], txn[0], tinfo, err);
     for (size_t i = 0; fds && i < n; i++)
         if (fds[i] >= 0)
             close(fds[i]);
@@ -568,14 +634,17 @@ static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, siz
     rem->objs = objs;
     rem->n = n;
     uint64_t *count = calloc(n, sizeof *count);
+    stk_target_info tinfo;
+    memset(&tinfo, 0, sizeof tinfo);
     if (!count || !(rem->fetches = calloc(n, sizeof *rem->fetches)) ||
+        !(rem->trows = calloc(n, 1)) ||
         !(rem->fds = malloc(n * sizeof *rem->fds))) {
         free(count);
         return stk__err(ds->err, STK_E_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < n; i++)
         rem->fds[i] = -1;
-    int rc = head_counts(rem, count, ds->err);
+    int rc = head_counts(rem, count, &tinfo, ds->err);
     if (rc == STK_OK)
         rc = stk__shards_alloc(ds, n);
     uint64_t total = 0;
@@ -607,6 +676,16 @@ static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, siz
         uint32_t avg = sh->count ? (uint32_t)STK__MIN(objs[i].size / sh->count, UINT32_MAX) : 0;
         for (uint64_t k = sh->first; k < sh->first + sh->count; k++)
             ds->recs[k] = (stk__rec){0, avg, (uint32_t)i};
+    }
+    /* the targets table laid out whole now (rows zero until each shard's first attach writes
+     * them: stk__remote_finish), so that it is never reallocated while readers run */
+    ds->tinfo = tinfo;
+    ds->trow = stk_target_dtype_size(tinfo.dtype) * tinfo.size;
+    if (ds->trow) {
+        if (total > SIZE_MAX / ds->trow - 1 || !(ds->targets = calloc(total * ds->trow + 1, 1)))
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory for the targets of %llu records",
+                            (unsigned long long)total);
+        ds->targets_owned = 1;
     }
     ds->count = total;
     ds->layout = STK_LAYOUT_SHARDS;
@@ -856,6 +935,19 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
         rc = stk__err(ds->err, STK_E_FORMAT, "%s%s: %llu records when opened, its LMDB pages "
                       "said %llu at open", r->url, name, (unsigned long long)sh->count,
                       (unsigned long long)count);
+    /* its target rows into their place of the table: written at the first attach, before any
+     * reader asks for its records; at a later attach (another epoch) only compared, so that the
+     * readers still working on rows of its previous attach read bytes nobody writes */
+    if (rc == STK_OK && ds->trow) {
+        uint8_t *dst = ds->targets + (size_t)first * ds->trow;
+        if (!r->trows[s])
+            memcpy(dst, ds->tstage, (size_t)count * ds->trow);
+        else if (memcmp(dst, ds->tstage, (size_t)count * ds->trow) != 0)
+            rc = stk__err(ds->err, STK_E_CHANGED, "%s%s: its targets differ from those it had "
+                          "when attached before", r->url, name);
+    }
+    free(ds->tstage);
+    ds->tstage = NULL;
     if (rc == STK_OK && check) { /* every record's CRC32C before the shard is marked good */
         void *buf = NULL;
         size_t cap = 0;
@@ -875,6 +967,7 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
             remove_shard(path);
         return rc;
     }
+    r->trows[s] = 1;
     pthread_mutex_lock(&r->mu);
     r->fds[s] = fd;
     pthread_mutex_unlock(&r->mu);

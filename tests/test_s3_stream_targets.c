@@ -3,8 +3,8 @@
  * test_s3_stream_targets — a dataset whose records carry targets (float32 x 4, a box each),
  * streamed from the `s3` fixture's radosgw through a cache of a quarter of its size with a
  * shuffle window (docs/S3.md "Streaming"): the open learns the target shape from shard 0's head
- * (no shard fetched); every record once per epoch with its own target, byte-equal to the local
- * read of the same record, and the same sequence of indices and targets as the same loader on
+ * (no shard fetched; a target not read yet is STK_E_STATE, not zeros); every record once per
+ * epoch with its own target, byte-equal to the local read of the same record, and the same sequence of indices and targets as the same loader on
  * the local shards (same seed and window); a second epoch (shards attached again) the same
  * targets; a seek mid-epoch in a new loader delivers exactly the rest; one target byte changed
  * in the bucket fails the epoch with a CRC32C error naming that record, never a wrong target.
@@ -194,6 +194,10 @@ int main(void)
                 got.kind == STK_TARGET_VALUES,
             "streamed open: %llu shards fetched, targets %d x %u", (unsigned long long)fs.shards_fetched,
             got.dtype, got.size);
+    float t0[TK];
+    rc = stk_dataset_target(sd, 0, t0, sizeof t0);
+    T_CHECK(rc == STK_E_STATE, "the target of a record whose shard is not attached: %s, want "
+            "STK_E_STATE (it is not read yet)", stk_status_name(rc));
     stk_dataset_destroy(sd);
 
     /* the local loader: the reference sequence */

@@ -218,6 +218,8 @@ int stk_dataset_target(const stk_dataset *ds, uint64_t index, void *out, size_t 
         return STK_E_INVALID;
     if (index >= ds->count || cap < ds->trow)
         return STK_E_RANGE;
+    if (stk__remote_streaming(ds) && !stk__remote_rows_ready(ds, ds->recs[index].shard))
+        return STK_E_STATE; /* streamed: its shard not attached yet (docs/S3.md "Streaming") */
     memcpy(out, ds->targets + ds->trow * index, ds->trow);
     return STK_OK;
 }

@@ -31,6 +31,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -60,7 +61,9 @@ struct stk__remote {
     stk__s3_obj *objs;    /* the shards' objects, in name order */
     size_t plen;          /* prefix length of their keys */
     uint32_t *fetches;    /* times each shard was fetched since open */
-    uint8_t *trows;       /* 1: the shard's target rows are in ds->targets (fetch thread only) */
+    /* 1: the shard's target rows are in ds->targets (set by the fetch thread after they are
+     * written; read by stk_dataset_target) */
+    _Atomic unsigned char *trows;
     /* under mu: shard downloads in progress, the most at once, and the time up to which their
      * busy time is counted (at every start and end: the union of their wall times) */
     uint32_t dl_now, dl_peak;
@@ -101,7 +104,7 @@ void stk__remote_free(stk__remote *r)
         stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
         free(r->fetches);
-        free(r->trows);
+        free((void *)r->trows);
     }
     free(r);
 }
@@ -700,6 +703,13 @@ int stk__remote_streaming(const stk_dataset *ds)
     return ds && ds->remote && ds->remote->streaming;
 }
 
+int stk__remote_rows_ready(const stk_dataset *ds, uint32_t s)
+{
+    if (!stk__remote_streaming(ds))
+        return 1;
+    return s < ds->remote->n && atomic_load_explicit(&ds->remote->trows[s], memory_order_acquire);
+}
+
 uint64_t stk__remote_limit(const stk_dataset *ds)
 {
     return stk__remote_streaming(ds) ? ds->remote->limit : 0;
@@ -940,7 +950,7 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
      * readers still working on rows of its previous attach read bytes nobody writes */
     if (rc == STK_OK && ds->trow) {
         uint8_t *dst = ds->targets + (size_t)first * ds->trow;
-        if (!r->trows[s])
+        if (!atomic_load_explicit(&r->trows[s], memory_order_relaxed))
             memcpy(dst, ds->tstage, (size_t)count * ds->trow);
         else if (memcmp(dst, ds->tstage, (size_t)count * ds->trow) != 0)
             rc = stk__err(ds->err, STK_E_CHANGED, "%s%s: its targets differ from those it had "
@@ -967,7 +977,7 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
             remove_shard(path);
         return rc;
     }
-    r->trows[s] = 1;
+    atomic_store_explicit(&r->trows[s], 1, memory_order_release);
     pthread_mutex_lock(&r->mu);
     r->fds[s] = fd;
     pthread_mutex_unlock(&r->mu);

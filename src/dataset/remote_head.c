@@ -49,7 +49,7 @@ static int head_targets(stk__remote *r, stk__s3_cfg *small, int fd, uint64_t txn
     if (rc != STK_OK)
         return stk__err(err, STK_E_FORMAT, "%s: cannot find its `meta` database in LMDB's main "
                         "database page (%s): not a stoker shard?", name, stk_strerror(rc));
-    char vals[4][64];
+    char vals[4][65] = {{0}}; /* 64 bytes read; a longer value keeps a 65th (zero) */
     MDB_val v[4];
     for (int round = 0;; round++) {
         uint64_t need[4];
@@ -57,11 +57,10 @@ static int head_targets(stk__remote *r, stk__s3_cfg *small, int fd, uint64_t txn
         for (int i = 0; i < 4; i++) {
             size_t len = 0;
             uint64_t pg = 0;
-            rc = stk__lmdb_tree_get_sparse(&meta, keys[i], strlen(keys[i]), vals[i], sizeof vals[i],
+            rc = stk__lmdb_tree_get_sparse(&meta, keys[i], strlen(keys[i]), vals[i], 64,
                                            &len, &pg);
-            v[i] = rc == 1 ? (MDB_val){STK__MIN(len, sizeof vals[i]), vals[i]} : (MDB_val){0, NULL};
-            if (rc == 1 && len > sizeof vals[i])
-                v[i].mv_size = sizeof vals[i] + 1; /* too long to be a number or a kind */
+            /* a value over 64 bytes is no number, kind or dtype: 65 bytes stand for it */
+            v[i] = rc == 1 ? (MDB_val){STK__MIN(len, 65), vals[i]} : (MDB_val){0, NULL};
             if (rc == 2 && (!nneed || need[nneed - 1] != pg))
                 need[nneed++] = pg;
             else if (rc < 0)

@@ -621,7 +621,9 @@ STK_API int stk_dataset_target_info(const stk_dataset *ds, stk_target_info *info
 /** Copy the target of record INDEX (size × dtype bytes, little-endian as the machine's) into
  *  OUT (CAP bytes). STK_E_RANGE past the end or when CAP is too small, STK_E_INVALID when the
  *  dataset has no targets. Targets are held in memory from open on (records × size × dtype
- *  bytes), so this reads nothing. Thread-safe after open. Since 0.2. */
+ *  bytes), so this reads nothing. On an s3:// dataset opened streamed (docs/S3.md "Streaming";
+ *  since 0.5) the target shape is known at open but each shard's targets are read when a loader
+ *  first attaches the shard: before that, STK_E_STATE. Thread-safe after open. Since 0.2. */
 STK_API int stk_dataset_target(const stk_dataset *ds, uint64_t index, void *out, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_s3_stream_refused — what a dataset streamed through a cache smaller than itself (the `s3`
- * fixture's radosgw) cannot do is refused with an error that says why and what to change, never
- * a wrong sample: a dataset whose records carry targets (its targets table is laid out at the
- * open, before any shard is fetched) fails at the first batch naming the shard and its targets,
- * whichever shard comes first, and the way out (a cache that holds it, no shuffle window) —
- * through a half cache on 2 ranks and through a window asked for without a limit — instead of a
- * misleading format error or batches without targets.
- * With a cache that holds the dataset targets work (equal to the local copy's), with indices.
- * (stk_loader_set_indices on a stream works since 0.5: test_s3_stream_subset.)
+ * fixture's radosgw) cannot do is refused with an error that says why, never a wrong sample:
+ * shards whose targets differ (shard 0 with float32 x 3 targets, the others none; the open
+ * learns the shape from shard 0's head) fail at the first other shard's attach naming it and
+ * both shapes — whichever shard a rank comes to first, through a half cache on 2 ranks and
+ * through a window asked for without a limit — and the batches before carry shard 0's right
+ * targets only, never zeros for the others. With a cache that holds the dataset, targets work
+ * (equal to the local copy's), with indices. (Targets stream since 0.5:
+ * test_s3_stream_targets; stk_loader_set_indices on a stream too: test_s3_stream_subset.)
  */
 #include "s3_stream_util.h"
 
@@ -42,11 +42,33 @@ int main(void)
     free(p);
     T_OK(stk_writer_finish(w));
     stk_writer_destroy(w);
+    /* the same records without targets, and the mixed set: shard 0 with targets, the rest not */
+    char plain[4300], mixed[4300], cmd[20000];
+    snprintf(plain, sizeof plain, "%s/plain", d.tmp);
+    snprintf(mixed, sizeof mixed, "%s/mixed", d.tmp);
+    T_OK(stk_writer_create(&w));
+    T_OK(stk_writer_set(w, STK_W_SHARD_BYTES, 1 << 20));
+    T_OK(stk_writer_open(w, plain));
+    p = malloc(60000);
+    for (size_t i = 0; i < TN; i++) {
+        for (size_t k = 0; k < 60000; k++)
+            p[k] = (uint8_t)(i * 13 + k * 5);
+        T_OK(stk_writer_add(w, p, 50000 + i * 10, (int32_t)(i % 4), NULL));
+    }
+    free(p);
+    T_OK(stk_writer_finish(w));
+    stk_writer_destroy(w);
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s' && cp '%s/shard-00000.lmdb' '%s/'", plain, mixed,
+             local, mixed);
+    T_CHECK(system(cmd) == 0, "%s", cmd);
     stk__s3_cfg c = s3u_cfg();
     char bucket[64], url[256];
     s3u_bucket(&c, "refused-t", bucket, sizeof bucket);
     s3u_upload(&c, bucket, "ds", local);
+    s3u_upload(&c, bucket, "mixed", mixed);
     snprintf(url, sizeof url, "s3://%s/ds", bucket);
+    char murl[256];
+    snprintf(murl, sizeof murl, "s3://%s/mixed", bucket);
     uint64_t tbytes = 0;
     stk_dataset *ds;
     T_OK(stk_dataset_create(&ds));
@@ -56,6 +78,13 @@ int main(void)
     T_CHECK(info.shards >= 4, "%u shards", info.shards);
     for (uint32_t s = 0; s < info.shards; s++)
         tbytes += ds->shards[s].file_size;
+    uint64_t count0 = ds->shards[0].count;
+    stk_dataset_destroy(ds);
+    T_OK(stk_dataset_create(&ds));
+    T_OK(stk_dataset_open(ds, plain));
+    T_CHECK(ds->nshards == info.shards && ds->shards[0].count == count0,
+            "the same records without targets split otherwise (%u shards, %llu in shard 0)",
+            ds->nshards, (unsigned long long)ds->shards[0].count);
     stk_dataset_destroy(ds);
 
     /* streamed: ranks 0 and 1 of 2, so that each begins with other shards (shard 0 or not) */
@@ -73,18 +102,27 @@ int main(void)
             T_OK(stk_loader_set(h, STK_P_SHUFFLE_WINDOW, 2));
         }
         T_OK(stk_loader_set_cache_dir(h, cache));
-        T_OK(stk_loader_open(h, url));
+        T_OK(stk_loader_open(h, murl));
         rc = stk_loader_start(h);
+        size_t good = 0;
         const stk_batch *b = NULL;
-        if (rc == STK_OK)
-            rc = stk_loader_next(h, NULL, 60000, &b);
+        while (rc == STK_OK && (rc = stk_loader_next(h, NULL, 60000, &b)) == STK_OK) {
+            stk_target_info out;
+            const float *tg = stk_loader_batch_targets(h, b, &out);
+            T_CHECK(tg && out.size == 3, "a batch without targets");
+            for (uint32_t i = 0; i < b->size; i++, good++)
+                T_CHECK(b->indices[i] < count0 && tg[3 * i] == (float)b->indices[i] &&
+                            tg[3 * i + 2] == -1.0f,
+                        "record %llu delivered with target %g", (unsigned long long)b->indices[i],
+                        tg[3 * i]);
+            T_OK(stk_loader_release(h, b, NULL));
+        }
         msg = stk_loader_last_error(h);
-        printf("  targets, %s %u: %s: %s\n", r < 2 ? "rank of 2" : "a window, no limit", r,
-               stk_status_name(rc), msg);
-        T_CHECK(rc == STK_E_UNSUPPORTED && strstr(msg, "carry targets") &&
-                    strstr(msg, "shard-") && strstr(msg, "cache that holds") &&
-                    strstr(msg, "no STK_P_SHUFFLE_WINDOW"),
-                "targets on a streamed dataset, rank %u: %s: %s", r, stk_status_name(rc), msg);
+        printf("  mixed targets, %s %u: %s after %zu records: %s\n",
+               r < 2 ? "rank of 2" : "a window, no limit", r, stk_status_name(rc), good, msg);
+        T_CHECK(rc == STK_E_FORMAT && strstr(msg, "shard-0000") &&
+                    strstr(msg, "differ from shard 0's") && strstr(msg, "float32"),
+                "mixed targets on a streamed dataset, rank %u: %s: %s", r, stk_status_name(rc), msg);
         stk_loader_destroy(h);
     }
 

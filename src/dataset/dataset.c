@@ -97,6 +97,8 @@ static void close_all(stk_dataset *ds)
         free(ds->targets);
     ds->targets = NULL;
     ds->targets_owned = 0;
+    free(ds->tstage);
+    ds->tstage = NULL;
     memset(&ds->tinfo, 0, sizeof ds->tinfo);
     ds->trow = 0;
     stk__filelist_free(&ds->files);
@@ -216,6 +218,8 @@ int stk_dataset_target(const stk_dataset *ds, uint64_t index, void *out, size_t 
         return STK_E_INVALID;
     if (index >= ds->count || cap < ds->trow)
         return STK_E_RANGE;
+    if (stk__remote_streaming(ds) && !stk__remote_rows_ready(ds, ds->recs[index].shard))
+        return STK_E_STATE; /* streamed: its shard not attached yet (docs/S3.md "Streaming") */
     memcpy(out, ds->targets + ds->trow * index, ds->trow);
     return STK_OK;
 }

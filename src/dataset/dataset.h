@@ -76,6 +76,9 @@ struct stk_dataset {
     size_t trow;
     uint8_t *targets;
     int targets_owned;
+    /* a streamed s3:// shard's target rows as its attach read them (shard.c), before remote.c
+     * puts them in their place of ds->targets (laid out whole at the open, never reallocated) */
+    uint8_t *tstage;
     /* s3:// datasets (remote.c): the cache directory (NULL: the default) and its limit */
     char *cache_dir;
     uint64_t cache_bytes;

@@ -342,9 +342,11 @@ static int key_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 }
 
 /* Descend T to the leaf node whose key equals KEY, reading pages into PAGE (t->psize bytes).
- * Returns 1 with *NODE_OFF (the node's offset in PAGE), 0 when absent, or an error. */
+ * Returns 1 with *NODE_OFF (the node's offset in PAGE), 0 when absent, or an error. NEED (NULL:
+ * none): a page whose first 16 bytes are zero (not fetched yet into a sparse copy) returns 2
+ * with its number in *NEED. */
 static int tree_find(const stk__lmdb_tree *t, uint8_t *page, const uint8_t *key, size_t klen,
-                     unsigned *node_off)
+                     unsigned *node_off, uint64_t *need)
 {
     char why[160];
     uint64_t pg = t->root;
@@ -356,6 +358,10 @@ static int tree_find(const stk__lmdb_tree *t, uint8_t *page, const uint8_t *key,
         int rc = stk__pread_full(t->fd, page, t->psize, pg * t->psize);
         if (rc)
             return rc;
+        if (need && u64(page) == 0 && u64(page + 8) == 0) {
+            *need = pg;
+            return 2;
+        }
         unsigned nkeys, upper;
         int leaf;
         if (page_head(page, t->psize, pg, &nkeys, &leaf, &upper, why, sizeof why) != 0)
@@ -442,8 +448,25 @@ int stk__lmdb_tree_get(const stk__lmdb_tree *t, const void *key, size_t klen, vo
     if (!page)
         return STK_E_NOMEM;
     unsigned off = 0;
-    int rc = tree_find(t, page, key, klen, &off);
+    int rc = tree_find(t, page, key, klen, &off, NULL);
     uint16_t nflags;
+    if (rc == 1)
+        rc = node_value(t, page, off, val, cap, vlen, &nflags);
+    free(page);
+    return rc;
+}
+
+int stk__lmdb_tree_get_sparse(const stk__lmdb_tree *t, const void *key, size_t klen, void *val, size_t cap,
+                              size_t *vlen, uint64_t *need)
+{
+    if (!t || !need || (!key && klen) || (!val && cap) || t->psize < 512 || t->psize > 65536)
+        return STK_E_INVALID;
+    uint8_t *page = malloc(t->psize);
+    if (!page)
+        return STK_E_NOMEM;
+    unsigned off = 0;
+    uint16_t nflags;
+    int rc = tree_find(t, page, key, klen, &off, need);
     if (rc == 1)
         rc = node_value(t, page, off, val, cap, vlen, &nflags);
     free(page);
@@ -479,7 +502,7 @@ int stk__lmdb_tree_open(int fd, uint64_t file_size, uint64_t txnid, const char *
         unsigned off = 0;
         size_t len = 0;
         uint16_t nflags = 0;
-        rc = tree_find(&main_db, page, (const uint8_t *)dbname, strlen(dbname), &off);
+        rc = tree_find(&main_db, page, (const uint8_t *)dbname, strlen(dbname), &off, NULL);
         if (rc == 1)
             rc = node_value(&main_db, page, off, rec, sizeof rec, &len, &nflags);
         free(page);

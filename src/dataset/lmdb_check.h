@@ -52,4 +52,12 @@ int stk__lmdb_tree_open(int fd, uint64_t file_size, uint64_t txnid, const char *
 int stk__lmdb_tree_get(const stk__lmdb_tree *t, const void *key, size_t klen, void *val, size_t cap,
                        size_t *vlen);
 
+/* stk__lmdb_tree_get on a sparse copy of a file filled page by page (an s3:// shard's open reads
+ * only the pages it needs: remote.c): a page on the way whose header is all zeros has not been
+ * fetched yet; then 2 is returned with its number in *NEED. For small values: a value in
+ * overflow pages is read as stk__lmdb_tree_get does (STK_E_FORMAT where they are not there).
+ * Other returns as stk__lmdb_tree_get's. */
+int stk__lmdb_tree_get_sparse(const stk__lmdb_tree *t, const void *key, size_t klen, void *val, size_t cap,
+                              size_t *vlen, uint64_t *need);
+
 #endif

@@ -16,10 +16,13 @@
  *      side file marks the shard as good. A shard that fails is removed from the cache.
  *   4. Each shard stays flocked LOCK_SH while the dataset is open: no eviction removes it.
  * With a smaller cache, or when a loader asks for it (ds->stream), the open streams: it fetches
- * no shard, only each one's record count; a loader then begins, downloads and finishes shards
- * as it needs them, several at once (stk__remote_begin/_download/_finish), and detaches them.
+ * no shard, only each one's record count and the dataset's target shape (remote_head.c); a
+ * loader then begins, downloads and finishes shards as it needs them, several at once
+ * (stk__remote_begin/_download/_finish: a shard's target rows placed at its first attach), and
+ * detaches them.
  */
 #include "remote.h"
+#include "remote_internal.h"
 
 #include "cache.h"
 #include "discover.h"
@@ -31,6 +34,7 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -41,34 +45,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Room a fetched shard takes in the cache beside its file: its LMDB lock file (8 KiB at LMDB's
- * default 126 readers) and its .etag, both counted in the cache's usage */
-#define SIDE_BYTES 65536
-
-struct stk__remote {
-    int *fds; /* one per shard, LOCK_SH (streaming: while attached, else -1) */
-    size_t n;
-    stk__fetch_ctr ctr; /* fetch stats (fetch_stats.h) */
-    int inflight;       /* the configuration they ran with */
-    uint64_t cache_limit;
-    /* streaming (a cache smaller than the dataset): what stk__remote_attach needs */
-    int streaming;
-    pthread_mutex_t mu;   /* fds[] while streaming and fetches[] (stk__remote_fetches) */
-    stk__s3_cfg cfg;
-    char bucket[256], url[1100], dir[PATH_MAX], cache_dir[PATH_MAX];
-    uint64_t limit;
-    stk__s3_obj *objs;    /* the shards' objects, in name order */
-    size_t plen;          /* prefix length of their keys */
-    uint32_t *fetches;    /* times each shard was fetched since open */
-    /* under mu: shard downloads in progress, the most at once, and the time up to which their
-     * busy time is counted (at every start and end: the union of their wall times) */
-    uint32_t dl_now, dl_peak;
-    double dl_mark;
-    _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
-    stk__s3_budget budget; /* the request slots (STOKER_S3_INFLIGHT) the downloads share */
-};
-
-static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n);
 
 int stk_dataset_fetch_stats(const stk_dataset *ds, stk_fetch_stats *st)
 {
@@ -100,12 +76,12 @@ void stk__remote_free(stk__remote *r)
         stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
         free(r->fetches);
+        free((void *)r->trows);
     }
     free(r);
 }
 
-/* snprintf for paths (truncation is caught by the open/rename that follows; PATH_MAX bounds it) */
-__attribute__((format(printf, 3, 4))) static void pfmt(char *out, size_t cap, const char *fmt, ...)
+void stk__remote_pfmt(char *out, size_t cap, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -315,7 +291,7 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         snprintf(rem->dir, sizeof rem->dir, "%s", dir);
         snprintf(rem->cache_dir, sizeof rem->cache_dir, "%s", cache.root);
         snprintf(rem->url, sizeof rem->url, "%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/");
-        rc = stream_open(ds, rem, all, n);
+        rc = stk__remote_stream_open(ds, rem, all, n);
         all = NULL; /* rem owns the objects now */
         n = 0;
         goto out;
@@ -438,187 +414,18 @@ out_nocache:
     return STK_OK;
 }
 
-/* ---- streaming: a cache smaller than the dataset (docs/S3.md "Streaming") -------------------- */
-
-/* LMDB meta page fields (the newer of pages 0 and 1 is the current one) */
-#define HEAD_BYTES 8192u      /* two meta pages of LMDB's usual 4 KiB pages (larger: one more read) */
-#define META_BYTES 160u       /* what is read of a meta page */
-#define SMALL_INFLIGHT 64     /* the open's small reads in flight at once (at least) */
-
-static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
-
-/*
- * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
- * pages at 4 KiB pages; a larger page size reads its second meta page in one more round) of each
- * shard by one ranged GET each, into a sparse file of the shard's size; the newer meta names the
- * main database's root page, fetched next (one page: a stoker shard names 2-4 databases, so that
- * root is a leaf); stk__lmdb_tree_open then reads the `records` database's record from it with
- * pread, and its entry count is the shard's. The count is checked again when the shard is
- * fetched whole and opened (stk__remote_attach). These reads are small (a few KiB): all of them
- * are in flight at once (STOKER_S3_INFLIGHT, at least SMALL_INFLIGHT), so that each round costs
- * one round trip whatever the shard count.
- */
-static int head_counts(stk__remote *r, uint64_t *count, char *err)
-{
-    size_t n = r->n;
-    int *fds = malloc(n * sizeof *fds);
-    stk__s3_fetch *fx = calloc(n, sizeof *fx);
-    char path[PATH_MAX + 64];
-    int rc = fds && fx ? STK_OK : STK_E_NOMEM;
-    for (size_t i = 0; fds && i < n; i++)
-        fds[i] = -1;
-    for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        pfmt(path, sizeof path, "%s/%s.head.%d", r->dir, r->objs[i].key + r->plen, (int)getpid());
-        fds[i] = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-        unlink(path); /* a sparse scratch file: gone when closed */
-        if (fds[i] < 0 || ftruncate(fds[i], (off_t)r->objs[i].size) != 0)
-            rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
-        fx[i] = (stk__s3_fetch){r->objs[i].key, STK__MIN(r->objs[i].size, HEAD_BYTES), fds[i], 0};
-    }
-    stk__s3_cfg small = r->cfg;
-    small.inflight = STK__MAX(small.inflight, SMALL_INFLIGHT);
-    if (rc == STK_OK) {
-        stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&small, r->bucket, fx, n, &got, err);
-        stk__fetch_ctr_add(&r->ctr, &got);
-        stk__fetch_ctr_starved(&r->ctr, got.seconds); /* the open waits for the heads */
-    }
-    /* the second meta page where the page size put it past the first read */
-    size_t k = 0;
-    uint32_t *psz = calloc(n ? n : 1, sizeof *psz);
-    if (rc == STK_OK && !psz)
-        rc = STK_E_NOMEM;
-    for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        uint8_t m0[META_BYTES];
-        const char *name = r->objs[i].key + r->plen;
-        if (stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK || le32(m0 + 16) != 0xBEEFC0DE) {
-            rc = stk__err(err, STK_E_FORMAT, "%s%s: not an LMDB file (no magic in page 0)",
-                          r->url, name);
-            break;
-        }
-        psz[i] = le32(m0 + 40);
-        if (psz[i] >= 512 && psz[i] <= 65536 && !(psz[i] & (psz[i] - 1)) &&
-            psz[i] + META_BYTES > HEAD_BYTES && psz[i] + META_BYTES <= r->objs[i].size)
-            fx[k++] = (stk__s3_fetch){r->objs[i].key, META_BYTES, fds[i], psz[i]};
-    }
-    if (rc == STK_OK && k) {
-        stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
-        stk__fetch_ctr_add(&r->ctr, &got);
-        stk__fetch_ctr_starved(&r->ctr, got.seconds);
-    }
-    /* the main database's root page, where the reads so far did not bring it */
-    k = 0;
-    uint64_t *txn = calloc(n ? n : 1, sizeof *txn);
-    if (rc == STK_OK && !txn)
-        rc = STK_E_NOMEM;
-    for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        uint8_t m0[META_BYTES], m1[META_BYTES];
-        const char *name = r->objs[i].key + r->plen;
-        uint32_t psize = psz[i];
-        if (psize < 512 || psize > 65536 || (psize & (psize - 1)) ||
-            stk__pread_full(fds[i], m0, sizeof m0, 0) != STK_OK ||
-            stk__pread_full(fds[i], m1, sizeof m1, psize) != STK_OK) {
-            rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB page size %u is not valid", r->url, name,
-                          psize);
-            break;
-        }
-        const uint8_t *m = le64(m1 + 144) > le64(m0 + 144) && le32(m1 + 16) == 0xBEEFC0DE ? m1 : m0;
-        txn[i] = le64(m + 144);
-        uint64_t root = le64(m + 88 + 40), off = root * psize;
-        if (root == UINT64_MAX || off + psize > r->objs[i].size) {
-            rc = stk__err(err, STK_E_FORMAT, "%s%s: LMDB main database root page %llu is not in "
-                          "the file", r->url, name, (unsigned long long)root);
-            break;
-        }
-        if (off + psize > HEAD_BYTES)
-            fx[k++] = (stk__s3_fetch){r->objs[i].key, psize, fds[i], off};
-    }
-    if (rc == STK_OK && k) {
-        stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&small, r->bucket, fx, k, &got, err);
-        stk__fetch_ctr_add(&r->ctr, &got);
-        stk__fetch_ctr_starved(&r->ctr, got.seconds);
-    }
-    for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        stk__lmdb_tree t;
-        int trc = stk__lmdb_tree_open(fds[i], r->objs[i].size, txn[i], STK__DB_RECORDS, &t);
-        if (trc != STK_OK)
-            rc = stk__err(err, STK_E_FORMAT, "%s%s: cannot read its record count from LMDB's "
-                          "meta and main database pages (%s): not a stoker shard?", r->url,
-                          r->objs[i].key + r->plen, stk_strerror(trc));
-        else
-            count[i] = t.entries;
-    }
-    for (size_t i = 0; fds && i < n; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    free(fds);
-    free(fx);
-    free(txn);
-    free(psz);
-    return rc;
-}
-
-/* Open DS as a streamed dataset: the shards listed and counted, none fetched (remote keeps what
- * attach needs; takes OBJS). */
-static int stream_open(stk_dataset *ds, stk__remote *rem, stk__s3_obj *objs, size_t n)
-{
-    rem->objs = objs;
-    rem->n = n;
-    uint64_t *count = calloc(n, sizeof *count);
-    if (!count || !(rem->fetches = calloc(n, sizeof *rem->fetches)) ||
-        !(rem->fds = malloc(n * sizeof *rem->fds))) {
-        free(count);
-        return stk__err(ds->err, STK_E_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        rem->fds[i] = -1;
-    int rc = head_counts(rem, count, ds->err);
-    if (rc == STK_OK)
-        rc = stk__shards_alloc(ds, n);
-    uint64_t total = 0;
-    for (size_t i = 0; rc == STK_OK && i < n; i++) {
-        char path[PATH_MAX + 64];
-        pfmt(path, sizeof path, "%s/%s", rem->dir, objs[i].key + rem->plen);
-        stk__shard *sh = &ds->shards[i];
-        if (!(sh->path = stk__strdup(path))) {
-            rc = STK_E_NOMEM;
-            break;
-        }
-        sh->name = strrchr(sh->path, '/') + 1;
-        sh->first = total;
-        sh->count = count[i];
-        sh->file_size = objs[i].size;
-        sh->version = 2;
-        total += count[i];
-    }
-    free(count);
-    if (rc != STK_OK)
-        return rc;
-    if (!(ds->recs = calloc(total + 1, sizeof *ds->recs)))
-        return stk__err(ds->err, STK_E_NOMEM, "out of memory for %llu records",
-                        (unsigned long long)total);
-    /* until a shard is opened its records' sizes are not known: the average stands in, for the
-     * reader's buffer classes (a larger record grows its buffer: reader_pool.c) */
-    for (size_t i = 0; i < n; i++) {
-        const stk__shard *sh = &ds->shards[i];
-        uint32_t avg = sh->count ? (uint32_t)STK__MIN(objs[i].size / sh->count, UINT32_MAX) : 0;
-        for (uint64_t k = sh->first; k < sh->first + sh->count; k++)
-            ds->recs[k] = (stk__rec){0, avg, (uint32_t)i};
-    }
-    ds->count = total;
-    ds->layout = STK_LAYOUT_SHARDS;
-    ds->format_version = 2;
-    for (size_t i = 0; i < n; i++)
-        ds->file_bytes += objs[i].size;
-    return STK_OK;
-}
+/* ---- streaming: a cache smaller than the dataset (docs/S3.md "Streaming"; its open: remote_head.c) */
 
 int stk__remote_streaming(const stk_dataset *ds)
 {
     return ds && ds->remote && ds->remote->streaming;
+}
+
+int stk__remote_rows_ready(const stk_dataset *ds, uint32_t s)
+{
+    if (!stk__remote_streaming(ds))
+        return 1;
+    return s < ds->remote->n && atomic_load_explicit(&ds->remote->trows[s], memory_order_acquire);
 }
 
 uint64_t stk__remote_limit(const stk_dataset *ds)
@@ -856,6 +663,19 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
         rc = stk__err(ds->err, STK_E_FORMAT, "%s%s: %llu records when opened, its LMDB pages "
                       "said %llu at open", r->url, name, (unsigned long long)sh->count,
                       (unsigned long long)count);
+    /* its target rows into their place of the table: written at the first attach, before any
+     * reader asks for its records; at a later attach (another epoch) only compared, so that the
+     * readers still working on rows of its previous attach read bytes nobody writes */
+    if (rc == STK_OK && ds->trow) {
+        uint8_t *dst = ds->targets + (size_t)first * ds->trow;
+        if (!atomic_load_explicit(&r->trows[s], memory_order_relaxed))
+            memcpy(dst, ds->tstage, (size_t)count * ds->trow);
+        else if (memcmp(dst, ds->tstage, (size_t)count * ds->trow) != 0)
+            rc = stk__err(ds->err, STK_E_CHANGED, "%s%s: its targets differ from those it had "
+                          "when attached before", r->url, name);
+    }
+    free(ds->tstage);
+    ds->tstage = NULL;
     if (rc == STK_OK && check) { /* every record's CRC32C before the shard is marked good */
         void *buf = NULL;
         size_t cap = 0;
@@ -875,6 +695,7 @@ int stk__remote_finish(stk_dataset *ds, stk__remote_job *j, char *err)
             remove_shard(path);
         return rc;
     }
+    atomic_store_explicit(&r->trows[s], 1, memory_order_release);
     pthread_mutex_lock(&r->mu);
     r->fds[s] = fd;
     pthread_mutex_unlock(&r->mu);

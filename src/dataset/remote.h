@@ -22,6 +22,10 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want);
  * not run across its attach or detach.
  */
 int stk__remote_streaming(const stk_dataset *ds);
+/* 1 when the target rows of shard S are in ds->targets: always for a dataset that is not
+ * streamed; streamed, from the end of S's first attach on (its rows are read with it; until then
+ * they are zero). Thread-safe. */
+int stk__remote_rows_ready(const stk_dataset *ds, uint32_t s);
 /* The cache limit of a streamed dataset (0 otherwise); bytes of shard S's file. */
 uint64_t stk__remote_limit(const stk_dataset *ds);
 uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s);

@@ -272,34 +272,62 @@ static int shard_stoker_meta(stk_dataset *ds, stk__shard *sh, uint32_t no, const
     return STK_OK;
 }
 
+/* A decimal `meta` value of 1..20 digits into *OUT: 0, or -1 when not a number. */
+static int meta_u64(const MDB_val *v, uint64_t *out)
+{
+    if (v->mv_size == 0 || v->mv_size > 20)
+        return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < v->mv_size; i++) {
+        char c = ((const char *)v->mv_data)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(c - '0');
+    }
+    *out = x;
+    return 0;
+}
+
+int stk__target_meta_parse(const MDB_val v[4], const char *path, stk_target_info *t, char *err)
+{
+    uint64_t size = 0, classes = 0;
+    char why[64];
+    memset(t, 0, sizeof *t);
+    if (!v[0].mv_data)
+        return STK_OK;
+    t->dtype = stk__tdtype_parse(v[0].mv_data, v[0].mv_size);
+    if (!v[1].mv_data || meta_u64(&v[1], &size) != 0 || size > STK__TARGET_MAX_SIZE || !v[2].mv_data)
+        return stk__err(err, STK_E_FORMAT, "%s: meta target_size or target_kind missing or out of range", path);
+    t->size = (uint32_t)size;
+    t->kind = v[2].mv_size == 6 && !memcmp(v[2].mv_data, "labels", 6) ? STK_TARGET_LABELS
+              : v[2].mv_size == 6 && !memcmp(v[2].mv_data, "values", 6) ? STK_TARGET_VALUES : -1;
+    if (t->kind == STK_TARGET_LABELS &&
+        (!v[3].mv_data || meta_u64(&v[3], &classes) != 0 || classes > UINT32_MAX))
+        return stk__err(err, STK_E_FORMAT, "%s: meta target_classes missing or out of range", path);
+    t->classes = (uint32_t)classes;
+    if (stk__target_check(t, why) != STK_OK)
+        return stk__err(err, STK_E_FORMAT, "%s: unusable targets in meta: %s", path, why);
+    return STK_OK;
+}
+
 /* The target shape and type of a shard's meta into *T (dtype STK_TDT_NONE: none). */
 static int shard_target_meta(stk_dataset *ds, const stk__shard *sh, MDB_dbi meta, const char *path,
                              stk_target_info *t)
 {
-    MDB_val v;
-    uint64_t size = 0, classes = 0;
-    char why[64];
-    memset(t, 0, sizeof *t);
-    if (stk__meta_get(sh->txn, meta, STK__META_TARGET_DTYPE, &v) != 0)
-        return STK_OK;
-    t->dtype = stk__tdtype_parse(v.mv_data, v.mv_size);
-    if (stk__meta_u64(sh->txn, meta, STK__META_TARGET_SIZE, &size) != 0 || size > STK__TARGET_MAX_SIZE ||
-        stk__meta_get(sh->txn, meta, STK__META_TARGET_KIND, &v) != 0)
-        return stk__err(ds->err, STK_E_FORMAT, "%s: meta target_size or target_kind missing or out of range", path);
-    t->size = (uint32_t)size;
-    t->kind = v.mv_size == 6 && !memcmp(v.mv_data, "labels", 6) ? STK_TARGET_LABELS
-              : v.mv_size == 6 && !memcmp(v.mv_data, "values", 6) ? STK_TARGET_VALUES : -1;
-    if (t->kind == STK_TARGET_LABELS &&
-        (stk__meta_u64(sh->txn, meta, STK__META_TARGET_CLASSES, &classes) != 0 || classes > UINT32_MAX))
-        return stk__err(ds->err, STK_E_FORMAT, "%s: meta target_classes missing or out of range", path);
-    t->classes = (uint32_t)classes;
-    if (stk__target_check(t, why) != STK_OK)
-        return stk__err(ds->err, STK_E_FORMAT, "%s: unusable targets in meta: %s", path, why);
-    return STK_OK;
+    static const char *const keys[4] = {STK__META_TARGET_DTYPE, STK__META_TARGET_SIZE,
+                                        STK__META_TARGET_KIND, STK__META_TARGET_CLASSES};
+    MDB_val v[4];
+    for (int i = 0; i < 4; i++)
+        if (stk__meta_get(sh->txn, meta, keys[i], &v[i]) != 0)
+            v[i] = (MDB_val){0, NULL};
+    return stk__target_meta_parse(v, path, t, ds->err);
 }
 
 /* The targets of shard NO's COUNT records, appended to ds->targets after the BEFORE records of
- * the shards before it. Every shard of a dataset has the same target shape, or none. */
+ * the shards before it. Every shard of a dataset has the same target shape, or none. A streamed
+ * s3:// shard attached after the open (ds->opened) has the shape its head said at the open
+ * (remote.c), its rows go to ds->tstage for remote.c to place: the table, laid out whole at the
+ * open, is never reallocated under the readers. */
 static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *path, uint64_t before,
                          uint64_t count)
 {
@@ -310,30 +338,33 @@ static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const cha
         return stk__err(ds->err, STK_E_FORMAT, "%s: stoker shard without a `meta` database", path);
     if ((rc = shard_target_meta(ds, sh, meta, path, &t)) != STK_OK)
         return rc;
-    if (ds->opened && t.dtype != STK_TDT_NONE) /* an s3:// shard streamed in after the open */
-        return stk__err(ds->err, STK_E_UNSUPPORTED, "%s: its records carry targets (%s x %u), "
-                        "which a streamed dataset does not deliver (the targets table is laid out "
-                        "at the open, before any shard is fetched): open it with a cache that "
-                        "holds the whole dataset (STK_P_CACHE_BYTES / cache_bytes= at least its "
-                        "size, or none) and no STK_P_SHUFFLE_WINDOW / shuffle_window=, which "
-                        "reads it in the exact global order, targets included", path,
-                        stk__tdtype_name(t.dtype), t.size);
-    if (no > 0 && memcmp(&t, &ds->tinfo, sizeof t) != 0)
+    if ((no > 0 || ds->opened) && memcmp(&t, &ds->tinfo, sizeof t) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: its records' targets (%s × %u) differ from shard 0's (%s × %u)",
                         path, t.dtype ? stk__tdtype_name(t.dtype) : "none", t.size,
                         ds->tinfo.dtype ? stk__tdtype_name(ds->tinfo.dtype) : "none", ds->tinfo.size);
-    ds->tinfo = t;
-    ds->trow = stk_target_dtype_size(t.dtype) * t.size;
+    if (!ds->opened) { /* streamed: set at the open, read by the readers now */
+        ds->tinfo = t;
+        ds->trow = stk_target_dtype_size(t.dtype) * t.size;
+    }
     if (!ds->trow)
         return STK_OK;
     if (mdb_dbi_open(sh->txn, STK__DB_TARGETS, 0, &tdb) != 0)
         return stk__err(ds->err, STK_E_FORMAT, "%s: meta names targets but there is no `targets` database", path);
-    uint8_t *nt = realloc(ds->targets, (size_t)(before + count) * ds->trow + 1);
-    if (!nt)
-        return stk__err(ds->err, STK_E_NOMEM, "out of memory for the targets of %llu records",
-                        (unsigned long long)(before + count));
-    ds->targets = nt;
-    ds->targets_owned = 1;
+    uint8_t *rows;
+    if (ds->opened) {
+        free(ds->tstage);
+        if (!(ds->tstage = rows = malloc((size_t)count * ds->trow + 1)))
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory for the targets of %llu records",
+                            (unsigned long long)count);
+    } else {
+        uint8_t *nt = realloc(ds->targets, (size_t)(before + count) * ds->trow + 1);
+        if (!nt)
+            return stk__err(ds->err, STK_E_NOMEM, "out of memory for the targets of %llu records",
+                            (unsigned long long)(before + count));
+        ds->targets = nt;
+        ds->targets_owned = 1;
+        rows = nt + (size_t)before * ds->trow;
+    }
     MDB_cursor *c;
     if ((rc = mdb_cursor_open(sh->txn, tdb, &c)) != 0)
         return stk__err(ds->err, STK_E_LMDB, "%s: mdb_cursor_open: %s", path, mdb_strerror(rc));
@@ -342,7 +373,7 @@ static int shard_targets(stk_dataset *ds, stk__shard *sh, uint32_t no, const cha
     for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0 && i < count; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT), i++) {
         if (k.mv_size != 8 || stk__rec_key_parse(k.mv_data) != i || v.mv_size != ds->trow)
             break;
-        memcpy(nt + (size_t)(before + i) * ds->trow, v.mv_data, ds->trow);
+        memcpy(rows + (size_t)i * ds->trow, v.mv_data, ds->trow);
     }
     mdb_cursor_close(c);
     if (i != count)

@@ -28,6 +28,12 @@ int stk__shards_alloc(stk_dataset *ds, size_t n);
 int stk__shard_open(stk_dataset *ds, stk__shard *sh, uint32_t no, const char *path, int env_dir,
                     int expect_stoker, int in_dir, stk__recvec *recs);
 
+/* The target shape and type of a shard from its `meta` values V: target_dtype, target_size,
+ * target_kind, target_classes (mv_data NULL: absent); no target_dtype = no targets (dtype
+ * STK_TDT_NONE). STK_E_FORMAT naming PATH in ERR when they are missing or unusable. Shared by
+ * the shard's open and the streamed open's head reads (remote.c). */
+int stk__target_meta_parse(const MDB_val v[4], const char *path, stk_target_info *t, char *err);
+
 /* End SH's transaction, give back its environment, close its descriptors, free its path. */
 void stk__shard_close(stk__shard *sh);
 

@@ -112,7 +112,8 @@ static int env_open_dbis(char *err, MDB_env *env, const char *path, const struct
                         (long long)st->st_size);
     if ((rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t0)) != 0)
         return stk__err(err, STK_E_LMDB, "%s: mdb_txn_begin: %s", path, mdb_strerror(rc));
-    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META}; /* `sources`: pread only */
+    /* `sources`: pread only */
+    static const char *const dbnames[] = {STK__DB_RECORDS, STK__DB_META, STK__DB_TARGETS};
     for (size_t i = 0; i < STK__ARRAY_LEN(dbnames); i++) {
         MDB_dbi d;
         (void)mdb_dbi_open(t0, dbnames[i], 0, &d); /* absent ones are looked for again by the caller */

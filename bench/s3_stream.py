@@ -14,7 +14,8 @@ same server, link, images, cores and work per image (docs/S3.md, "Measured: over
 
 IMAGEFOLDER (e.g. ../shared/tools/make-imagenet-like) is written three ways, shards of about
 --shard-mb MB each: stoker shards (stoker.pack), Streaming's MDS (MDSWriter, image bytes +
-label) and WebDataset tars (ShardWriter); each is uploaded with boto3 straight to the server.
+label) and WebDataset tars (ShardWriter); each is uploaded with boto3 straight to the server
+(unless an earlier run put an object of that name and size there).
 The loaders then read through tests/s3_fault_proxy.py as the link (no faults; every answer
 delayed --delay-ms, the RTT a request costs; all answers together at --rate-mbit: see that file
 for exactly what it emulates). Every run is a fresh process; per repeat, in turn:
@@ -47,6 +48,10 @@ asks for: s3-first / min(link rate in images/s, local), s3-cached / local, the q
 steady epochs (all but the first) / min(link, local) and its longest stall / one batch's time,
 and stoker's first epoch / the faster of Streaming and WebDataset. The load average is printed
 at the start and the end (a shared machine: the ratios are within one run).
+The link as emulated is also measured directly, before the runs and after them: stoker's shard
+objects downloaded whole through the proxy, --probe-streams at once (boto3, no decoding, in this
+process), reported as "the link carries X MB/s = Y images/s"; the first-epoch ratios are printed
+against that rate too (the Python proxy delivers less than its nominal rate on a busy CPU).
 """
 import argparse
 import json
@@ -167,7 +172,15 @@ def prepare(args, s3):
         with wds.ShardWriter(os.path.join(t, "shard-%06d.tar"), maxsize=shard) as w:
             for i, (p, k) in enumerate(files):
                 w.write({"__key__": "%06d" % i, "jpg": open(p, "rb").read(), "cls": k})
-    s3.create_bucket(Bucket=args.bucket)
+    from botocore.exceptions import ClientError
+    try:
+        s3.create_bucket(Bucket=args.bucket)
+    except ClientError as e:   # made by an earlier run on this server
+        if e.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+            raise
+    there = {}   # objects already uploaded by an earlier run on this server: not again
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=args.bucket):
+        there.update((o["Key"], o["Size"]) for o in page.get("Contents", []))
     for kind, folder in (("stoker", d), ("mds", m), ("wds", t)):
         names = sorted(f for f in os.listdir(folder) if os.path.isfile(os.path.join(folder, f))
                        and not f.endswith("-lock") and f != "stoker.lock")
@@ -175,8 +188,10 @@ def prepare(args, s3):
             names = [f for f in names if f.startswith("shard-") and f.endswith(".lmdb")]
         size = 0
         for f in names:
-            s3.upload_file(os.path.join(folder, f), args.bucket, kind + "/" + f)
-            size += os.path.getsize(os.path.join(folder, f))
+            fs = os.path.getsize(os.path.join(folder, f))
+            if there.get(kind + "/" + f) != fs:
+                s3.upload_file(os.path.join(folder, f), args.bucket, kind + "/" + f)
+            size += fs
         out[kind] = (kind, names, size)
     return len(files), out
 
@@ -191,6 +206,28 @@ def start_proxy(args, work):
     while not os.path.exists(pf):
         time.sleep(0.05)
     return p, "http://127.0.0.1:%s" % open(pf).read().strip()
+
+
+def probe_link(endpoint, bucket, names, streams):
+    """Download the objects NAMES whole through ENDPOINT, STREAMS at once: (bytes, seconds)."""
+    import boto3
+    from botocore.config import Config
+    from concurrent.futures import ThreadPoolExecutor
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name=os.environ.get("AWS_REGION"),
+                      config=Config(max_pool_connections=streams))
+
+    def get(key):
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+        n = 0
+        for chunk in iter(lambda: body.read(1 << 20), b""):
+            n += len(chunk)
+        return n
+
+    s3.head_bucket(Bucket=bucket)   # the connection set up before the clock
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(streams) as ex:
+        total = sum(ex.map(get, names))
+    return total, time.monotonic() - t0
 
 
 def one(kind, arg, size, env):
@@ -215,6 +252,8 @@ def main():
     ap.add_argument("--shard-mb", type=int, default=4)
     ap.add_argument("--window", type=int, default=4)
     ap.add_argument("--quarter-epochs", type=int, default=3)
+    ap.add_argument("--probe-streams", type=int, default=8,
+                    help="downloads at once when the link is measured directly")
     ap.add_argument("--only", default="local,s3-first,s3-first-global,s3-cached,quarter,streaming,"
                                       "streaming-cached,wds")
     args = ap.parse_args()
@@ -231,7 +270,17 @@ def main():
                PYTHONPATH=os.path.join(ROOT, "bindings", "python"))
     kinds = args.only.split(",")
     res = {k: [] for k in kinds}
+    keys = ["stoker/" + x for x in sets["stoker"][1]]
+    probes = []
+
+    def probe(when):
+        b, t = probe_link(endpoint, args.bucket, keys, args.probe_streams)
+        probes.append(b / t)
+        print("the link carries %.1f MB/s = %.1f images/s (%s: %d shard objects, %.1f MB, %d at once, "
+              "%.2f s)" % (b / t / 1e6, n * b / t / sets["stoker"][2], when, len(keys), b / 1e6,
+                           args.probe_streams, t), flush=True)
     try:
+        probe("before the runs")
         for rep in range(args.repeat):
             tmp = tempfile.mkdtemp(prefix="s3stream-", dir=args.work)
             for k in kinds:
@@ -286,6 +335,7 @@ def main():
                 print("repeat %d %-16s %7.1f img/s  %6.2f s  %5.2f CPU-ms/img  %s" % (
                     rep + 1, k, r["ips"], r["seconds"], 1e3 * r["cpu_s"] / n, more), flush=True)
             shutil.rmtree(tmp, ignore_errors=True)
+        probe("after the runs")
     finally:
         proxy.kill()
         proxy.wait()
@@ -303,6 +353,16 @@ def main():
         links = [r["fetch"]["link_mb_per_s"] for r in res["s3-first"]]
         print("stoker's measured link: %s MB/s" % ", ".join("%.1f" % x for x in links))
         print("ratio s3-first / min(link, local) = %.2f" % (med["s3-first"] / min(link_ips, med["local"])))
+        carried = n * statistics.mean(probes) / sets["stoker"][2]
+        print("the link as measured carries %.1f images/s (mean of %s MB/s): ratio s3-first / "
+              "min(link measured, local) = %.2f; per repeat %s" % (
+                  carried, ", ".join("%.1f" % (x / 1e6) for x in probes),
+                  med["s3-first"] / min(carried, med["local"]),
+                  ", ".join("%.2f" % (a["ips"] / min(carried, b["ips"]))
+                            for a, b in zip(res["s3-first"], res["local"]))))
+    if "s3-first" in med:
+        print("s3-first: the longest single wait for the fetch (stats max_wait_s) / the epoch's mean "
+              "time per batch: %s" % ", ".join("%.2f" % r["wait_all"][0] for r in res["s3-first"]))
     if "s3-first-global" in med and "local" in med:
         print("ratio s3-first-global / min(link, local) = %.2f" % (
             med["s3-first-global"] / min(link_ips, med["local"])))
@@ -322,6 +382,10 @@ def main():
             steady / min(link_ips, lsteady), ", ".join(
                 "%.2f" % (a["steady_ips"] / min(link_ips, b["steady_ips"]))
                 for a, b in zip(res["quarter"], res["local"]))))
+        if probes:
+            carried = n * statistics.mean(probes) / sets["stoker"][2]
+            print("ratio quarter steady / min(link measured, local steady) = %.2f" % (
+                steady / min(carried, lsteady)))
         print("quarter cache: longest gap between batches after an epoch's first / that epoch's mean "
               "batch time: steady epochs %s; all epochs %s" % (
                   ", ".join("%.2f" % r["stall"] for r in res["quarter"]),

@@ -274,7 +274,9 @@ struct stk_loader {
     int reader_started;
 
     /* telemetry */
-    pthread_mutex_t stats_mu;    /* guards the reader pointer for snapshots and tel's accumulators */
+    pthread_mutex_t stats_mu;    /* guards the reader pointer for snapshots, tel's accumulators
+                                    and a streamed shard's open and close (loader_stream.c);
+                                    taken after mu, never mu after it */
     stk__loader_tel tel;
     _Atomic uint64_t pos_epoch, pos_next; /* tell(), readable from any thread */
 

@@ -185,7 +185,9 @@ static int release_done(stk_loader *h)
         }
         if (needed)
             continue;
+        pthread_mutex_lock(&h->stats_mu); /* stk_loader_stats reads its descriptors */
         stk__remote_detach(h->ds, s);
+        pthread_mutex_unlock(&h->stats_mu);
         h->st_resident[s] = 0;
         n++;
     }
@@ -261,7 +263,11 @@ static int finish_done(stk_loader *h)
         if (rc == STK_OK) {
             sl->err[0] = '\0';
             pthread_mutex_unlock(&h->mu);
+            /* the shard's descriptors are set while stk_loader_stats may read them (the
+             * reader's info: O_DIRECT in use), under stats_mu */
+            pthread_mutex_lock(&h->stats_mu);
             rc = stk__remote_finish(h->ds, &sl->job, sl->err);
+            pthread_mutex_unlock(&h->stats_mu);
             pthread_mutex_lock(&h->mu);
         } else {
             stk__remote_abandon(h->ds, &sl->job);

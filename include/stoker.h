@@ -1167,7 +1167,9 @@ STK_API int stk_loader_start(stk_loader *h);
  * pack's decoders (Pillow's convert("RGB") pixels), then cropped and resized as a JPEG at 8/8.
  * Bad records in the default mode (corrupt, truncated, empty, not an image it reads, over STK_P_MAX_PIXELS,
  * CRC mismatch, unreadable; since 0.5): each is replaced by another good record of the epoch's
- * record set (the dataset, or the stk_loader_set_indices list), drawn uniformly from the key
+ * record set (the dataset, or the stk_loader_set_indices list; on an s3:// dataset streamed
+ * through its cache, of the bad record's own shard, the one sure to be in the cache), drawn
+ * uniformly from the key
  * (STK_P_SEED, epoch, bad record's index) — the same for any worker count and after a seek or
  * resume — decoded and augmented as the bad record's sample would have been (its crop key),
  * with its own label and target (labels[i]); indices[i] stays the bad record (the epoch's

@@ -3,7 +3,8 @@
  * loader_bad.c — bad records are never silent and never poison a step.
  *
  * A bad record (corrupt, truncated, empty, not a JPEG, over the pixel limit, CRC mismatch,
- * unreadable) is replaced by another good record of the epoch's record set, drawn from the key
+ * unreadable) is replaced by another good record of the epoch's record set (of its own shard on
+ * a streamed s3:// dataset, the one shard sure to be attached: loader_stream.c), drawn from the key
  * (seed, epoch, bad record's index) with its own Philox counter range: a pure function of the
  * sample, so the batch is the same for any worker count and after a seek or resume. The worker
  * reads the substitute itself (stk_dataset_read, synchronous: bad records are rare), decodes and
@@ -118,14 +119,14 @@ static int read_record(stk_loader *h, stk__worker *w, uint64_t j, size_t *len, s
 int stk__bad_draw(stk_loader *h, stk__worker *w, const stk__read *rd, uint8_t *o, uint64_t *index,
                   int32_t *label)
 {
-    uint64_t nrec = h->subset ? h->nsubset : h->n;
+    uint64_t nrec = h->streaming ? stk__loader_stream_pool(h, rd->index) : h->subset ? h->nsubset : h->n;
     stk__rng g;
     stk__rng_init(&g, h->seed, rd->epoch, rd->index);
     g.ctr[0] = SUBST_CTR0;
     int last = STK_E_EMPTYSET;
     for (int t = 0; t < STK_SUBSTITUTE_TRIES && nrec > 0; t++) {
         uint64_t u = stk__rng_below(&g, nrec);
-        uint64_t j = h->subset ? h->subset[u] : u;
+        uint64_t j = h->streaming ? stk__loader_stream_pick(h, rd->index, u) : h->subset ? h->subset[u] : u;
         if (j == rd->index)
             continue;
         size_t n = 0;

@@ -176,7 +176,7 @@ struct stk_loader {
     /* streaming an s3:// dataset through a smaller cache (loader_stream.c; under mu) */
     int streaming;
     uint8_t *st_resident;        /* per shard: attached */
-    _Atomic uint32_t *st_inflight; /* per shard: reads handed out by WORK, not back in SINK */
+    _Atomic uint32_t *st_inflight; /* per shard: reads handed out by WORK, not yet decoded */
     uint64_t *st_ring;           /* windows fetched ahead: [head, tail) */
     uint32_t st_ring_w;
     uint64_t st_head, st_tail, st_cursor; /* cursor: key of the next position WORK hands out */
@@ -374,6 +374,12 @@ void stk__loader_stream_halt(stk_loader *h);
 int stk__loader_stream_gate(stk_loader *h, uint64_t index);
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index);
 void stk__loader_stream_back(stk_loader *h, uint64_t index);
+/* Where a substitute for a bad record INDEX of a streamed dataset is drawn (loader_bad.c): among
+ * the records of its own shard (the subset's entries in it, with a subset), the only shard sure
+ * to stay attached while its sample is processed (the worker calls stk__loader_stream_back after
+ * it): how many, and the U-th of them. */
+uint64_t stk__loader_stream_pool(const stk_loader *h, uint64_t index);
+uint64_t stk__loader_stream_pick(const stk_loader *h, uint64_t index, uint64_t u);
 /* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
  * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
  * sample in a host slot at output size OUT_H x OUT_W. */

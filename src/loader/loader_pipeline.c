@@ -149,8 +149,6 @@ static int work_fn(void *user, uint64_t *pos, uint64_t *index, uint64_t *epoch)
 static int sink_fn(void *user, stk__read *rd)
 {
     stk_loader *h = user;
-    if (h->streaming)
-        stk__loader_stream_back(h, rd->index);
     /* the reader counts the time spent here as its blocked time */
     return stk__queue_push(&h->dq, rd, NULL);
 }
@@ -372,6 +370,8 @@ static void *worker_main(void *arg)
             process(w, rd);
             stk__clock_add(&h->tel.dec_clock.busy_ns, stk__now_ns() - t0);
         }
+        if (h->streaming) /* its shard stays attached until now: a substitute is read from it */
+            stk__loader_stream_back(h, rd->index);
         stk__reader_release(h->reader, rd);
     }
     return NULL;

@@ -10,8 +10,9 @@
  * thread finishes each as it comes back (placed, opened, every
  * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
  * is attached. A window's shards are detached — and so become evictable — once the reader has
- * handed out the window's last position and every read of them has come back (a count per
- * shard: +1 in WORK, -1 in SINK). No thread holds h->mu across a fetch; a fatal fetch error
+ * handed out the window's last position and every sample of them has been processed (a count
+ * per shard: +1 in WORK, -1 when a decode worker is done with the sample, a substitute drawn
+ * from the same shard included: loader_bad.c). No thread holds h->mu across a fetch; a fatal fetch error
  * becomes the pipeline's error (the consumer's next fails with it, naming the shard and the
  * endpoint).
  */
@@ -475,6 +476,18 @@ static uint32_t shard_of(const stk_loader *h, uint64_t index)
     return stk__table_shard_of(&t, index);
 }
 
+uint64_t stk__loader_stream_pool(const stk_loader *h, uint64_t index)
+{
+    uint32_t s = shard_of(h, index);
+    return h->subset ? h->sw_scount[s] : h->sw_count[s];
+}
+
+uint64_t stk__loader_stream_pick(const stk_loader *h, uint64_t index, uint64_t u)
+{
+    uint32_t s = shard_of(h, index);
+    return h->subset ? h->sw_sub[h->sw_sfirst[s] + u] : h->sw_first[s] + u;
+}
+
 int stk__loader_stream_gate(stk_loader *h, uint64_t index)
 {
     uint32_t s = shard_of(h, index);
@@ -505,8 +518,9 @@ void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_
 
 void stk__loader_stream_back(stk_loader *h, uint64_t index)
 {
-    /* the last read of a shard back: wake the fetch thread (without h->mu, which SINK does not
-     * take: a wake-up lost between its check and its wait costs one timed wait, 20 ms) */
+    /* the last sample of a shard done: wake the fetch thread (without h->mu, which the decode
+     * worker does not take here: a wake-up lost between its check and its wait costs one timed
+     * wait, 20 ms) */
     if (atomic_fetch_sub(&h->st_inflight[shard_of(h, index)], 1) == 1)
         pthread_cond_broadcast(&h->st_cv);
 }

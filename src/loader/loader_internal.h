@@ -156,6 +156,7 @@ struct stk_loader {
     /* the shard-window order (loader_order.c): STK_P_SHUFFLE_WINDOW and the shard table */
     uint32_t sw_window;
     uint64_t *sw_first, *sw_count;
+    stk__shard_table sw_all;     /* the dataset's shards (sw_first, sw_count): record -> shard */
     stk__shard_table sw_tab;
     /* with stk_loader_set_indices in the shard-window order (stk__loader_order_subset): the
      * list's records grouped by shard (stable), the subset's table (first / count in positions

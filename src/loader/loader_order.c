@@ -26,7 +26,8 @@ int stk__loader_order_open(stk_loader *h)
         h->sw_first[s] = ds->shards[s].first;
         h->sw_count[s] = ds->shards[s].count;
     }
-    h->sw_tab = (stk__shard_table){ds->nshards, h->sw_first, h->sw_count, NULL, 0};
+    h->sw_all = (stk__shard_table){ds->nshards, h->sw_first, h->sw_count, NULL, 0};
+    h->sw_tab = h->sw_all;
     return STK_OK;
 }
 
@@ -46,7 +47,7 @@ int stk__loader_order_subset(stk_loader *h)
     subset_free(h);
     if (!h->sw_first)
         return STK_OK;
-    h->sw_tab = (stk__shard_table){ds->nshards, h->sw_first, h->sw_count, NULL, 0};
+    h->sw_tab = h->sw_all;
     if (!h->subset)
         return STK_OK;
     uint32_t ns = ds->nshards;
@@ -61,8 +62,8 @@ int stk__loader_order_subset(stk_loader *h)
         subset_free(h);
         return STK_E_NOMEM;
     }
-    for (uint64_t j = 0; j < n; j++) { /* each entry's shard (h->sw_tab: the dataset's) */
-        of[j] = stk__table_shard_of(&h->sw_tab, h->subset[j]);
+    for (uint64_t j = 0; j < n; j++) { /* each entry's shard */
+        of[j] = stk__table_shard_of(&h->sw_all, h->subset[j]);
         h->sw_scount[of[j]]++;
     }
     uint32_t nlive = 0;
@@ -100,7 +101,7 @@ void stk__loader_order_free(stk_loader *h)
     free(h->sw_first);
     free(h->sw_count);
     h->sw_first = h->sw_count = NULL;
-    h->sw_tab.n = 0;
+    h->sw_all.n = h->sw_tab.n = 0;
 }
 
 int stk__loader_plan_of(const stk_loader *h, stk__plan *p, uint64_t n, uint64_t seed,

@@ -468,12 +468,11 @@ void stk__loader_stream_halt(stk_loader *h)
     h->st_running = 0;
 }
 
-/* The shard holding record INDEX: over the dataset's shards (h->sw_first), not h->sw_tab, which
+/* The shard holding record INDEX: over the dataset's shards (h->sw_all), not h->sw_tab, which
  * a subset makes a table of its list's positions (loader_order.c). */
 static uint32_t shard_of(const stk_loader *h, uint64_t index)
 {
-    const stk__shard_table t = {h->ds->nshards, h->sw_first, h->sw_count, NULL, 0};
-    return stk__table_shard_of(&t, index);
+    return stk__table_shard_of(&h->sw_all, index);
 }
 
 uint64_t stk__loader_stream_pool(const stk_loader *h, uint64_t index)

@@ -163,8 +163,11 @@ typedef enum stk_param {
                                      order, for a dataset read through a cache smaller than itself
                                      (docs/S3.md): shards dealt to ranks once by the seed (each
                                      rank reads only its own shards), each epoch a rank's shards
-                                     in a seeded order, the records of each W consecutive shards
-                                     shuffled together. Deterministic for any worker count; exact
+                                     in a seeded order; window k shuffles together a slice (1/W)
+                                     of each of the shards at places k-W+1..k, so each window
+                                     brings in one shard and retires one and at most W shards
+                                     are read at once (W >= a rank's shard count: its records in
+                                     one window, a uniform shuffle). Deterministic for any worker count; exact
                                      resume with the same world size (stk_loader_seek, or
                                      stk_loader_resume with a consumed count from a run of the
                                      same world size); exact elastic resume on another world size
@@ -1289,13 +1292,13 @@ STK_API int stk_loader_tell_segments(const stk_loader *h, uint64_t *epoch, uint6
  *  (stk_loader_resume with the same world size: the uninterrupted run's samples). Otherwise the
  *  records every segment left are split among this run's ranks: the shards with records left
  *  are dealt to the ranks by the seed and the history (each rank reads and fetches only its
- *  own), each rank's in a seeded order, in windows of W shards whose records left are shuffled
- *  together; over all the runs every record of the epoch is delivered once (STK_DIST_EXACT; PAD
- *  repeats a rank's first samples up to the largest share, and a rank past the shards left
- *  reads another rank's list again; DROP cuts every share to the smallest). Same seed, shuffle
- *  and dataset required (not checked here). At most 16 segments to split the rest of (17 when
- *  the last is of this loader's world size and window; else STK_E_RANGE);
- *  a segment taking more than its largest share, or with fewer shards than ranks as its first:
+ *  own), each rank's in a seeded order, in windows of their records left (as
+ *  STK_P_SHUFFLE_WINDOW's); over all the runs every record of the epoch is delivered once
+ *  (STK_DIST_EXACT; PAD repeats a rank's first samples up to the largest share, and a rank past
+ *  the shards left reads another rank's list again; DROP cuts every share to the smallest).
+ *  Same seed, shuffle and dataset required (not checked here). At most 16 segments to split the
+ *  rest of (17 when the last is of this loader's world size and window; else STK_E_RANGE); a
+ *  segment taking more than its largest share, or with fewer shards than ranks as its first:
  *  STK_E_RANGE; a world size or window out of range: STK_E_INVALID; the loader in the global
  *  order: STK_E_INVALID. Before start (opened or not): only the count and ranges are checked
  *  here; the next stk_loader_start begins there instead of at STK_P_EPOCH's start, so that a

@@ -2,8 +2,8 @@
 /* test_order_window: the shard-window order (src/core/order.c, stk__plan_init_shards) alone, on
  * shard tables of uneven sizes: every record exactly once per epoch (world 1; EXACT over several
  * ranks), ranks read disjoint shard sets whose union is every shard, the same sets every epoch;
- * each window of W shards delivers only its own shards' records and all of them before the next
- * window starts; epochs and seeds differ; the order is a pure function (a second plan and a plan
+ * each window delivers exactly its shards' share of records before the next starts (staggered
+ * windows: a slice of each of W shards; else W shards whole), at most W shards open at once; epochs and seeds differ; the order is a pure function (a second plan and a plan
  * read backwards give the same indices); resume at k samples per rank gives exactly the rest;
  * PAD / DROP sizes; bad arguments refused. A subset's table (stk__shard_table.live: only the
  * listed shards dealt, the others empty): every record once, no unlisted shard in any rank's
@@ -42,8 +42,27 @@ static int shard_of(uint64_t idx)
     return s;
 }
 
-/* One rank's epoch: every index in range, windows hold only their own shards and end before the
- * next begins; OWNER[s] records which rank read shard s. Returns the per-rank list (malloc). */
+/* The records of window K of a rank's list (places LIST[0..NLOCAL)) from place I, as the test
+ * reads docs/S3.md: staggered (SHUFFLE, 1 < W < NLOCAL) window k holds slice k - i of W of each
+ * place i in [k - W + 1, k], slice j of a shard of c records being c (j + 1) / W - c j / W of
+ * them; else window k is places [k W, k W + W) whole. */
+static uint64_t in_window(uint32_t window, int shuffle, uint32_t nlocal, const int *list,
+                          uint64_t k, uint32_t i)
+{
+    uint64_t c = g_count[list[i]];
+    if (shuffle && window > 1 && window < nlocal) {
+        if (i > k || k - i >= window)
+            return 0;
+        return c * (k - i + 1) / window - c * (k - i) / window;
+    }
+    return i / window == k ? c : 0;
+}
+
+/* One rank's epoch: every index in range, each window holds exactly its places' share of records
+ * (staggered: a slice of each of its W shards, so one shard comes in and one goes out per
+ * window) and ends before the next begins, at most W shards open at once (a shard is open from
+ * its first record to its last); OWNER[s] records which rank read shard s. Returns the per-rank
+ * list (malloc). */
 static uint64_t *check_rank(uint32_t window, uint64_t seed, uint64_t epoch, int shuffle, uint32_t r,
                             uint32_t world, int mode, int *owner, uint32_t *count)
 {
@@ -51,38 +70,51 @@ static uint64_t *check_rank(uint32_t window, uint64_t seed, uint64_t epoch, int 
     T_OK(stk__plan_init_shards(&p, &g_tab, window, seed, epoch, shuffle, r, world, mode));
     uint64_t *list = malloc((p.per_rank + 1) * sizeof *list);
     T_CHECK(list, "oom");
-    /* the shards in the rank's epoch order and where each window ends */
-    int wshard[NS];
-    for (uint32_t i = 0; i < p.nlocal; i++)
+    int wshard[NS], place[NS];
+    for (uint32_t i = 0; i < p.nlocal; i++) {
         wshard[i] = (int)stk__plan_shard_at(&p, i);
-    uint32_t wi = 0;   /* window index the positions are in */
-    uint64_t left = 0; /* records left in it */
-    for (uint64_t pos = 0; pos < p.per_rank && pos < p.local; pos++) {
-        if (!left) {
-            for (uint32_t i = wi * window; i < p.nlocal && i < (wi + 1) * window; i++)
-                left += g_count[wshard[i]];
-            wi++;
-            if (!left) {
-                pos--;
-                continue;
-            }
-        }
-        uint64_t idx = stk__plan_index(&p, pos);
-        T_CHECK(idx < total(), "index %llu out of range", (unsigned long long)idx);
-        int s = shard_of(idx), in = 0;
-        for (uint32_t i = (wi - 1) * window; i < p.nlocal && i < wi * window; i++)
-            in |= wshard[i] == s;
-        T_CHECK(in, "rank %u pos %llu: shard %d is not in window %u", r, (unsigned long long)pos,
-                s, wi - 1);
-        T_CHECK(owner[s] < 0 || owner[s] == (int)r, "shard %d read by ranks %d and %u", s,
-                owner[s], r);
-        owner[s] = (int)r;
-        count[idx]++;
-        list[pos] = idx;
-        left--;
+        place[wshard[i]] = (int)i;
     }
-    for (uint64_t pos = p.local; pos < p.per_rank; pos++) /* PAD: wraps around its own list */
-        list[pos] = stk__plan_index(&p, pos);
+    int stagger = shuffle && window > 1 && window < p.nlocal;
+    uint64_t nwin = stagger ? p.nlocal + window - 1 : (p.nlocal + window - 1) / window;
+    T_CHECK(stk__plan_windows(&p) == nwin, "W %u: %llu windows, want %llu", window,
+            (unsigned long long)stk__plan_windows(&p), (unsigned long long)nwin);
+    uint64_t pos = 0, lim = STK__MIN(p.per_rank, p.local), firstpos[NS], lastpos[NS] = {0};
+    for (int s = 0; s < NS; s++)
+        firstpos[s] = UINT64_MAX;
+    for (uint64_t k = 0; k < nwin; k++) {
+        uint64_t want[NS] = {0}, size = 0;
+        for (uint32_t i = 0; i < p.nlocal; i++)
+            size += want[i] = in_window(window, shuffle, p.nlocal, wshard, k, i);
+        for (uint64_t e = pos + size; pos < e && pos < lim; pos++) {
+            uint64_t idx = stk__plan_index(&p, pos);
+            T_CHECK(idx < total(), "index %llu out of range", (unsigned long long)idx);
+            int s = shard_of(idx);
+            T_CHECK(owner[s] < 0 || owner[s] == (int)r, "shard %d read by ranks %d and %u", s,
+                    owner[s], r);
+            T_CHECK(want[place[s]] > 0, "W %u rank %u pos %llu: shard %d (place %d) has no more "
+                    "records in window %llu", window, r, (unsigned long long)pos, s, place[s],
+                    (unsigned long long)k);
+            want[place[s]]--;
+            firstpos[s] = STK__MIN(firstpos[s], pos);
+            lastpos[s] = pos + 1;
+            owner[s] = (int)r;
+            count[idx]++;
+            list[pos] = idx;
+        }
+    }
+    T_CHECK(pos == lim, "W %u rank %u: windows end at %llu of %llu", window, r,
+            (unsigned long long)pos, (unsigned long long)lim);
+    if (lim == p.local) /* at most W shards open at any position */
+        for (uint64_t q = 0; q < lim; q += 7) {
+            uint32_t open = 0;
+            for (uint32_t i = 0; i < p.nlocal; i++)
+                open += g_count[wshard[i]] && firstpos[wshard[i]] <= q && q < lastpos[wshard[i]];
+            T_CHECK(open <= window, "W %u rank %u pos %llu: %u shards open", window, r,
+                    (unsigned long long)q, open);
+        }
+    for (uint64_t q = p.local; q < p.per_rank; q++) /* PAD: wraps around its own list */
+        list[q] = stk__plan_index(&p, q);
     return list;
 }
 

@@ -154,6 +154,7 @@ static uint64_t permute(const stk__plan *p, uint64_t g)
 #define SW_ORDER UINT64_C(0x53574f5244520002)
 #define SW_WIN UINT64_C(0x535757494e000003)
 #define SW_SEG UINT64_C(0x5357534547000004)
+#define SW_SLICE UINT64_C(0x5357534c49430005)
 
 /* Records left of shard S, shards dealt, the shard at dealt place Q. */
 static uint64_t left_of(const stk__plan *p, uint32_t s)
@@ -215,6 +216,7 @@ int stk__plan_init_rest(stk__plan *p, const stk__shard_table *t, const stk__rest
     stk__perm_init(&p->tau, p->nlocal, seed ^ SW_ORDER, stk__hash3(epoch, p->owner, p->seg),
                    !shuffle);
     p->local = rank_records(p, p->owner);
+    p->stagger = shuffle && window > 1 && window < p->nlocal;
     uint64_t lo = UINT64_MAX, hi = 0;
     if (mode != STK_DIST_EXACT)
         for (uint32_t r = 0; r < owners; r++) {
@@ -251,26 +253,62 @@ static int resume_shards(stk__plan *p, uint64_t consumed)
     return STK_OK;
 }
 
+/* Window K's key (the order of its records). */
+static uint64_t window_key(const stk__plan *p, uint64_t k)
+{
+    uint64_t key = stk__hash3(p->epoch, p->owner, k);
+    return p->seg ? stk__hash3(key, p->seg, SW_SEG) : key;
+}
+
+/* The order of shard S's records (left) in which its staggered windows cut their slices. */
+static void slice_order(const stk__plan *p, uint32_t s, stk__perm *sigma)
+{
+    stk__perm_init(sigma, left_of(p, s), p->seed ^ SW_SLICE, stk__hash3(p->epoch, s, p->seg), 0);
+}
+
+/* Records of the shard at place I in window K (staggered): slice K - I of W, [*ULO, *UHI). */
+static void slice_of(const stk__plan *p, uint32_t i, uint64_t k, uint64_t *ulo, uint64_t *uhi)
+{
+    uint64_t c = left_of(p, stk__plan_shard_at(p, i)), j = k - i, w = p->window;
+    *ulo = c * j / w;
+    *uhi = c * (j + 1) / w;
+}
+
+uint64_t stk__plan_windows(const stk__plan *p)
+{
+    return p->stagger ? (uint64_t)p->nlocal + p->window - 1
+                      : ((uint64_t)p->nlocal + p->window - 1) / p->window;
+}
+
 /* Cache window K of the rank's epoch order: its shards and their cumulative counts; LO = the
  * rank-local position of its first record. */
 static void load_window(stk__plan *p, uint64_t k, uint64_t lo)
 {
-    uint32_t first = (uint32_t)(k * p->window), n = 0;
+    uint32_t first, last, n = 0; /* places [first, last) */
+    if (p->stagger) {
+        first = k >= p->window ? (uint32_t)(k - p->window + 1) : 0;
+        last = (uint32_t)STK__MIN(k + 1, (uint64_t)p->nlocal);
+    } else {
+        first = (uint32_t)(k * p->window);
+        last = (uint32_t)STK__MIN((uint64_t)first + p->window, (uint64_t)p->nlocal);
+    }
     uint64_t end = 0;
-    for (uint32_t i = first; i < p->nlocal && n < p->window; i++, n++) {
+    for (uint32_t i = first; i < last; i++, n++) {
         uint32_t s = stk__plan_shard_at(p, i);
-        end += left_of(p, s);
+        uint64_t ulo = 0, uhi = left_of(p, s);
+        if (p->stagger)
+            slice_of(p, i, k, &ulo, &uhi);
+        end += uhi - ulo;
         p->win_shard[n] = s;
+        p->win_ulo[n] = ulo;
         p->win_end[n] = end;
     }
     p->win_k = k;
     p->win_n = n;
+    p->win_i0 = first;
     p->win_lo = lo;
     p->win_hi = lo + end;
-    uint64_t key = stk__hash3(p->epoch, p->owner, k);
-    if (p->seg)
-        key = stk__hash3(key, p->seg, SW_SEG);
-    stk__perm_init(&p->win_perm, end, p->seed ^ SW_WIN, key, !p->shuffle);
+    stk__perm_init(&p->win_perm, end, p->seed ^ SW_WIN, window_key(p, k), !p->shuffle);
 }
 
 /* The J-th record left of shard S (as an offset in the shard): a select on its bitmap. */
@@ -300,6 +338,20 @@ static uint64_t select_left(const stk__rest *r, uint32_t s, uint64_t count, uint
     }
 }
 
+/* Dataset index of the U-th record of shard S in the plan's order of it (its slice order when
+ * staggered), among the records left. */
+static uint64_t record_at(const stk__plan *p, uint32_t s, uint64_t u)
+{
+    if (p->stagger) {
+        stk__perm sigma;
+        slice_order(p, s, &sigma);
+        u = stk__perm_apply(&sigma, u);
+    }
+    if (p->rest)
+        return p->sw->first[s] + select_left(p->rest, s, p->sw->count[s], u);
+    return p->sw->first[s] + u;
+}
+
 static uint64_t index_shards(stk__plan *p, uint64_t pos)
 {
     uint64_t x = (pos + p->skip) % p->local; /* PAD wraps around the rank's own list */
@@ -323,10 +375,7 @@ static uint64_t index_shards(stk__plan *p, uint64_t pos)
     while (j >= p->win_end[i])
         i++;
     uint64_t before = i ? p->win_end[i - 1] : 0;
-    uint32_t s = p->win_shard[i];
-    if (p->rest)
-        return p->sw->first[s] + select_left(p->rest, s, p->sw->count[s], j - before);
-    return p->sw->first[s] + (j - before);
+    return record_at(p, p->win_shard[i], p->win_ulo[i] + (j - before));
 }
 
 uint64_t stk__plan_window_end(stk__plan *p, uint64_t pos)
@@ -420,6 +469,20 @@ static int rest_clear(stk__rest *r, uint32_t s, uint64_t count, uint64_t off)
     return STK_OK;
 }
 
+static int push_rec(uint64_t **recs, size_t *n, size_t *cap, uint64_t rec)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        uint64_t *nr = realloc(*recs, nc * sizeof *nr);
+        if (!nr)
+            return STK_E_NOMEM;
+        *recs = nr;
+        *cap = nc;
+    }
+    (*recs)[(*n)++] = rec;
+    return STK_OK;
+}
+
 int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uint64_t seed,
                    uint64_t epoch, int shuffle, uint32_t world, uint64_t taken)
 {
@@ -441,29 +504,37 @@ int stk__rest_take(stk__rest *r, const stk__shard_table *t, uint32_t window, uin
         if (rc != STK_OK)
             break;
         most = STK__MAX(most, p.local);
-        uint64_t lim = STK__MIN(taken, p.local), pos = 0;
-        while (pos < lim && rc == STK_OK) {
+        uint64_t lim = STK__MIN(taken, p.local), pos = 0, whole = 0;
+        while (pos < lim) { /* the windows read whole: a prefix of them */
             uint64_t end = stk__plan_window_end(&p, pos);
-            if (end <= lim) { /* a whole window: its shards have nothing left */
-                for (uint32_t i = 0; i < p.win_n; i++)
-                    empty[p.win_shard[i]] = 1;
-                pos = end;
+            if (end > lim)
+                break;
+            whole = p.win_k + 1;
+            pos = end;
+        }
+        if (lim == p.local)
+            whole = stk__plan_windows(&p);
+        for (uint32_t i = 0; i < p.nlocal && rc == STK_OK; i++) {
+            uint32_t s = stk__plan_shard_at(&p, i);
+            if (!p.stagger) { /* a shard is in one window */
+                if (i / p.window < whole)
+                    empty[s] = 1;
                 continue;
             }
-            for (; pos < lim; pos++) { /* the window read in part: record by record */
-                if (nrec == cap) {
-                    size_t nc = cap ? cap * 2 : 1024;
-                    uint64_t *nr = realloc(recs, nc * sizeof *nr);
-                    if (!nr) {
-                        rc = STK_E_NOMEM;
-                        break;
-                    }
-                    recs = nr;
-                    cap = nc;
-                }
-                recs[nrec++] = stk__plan_index(&p, pos);
+            /* staggered: its slices 0..J-1 are in whole windows i..i+J-1 */
+            uint64_t j = whole > i ? STK__MIN(whole - i, (uint64_t)p.window) : 0, ulo, uhi;
+            if (j == p.window) {
+                empty[s] = 1;
+                continue;
             }
+            if (!j)
+                continue;
+            slice_of(&p, i, i + j - 1, &ulo, &uhi);
+            for (uint64_t u = 0; u < uhi && rc == STK_OK; u++)
+                rc = push_rec(&recs, &nrec, &cap, record_at(&p, s, u));
         }
+        for (; pos < lim && rc == STK_OK; pos++) /* the window read in part: record by record */
+            rc = push_rec(&recs, &nrec, &cap, stk__plan_index(&p, pos));
     }
     if (rc == STK_OK && taken > most)
         rc = STK_E_RANGE;

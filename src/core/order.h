@@ -66,6 +66,7 @@ typedef struct stk__plan {
     /* shard-window order (stk__plan_init_shards; sw = NULL: the global order above) */
     const struct stk__shard_table *sw;
     uint32_t window, nlocal;   /* W shards per window; this rank's shards */
+    int stagger;               /* staggered windows (shuffle, 1 < W < nlocal): see below */
     uint64_t skip;             /* resumed: this rank's first SKIP samples were delivered */
     uint64_t local;            /* this rank's records (its shards' counts summed) */
     const struct stk__rest *rest; /* NULL: the whole epoch; else what is left of it */
@@ -75,8 +76,11 @@ typedef struct stk__plan {
      * it) */
     uint64_t win_k, win_lo, win_hi; /* window number, its positions [win_lo, win_hi) */
     uint32_t win_n;                 /* shards in it */
+    uint32_t win_i0;                /* staggered: the place of its first shard in the rank's list */
     uint32_t win_shard[STK__MAX_WINDOW];
     uint64_t win_end[STK__MAX_WINDOW]; /* cumulative record counts in the window */
+    uint64_t win_ulo[STK__MAX_WINDOW]; /* staggered: each shard's slice starts there (in its
+                                          shard's slice order) */
     stk__perm win_perm;
 } stk__plan;
 
@@ -100,14 +104,19 @@ uint64_t stk__plan_index(stk__plan *p, uint64_t pos);
  * cache smaller than themselves. Shards are dealt to ranks once (a permutation keyed by the seed
  * alone: rank r of WORLD takes the shards at positions r, r + world, ... of it, the same set every
  * epoch, so each rank fetches only its own); each epoch a rank takes its shards in an order keyed
- * by (seed, epoch, rank), groups them into windows of WINDOW consecutive shards and delivers each
- * window's records in an order keyed by (seed, epoch, rank, window). Without SHUFFLE: the rank's
- * shards in dataset order, records in order. per_rank: STK_DIST_EXACT this rank's records;
- * PAD the largest rank's (a smaller rank wraps around its own list); DROP the smallest rank's.
- * STK_E_INVALID for WINDOW outside 1..STK__MAX_WINDOW or an empty shard table, STK_E_RANGE when
- * there are fewer shards than ranks. stk__plan_resume on such a plan takes CONSUMED = k * world
- * (every rank took k samples; same world size only: another world size goes through
- * stk__rest_take and stk__plan_init_rest below).
+ * by (seed, epoch, rank). With SHUFFLE and 1 < WINDOW < the rank's shard count the windows are
+ * **staggered**: each shard's records are cut into WINDOW slices in an order keyed by (seed,
+ * epoch, shard); window k holds slice k - i of the shard at place i for every place i in
+ * [k - WINDOW + 1, k], so that each window brings in one new shard and retires one, and the
+ * records of each window come in an order keyed by (seed, epoch, rank, window); a shard's records
+ * span WINDOW consecutive windows. Otherwise (no shuffle, WINDOW 1, or WINDOW at least the
+ * rank's shard count) windows are WINDOW consecutive shards, each window's records in a keyed
+ * order (identity without SHUFFLE: the rank's shards in dataset order, records in order).
+ * per_rank: STK_DIST_EXACT this rank's records; PAD the largest rank's (a smaller rank wraps
+ * around its own list); DROP the smallest rank's. STK_E_INVALID for WINDOW outside
+ * 1..STK__MAX_WINDOW or an empty shard table, STK_E_RANGE when there are fewer shards than ranks.
+ * stk__plan_resume on such a plan takes CONSUMED = k * world (every rank took k samples; same
+ * world size only: another world size goes through stk__rest_take and stk__plan_init_rest below).
  */
 int stk__plan_init_shards(stk__plan *p, const stk__shard_table *t, uint32_t window, uint64_t seed,
                           uint64_t epoch, int shuffle, uint32_t rank, uint32_t world, int mode);
@@ -116,6 +125,8 @@ uint32_t stk__plan_shard_at(const stk__plan *p, uint32_t i);
 /* The position one past the end of the window that this rank's sample POS falls in (a pure
  * function of the plan; loads that window as stk__plan_index does). */
 uint64_t stk__plan_window_end(stk__plan *p, uint64_t pos);
+/* The windows of this rank's epoch (some may be empty). */
+uint64_t stk__plan_windows(const stk__plan *p);
 
 /*
  * Elastic resume inside a shard-window epoch. The epoch's history is a list of segments, each
@@ -124,8 +135,8 @@ uint64_t stk__plan_window_end(stk__plan *p, uint64_t pos);
  * whole epoch as stk__plan_init_shards does; segment j >= 1 splits what segments 0..j-1 left:
  * the shards with records left, dealt to the ranks by a permutation keyed by (seed, epoch, j)
  * (rank r takes its positions r, r + world, ...), each rank's shards in an order keyed by
- * (seed, epoch, rank, j), windows of their records left, each window's records in an order keyed
- * by (seed, epoch, rank, window, j). Every record is in exactly one segment's deal; a rank reads
+ * (seed, epoch, rank, j), windows (staggered or not, as above) of their records left, each
+ * shard's slices and each window's records in orders keyed with j too. Every record is in exactly one segment's deal; a rank reads
  * only the shards dealt to it.
  */
 /* R = the whole epoch of table T (segment 0, nothing taken). STK_E_NOMEM. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * loader_order.c — which order a loader's epochs take: the exact global shuffle (order.c) or, with
- * STK_P_SHUFFLE_WINDOW = W > 0, the shard-window order (shards dealt to ranks, W shards' records
- * shuffled together; docs/S3.md). Every place that needs an epoch's plan asks here, so the
+ * STK_P_SHUFFLE_WINDOW = W > 0, the shard-window order (shards dealt to ranks, windows that mix
+ * slices of W shards; docs/S3.md). Every place that needs an epoch's plan asks here, so the
  * consumer, the reader's cursor and the resume arithmetic always agree on the order. An epoch
  * resumed from a run of another world size (stk_loader_resume_segments) is planned on what that
  * run left of it (h->sw_rest). A subset (stk_loader_set_indices) in the shard-window order is

@@ -9,8 +9,8 @@
  * request leaves as soon as a request slot is free, not once a shard has ended), and the fetch
  * thread finishes each as it comes back (placed, opened, every
  * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
- * is attached. A window's shards are detached — and so become evictable — once the reader has
- * handed out the window's last position and every sample of them has been processed (a count
+ * is attached. A shard is detached — and so becomes evictable — once the reader has handed out
+ * the last position of the last window that lists it and every sample of it has been processed (a count
  * per shard: +1 in WORK, -1 when a decode worker is done with the sample, a substitute drawn
  * from the same shard included: loader_bad.c). No thread holds h->mu across a fetch; a fatal fetch error
  * becomes the pipeline's error (the consumer's next fails with it, naming the shard and the
@@ -165,15 +165,10 @@ static uint64_t *entry(const stk_loader *h, uint64_t e) { return h->st_ring + (e
  * read out (h->mu held; the detach itself is quick: close calls). Returns how many. */
 static int release_done(stk_loader *h)
 {
-    while (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor) {
-        uint64_t *en = entry(h, h->st_head);
-        int busy = 0;
-        for (uint64_t i = 0; i < en[1]; i++)
-            busy |= atomic_load(&h->st_inflight[en[2 + i]]) != 0;
-        if (busy)
-            break;
+    /* windows wholly handed out; their shards' samples still out are counted per shard below
+     * (staggered windows share shards: a window's shards are mostly still read in the next) */
+    while (h->st_head < h->st_tail && entry(h, h->st_head)[0] <= h->st_cursor)
         h->st_head++;
-    }
     int n = 0;
     for (uint32_t s = 0; s < h->sw_tab.n; s++) {
         if (!h->st_resident[s] || atomic_load(&h->st_inflight[s]))

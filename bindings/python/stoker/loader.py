@@ -159,8 +159,10 @@ class Loader(PassIteration, ConsumerThread, LoaderInfo, HeldBatches, ResumeState
         ~/.cache/stoker) and its size limit in bytes (default STOKER_CACHE_BYTES, else none;
         a limit below one shard is an error naming it; a limit below the dataset streams it).
       shuffle_window: W >= 1 = the shard-window order (STK_P_SHUFFLE_WINDOW; docs/S3.md "The
-        shard-window shuffle"): shards in a seeded order per epoch (dealt to ranks by shard), the
-        records of each W consecutive shards shuffled together. On an s3:// path it also asks
+        shard-window shuffle"): shards in a seeded order per epoch (dealt to ranks by shard),
+        each shard's records spread over W consecutive windows that each mix slices of W shards
+        (one shard comes in and one goes out per window; at most W shards read at once). On an
+        s3:// path it also asks
         for streaming even when the cache could hold the whole set: the first epoch starts at
         once and reads at the link's pace, several shards fetched at once ahead of the reader,
         and every shard stays in the cache for later epochs. None/0 = the exact global shuffle,

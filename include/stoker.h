@@ -161,24 +161,24 @@ typedef enum stk_param {
     STK_P_SHUFFLE_WINDOW = 117, /**< I 0..256: the epoch order. 0 = the exact global order (a
                                      permutation of every record) [0]. W >= 1 = the shard-window
                                      order, for a dataset read through a cache smaller than itself
-                                     (docs/S3.md): shards dealt to ranks once by the seed (each
-                                     rank reads only its own shards), each epoch a rank's shards
-                                     in a seeded order; window k shuffles together a slice (1/W)
-                                     of each of the shards at places k-W+1..k, so each window
-                                     brings in one shard and retires one and at most W shards
-                                     are read at once (W >= a rank's shard count: its records in
-                                     one window, a uniform shuffle). Deterministic for any worker count; exact
+                                     (docs/S3.md): shards dealt to ranks once by the seed (each rank
+                                     reads only its own shards), each epoch a rank's shards in a
+                                     seeded order; window k shuffles together a slice (1/W) of each
+                                     of the shards at places k-W+1..k, so each window brings in one
+                                     shard and retires one and at most W shards are read at once
+                                     (W >= a rank's shard count: its records in one window, a
+                                     uniform shuffle). Deterministic for any worker count; exact
                                      resume with the same world size (stk_loader_seek, or
-                                     stk_loader_resume with a consumed count from a run of the
-                                     same world size); exact elastic resume on another world size
-                                     with stk_loader_tell_segments / stk_loader_resume_segments. Dataset of shards only. With
-                                     stk_loader_set_indices (since 0.5): the same order on the
-                                     list's entries grouped by shard, only shards holding an entry
-                                     dealt (docs/S3.md "Subsets"). An s3:// dataset streamed through a
-                                     smaller cache always takes this order: 0 then means W =
-                                     limit / largest shard / 2 (at least 1); a window the cache
-                                     cannot hold fails the start (STK_E_TOO_LARGE). Set before
-                                     stk_loader_open, it also makes an s3:// dataset stream
+                                     stk_loader_resume with a consumed count from a run of the same
+                                     world size); exact elastic resume on another world size with
+                                     stk_loader_tell_segments / stk_loader_resume_segments. Dataset
+                                     of shards only. With stk_loader_set_indices (since 0.5): the
+                                     same order on the list's entries grouped by shard, only shards
+                                     holding an entry dealt (docs/S3.md "Subsets"). An s3:// dataset
+                                     streamed through a smaller cache always takes this order: 0
+                                     then means W = limit / largest shard / 2 (at least 1); a window
+                                     the cache cannot hold fails the start (STK_E_TOO_LARGE). Set
+                                     before stk_loader_open, it also makes an s3:// dataset stream
                                      (STK_P_STREAM) even when the cache could hold it: a cold
                                      cache's first epoch at the link's pace. (since 0.5) */
     STK_P_FAULT_EIO_PPM = 120,  /**< I 0..1e6: inject EIO on this many reads per million [0] */

@@ -3,11 +3,12 @@
  * shard tables of uneven sizes: every record exactly once per epoch (world 1; EXACT over several
  * ranks), ranks read disjoint shard sets whose union is every shard, the same sets every epoch;
  * each window delivers exactly its shards' share of records before the next starts (staggered
- * windows: a slice of each of W shards; else W shards whole), at most W shards open at once; epochs and seeds differ; the order is a pure function (a second plan and a plan
- * read backwards give the same indices); resume at k samples per rank gives exactly the rest;
- * PAD / DROP sizes; bad arguments refused. A subset's table (stk__shard_table.live: only the
- * listed shards dealt, the others empty): every record once, no unlisted shard in any rank's
- * list or window, the live shards split disjointly, fewer live shards than ranks refused. */
+ * windows: a slice of each of W shards; else W shards whole), at most W shards open at once; epochs
+ * and seeds differ; the order is a pure function (a second plan and a plan read backwards give the
+ * same indices); resume at k samples per rank gives exactly the rest; PAD / DROP sizes; bad
+ * arguments refused. A subset's table (stk__shard_table.live: only the listed shards dealt, the
+ * others empty): every record once, no unlisted shard in any rank's list or window, the live shards
+ * split disjointly, fewer live shards than ranks refused. */
 #include "testutil.h"
 
 #include "common.h"

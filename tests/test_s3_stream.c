@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_s3_stream — an s3:// dataset (the `s3` fixture's radosgw) read by the loader through a
- * cache of a quarter of its size (docs/S3.md "Streaming"): the open fetches no shard; every record
+ * cache of a quarter of its size (docs/S3.md "Streaming"): the open fetches no shard, its small
+ * reads one request per shard and one more (one round trip); every record
  * exactly once per epoch, each as long as the local copy's (and CRC-checked by the reader), in the
  * shard-window order the sampler computes for the same seed; the same sequence with 1 and 3
  * workers (and 1 and 2 I/O threads); a seek mid-epoch delivers exactly the rest; the next epoch
@@ -46,6 +47,12 @@ int main(void)
             (unsigned long long)fs.shards_fetched);
     T_CHECK(stk_dataset_count(ds) == d.n, "count %llu, want %llu",
             (unsigned long long)stk_dataset_count(ds), (unsigned long long)d.n);
+    /* its small reads in one round: each shard's head (LMDB's meta pages and page 2, where a
+     * compacted copy as the packer writes puts the main database's root) and shard 0's tail (its
+     * `meta` database): no request for a root or a meta page after them */
+    T_CHECK(fs.requests == d.nshards + 1 && fs.retries == 0, "the open sent %llu requests (%llu "
+            "retried) for %u shards, want %u", (unsigned long long)fs.requests,
+            (unsigned long long)fs.retries, d.nshards, d.nshards + 1);
     stk_dataset_destroy(ds);
 
     /* epoch 0 with 1 worker: every record once, in the sampler's shard-window order */

@@ -131,12 +131,12 @@ uint64_t stk__plan_windows(const stk__plan *p);
 /*
  * Elastic resume inside a shard-window epoch. The epoch's history is a list of segments, each
  * (world, window, taken): a run of WORLD ranks with windows of WINDOW shards, every rank having
- * taken its first TAKEN samples (a rank with a smaller share all of it). Segment 0 splits the
- * whole epoch as stk__plan_init_shards does; segment j >= 1 splits what segments 0..j-1 left:
- * the shards with records left, dealt to the ranks by a permutation keyed by (seed, epoch, j)
- * (rank r takes its positions r, r + world, ...), each rank's shards in an order keyed by
- * (seed, epoch, rank, j), windows (staggered or not, as above) of their records left, each
- * shard's slices and each window's records in orders keyed with j too. Every record is in exactly one segment's deal; a rank reads
+ * taken its first TAKEN samples (a rank with a smaller share all of it). Segment 0 splits the whole
+ * epoch as stk__plan_init_shards does; segment j >= 1 splits what segments 0..j-1 left: the shards
+ * with records left, dealt to the ranks by a permutation keyed by (seed, epoch, j) (rank r takes
+ * its positions r, r + world, ...), each rank's shards in an order keyed by (seed, epoch, rank, j),
+ * windows (staggered or not, as above) of their records left, each shard's slices and each window's
+ * records in orders keyed with j too. Every record is in exactly one segment's deal; a rank reads
  * only the shards dealt to it.
  */
 /* R = the whole epoch of table T (segment 0, nothing taken). STK_E_NOMEM. */

@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 /* LMDB meta page fields (the newer of pages 0 and 1 is the current one) */
-#define HEAD_BYTES 8192u      /* two meta pages of LMDB's usual 4 KiB pages (larger: one more read) */
+#define HEAD_BYTES 12288u     /* LMDB's two meta pages and page 2 at its usual 4 KiB pages */
+#define TAIL_BYTES 8192u      /* read of shard 0's end with its heads (its `meta` database) */
 #define META_BYTES 160u       /* what is read of a meta page */
 #define SMALL_INFLIGHT 64     /* the open's small reads in flight at once (at least) */
 
@@ -88,23 +89,34 @@ static int head_targets(stk__remote *r, stk__s3_cfg *small, int fd, uint64_t txn
     return stk__target_meta_parse(v, name, t, err);
 }
 
+/* Whether page PG (of PSIZE bytes) is in the sparse copy FD already: an LMDB page begins with its
+ * own number (a page not fetched yet reads zero; PG > 1). */
+static int have_page(int fd, uint64_t pg, uint32_t psize)
+{
+    uint8_t h[8];
+    return stk__pread_full(fd, h, sizeof h, pg * psize) == STK_OK && le64(h) == pg;
+}
+
 /*
- * The record count of every shard without fetching it: the first HEAD_BYTES (LMDB's two meta
- * pages at 4 KiB pages; a larger page size reads its second meta page in one more round) of each
- * shard by one ranged GET each, into a sparse file of the shard's size; the newer meta names the
- * main database's root page, fetched next (one page: a stoker shard names 2-4 databases, so that
- * root is a leaf); stk__lmdb_tree_open then reads the `records` database's record from it with
- * pread, and its entry count is the shard's. The count is checked again when the shard is
- * fetched whole and opened (stk__remote_attach). These reads are small (a few KiB): all of them
- * are in flight at once (STOKER_S3_INFLIGHT, at least SMALL_INFLIGHT), so that each round costs
- * one round trip whatever the shard count. Then the dataset's targets from shard 0's meta
- * (head_targets: one round more) into *TINFO.
+ * The record count of every shard without fetching it: the first HEAD_BYTES of each shard (LMDB's
+ * two meta pages at 4 KiB pages, and page 2; a larger page size reads its second meta page in
+ * one more round) by one ranged GET each, into a sparse file of the shard's size; the newer meta
+ * names the main database's root page (one page: a stoker shard names 2-4 databases, so that
+ * root is a leaf), fetched next unless a read so far brought it — in the shards stk_writer
+ * writes it is page 2 (seen, not promised by LMDB: docs/S3.md); stk__lmdb_tree_open then reads
+ * the `records` database's record from it with pread, and its entry count is the shard's. The
+ * count is checked again when the shard is fetched whole and opened (stk__remote_attach). These
+ * reads are small (a few KiB): all of them are in flight at once (STOKER_S3_INFLIGHT, at least
+ * SMALL_INFLIGHT), so that each round costs one round trip whatever the shard count. Then the
+ * dataset's targets from shard 0's meta (head_targets) into *TINFO: the first round also read
+ * shard 0's last TAIL_BYTES, where stk_writer's shards hold their `meta` database (a leaf), so
+ * that head_targets needs no round of its own; a page found missing (zero) is fetched then.
  */
 static int head_counts(stk__remote *r, uint64_t *count, stk_target_info *tinfo, char *err)
 {
     size_t n = r->n;
     int *fds = malloc(n * sizeof *fds);
-    stk__s3_fetch *fx = calloc(n, sizeof *fx);
+    stk__s3_fetch *fx = calloc(n + 1, sizeof *fx);
     char path[PATH_MAX + 64];
     int rc = fds && fx ? STK_OK : STK_E_NOMEM;
     for (size_t i = 0; fds && i < n; i++)
@@ -117,11 +129,15 @@ static int head_counts(stk__remote *r, uint64_t *count, stk_target_info *tinfo, 
             rc = stk__err(err, -errno, "%s: %s", path, strerror(errno));
         fx[i] = (stk__s3_fetch){r->objs[i].key, STK__MIN(r->objs[i].size, HEAD_BYTES), fds[i], 0};
     }
+    size_t nfx = n; /* shard 0's tail beside the heads: its `meta` database, most likely */
+    if (rc == STK_OK && n && r->objs[0].size >= HEAD_BYTES + TAIL_BYTES)
+        fx[nfx++] = (stk__s3_fetch){r->objs[0].key, TAIL_BYTES, fds[0],
+                                    r->objs[0].size - TAIL_BYTES};
     stk__s3_cfg small = r->cfg;
     small.inflight = STK__MAX(small.inflight, SMALL_INFLIGHT);
     if (rc == STK_OK) {
         stk__s3_stats got = {0};
-        rc = stk__s3_get_many(&small, r->bucket, fx, n, &got, err);
+        rc = stk__s3_get_many(&small, r->bucket, fx, nfx, &got, err);
         stk__fetch_ctr_add(&r->ctr, &got);
         stk__fetch_ctr_starved(&r->ctr, got.seconds); /* the open waits for the heads */
     }
@@ -173,7 +189,7 @@ static int head_counts(stk__remote *r, uint64_t *count, stk_target_info *tinfo, 
                           "the file", r->url, name, (unsigned long long)root);
             break;
         }
-        if (off + psize > HEAD_BYTES)
+        if (!have_page(fds[i], root, psize))
             fx[k++] = (stk__s3_fetch){r->objs[i].key, psize, fds[i], off};
     }
     if (rc == STK_OK && k) {

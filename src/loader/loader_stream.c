@@ -1,20 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * loader_stream.c — an s3:// dataset read through the cache shard by shard (docs/S3.md
- * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of
- * the shard-window order (order.c), and queues each shard it will need in that order; it begins
- * them in that order (room taken in the cache: remote.c) while a download slot is free and the
- * cache has room, download threads fetch up to STOKER_S3_SHARDS + 1 of them at once (sharing
- * the request slots: the last begun waits for those the others free, so the next shard's first
- * request leaves as soon as a request slot is free, not once a shard has ended), and the fetch
- * thread finishes each as it comes back (placed, opened, every
- * record checked: attached); WORK (loader_pipeline.c) hands out a position only once its shard
- * is attached. A shard is detached — and so becomes evictable — once the reader has handed out
- * the last position of the last window that lists it and every sample of it has been processed (a count
- * per shard: +1 in WORK, -1 when a decode worker is done with the sample, a substitute drawn
- * from the same shard included: loader_bad.c). No thread holds h->mu across a fetch; a fatal fetch error
- * becomes the pipeline's error (the consumer's next fails with it, naming the shard and the
- * endpoint).
+ * "Streaming"): the fetch thread walks the run's order ahead of the reader, window by window of the
+ * shard-window order (order.c), and queues each shard it will need in that order; it begins them in
+ * that order (room taken in the cache: remote.c) while a download slot is free and the cache has
+ * room, download threads fetch up to STOKER_S3_SHARDS + 1 of them at once (sharing the request
+ * slots: the last begun waits for those the others free, so the next shard's first request leaves
+ * as soon as a request slot is free, not once a shard has ended), and the fetch thread finishes
+ * each as it comes back (placed, opened, every record checked: attached); WORK (loader_pipeline.c)
+ * hands out a position only once its shard is attached. A shard is detached — and so becomes
+ * evictable — once the reader has handed out the last position of the last window that lists it and
+ * every sample of it has been processed (a count per shard: +1 in WORK, -1 when a decode worker is
+ * done with the sample, a substitute drawn from the same shard included: loader_bad.c). No thread
+ * holds h->mu across a fetch; a fatal fetch error becomes the pipeline's error (the consumer's next
+ * fails with it, naming the shard and the endpoint).
  */
 #include "loader_internal.h"
 #include "remote.h"

@@ -268,11 +268,12 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
             big = i;
         }
     }
-    if (cache.limit && biggest > cache.limit) {
+    if (cache.limit && biggest + SIDE_BYTES > cache.limit) { /* what a fetch of it reserves */
         rc = stk__err(ds->err, STK_E_TOO_LARGE,
                       "%s: the cache limit (%llu bytes, %s) is smaller than one shard: %s has "
-                      "%llu bytes", url, (unsigned long long)cache.limit, cache.root,
-                      all[big].key + plen, (unsigned long long)biggest);
+                      "%llu bytes, and its fetch takes %u bytes more for its side files", url,
+                      (unsigned long long)cache.limit, cache.root, all[big].key + plen,
+                      (unsigned long long)biggest, (unsigned)SIDE_BYTES);
         goto out;
     }
     if ((cache.limit && total + (uint64_t)n * SIDE_BYTES > cache.limit) || ds->stream) {
@@ -435,7 +436,8 @@ uint64_t stk__remote_limit(const stk_dataset *ds)
 
 uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s)
 {
-    return stk__remote_streaming(ds) && s < ds->remote->n ? ds->remote->objs[s].size : 0;
+    return stk__remote_streaming(ds) && s < ds->remote->n ? ds->remote->objs[s].size + SIDE_BYTES
+                                                          : 0;
 }
 
 int stk__remote_shards_inflight(const stk_dataset *ds)

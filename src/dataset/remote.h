@@ -26,7 +26,9 @@ int stk__remote_streaming(const stk_dataset *ds);
  * streamed; streamed, from the end of S's first attach on (its rows are read with it; until then
  * they are zero). Thread-safe. */
 int stk__remote_rows_ready(const stk_dataset *ds, uint32_t s);
-/* The cache limit of a streamed dataset (0 otherwise); bytes of shard S's file. */
+/* The cache limit of a streamed dataset (0 otherwise); the cache bytes that fetching shard S
+ * takes: its file's size and the reserve for its side files (what stk__remote_begin asks of the
+ * cache; 0 when not streamed). */
 uint64_t stk__remote_limit(const stk_dataset *ds);
 uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s);
 /* Shards a streaming loader keeps in flight at once (STOKER_S3_SHARDS, read at open). */

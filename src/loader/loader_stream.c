@@ -46,7 +46,8 @@ struct stk__stream {
 
 static uint64_t key_of(uint64_t epoch, uint64_t pos) { return (epoch << 40) | pos; }
 
-/* The W largest shards' bytes (what one window may need at most). */
+/* The W largest shards' cache bytes (each with its side files' reserve, as a fetch takes them):
+ * what the W shards read at once may need at most. */
 static uint64_t largest_window(const stk_loader *h, uint32_t w)
 {
     uint32_t n = h->sw_tab.n;
@@ -85,7 +86,8 @@ int stk__loader_stream_config(stk_loader *h)
     uint64_t need = largest_window(h, h->sw_window);
     if (limit && need > limit) /* limit 0: none (streamed by request: a window set at open) */
         return stk__err(h->err, STK_E_TOO_LARGE, "the cache limit (%llu bytes) cannot hold a "
-                        "window of %u shards (the %u largest: %llu bytes): lower "
+                        "window of %u shards (the %u largest, each with the 64 KiB its fetch "
+                        "reserves for side files: %llu bytes): lower "
                         "STK_P_SHUFFLE_WINDOW or raise the cache limit",
                         (unsigned long long)limit, h->sw_window, h->sw_window,
                         (unsigned long long)need);

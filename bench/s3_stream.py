@@ -197,12 +197,13 @@ def prepare(args, s3):
 
 
 def start_proxy(args, work):
-    up = int(os.environ["AWS_ENDPOINT_URL"].rstrip("/").rsplit(":", 1)[1])
+    host, up = os.environ["AWS_ENDPOINT_URL"].rstrip("/").split("//", 1)[1].rsplit(":", 1)
     pf = os.path.join(work, "proxy.port")
     if os.path.exists(pf):
         os.unlink(pf)
-    env = dict(os.environ, STK_PROXY_RATE_MBIT=str(args.rate_mbit), STK_PROXY_DELAY_MS=str(args.delay_ms))
-    p = subprocess.Popen([sys.executable, PROXY, str(up), pf, os.path.join(work, "proxy.log"), "0"], env=env)
+    env = dict(os.environ, STK_PROXY_RATE_MBIT=str(args.rate_mbit), STK_PROXY_DELAY_MS=str(args.delay_ms),
+               STK_PROXY_UPSTREAM_HOST=host)
+    p = subprocess.Popen([sys.executable, PROXY, up, pf, os.path.join(work, "proxy.log"), "0"], env=env)
     while not os.path.exists(pf):
         time.sleep(0.05)
     return p, "http://127.0.0.1:%s" % open(pf).read().strip()
@@ -247,6 +248,9 @@ def main():
     ap.add_argument("--bucket", default="stk-bench-stream")
     ap.add_argument("--rate-mbit", type=float, default=1000.0)
     ap.add_argument("--delay-ms", type=float, default=20.0)
+    ap.add_argument("--link-mbit", type=float, default=0.0,
+                    help="with --rate-mbit 0: the rate of a link shaped outside the proxy "
+                         "(bench/s3_netns.sh), for the nominal ratios")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--shard-mb", type=int, default=4)
@@ -340,9 +344,10 @@ def main():
         proxy.kill()
         proxy.wait()
     med = {k: statistics.median(r["ips"] for r in v) for k, v in res.items() if v}
-    link_ips = n / (sets["stoker"][2] / (args.rate_mbit * 1e6 / 8))
+    mbit = args.rate_mbit or args.link_mbit  # the proxy's rate, or a link shaped outside it
+    link_ips = n / (sets["stoker"][2] / (mbit * 1e6 / 8))
     print("\n%d images, stoker shards %.1f MB, MDS %.1f MB, tars %.1f MB; link %g Mbit/s, %g ms per request"
-          % (n, sets["stoker"][2] / 1e6, sets["mds"][2] / 1e6, sets["wds"][2] / 1e6, args.rate_mbit, args.delay_ms))
+          % (n, sets["stoker"][2] / 1e6, sets["mds"][2] / 1e6, sets["wds"][2] / 1e6, mbit, args.delay_ms))
     cpu = {k: statistics.median(1e3 * r["cpu_s"] / n for r in v) for k, v in res.items() if v}
     for k, v in med.items():
         print("median %-16s %7.1f img/s  %5.2f CPU-ms/img  (runs: %s)" % (

@@ -13,6 +13,8 @@
 #                            self-signed certificate STK_S3_CA_BUNDLE (for AWS_CA_BUNDLE)
 #   s3-server.sh stop DIR    stop gateway, OSD, monitor (in that order) and remove DIR
 #
+# Env STK_S3_EXTRA_ADDR: an address of this host that the gateway listens on too, on the same
+# port (bench/s3_netns.sh: the far end of a shaped link).
 # Exit 77 when the Ceph packages are missing (scripts/deps.sh test installs them).
 # Why these settings, and the measured times: docs/S3.md.
 set -euo pipefail
@@ -106,7 +108,7 @@ osd_objectstore = memstore
 keyring = $dir/osd/keyring
 memstore_device_bytes = 4294967296
 [client.rgw.stk]
-rgw_frontends = beast endpoint=127.0.0.1:$rgw_port ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key
+rgw_frontends = beast endpoint=127.0.0.1:$rgw_port${STK_S3_EXTRA_ADDR:+ endpoint=$STK_S3_EXTRA_ADDR:$rgw_port} ssl_endpoint=127.0.0.1:$tls_port ssl_certificate=$dir/tls.crt ssl_private_key=$dir/tls.key
 rgw_data = $dir/rgw
 rgw_dns_name = localhost
 rgw_init_timeout = 60

@@ -4,10 +4,10 @@
     python3 tests/s3_fault_proxy.py UPSTREAM_PORT PORT_FILE LOG_FILE [EVERY]
 
 Listens on 127.0.0.1 (a free port, written to PORT_FILE), forwards each request unchanged to
-127.0.0.1:UPSTREAM_PORT (SigV4 signs the Host header the client used; radosgw checks the
-signature against the same header, so a transparent hop keeps it valid), and spoils every
-EVERY-th request's answer (default 3), cycling through the faults a real link and a busy server
-produce:
+UPSTREAM_PORT on 127.0.0.1, or on the host STK_PROXY_UPSTREAM_HOST names (SigV4 signs the Host
+header the client used; radosgw checks the signature against the same header, so a transparent
+hop keeps it valid), and spoils every EVERY-th request's answer (default 3), cycling through the
+faults a real link and a busy server produce:
   reset      the connection closed before any answer
   slowdown   503 with S3's <Code>SlowDown</Code> body (the server's answer is dropped)
   truncate   the answer's headers and half its body, then the connection closed
@@ -22,7 +22,10 @@ spoils nothing.
 A slow link (this kernel has no sch_netem for `tc netem`), exactly this and no more:
   STK_PROXY_DELAY_MS   every request's answer starts this many ms after the request arrived
                        (one round trip per request on a kept-alive connection: the RTT's cost to
-                       a request/response protocol; not per-packet delay, no TCP slow start)
+                       a request/response protocol; not per-packet delay, no TCP slow start);
+                       without STK_PROXY_RATE_MBIT the request goes upstream this many ms after
+                       it arrived (the rate then comes from a link shaped by the kernel between
+                       the proxy and its upstream: bench/s3_netns.sh)
   STK_PROXY_RATE_MBIT  the answers of all connections together leave at this many Mbit/s (10^6
                        bit/s of HTTP bytes, headers included): a shared schedule in 64 KiB
                        chunks, each sent when the link would have finished it (no bursts)
@@ -46,6 +49,7 @@ import threading
 import time
 
 FAULTS = ["reset", "slowdown", "truncate", "stall", "500"]
+UPSTREAM_HOST = os.environ.get("STK_PROXY_UPSTREAM_HOST", "127.0.0.1")
 RATE = float(os.environ.get("STK_PROXY_RATE_MB_S", "0")) * 1e6
 BODIES = {"lock": threading.Lock(), "free_at": 0.0}
 
@@ -92,7 +96,7 @@ def forward(up_port, head, body):
     whole answer: (head, body) of the response."""
     lines = [l for l in head.split(b"\r\n") if not l.lower().startswith(b"connection:")]
     req = b"\r\n".join(lines) + b"\r\nConnection: close\r\n\r\n" + body
-    s = socket.create_connection(("127.0.0.1", up_port))
+    s = socket.create_connection((UPSTREAM_HOST, up_port))
     s.sendall(req)
     resp = b""
     while True:
@@ -136,8 +140,17 @@ class Link:
         self.lock = threading.Lock()
         self.free_at = 0.0   # when the link has sent everything scheduled so far
 
+    def request(self, t_arrived):
+        """Without a rate of its own (the link shaped outside, bench/s3_netns.sh) the delay is
+        spent before the request goes upstream: it then adds to the answer's transfer over the
+        shaped link rather than overlapping it."""
+        if self.delay and not self.bps:
+            wait = t_arrived + self.delay - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+
     def send(self, conn, data, t_arrived):
-        if self.delay:
+        if self.delay and self.bps:
             wait = t_arrived + self.delay - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
@@ -232,6 +245,7 @@ def serve(conn, up_port, state, log):
                              b"Content-Length: %d\r\n\r\n" % len(xml) + xml)
                 continue
             HOLD.wait(head)
+            LINK.request(t_arrived)
             rhead, rbody = answer(*forward(up_port, head, body))
             if fault == "truncate":
                 conn.sendall(rhead + rbody[:len(rbody) // 2])

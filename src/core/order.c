@@ -305,7 +305,6 @@ static void load_window(stk__plan *p, uint64_t k, uint64_t lo)
     }
     p->win_k = k;
     p->win_n = n;
-    p->win_i0 = first;
     p->win_lo = lo;
     p->win_hi = lo + end;
     stk__perm_init(&p->win_perm, end, p->seed ^ SW_WIN, window_key(p, k), !p->shuffle);

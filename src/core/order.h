@@ -76,7 +76,6 @@ typedef struct stk__plan {
      * it) */
     uint64_t win_k, win_lo, win_hi; /* window number, its positions [win_lo, win_hi) */
     uint32_t win_n;                 /* shards in it */
-    uint32_t win_i0;                /* staggered: the place of its first shard in the rank's list */
     uint32_t win_shard[STK__MAX_WINDOW];
     uint64_t win_end[STK__MAX_WINDOW]; /* cumulative record counts in the window */
     uint64_t win_ulo[STK__MAX_WINDOW]; /* staggered: each shard's slice starts there (in its

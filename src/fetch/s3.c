@@ -389,35 +389,72 @@ static const char *auth_hint(const char *why)
     return "";
 }
 
-/* A slot of budget B, if one is free (see stk__s3_budget in s3.h). */
-static int budget_take(stk__s3_budget *b)
+/* A slot of budget B for the call holding TICKET, if one is free and no call that started
+ * before it waits for one (see stk__s3_budget in s3.h); else the call is listed as waiting, with
+ * MULTI to wake, in the same hold of the lock (a slot given back after the failed take wakes
+ * its next poll). */
+static int budget_take(stk__s3_budget *b, uint64_t ticket, CURLM *multi, int *wanting)
 {
     pthread_mutex_lock(&b->mu);
     int ok = b->free > 0;
+    for (int i = 0; i < b->nwait && ok; i++)
+        ok = b->wait_ticket[i] >= ticket;
     b->free -= ok;
+    if (!ok && !*wanting && b->nwait < STK__S3_BUDGET_WAITERS) {
+        b->wait_ticket[b->nwait] = ticket;
+        b->wait_multi[b->nwait++] = multi;
+        *wanting = 1;
+    }
     pthread_mutex_unlock(&b->mu);
     return ok;
 }
 
+/* Give N slots back to B and wake every call waiting for one (the first of them takes it). */
 static void budget_give(stk__s3_budget *b, int n)
 {
     if (n <= 0)
         return;
     pthread_mutex_lock(&b->mu);
     b->free += n;
-    pthread_cond_broadcast(&b->cv);
+    for (int i = 0; i < b->nwait; i++)
+        curl_multi_wakeup(b->wait_multi[i]);
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Wait up to MS for a slot of B to be given back (the caller then tries to take it). */
-static void budget_wait(stk__s3_budget *b, int ms)
+/* The call of TICKET waits for a slot of B no longer (see budget_take). */
+static void budget_unwant(stk__s3_budget *b, uint64_t ticket, int *wanting)
 {
-    struct timespec ts;
-    stk__deadline(&ts, ms);
+    if (!*wanting)
+        return;
     pthread_mutex_lock(&b->mu);
-    if (b->free <= 0)
-        pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+    for (int i = 0; i < b->nwait; i++)
+        if (b->wait_ticket[i] == ticket) {
+            b->nwait--;
+            b->wait_ticket[i] = b->wait_ticket[b->nwait];
+            b->wait_multi[i] = b->wait_multi[b->nwait];
+            break;
+        }
+    *wanting = 0;
     pthread_mutex_unlock(&b->mu);
+}
+
+/* Whether a call that started before the call of TICKET waits for a slot of B. */
+static int budget_earlier_waits(stk__s3_budget *b, uint64_t ticket)
+{
+    pthread_mutex_lock(&b->mu);
+    int w = 0;
+    for (int i = 0; i < b->nwait && !w; i++)
+        w = b->wait_ticket[i] < ticket;
+    pthread_mutex_unlock(&b->mu);
+    return w;
+}
+
+static uint64_t budget_ticket(stk__s3_budget *b)
+{
+    pthread_mutex_lock(&b->mu);
+    uint64_t t = b->tickets++;
+    pthread_mutex_unlock(&b->mu);
+    return t;
 }
 
 /* Run the N requests (each until done or out of retries), at most c->inflight at once, in their
@@ -436,6 +473,8 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
     double t0 = stk__now();
     size_t done = 0, first = 0; /* rs[0..first) are all done */
     int active = 0, held = 0, rc = STK_OK; /* held: slots of c->budget, >= active */
+    uint64_t ticket = c->budget ? budget_ticket(c->budget) : 0;
+    int wanting = 0; /* listed in c->budget as waiting for a slot */
     while (done < n && rc == STK_OK) {
         if (c->cancel && atomic_load(c->cancel)) {
             rc = stk__err(err, STK_E_CANCELLED, "S3 requests cancelled (endpoint %s)", c->endpoint);
@@ -453,7 +492,7 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
             if (r->state != S_NEW && r->state != S_WAIT)
                 continue;
             if (c->budget && held == active) {
-                if (!budget_take(c->budget))
+                if (!budget_take(c->budget, ticket, m, &wanting))
                     break;
                 held++;
             }
@@ -521,21 +560,24 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
             double t = stk__now();
             for (size_t i = first; i < n; i++)
                 fresh += rs[i].state == S_NEW || (rs[i].state == S_WAIT && rs[i].retry_at <= t);
-            int keep = active + STK__MIN(fresh, c->inflight - active);
+            /* a slot kept for our next request, unless an earlier call waits for one */
+            int keep = active;
+            if (fresh && !budget_earlier_waits(c->budget, ticket))
+                keep += STK__MIN(fresh, c->inflight - active);
             budget_give(c->budget, held - keep); /* nothing of ours to ask for: to the others */
             held = STK__MIN(held, keep);
-            if (!active && !held && fresh) { /* every slot is another call's: wait for one */
-                budget_wait(c->budget, 50);
-                continue;
-            }
+            if (!fresh || active >= c->inflight) /* no slot wanted now */
+                budget_unwant(c->budget, ticket, &wanting);
         }
-        int wait_ms = 100;
+        int wait_ms = 100; /* a slot given back to us wakes the poll (budget_give) */
         if (!active && next_retry > 0)
             wait_ms = (int)STK__MAX(1.0, STK__MIN(5000.0, (next_retry - stk__now()) * 1000.0));
         curl_multi_poll(m, NULL, 0, wait_ms, NULL);
     }
-    if (c->budget)
+    if (c->budget) {
+        budget_unwant(c->budget, ticket, &wanting);
         budget_give(c->budget, held);
+    }
     for (size_t i = 0; i < n; i++)
         if (rs[i].state == S_ACTIVE && rs[i].easy)
             curl_multi_remove_handle(m, rs[i].easy);

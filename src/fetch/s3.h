@@ -21,25 +21,31 @@
 /* Request slots shared by calls that run at once (a streaming loader's shard downloads, one
  * call each): a call whose cfg names a budget issues a request only with a slot taken from it
  * (and at most cfg.inflight of its own), keeps the slot for its own next request while it has
- * one to issue, and gives it back otherwise, waking a call that waits for one. So the next
- * shard's first request leaves as soon as one of the shards before has nothing left to ask for,
- * not once they have all ended (docs/S3.md "Streaming"). */
+ * one to issue, and gives it back otherwise. A freed slot goes to the call that started first
+ * among those waiting for one — the shard read first — and a waiting call is woken at once,
+ * even while it polls its own requests. So the next shard's first request leaves as soon as one
+ * of the shards before has nothing left to ask for, not once they have all ended, and never
+ * before an earlier shard's request (docs/S3.md "Streaming"). */
+#define STK__S3_BUDGET_WAITERS 64
 typedef struct stk__s3_budget {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int free;
+    uint64_t tickets;    /* handed to calls as they start: their priority (lower first) */
+    int nwait;           /* calls waiting for a slot: their tickets and multi handles */
+    uint64_t wait_ticket[STK__S3_BUDGET_WAITERS];
+    void *wait_multi[STK__S3_BUDGET_WAITERS];
 } stk__s3_budget;
 
 static inline void stk__s3_budget_init(stk__s3_budget *b, int slots)
 {
     pthread_mutex_init(&b->mu, NULL);
-    stk__cond_init_monotonic(&b->cv); /* budget_wait's deadline is CLOCK_MONOTONIC */
     b->free = slots;
+    b->tickets = 0;
+    b->nwait = 0;
 }
 
 static inline void stk__s3_budget_destroy(stk__s3_budget *b)
 {
-    pthread_cond_destroy(&b->cv);
     pthread_mutex_destroy(&b->mu);
 }
 

@@ -38,6 +38,8 @@ A barrier, to prove that several objects are fetched at once (tests/test_s3_stre
                        GETs of K distinct objects have arrived, or STK_PROXY_HOLD_S seconds (10)
                        have passed; then the hold is over for good, and LOG_FILE gets
                        "hold released: N objects" or "hold timed out: N objects"
+STK_PROXY_LOG_REQUESTS=1 appends "request METHOD PATH RANGE" to LOG_FILE for every request as it
+arrives, in order (tests/test_s3_slot_order.c).
 Loss is emulated only as whole-connection resets (the "reset" fault, STK_PROXY_FAULTS=reset with
 EVERY), not as dropped packets. The upstream's answer is read whole before it is sent on.
 """
@@ -50,6 +52,7 @@ import time
 
 FAULTS = ["reset", "slowdown", "truncate", "stall", "500"]
 UPSTREAM_HOST = os.environ.get("STK_PROXY_UPSTREAM_HOST", "127.0.0.1")
+LOG_REQUESTS = os.environ.get("STK_PROXY_LOG_REQUESTS") == "1"
 RATE = float(os.environ.get("STK_PROXY_RATE_MB_S", "0")) * 1e6
 BODIES = {"lock": threading.Lock(), "free_at": 0.0}
 
@@ -231,6 +234,11 @@ def serve(conn, up_port, state, log):
                     fault = FAULTS[state["k"] % len(FAULTS)]
                     state["k"] += 1
             first = head.split(b"\r\n")[0].decode(errors="replace")
+            if LOG_REQUESTS:
+                rng = [l.split(b":", 1)[1].strip().decode() for l in head.split(b"\r\n")[1:]
+                       if l.lower().startswith(b"range:")]
+                with open(log, "a") as f:
+                    f.write("request %s %s\n" % (" ".join(first.split()[:2]), rng[0] if rng else "-"))
             if fault:
                 with open(log, "a") as f:
                     f.write("%s %s\n" % (fault, " ".join(first.split()[:2])))

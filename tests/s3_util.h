@@ -117,6 +117,17 @@ static inline size_t s3u_upload(const stk__s3_cfg *c, const char *bucket, const 
     return n;
 }
 
+/* The proxy's log at PATH as text (NUL-terminated; free it). */
+static inline char *s3u_read_log(const char *path)
+{
+    size_t n = 0;
+    char *t = (char *)t_read_file(path, &n);
+    t = realloc(t, n + 1);
+    T_CHECK(t, "out of memory");
+    t[n] = 0;
+    return t;
+}
+
 /* Start tests/s3_fault_proxy.py in front of the server at C's endpoint, spoiling every EVERY-th
  * request (0: none; its other settings from the STK_PROXY_* environment), logging to LOG; point
  * AWS_ENDPOINT_URL at it. Returns its pid (stop it with kill + waitpid). */

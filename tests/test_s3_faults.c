@@ -49,10 +49,7 @@ int main(void)
         T_CHECK(lx == ly && memcmp(x, y, lx) == 0, "record %llu differs", (unsigned long long)i);
     }
     const char *kinds[] = {"reset", "slowdown", "truncate", "stall", "500"};
-    size_t nlog = 0;
-    char *text = (char *)t_read_file(log, &nlog);
-    text = realloc(text, nlog + 1);
-    text[nlog] = 0;
+    char *text = s3u_read_log(log);
     for (size_t k = 0; k < 5; k++)
         T_CHECK(strstr(text, kinds[k]), "fault %s never happened (%zu shards); log:\n%s", kinds[k],
                 shards, text);

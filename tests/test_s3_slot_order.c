@@ -35,16 +35,6 @@ static void *run(void *arg)
     return NULL;
 }
 
-/* The proxy's log as text (NUL-terminated, malloc). */
-static char *log_text(const char *log)
-{
-    size_t n = 0;
-    char *t = (char *)t_read_file(log, &n);
-    t = realloc(t, n + 1);
-    t[n] = 0;
-    return t;
-}
-
 /* Wait until the proxy has logged a request for KEY (60 s at most). */
 static void wait_request(const char *log, const char *key)
 {
@@ -52,7 +42,7 @@ static void wait_request(const char *log, const char *key)
     snprintf(want, sizeof want, "request GET /%s", key);
     for (int i = 0; i < 6000; i++) {
         if (access(log, R_OK) == 0) {
-            char *t = log_text(log);
+            char *t = s3u_read_log(log);
             int seen = strstr(t, want) != NULL;
             free(t);
             if (seen)
@@ -131,7 +121,7 @@ int main(void)
         free(data[i]);
     }
     /* the order the proxy saw: C, A, A, A, then B's */
-    char *t = log_text(log);
+    char *t = s3u_read_log(log);
     printf("%s", t);
     char want_a[256], want_b[256];
     snprintf(want_a, sizeof want_a, "request GET /%s/slot/a ", bucket);

@@ -41,10 +41,7 @@ int main(void)
         usleep(10000);
     T_CHECK(stk__remote_peak_downloads(ds) >= 1, "no shard download started in 30 s");
     stk_loader_destroy(h);
-    size_t n = 0;
-    char *text = (char *)t_read_file(log, &n);
-    text = realloc(text, n + 1);
-    text[n] = 0;
+    char *text = s3u_read_log(log);
     printf("  destroyed with downloads held; proxy log: '%s'\n", text);
     T_CHECK(!strstr(text, "hold"), "the destroy waited for the held downloads: %s", text);
     int parts = part_files(cache);

@@ -20,15 +20,6 @@
 
 #include <sys/wait.h>
 
-static char *read_log(const char *path)
-{
-    size_t n = 0;
-    char *t = (char *)t_read_file(path, &n);
-    t = realloc(t, n + 1);
-    t[n] = 0;
-    return t;
-}
-
 /* A loader on D through CACHE of LIMIT bytes, with WINDOW set before the open when > 0. */
 static stk_loader *stream_loader(const s3s_data *d, const char *cache, uint64_t limit, int window)
 {
@@ -75,7 +66,7 @@ static stk_loader *one_epoch(const s3s_data *d, const char *cache, uint64_t limi
         T_CHECK(!once[idx[i]]++, "%s: record %llu twice", tag, (unsigned long long)idx[i]);
     free(once);
     free(idx);
-    char *text = read_log(log);
+    char *text = s3u_read_log(log);
     uint32_t peak = stk__remote_peak_downloads(ds);
     printf("  %s: peak %u shard downloads at once; proxy: %s", tag, peak, text);
     T_CHECK(strstr(text, "hold released: 2 objects"), "%s: the proxy never saw two shards "

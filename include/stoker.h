@@ -570,14 +570,17 @@ typedef struct stk_record_info {
 
 /**
  * Describe record INDEX. For stoker shards this reads the 16-byte record header (one small
- * read). Returns STK_E_RANGE past the end.
+ * read). Returns STK_E_RANGE past the end; STK_E_STATE for a record of an s3:// dataset
+ * streamed through a cache smaller than itself whose shard no loader has attached (the message
+ * names the cache limit that would hold the dataset; docs/S3.md "Streaming").
  */
 STK_API int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info);
 /**
  * Read the payload of record INDEX into BUF (CAP bytes), set *len. If CAP is too small,
  * returns STK_E_RANGE with *len = the size needed. Checks the stored checksum (STK_E_CRC; in a
  * format-2 shard it covers the label and target too, so a changed label fails the read).
- * INFO may be NULL. Thread-safe after open.
+ * STK_E_STATE as stk_dataset_record for a streamed record not in the cache. INFO may be NULL.
+ * Thread-safe after open.
  */
 STK_API int stk_dataset_read(stk_dataset *ds, uint64_t index, void *buf, size_t cap, size_t *len,
                              stk_record_info *info);

@@ -2,7 +2,8 @@
 /*
  * test_s3_stream — an s3:// dataset (the `s3` fixture's radosgw) read by the loader through a
  * cache of a quarter of its size (docs/S3.md "Streaming"): the open fetches no shard, its small
- * reads one request per shard and one more (one round trip); every record
+ * reads one request per shard and one more (one round trip); a record read without a loader is
+ * a clear STK_E_STATE, and `stoker ls` says so once and exits 1; every record
  * exactly once per epoch, each as long as the local copy's (and CRC-checked by the reader), in the
  * shard-window order the sampler computes for the same seed; the same sequence with 1 and 3
  * workers (and 1 and 2 I/O threads); a seek mid-epoch delivers exactly the rest; the next epoch
@@ -14,6 +15,8 @@
 #include "s3_stream_util.h"
 
 #include "order.h"
+
+#include <sys/wait.h>
 
 static void check_once(const s3s_data *d, const uint64_t *idx, size_t n, const char *what)
 {
@@ -53,7 +56,25 @@ int main(void)
     T_CHECK(fs.requests == d.nshards + 1 && fs.retries == 0, "the open sent %llu requests (%llu "
             "retried) for %u shards, want %u", (unsigned long long)fs.requests,
             (unsigned long long)fs.retries, d.nshards, d.nshards + 1);
+    /* record by record it reads nothing (no loader attaches a shard): a clear STK_E_STATE */
+    uint8_t buf[64];
+    size_t len = 0;
+    rc = stk_dataset_read(ds, 0, buf, sizeof buf, &len, NULL);
+    const char *msg = stk_dataset_last_error(ds);
+    T_CHECK(rc == STK_E_STATE && strstr(msg, "not in the cache") && strstr(msg, "STOKER_CACHE_BYTES"),
+            "a record read of a streamed dataset: %s: %s", stk_status_name(rc), msg);
+    printf("  a record read without a loader: %s\n", msg);
     stk_dataset_destroy(ds);
+    /* and so `stoker ls` says it once and fails */
+    char *lcmd = malloc(16384);
+    snprintf(lcmd, 16384, "STOKER_CACHE_BYTES=%llu STOKER_CACHE_DIR='%s' \"$STOKER\" ls '%s' "
+             ">'%s/ls.out' 2>'%s/ls.err'", (unsigned long long)limit, cache, d.url, d.tmp, d.tmp);
+    rc = system(lcmd);
+    free(lcmd);
+    snprintf(cmd, sizeof cmd, "test $(grep -c 'not in the cache' '%s/ls.err') = 1 && "
+             "test $(wc -l < '%s/ls.err') = 1", d.tmp, d.tmp);
+    T_CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1 && system(cmd) == 0, "stoker ls of a streamed "
+            "dataset: exit %d, not one clear line", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
 
     /* epoch 0 with 1 worker: every record once, in the sampler's shard-window order */
     stk_loader *h = s3s_loader(&d, cache, limit, 1, 1, 0, 1);

@@ -246,6 +246,26 @@ static void rec_where(const stk_dataset *ds, uint64_t index, char *buf, size_t c
     snprintf(buf, cap, "%s key %llu", sh->name, (unsigned long long)(index - sh->first));
 }
 
+/* Record INDEX of a streamed dataset whose shard no loader has attached (docs/S3.md
+ * "Streaming"): STK_E_STATE, saying why and what reads it. */
+static int not_attached(stk_dataset *ds, uint64_t index)
+{
+    char where[300];
+    rec_where(ds, index, where, sizeof where);
+    uint64_t limit = stk__remote_limit(ds);
+    char why[160];
+    if (limit)
+        snprintf(why, sizeof why, "its cache limit, %llu bytes, is below its %llu bytes",
+                 (unsigned long long)limit, (unsigned long long)ds->file_bytes);
+    else
+        snprintf(why, sizeof why, "streaming was asked for");
+    return stk__err(ds->err, STK_E_STATE, "%s: not in the cache: this s3:// dataset is streamed "
+                    "(%s), so a shard is read only while a loader has it attached; to read "
+                    "records one by one, open it with a cache that holds it (STOKER_CACHE_BYTES "
+                    "/ STK_P_CACHE_BYTES of at least %llu bytes, or none)", where, why,
+                    (unsigned long long)stk__remote_hold_bytes(ds));
+}
+
 int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info)
 {
     if (!ds || !info)
@@ -266,6 +286,8 @@ int stk_dataset_record(stk_dataset *ds, uint64_t index, stk_record_info *info)
     }
     const stk__shard *sh = &ds->shards[r->shard];
     info->key = index - sh->first;
+    if (stk__remote_streaming(ds) && sh->fd < 0)
+        return not_attached(ds, index);
     if (sh->foreign) {
         info->length = r->len;
         info->offset = r->off;

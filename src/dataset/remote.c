@@ -440,6 +440,14 @@ uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s)
                                                           : 0;
 }
 
+uint64_t stk__remote_hold_bytes(const stk_dataset *ds)
+{
+    uint64_t sum = 0;
+    for (uint32_t s = 0; stk__remote_streaming(ds) && s < ds->remote->n; s++)
+        sum += stk__remote_shard_bytes(ds, s);
+    return sum;
+}
+
 int stk__remote_shards_inflight(const stk_dataset *ds)
 {
     return stk__remote_streaming(ds) ? STK__MAX(ds->remote->cfg.shards, 1) : 1;

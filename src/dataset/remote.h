@@ -31,6 +31,8 @@ int stk__remote_rows_ready(const stk_dataset *ds, uint32_t s);
  * cache; 0 when not streamed). */
 uint64_t stk__remote_limit(const stk_dataset *ds);
 uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s);
+/* The cache bytes that hold every shard of a streamed dataset so (0 when not streamed). */
+uint64_t stk__remote_hold_bytes(const stk_dataset *ds);
 /* Shards a streaming loader keeps in flight at once (STOKER_S3_SHARDS, read at open). */
 int stk__remote_shards_inflight(const stk_dataset *ds);
 /* A reader of the dataset waited SECONDS for a shard to be fetched (its fetch stats' starved). */

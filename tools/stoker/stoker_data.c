@@ -163,6 +163,8 @@ int cmd_ls(int argc, char **argv)
         if (rc) {
             fprintf(stderr, "%s: %s\n", g_prog, stk_dataset_last_error(ds));
             status = EXIT_FAIL;
+            if (rc == STK_E_STATE) /* streamed: no record can be read so (said once) */
+                break;
             continue;
         }
         stk_dataset_record_name(ds, i, name, sizeof name);

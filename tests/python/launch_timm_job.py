@@ -3,12 +3,18 @@
 create_loader), unchanged, for test_launch_timm.py: run once plainly and once under
 `python -m stoker`. Saves each loader's batches (torch.save) to OUT.
 Usage: launch_timm_job.py ROOT OUT"""
+import random
 import sys
 
 import torch
 from timm.data import create_dataset, create_loader
 
 root, out = sys.argv[1], sys.argv[2]
+# timm's own RandAugment draws (the plain run; workers seeded from torch's generator): fixed, so
+# that the run does not depend on a draw timm's posterize turns into 0 bits, which Pillow >= 11
+# refuses ("bits must be between or equal to 1 and 8")
+torch.manual_seed(0)
+random.seed(0)
 cpu = torch.device("cpu")
 ds = create_dataset("", root=root, split="")
 remapped = create_dataset("", root=root, split="", class_map={"cat": 0, "bee": 1, "ant": 2})

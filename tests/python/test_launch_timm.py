@@ -42,10 +42,10 @@ def test_timm_create_loader_is_stokers(tmp_path):
     _run([sys.executable, JOB, str(root), str(plain)])
     p = _run([sys.executable, "-m", "stoker", JOB, str(root), str(launched)])
     check_levels(loader_lines(p.stderr), {
-        1: ("launch_timm_job.py:17", "full", None),
-        2: ("launch_timm_job.py:17", "full", None),
-        3: ("launch_timm_job.py:21", "full", None),
-        4: ("launch_timm_job.py:25", "not", "class indices")}, p.stderr)
+        1: ("launch_timm_job.py:23", "full", None),
+        2: ("launch_timm_job.py:23", "full", None),
+        3: ("launch_timm_job.py:27", "full", None),
+        4: ("launch_timm_job.py:31", "not", "class indices")}, p.stderr)
     want = torch.load(plain, weights_only=False)
     got = torch.load(launched, weights_only=False)
     for name in ("eval", "eval_prefetch", "remapped"):

@@ -442,8 +442,10 @@ uint64_t stk__remote_shard_bytes(const stk_dataset *ds, uint32_t s)
 
 uint64_t stk__remote_hold_bytes(const stk_dataset *ds)
 {
+    if (!stk__remote_streaming(ds))
+        return 0;
     uint64_t sum = 0;
-    for (uint32_t s = 0; stk__remote_streaming(ds) && s < ds->remote->n; s++)
+    for (uint32_t s = 0; s < ds->remote->n; s++)
         sum += stk__remote_shard_bytes(ds, s);
     return sum;
 }

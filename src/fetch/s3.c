@@ -389,6 +389,15 @@ static const char *auth_hint(const char *why)
     return "";
 }
 
+/* Whether a call that started before the call of TICKET waits for a slot of B (B->mu held). */
+static int earlier_waits(const stk__s3_budget *b, uint64_t ticket)
+{
+    for (int i = 0; i < b->nwait; i++)
+        if (b->wait_ticket[i] < ticket)
+            return 1;
+    return 0;
+}
+
 /* A slot of budget B for the call holding TICKET, if one is free and no call that started
  * before it waits for one (see stk__s3_budget in s3.h); else the call is listed as waiting, with
  * MULTI to wake, in the same hold of the lock (a slot given back after the failed take wakes
@@ -396,9 +405,7 @@ static const char *auth_hint(const char *why)
 static int budget_take(stk__s3_budget *b, uint64_t ticket, CURLM *multi, int *wanting)
 {
     pthread_mutex_lock(&b->mu);
-    int ok = b->free > 0;
-    for (int i = 0; i < b->nwait && ok; i++)
-        ok = b->wait_ticket[i] >= ticket;
+    int ok = b->free > 0 && !earlier_waits(b, ticket);
     b->free -= ok;
     if (!ok && !*wanting && b->nwait < STK__S3_BUDGET_WAITERS) {
         b->wait_ticket[b->nwait] = ticket;
@@ -438,13 +445,11 @@ static void budget_unwant(stk__s3_budget *b, uint64_t ticket, int *wanting)
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Whether a call that started before the call of TICKET waits for a slot of B. */
+/* earlier_waits, taking B's lock. */
 static int budget_earlier_waits(stk__s3_budget *b, uint64_t ticket)
 {
     pthread_mutex_lock(&b->mu);
-    int w = 0;
-    for (int i = 0; i < b->nwait && !w; i++)
-        w = b->wait_ticket[i] < ticket;
+    int w = earlier_waits(b, ticket);
     pthread_mutex_unlock(&b->mu);
     return w;
 }

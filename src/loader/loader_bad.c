@@ -116,17 +116,26 @@ static int read_record(stk_loader *h, stk__worker *w, uint64_t j, size_t *len, s
     return rc;
 }
 
+/* The records a substitute for bad record INDEX is drawn from: the epoch's record set (the
+ * dataset, or the subset's list), or on a streamed dataset its shard's (loader_stream.c). */
+static stk__pool substitute_pool(const stk_loader *h, uint64_t index)
+{
+    if (h->streaming)
+        return stk__loader_stream_pool(h, index);
+    return (stk__pool){h->subset, 0, h->subset ? h->nsubset : h->n};
+}
+
 int stk__bad_draw(stk_loader *h, stk__worker *w, const stk__read *rd, uint8_t *o, uint64_t *index,
                   int32_t *label)
 {
-    uint64_t nrec = h->streaming ? stk__loader_stream_pool(h, rd->index) : h->subset ? h->nsubset : h->n;
+    const stk__pool pool = substitute_pool(h, rd->index);
     stk__rng g;
     stk__rng_init(&g, h->seed, rd->epoch, rd->index);
     g.ctr[0] = SUBST_CTR0;
     int last = STK_E_EMPTYSET;
-    for (int t = 0; t < STK_SUBSTITUTE_TRIES && nrec > 0; t++) {
-        uint64_t u = stk__rng_below(&g, nrec);
-        uint64_t j = h->streaming ? stk__loader_stream_pick(h, rd->index, u) : h->subset ? h->subset[u] : u;
+    for (int t = 0; t < STK_SUBSTITUTE_TRIES && pool.n > 0; t++) {
+        uint64_t u = stk__rng_below(&g, pool.n);
+        uint64_t j = pool.list ? pool.list[u] : pool.base + u;
         if (j == rd->index)
             continue;
         size_t n = 0;

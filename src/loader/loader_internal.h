@@ -375,12 +375,16 @@ void stk__loader_stream_halt(stk_loader *h);
 int stk__loader_stream_gate(stk_loader *h, uint64_t index);
 void stk__loader_stream_out(stk_loader *h, uint64_t epoch, uint64_t pos, uint64_t index);
 void stk__loader_stream_back(stk_loader *h, uint64_t index);
-/* Where a substitute for a bad record INDEX of a streamed dataset is drawn (loader_bad.c): among
- * the records of its own shard (the subset's entries in it, with a subset), the only shard sure
- * to stay attached while its sample is processed (the worker calls stk__loader_stream_back after
- * it): how many, and the U-th of them. */
-uint64_t stk__loader_stream_pool(const stk_loader *h, uint64_t index);
-uint64_t stk__loader_stream_pick(const stk_loader *h, uint64_t index, uint64_t u);
+/* The records a bad record's substitute is drawn from (loader_bad.c): the U-th (U < N) is
+ * LIST[U], or BASE + U when LIST is NULL. */
+typedef struct stk__pool {
+    const uint64_t *list;
+    uint64_t base, n;
+} stk__pool;
+/* The pool of a bad record INDEX of a streamed dataset: the records of its own shard (the
+ * subset's entries in it, with a subset), the only shard sure to stay attached while its sample
+ * is processed (the worker calls stk__loader_stream_back after it). */
+stk__pool stk__loader_stream_pool(const stk_loader *h, uint64_t index);
 /* Shared by loader.c and loader_consume.c: an integer parameter's value; the caller-owned image
  * block of stk_loader_detach (freed by stk_images_free); bytes per sample handed out and per
  * sample in a host slot at output size OUT_H x OUT_W. */

@@ -471,16 +471,12 @@ static uint32_t shard_of(const stk_loader *h, uint64_t index)
     return stk__table_shard_of(&h->sw_all, index);
 }
 
-uint64_t stk__loader_stream_pool(const stk_loader *h, uint64_t index)
+stk__pool stk__loader_stream_pool(const stk_loader *h, uint64_t index)
 {
     uint32_t s = shard_of(h, index);
-    return h->subset ? h->sw_scount[s] : h->sw_count[s];
-}
-
-uint64_t stk__loader_stream_pick(const stk_loader *h, uint64_t index, uint64_t u)
-{
-    uint32_t s = shard_of(h, index);
-    return h->subset ? h->sw_sub[h->sw_sfirst[s] + u] : h->sw_first[s] + u;
+    if (h->subset)
+        return (stk__pool){h->sw_sub + h->sw_sfirst[s], 0, h->sw_scount[s]};
+    return (stk__pool){NULL, h->sw_first[s], h->sw_count[s]};
 }
 
 int stk__loader_stream_gate(stk_loader *h, uint64_t index)

@@ -18,9 +18,36 @@ typedef struct s3s_data {
     char local[4200], url[4400];
     uint32_t nshards;
     uint64_t n, total_bytes, biggest;
-    uint64_t first[64], count[64];
+    uint64_t first[64], count[64], bytes[64]; /* each shard's first record, records, file bytes */
     uint32_t *len; /* each record's payload bytes (local) */
 } s3s_data;
+
+/* D's shard table from DS, its local copy: the shards (6 to 64), records, each shard's first
+ * record, count and bytes, their total and the largest. */
+static inline void s3s_table(s3s_data *d, const stk_dataset *ds)
+{
+    d->nshards = ds->nshards;
+    d->n = ds->count;
+    T_CHECK(d->nshards >= 6 && d->nshards <= 64, "%u shards", d->nshards);
+    for (uint32_t s = 0; s < d->nshards; s++) {
+        d->first[s] = ds->shards[s].first;
+        d->count[s] = ds->shards[s].count;
+        d->bytes[s] = ds->shards[s].file_size;
+        d->total_bytes += d->bytes[s];
+        if (d->bytes[s] > d->biggest)
+            d->biggest = d->bytes[s];
+    }
+}
+
+/* Upload D's local copy to a bucket of this test (TAG) as prefix "ds"; D->url names it. */
+static inline void s3s_upload(s3s_data *d, const char *tag)
+{
+    stk__s3_cfg c = s3u_cfg();
+    char bucket[64];
+    s3u_bucket(&c, tag, bucket, sizeof bucket);
+    s3u_upload(&c, bucket, "ds", d->local);
+    snprintf(d->url, sizeof d->url, "s3://%s/ds", bucket);
+}
 
 static inline void s3s_make(s3s_data *d, const char *tag)
 {
@@ -44,24 +71,11 @@ static inline void s3s_make(s3s_data *d, const char *tag)
     }
     T_OK(stk_writer_finish(w));
     stk_writer_destroy(w);
-    stk__s3_cfg c = s3u_cfg();
-    char bucket[64];
-    s3u_bucket(&c, tag, bucket, sizeof bucket);
-    s3u_upload(&c, bucket, "ds", d->local);
-    snprintf(d->url, sizeof d->url, "s3://%s/ds", bucket);
+    s3s_upload(d, tag);
     stk_dataset *ds;
     T_OK(stk_dataset_create(&ds));
     T_OK(stk_dataset_open(ds, d->local));
-    d->nshards = ds->nshards;
-    d->n = ds->count;
-    T_CHECK(d->nshards >= 6 && d->nshards <= 64, "%u shards", d->nshards);
-    for (uint32_t s = 0; s < d->nshards; s++) {
-        d->first[s] = ds->shards[s].first;
-        d->count[s] = ds->shards[s].count;
-        d->total_bytes += ds->shards[s].file_size;
-        if (ds->shards[s].file_size > d->biggest)
-            d->biggest = ds->shards[s].file_size;
-    }
+    s3s_table(d, ds);
     d->len = calloc(d->n, sizeof *d->len);
     uint8_t *buf = malloc(1 << 21);
     for (uint64_t i = 0; i < d->n; i++) {

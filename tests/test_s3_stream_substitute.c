@@ -46,22 +46,9 @@ static void make(s3s_data *d)
     stk_dataset *ds;
     T_OK(stk_dataset_create(&ds));
     T_OK(stk_dataset_open(ds, d->local));
-    d->nshards = ds->nshards;
-    d->n = ds->count;
-    for (uint32_t k = 0; k < d->nshards; k++) {
-        d->first[k] = ds->shards[k].first;
-        d->count[k] = ds->shards[k].count;
-        d->total_bytes += ds->shards[k].file_size;
-        if (ds->shards[k].file_size > d->biggest)
-            d->biggest = ds->shards[k].file_size;
-    }
+    s3s_table(d, ds);
     stk_dataset_destroy(ds);
-    T_CHECK(d->nshards >= 6 && d->nshards <= 64, "%u shards", d->nshards);
-    stk__s3_cfg c = s3u_cfg();
-    char bucket[64];
-    s3u_bucket(&c, "subst", bucket, sizeof bucket);
-    s3u_upload(&c, bucket, "ds", d->local);
-    snprintf(d->url, sizeof d->url, "s3://%s/ds", bucket);
+    s3s_upload(d, "subst");
 }
 
 static void setup(stk_loader *h, int workers)

@@ -261,6 +261,8 @@ def main():
     ap.add_argument("--only", default="local,s3-first,s3-first-global,s3-cached,quarter,streaming,"
                                       "streaming-cached,wds")
     args = ap.parse_args()
+    if not (args.rate_mbit or args.link_mbit):
+        ap.error("--rate-mbit 0 needs --link-mbit: the rate of the link shaped outside the proxy")
     import boto3
     os.makedirs(args.work, exist_ok=True)
     s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name=os.environ.get("AWS_REGION"))

@@ -240,7 +240,12 @@ def test_projected_gpu_step_never_fewer_workers(tmp_path):
     assert "then the input side" in nxt, nxt
     m = re.search(r"workers 8 -> (\d+)", nxt)
     assert m is None or int(m.group(1)) > 8, nxt
-    assert "more cores or lighter augmentation" in nxt, nxt
+    # 8 workers enough for the cores they get: more cores or lighter augmentation; under load the
+    # loader's CPU per batch can ask for more workers than 8, which the 2 cores cannot run either
+    if m is None:
+        assert "more cores or lighter augmentation, not fewer workers" in nxt, nxt
+    else:
+        assert "which needs more cores than the job may use now, or lighter augmentation" in nxt, nxt
 
 
 def test_thread_pool_beside_contention(tmp_path):

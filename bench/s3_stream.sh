@@ -23,7 +23,7 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import streaming, web
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install -q --no-deps mosaicml-streaming==0.7.6 webdataset==1.0.2 braceexpand \
     xxhash zstd catalogue python-snappy cramjam Brotli regex tqdm transformers==4.40.2 \
-    huggingface_hub==0.23.4 tokenizers==0.19.1 typing_extensions
+    huggingface_hub==0.23.4 tokenizers==0.19.1 safetensors==0.8.0 typing_extensions
 fi
 srv=$work/server
 bash "$here/scripts/s3-server.sh" start "$srv" >/dev/null

@@ -997,11 +997,13 @@ typedef struct stk_stats {
                                    STK_E_CUDA: cudaHostAlloc failed); 0 otherwise */
     /** The longest single wait of the consumer for the fetch of an s3:// dataset, in
      *  microseconds, in the epoch of the last batch handed out (from its first batch on; 0 for a
-     *  local path, or when the fetch kept ahead): the longest time the consumer waited for one
-     *  batch (summed over the stk_loader_next calls that timed out waiting for it) while the
-     *  reader was waiting for a shard to arrive at some moment of that wait. Compare it with
-     *  the epoch's time per batch: a stall of the fetch. Reset by each start. (since 0.5, in the
-     *  former reserved int: the struct's size and every other offset are those of 0.4) */
+     *  local path, or when the fetch kept ahead): of the consumer's wait for one batch (summed
+     *  over the stk_loader_next calls that timed out waiting for it), the time during which the
+     *  reader was waiting for a shard to arrive. The rest of that wait, the batch's decode, is
+     *  not counted: a consumer that takes each batch at once waits about a batch's time for
+     *  every batch, fetch or not. Compare it with the epoch's time per batch: a stall of the
+     *  fetch. It never exceeds fetch_starved_s. Reset by each start. (since 0.5, in the former
+     *  reserved int: the struct's size and every other offset are those of 0.4) */
     uint32_t fetch_max_wait_us;
     /** Seconds the decode workers spent in the per-sample augmentation (the STK_P_AUG_POLICY
      *  policy or STK_P_AUG_STEPS program, then RandomErasing, STK_P_ERASE_PROB), summed over the

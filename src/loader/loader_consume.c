@@ -154,22 +154,27 @@ static int next_room(stk_loader *h)
     return STK_OK;
 }
 
+/* WORK's waits for a shard of a streamed dataset until NOW, summed since the open (h->mu held:
+ * st_waited_ns and st_wait_ns are WORK's, written under it). */
+static uint64_t fetch_waited(const stk_loader *h, uint64_t now)
+{
+    return h->st_waited_ns + (h->st_wait_ns && now > h->st_wait_ns ? now - h->st_wait_ns : 0);
+}
+
 /* Wait (TIMEOUT_MS < 0: without limit) until batch c_k is ready: STK_OK, STK_TIMEOUT,
- * STK_E_CANCELLED, or the pipeline's fatal error (sticky). The time waited for batch c_k is
- * summed in h->fw_acc_ns over the calls that wait for it (a call that times out and the next),
- * and h->fw_fetch marks it a wait for the fetch if WORK waited for a shard of a streamed dataset
- * at any moment of it (h->st_waits and h->st_wait_ns are WORK's, under h->mu as this is). */
+ * STK_E_CANCELLED, or the pipeline's fatal error (sticky). Of the time waited for batch c_k, the
+ * part during which WORK waited for a shard is summed in h->fw_acc_ns over the calls that wait
+ * for it (a call that times out and the next): the consumer's wait for the fetch. The rest is
+ * the pipeline's own pace (an instant consumer waits about a batch's time for every batch). */
 static int next_wait(stk_loader *h, int timeout_ms)
 {
     uint64_t k = h->c_k;
     if (h->fw_k != k) {
         h->fw_k = k;
         h->fw_acc_ns = 0;
-        h->fw_fetch = 0;
     }
     if (!batch_ready(h, k) && !h->pipe_status) {
-        uint64_t t0 = stk__now_ns(), waits0 = h->st_waits;
-        int fetch = h->streaming && h->st_wait_ns;
+        uint64_t t0 = stk__now_ns(), f0 = fetch_waited(h, t0);
         struct timespec dl;
         if (timeout_ms >= 0)
             stk__deadline(&dl, timeout_ms);
@@ -182,10 +187,9 @@ static int next_wait(stk_loader *h, int timeout_ms)
                 break;
             }
         }
-        uint64_t waited = stk__now_ns() - t0;
-        atomic_fetch_add(&h->tel.wait_ns, waited);
-        h->fw_acc_ns += waited;
-        h->fw_fetch |= fetch || (h->streaming && (h->st_wait_ns || h->st_waits != waits0));
+        uint64_t t1 = stk__now_ns();
+        atomic_fetch_add(&h->tel.wait_ns, t1 - t0);
+        h->fw_acc_ns += fetch_waited(h, t1) - f0;
         if (h->closing)
             return stk__err(h->err, STK_E_CANCELLED,
                             "stk_loader_next: the loader is being stopped (stk_loader_stop or "
@@ -272,7 +276,7 @@ int stk_loader_next(stk_loader *h, void *cuda_stream, int timeout_ms, const stk_
             h->fw_epoch = b->epoch;
             atomic_store(&h->fw_max_ns, 0);
         }
-        if (h->fw_fetch && h->fw_acc_ns > atomic_load(&h->fw_max_ns))
+        if (h->fw_acc_ns > atomic_load(&h->fw_max_ns))
             atomic_store(&h->fw_max_ns, h->fw_acc_ns);
         h->c_k++;
         set_pos(h, b->epoch, b->first_sample + b->size);

@@ -183,12 +183,12 @@ struct stk_loader {
     uint64_t st_head, st_tail, st_cursor; /* cursor: key of the next position WORK hands out */
     uint32_t st_want;            /* shard WORK waits for, or UINT32_MAX */
     uint64_t st_wait_ns;         /* since when WORK waits for a shard (0: it does not) */
-    uint64_t st_waits;           /* waits of WORK for a shard begun since the open */
-    /* stats fetch_max_wait_us: the consumer's longest wait for a batch during which WORK waited
-     * for a shard, in the epoch of the last batch handed out (written under mu); a batch's wait
-     * is summed over the stk_loader_next calls that timed out waiting for it (Python polls) */
+    uint64_t st_waited_ns;       /* WORK's ended waits for a shard, summed since the open */
+    /* stats fetch_max_wait_us: the consumer's longest wait for a batch counted only while WORK
+     * waited for a shard, in the epoch of the last batch handed out (written under mu); a
+     * batch's wait is summed over the stk_loader_next calls that timed out waiting for it
+     * (Python polls) */
     uint64_t fw_epoch, fw_k, fw_acc_ns;
-    int fw_fetch;
     _Atomic uint64_t fw_max_ns;
     pthread_cond_t st_cv;
     int st_cv_ok, st_running;

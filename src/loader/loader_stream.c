@@ -485,15 +485,15 @@ int stk__loader_stream_gate(stk_loader *h, uint64_t index)
     if (h->st_resident[s]) {
         h->st_want = UINT32_MAX;
         if (h->st_wait_ns) { /* the time the reader had nothing to read: the fetch's starved */
-            stk__remote_starved(h->ds, (double)(stk__now_ns() - h->st_wait_ns) * 1e-9);
+            uint64_t waited = stk__now_ns() - h->st_wait_ns;
+            stk__remote_starved(h->ds, (double)waited * 1e-9);
+            h->st_waited_ns += waited;
             h->st_wait_ns = 0;
         }
         return 1;
     }
-    if (!h->st_wait_ns) {
+    if (!h->st_wait_ns)
         h->st_wait_ns = stk__now_ns();
-        h->st_waits++;
-    }
     h->st_want = s;
     pthread_cond_broadcast(&h->st_cv);
     return 0;

@@ -4,8 +4,9 @@ tests' proxy, tests/s3_fault_proxy.py, at RATE Mbit/s with a per-request delay, 
 real RADOS Gateway of the `s3` CTest fixture) read over an empty cache is named fetch-bound, with
 the link rate it measured, by the loader's own verdict and report (Loader.stats()), by
 `loaderbench --cache cold` (its JSON bottleneck and verdict) and by `stoker doctor` (its verdict
-line). The measured link rate can never exceed the emulated one: that checks the proxy. No
-timing is asserted beyond that: the dataset takes ~RATE-bound seconds to fetch and a few hundred
+line). The measured link rate can never exceed the emulated one: that checks the proxy; the
+longest wait for the fetch can never exceed the waits for fetched bytes summed. No timing is
+asserted beyond that: the dataset takes ~RATE-bound seconds to fetch and a few hundred
 milliseconds to decode, so the fetch's share stays far above the 25% rule on a loaded machine."""
 
 import json
@@ -105,6 +106,36 @@ def test_max_wait_is_a_wait_for_the_fetch(stoker_mod, slow, tmp_path, monkeypatc
         assert sum(len(labels) for _, labels in ld) == 48
         st = ld.stats(max_errors=0)
     assert st["fetch"]["max_wait_s"] == 0.0 and st["fetch_max_wait_us"] == 0, st["fetch"]
+
+def test_max_wait_leaves_out_the_decode(stoker_mod, tmp_path):
+    """max_wait_s counts only the part of the consumer's wait for a batch during which the reader
+    waited for a shard, never the decode of the batch around it: so it can never exceed
+    starved_s, the reader's (and the open's) waits for fetched bytes summed. Large images (6 MP
+    each, one decode worker, 1024-pixel crops, batches of 8: tenths of a second of decode a batch)
+    streamed straight from the server (no slow link: the shard arrives in milliseconds) make the
+    first batch's wait mostly decode; counting the whole wait (the definition until the evening
+    of 2026-12-05) puts it far above starved_s."""
+    s3_link.server_env()
+    src = tmp_path / "img"
+    yy, xx = np.mgrid[0:2000, 0:3000]
+    for c in range(2):
+        (src / ("c%d" % c)).mkdir(parents=True)
+        for i in range(8):   # smooth: small files, decoded pixel by pixel all the same
+            a = np.stack([(xx // (2 + i) + yy) % 256, (yy // (2 + c) + i * 40) % 256,
+                          (xx + yy // 5) % 256], axis=-1).astype(np.uint8)
+            Image.fromarray(a).save(str(src / ("c%d" % c) / ("%03d.jpg" % i)), quality=85)
+    dst = str(tmp_path / "ds")
+    stoker_mod.pack(str(src), dst, threads=2, shard_bytes=1 << 20)
+    url = s3_link.upload(dst, "stk-mw-%d" % os.getpid())
+    with stoker_mod.Loader(url, 8, size=1024, workers=1, cache=str(tmp_path / "c"),
+                           shuffle_window=1) as ld:
+        assert sum(len(labels) for _, labels in ld) == 16
+        st = ld.stats(max_errors=0)
+    fx = st["fetch"]
+    print(fx, "consumer waited %.3f s" % st["wait_s"])
+    assert 0 < fx["max_wait_s"] <= fx["starved_s"] + 1e-6, fx
+    assert st["wait_s"] > fx["max_wait_s"], (st["wait_s"], fx)
+
 
 def test_loaderbench_names_fetch_bound(slow, tmp_path, monkeypatch):
     if not LOADERBENCH:

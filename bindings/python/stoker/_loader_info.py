@@ -55,9 +55,10 @@ class LoaderInfo:
         counters, cumulative since the open (its download included), and "fetch" sums them up:
         bytes, busy_s, starved_s (the loader waited for the fetch), hits, misses, hit_rate and
         link_mb_per_s, the link's measured rate (bytes / busy_s; all zero for a local path),
-        and max_wait_s: the longest single wait of this consumer for a batch while the reader
-        waited for a shard to arrive, in the epoch of the last batch handed out (0.0 for a local
-        path or a fetch that kept ahead; compare it with the epoch's time per batch).
+        and max_wait_s: the longest time this consumer waited for one batch while the reader
+        waited for a shard to arrive (the batch's decode not counted), in the epoch of the last
+        batch handed out (0.0 for a local path or a fetch that kept ahead; compare it with the
+        epoch's time per batch; never above starved_s).
         str(stats) is the library's report. Any thread."""
         self._usable()
         lib = self._lib

@@ -434,8 +434,14 @@ enum stk_aug_auto { STK_AUG_AUTO_IMAGENET = 0, STK_AUG_AUTO_CIFAR10 = 1, STK_AUG
 /** STK_P_AUG_TORCH: torch 1.x with torchvision <= 0.14 on its AVX2 CPU kernels; the same on its
  *  AVX512 kernels; torch >= 2.0 with torchvision >= 0.15 (since 0.4) on its AVX2 kernels; the same
  *  on its AVX512 kernels (since 0.5: only transforms.v2's GaussianBlur, STK_P_AUG_STEPS kind 8,
- *  differs, by the width of its softmax's sum) */
-enum stk_aug_torch { STK_AUG_TORCH_1 = 0, STK_AUG_TORCH_1_AVX512 = 1, STK_AUG_TORCH_2 = 2, STK_AUG_TORCH_2_AVX512 = 3 };
+ *  differs, by the width of its softmax's sum). STK_AUG_TORCH_GRID_FMA (since 0.5), OR-ed onto
+ *  any of them: the geometric ops' affine grid (torchvision's _gen_affine_grid, a bmm with
+ *  K = 3) as fma(y, r1, x * r0) + r2, which Intel MKL's AVX-512 sgemm gives on some CPUs (torch
+ *  built with MKL: the PyPI x86-64 wheels), rather than (x * r0 + y * r1) + r2, each step
+ *  rounded, which its AVX2 kernels and torch without MKL give; the Python binding sets it when
+ *  the torch it imports computes its bmm so (docs/ARCHITECTURE.md) */
+enum stk_aug_torch { STK_AUG_TORCH_1 = 0, STK_AUG_TORCH_1_AVX512 = 1, STK_AUG_TORCH_2 = 2, STK_AUG_TORCH_2_AVX512 = 3,
+                     STK_AUG_TORCH_GRID_FMA = 4 };
 
 /** Range of a parameter: *lo and *hi (integers are exact in a double). STK_E_BADPARAM if unknown.
  *  A range written (0, x] excludes its lower bound, which is still returned as *lo. Covers the

@@ -231,7 +231,8 @@ int main(void)
      * from the torch 1.x epoch */
     h = aug_loader(D.path, 2, STK_AUG_TRIVIAL, STK_NHWC);
     T_OK(stk_loader_set_floats(h, STK_P_AUG_STEPS, prog, STK__ARRAY_LEN(prog)));
-    T_CHECK(stk_loader_set(h, STK_P_AUG_TORCH, STK_AUG_TORCH_2_AVX512 + 1) == STK_E_INVALID, "no torch past 2.x");
+    T_CHECK(stk_loader_set(h, STK_P_AUG_TORCH, (STK_AUG_TORCH_2_AVX512 | STK_AUG_TORCH_GRID_FMA) + 1) == STK_E_INVALID,
+            "no torch past 2.x and its grid flag");
     T_OK(stk_loader_set(h, STK_P_AUG_TORCH, STK_AUG_TORCH_2));
     run_epoch(h, &three);
     stk_loader_destroy(h);

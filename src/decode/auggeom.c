@@ -3,7 +3,8 @@
  * auggeom.c — the geometric ops of torchvision's op table (ShearX/Y, TranslateX/Y, Rotate) and
  * the RandomAffine / RandomRotation steps (expand=False, center=None): the inverse matrix of
  * _get_inverse_affine_matrix, the affine grid of _gen_affine_grid (x * r0 + y * r1, then + r2,
- * in float32: what torch's bmm gives for K = 3) and grid_sample's AVX2 CPU kernel, whose compiler
+ * in float32: what torch's bmm gives for K = 3; fma(y, r1, x * r0) + r2 where Intel MKL's AVX-512
+ * sgemm computes it, grid_fma) and grid_sample's AVX2 CPU kernel, whose compiler
  * fused its multiply-adds: unnormalise fma(g + 1, size / 2, -0.5); nearest = round half even;
  * bilinear weights (1 - dx) * (1 - dy) ... and the four-term sum as a chain of fmaf; the fill is
  * its extra mask channel, blended as separate tensor ops (not fused). augops.c explains the
@@ -171,10 +172,10 @@ static void sample_bicubic(const uint8_t *src, int h, int w, float ix, float iy,
     }
 }
 
-/* F_t.affine / F_t.rotate with the inverse matrix M: the grid (float32, as _gen_affine_grid) and
- * the sample, SRC -> DST */
+/* F_t.affine / F_t.rotate with the inverse matrix M: the grid (float32, as _gen_affine_grid: its
+ * product fused when GRID_FMA) and the sample, SRC -> DST */
 static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[6], int interp,
-                 const stk__augfill *fill)
+                 const stk__augfill *fill, int grid_fma)
 {
     float t[6];
     for (int i = 0; i < 6; i++)
@@ -192,8 +193,13 @@ static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[
         for (int j = 0; j < w; j++, o += 3) {
             float x = x_start + (float)j;
             float gx = x * r00, gy = x * r01;
-            gx = gx + y0;
-            gy = gy + y1;
+            if (grid_fma) {
+                gx = fmaf(y, r10, gx);
+                gy = fmaf(y, r11, gy);
+            } else {
+                gx = gx + y0;
+                gy = gy + y1;
+            }
             gx = gx + r20;
             gy = gy + r21;
             /* grid_sample's unnormalise (g + 1) * size / 2 - 0.5, fused as torch's kernel is */
@@ -208,8 +214,8 @@ static void warp(const uint8_t *src, uint8_t *dst, int h, int w, const double m[
     }
 }
 
-void stk__augop_geometric(int op, double mag, int interp, const stk__augfill *fill, uint8_t *img, int h, int w,
-                         uint8_t *scratch)
+void stk__augop_geometric(int op, double mag, int interp, const stk__augfill *fill, int grid_fma, uint8_t *img,
+                          int h, int w, uint8_t *scratch)
 {
     double m[6];
     double cx = -(w * 0.5), cy = -(h * 0.5); /* the shears' center=[0, 0], relative to the centre */
@@ -230,7 +236,7 @@ void stk__augop_geometric(int op, double mag, int interp, const stk__augfill *fi
         inverse_affine(0.0, 0.0, -mag, 0.0, 0.0, 1.0, 0.0, 0.0, m);
         break;
     }
-    warp(img, scratch, h, w, m, interp, fill);
+    warp(img, scratch, h, w, m, interp, fill, grid_fma);
     memcpy(img, scratch, (size_t)h * (size_t)w * 3);
 }
 
@@ -299,7 +305,8 @@ void stk__affine_draw(int k, int kind, const float *a, uint64_t seed, uint64_t e
     d[5] = uniform_f32(&r, a[8], a[9]);
 }
 
-void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img, int h, int w, uint8_t *scratch)
+void stk__affine_apply(int kind, const float *a, const double d[6], int grid_fma, uint8_t *img, int h, int w,
+                       uint8_t *scratch)
 {
     const float *f = a + affine_tail(kind == STK__STEP_ROTATION);
     stk__augfill fill = {f[1] != 0.f, {f[2], f[3], f[4]}};
@@ -308,6 +315,6 @@ void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img
         inverse_affine(0.0, 0.0, -d[0], 0.0, 0.0, 1.0, 0.0, 0.0, m);
     else
         inverse_affine(0.0, 0.0, d[0], d[1], d[2], d[3], d[4], d[5], m);
-    warp(img, scratch, h, w, m, (int)f[0], &fill); /* STK__INTERP_*, checked at parse */
+    warp(img, scratch, h, w, m, (int)f[0], &fill, grid_fma); /* STK__INTERP_*, checked at parse */
     memcpy(img, scratch, (size_t)h * (size_t)w * 3);
 }

@@ -190,7 +190,7 @@ static void op_equalize(uint8_t *img, size_t px)
     }
 }
 
-void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, uint8_t *img, int h, int w,
+void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, int grid_fma, uint8_t *img, int h, int w,
                       uint8_t *scratch)
 {
     static const stk__augfill nofill = {0, {0, 0, 0}};
@@ -203,7 +203,7 @@ void stk__augop_apply(int op, double mag, int interp, const stk__augfill *fill, 
     case STK__OP_TRANSLATE_X:
     case STK__OP_TRANSLATE_Y:
     case STK__OP_ROTATE:
-        stk__augop_geometric(op, mag, interp, fill, img, h, w, scratch);
+        stk__augop_geometric(op, mag, interp, fill, grid_fma, img, h, w, scratch);
         break;
     case STK__OP_BRIGHTNESS:
         stk__aug_brightness(img, 3 * px, 1.0 + mag);

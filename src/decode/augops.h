@@ -53,10 +53,11 @@ typedef struct stk__augfill {
  * Apply OP with MAGNITUDE (the value _apply_op receives: a signed shear factor, translation in
  * pixels (truncated toward zero, as int(magnitude)), degrees, blend factor - 1, posterize bits,
  * solarize threshold; ignored by the rest) to IMG (H x W x 3, rows 3W apart) in place. SCRATCH holds
- * H * W * 3 bytes (used by the geometric ops and Sharpness). H, W >= 1.
+ * H * W * 3 bytes (used by the geometric ops and Sharpness). H, W >= 1. GRID_FMA: the geometric
+ * ops' affine grid with its product fused (STK__TORCH_GRID_FMA).
  */
-void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *fill, uint8_t *img,
-                      int h, int w, uint8_t *scratch);
+void stk__augop_apply(int op, double magnitude, int interp, const stk__augfill *fill, int grid_fma,
+                      uint8_t *img, int h, int w, uint8_t *scratch);
 
 /* The 3 x 3 [1 1 1; 1 5 1; 1 1 1] / 13 blur of IMG's interior into OUT (H x W x 3, both), border
  * pixels copied: the degenerate of torchvision's adjust_sharpness and of Pillow's
@@ -88,7 +89,8 @@ typedef struct stk__augpolicy {
     int severity, width, depth, all_ops;
     double alpha;
     int aa_policy; /* AutoAugment: STK__AA_* (0 = IMAGENET) */
-    int torch;     /* STK__TORCH_*: whose arithmetic (STK_P_AUG_TORCH) */
+    int torch;     /* STK__TORCH_*: whose arithmetic (STK_P_AUG_TORCH without the flag) */
+    int grid_fma;  /* STK_P_AUG_TORCH's STK__TORCH_GRID_FMA: the affine grid's product fused */
     stk__timmra timm; /* STK__AUGP_TIMM_RAND, STK__AUGP_TIMM_AUTO */
 } stk__augpolicy;
 
@@ -96,6 +98,9 @@ typedef struct stk__augpolicy {
  * differences): torch 1.x / torchvision <= 0.14 on AVX2 or AVX512 kernels, torch >= 2.0 /
  * torchvision >= 0.15 on AVX2 or AVX512 kernels (the lanes matter to v2's GaussianBlur only) */
 enum { STK__TORCH_1 = 0, STK__TORCH_1_AVX512 = 1, STK__TORCH_2 = 2, STK__TORCH_2_AVX512 = 3 };
+/* STK_AUG_TORCH_GRID_FMA: a flag beside them (policy and program keep it apart, as grid_fma): the
+ * affine grid as fma(y, r1, x * r0) + r2 (auggeom.c) */
+#define STK__TORCH_GRID_FMA 4
 /* AutoAugment's policy tables (torchvision's AutoAugmentPolicy), as STK_AUG_AUTO_* */
 enum { STK__AA_IMAGENET = 0, STK__AA_CIFAR10 = 1, STK__AA_SVHN = 2 };
 
@@ -157,6 +162,7 @@ enum {
 typedef struct stk__augprog {
     int n;
     int torch; /* STK__TORCH_*: whose arithmetic (set by the caller; 0 after parsing) */
+    int grid_fma; /* the affine grid's product fused (STK__TORCH_GRID_FMA; set by the caller) */
     stk_vexp_fn vexp; /* stk_loader_set_vexp: kind 5's exp, or NULL for the built-in (set by the caller) */
     int64_t vexp_arg;
     struct {
@@ -205,7 +211,8 @@ int stk__augprog_has_blur(const stk__augprog *prog);
  * op table. SCRATCH: H * W * 3 bytes. */
 void stk__affine_draw(int k, int kind, const float *a, uint64_t seed, uint64_t epoch, uint64_t index, int h, int w,
                       double d[6]);
-void stk__affine_apply(int kind, const float *a, const double d[6], uint8_t *img, int h, int w, uint8_t *scratch);
+void stk__affine_apply(int kind, const float *a, const double d[6], int grid_fma, uint8_t *img, int h, int w,
+                       uint8_t *scratch);
 
 /* ---- RandomErasing: its box, drawn per sample; the erase itself is stage/convert.c's ---------- */
 

@@ -22,8 +22,8 @@ void stk__aug_grayscale(uint8_t *img, size_t px);
 void stk__aug_vflip(uint8_t *img, int h, int w, uint8_t *scratch);
 
 /* auggeom.c: the geometric op OP of the table (stk__augop_apply's arguments) */
-void stk__augop_geometric(int op, double mag, int interp, const stk__augfill *fill, uint8_t *img, int h, int w,
-                          uint8_t *scratch);
+void stk__augop_geometric(int op, double mag, int interp, const stk__augfill *fill, int grid_fma, uint8_t *img,
+                          int h, int w, uint8_t *scratch);
 /* auggeom.c: check the values A of an affine (ROTATION 0) or rotation step K: STK_OK or
  * STK_E_INVALID with the reason in ERR */
 int stk__affine_check(const float *a, int rotation, int k, char *err);

@@ -353,7 +353,8 @@ static void augmix_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch,
     for (int c = 0; c < width; c++) {
         memcpy(chain, img, n);
         for (int k = 0; k < d.depth[c]; k++)
-            stk__augop_apply(d.steps[c][k].op, d.steps[c][k].magnitude, p->interp, &p->fill, chain, h, w, scratch);
+            stk__augop_apply(d.steps[c][k].op, d.steps[c][k].magnitude, p->interp, &p->fill, p->grid_fma, chain, h, w,
+                             scratch);
         for (size_t i = 0; i < n; i++) {
             float t = d.w[c] * (float)chain[i];
             mix[i] = mix[i] + t;
@@ -385,13 +386,13 @@ void stk__augpolicy_apply(const stk__augpolicy *p, uint64_t seed, uint64_t epoch
         for (int i = 0; i < p->num_ops; i++) {
             stk__augstep s;
             rand_next(p, &r, h, w, &s);
-            stk__augop_apply(s.op, s.magnitude, p->interp, &p->fill, img, h, w, scratch);
+            stk__augop_apply(s.op, s.magnitude, p->interp, &p->fill, p->grid_fma, img, h, w, scratch);
         }
         return;
     }
     stk__augstep steps[STK__AUG_MAX_OPS];
     int n = stk__augpolicy_draw(p, seed, epoch, index, h, w, steps);
     for (int i = 0; i < n; i++)
-        stk__augop_apply(steps[i].op, steps[i].magnitude, p->interp, &p->fill, img, h, w, scratch);
+        stk__augop_apply(steps[i].op, steps[i].magnitude, p->interp, &p->fill, p->grid_fma, img, h, w, scratch);
 }
 

@@ -347,7 +347,7 @@ void stk__augprog_apply(const stk__augprog *prog, const stk__augpolicy *policy, 
         if (kind == STK__STEP_AFFINE || kind == STK__STEP_ROTATION) {
             double d[6];
             stk__affine_draw(k, kind, prog->s[k].a, seed, epoch, index, h, w, d);
-            stk__affine_apply(kind, prog->s[k].a, d, img, h, w, scratch);
+            stk__affine_apply(kind, prog->s[k].a, d, prog->grid_fma, img, h, w, scratch);
             continue;
         }
         stk__augstep_draw(k, kind, prog->s[k].a, seed, epoch, index, &on, order, f);

@@ -309,8 +309,11 @@ static int augpolicy_config(stk_loader *h)
     p->alpha = pget_d(h, STK_P_AUGMIX_ALPHA);
     p->all_ops = (int)pget_i(h, STK_P_AUGMIX_ALL_OPS);
     p->aa_policy = (int)pget_i(h, STK_P_AUG_AUTO_POLICY); /* STK_AUG_AUTO_* == STK__AA_* */
-    p->torch = (int)pget_i(h, STK_P_AUG_TORCH);           /* STK_AUG_TORCH_* == STK__TORCH_* */
+    int torch = (int)pget_i(h, STK_P_AUG_TORCH);
+    p->torch = torch & ~STK__TORCH_GRID_FMA;              /* STK_AUG_TORCH_* == STK__TORCH_* */
+    p->grid_fma = !!(torch & STK__TORCH_GRID_FMA);
     h->augprog.torch = p->torch;
+    h->augprog.grid_fma = p->grid_fma;
     h->augprog.vexp = h->vexp;
     h->augprog.vexp_arg = h->vexp_arg;
     int64_t fill = pget_i(h, STK_P_AUG_FILL);

@@ -37,7 +37,7 @@
  *        the draws of a program of one affine or rotation step for samples 0..N-1: one line
  *        each, "angle tx ty scale shx shy"
  *
- * STK_AUGOPS_TORCH=0|1|2 in the environment: whose arithmetic (STK_AUG_TORCH_*) [0]; the tests
+ * STK_AUGOPS_TORCH=0..7 in the environment: whose arithmetic (STK_AUG_TORCH_*, | GRID_FMA) [0]; the tests
  * set it for the torch they compare with (tests/python/conftest.py).
  * STK_AUGOPS_VEXP="SYMBOL ARG LIBRARY" in the environment: "steps" computes GaussianBlur's (kind 5)
  * exp with SYMBOL of LIBRARY (dlopen), ARG passed as stk_loader_set_vexp passes it — what the
@@ -49,7 +49,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
-static int g_torch; /* STK__TORCH_*, from STK_AUGOPS_TORCH */
+static int g_torch;    /* STK__TORCH_*, from STK_AUGOPS_TORCH */
+static int g_grid_fma; /* its STK__TORCH_GRID_FMA flag */
 static stk_vexp_fn g_vexp; /* from STK_AUGOPS_VEXP, or NULL */
 static int64_t g_vexp_arg;
 
@@ -137,7 +138,7 @@ static int cmd_op(char **a)
     parse_fill(a[3], &fill);
     int h = atoi(a[4]), w = atoi(a[5]);
     uint8_t *img = load(a[6], h, w), *scratch = malloc((size_t)h * w * 3);
-    stk__augop_apply(op, atof(a[1]), interp_of(a[2]), &fill, img, h, w, scratch);
+    stk__augop_apply(op, atof(a[1]), interp_of(a[2]), &fill, g_grid_fma, img, h, w, scratch);
     t_write_file(a[7], img, (size_t)h * w * 3);
     free(img);
     free(scratch);
@@ -166,7 +167,7 @@ static int cmd_ops(char **a)
         stk__augfill fill;
         parse_fill(fs, &fill);
         memcpy(img, src, n);
-        stk__augop_apply(op, atof(mag), interp_of(interp), &fill, img, h, w, scratch);
+        stk__augop_apply(op, atof(mag), interp_of(interp), &fill, g_grid_fma, img, h, w, scratch);
         if (fwrite(img, 1, n, out) != n)
             rc = 2;
     }
@@ -201,6 +202,7 @@ static int cmd_policy(char **a)
 {
     stk__augpolicy p = {0};
     p.torch = g_torch;
+    p.grid_fma = g_grid_fma;
     p.policy = policy_of(a[0]);
     p.aa_policy = aa_of(a[0]);
     p.num_ops = atoi(a[1]), p.magnitude = atoi(a[2]), p.bins = atoi(a[3]);
@@ -224,6 +226,7 @@ static int cmd_augmix(char **a)
 {
     stk__augpolicy p = {0};
     p.torch = g_torch;
+    p.grid_fma = g_grid_fma;
     p.policy = STK__AUGP_AUGMIX;
     p.severity = atoi(a[0]), p.width = atoi(a[1]), p.depth = atoi(a[2]), p.alpha = atof(a[3]);
     p.all_ops = atoi(a[4]);
@@ -278,6 +281,7 @@ static int cmd_steps(char **a)
         return 3;
     }
     prog.torch = g_torch;
+    prog.grid_fma = g_grid_fma;
     prog.vexp = g_vexp;
     prog.vexp_arg = g_vexp_arg;
     uint64_t seed = strtoull(a[1], NULL, 10), epoch = strtoull(a[2], NULL, 10), index = strtoull(a[3], NULL, 10);
@@ -317,6 +321,7 @@ static int cmd_draws(char **a)
 {
     stk__augpolicy p = {0};
     p.torch = g_torch;
+    p.grid_fma = g_grid_fma;
     p.policy = policy_of(a[0]);
     p.aa_policy = aa_of(a[0]);
     p.num_ops = 2, p.magnitude = 9, p.bins = 31;
@@ -397,6 +402,8 @@ int main(int argc, char **argv)
 {
     const char *torch = getenv("STK_AUGOPS_TORCH");
     g_torch = torch ? atoi(torch) : STK__TORCH_1;
+    g_grid_fma = !!(g_torch & STK__TORCH_GRID_FMA);
+    g_torch &= ~STK__TORCH_GRID_FMA;
     const char *vexp = getenv("STK_AUGOPS_VEXP");
     if (vexp && *vexp && load_vexp(vexp) != 0)
         return 2;

@@ -171,6 +171,7 @@ P_ERASE_MAX_COUNT = 252
 # whose float32 arithmetic the augmentation equals (STK_AUG_TORCH_*; augment.torch_arithmetic)
 P_AUG_TORCH = 253
 AUG_TORCH_1, AUG_TORCH_1_AVX512, AUG_TORCH_2, AUG_TORCH_2_AVX512 = 0, 1, 2, 3
+AUG_TORCH_GRID_FMA = 4   # OR-ed on: the affine grid's product fused (since 0.5)
 # timm's AutoAugment policy (STK_AUG_TIMM_AUTO; since 0.4): sub-policies of (op, prob, magnitude)
 P_TIMM_AUTO_POLICY = 254
 # the largest share of bad records an epoch may have (since 0.5)

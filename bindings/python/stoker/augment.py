@@ -57,6 +57,7 @@ random choices follow torchvision's distributions, not torch's random stream.
 """
 
 import math
+import warnings
 
 POLICIES = ("trivialaugment", "randaugment", "autoaugment", "augmix", "timm_randaugment", "timm_autoaugment")
 STEPS = ("vflip", "grayscale", "color_jitter", "gaussian_blur", "affine", "rotation")
@@ -645,8 +646,10 @@ def torch_arithmetic(torch=None):
     None): whose float32 arithmetic the augmentation reproduces. torch >= 2.0 (with torchvision
     >= 0.15) computes torch.linspace point by point and ends adjust_hue with
     convert_image_dtype; torch 1.x vectorises linspace, 8 or 16 lanes by its CPU kernels (torch
-    2.x's lanes show in transforms.v2.GaussianBlur's softmax sum only). None
-    when torch cannot be imported: the library's default (torch 1.x, AVX2) then stands."""
+    2.x's lanes show in transforms.v2.GaussianBlur's softmax sum only). With AUG_TORCH_GRID_FMA
+    added when torch's bmm computes the geometric ops' affine grid with its product fused
+    (_grid_fused). None when torch cannot be imported: the library's default (torch 1.x, AVX2)
+    then stands."""
     if torch is None:
         try:
             import torch
@@ -661,10 +664,50 @@ def torch_arithmetic(torch=None):
             major = 2
         avx512 = _cpu_capability(torch) == "AVX512"
         if major >= 2:
-            _arith_cache[key] = _lib.AUG_TORCH_2_AVX512 if avx512 else _lib.AUG_TORCH_2
+            arith = _lib.AUG_TORCH_2_AVX512 if avx512 else _lib.AUG_TORCH_2
         else:
-            _arith_cache[key] = _lib.AUG_TORCH_1_AVX512 if avx512 else _lib.AUG_TORCH_1
+            arith = _lib.AUG_TORCH_1_AVX512 if avx512 else _lib.AUG_TORCH_1
+        _arith_cache[key] = arith | (_lib.AUG_TORCH_GRID_FMA if _grid_fused(torch) else 0)
     return _arith_cache[key]
+
+
+_grid_warned = []
+
+
+def _grid_fused(torch):
+    """Whether TORCH's bmm computes torchvision's affine grid (_gen_affine_grid: N x 3 points by
+    the 3 x 2 rescaled matrix) as fma(y, r1, x * r0) + r2 — Intel MKL's AVX-512 sgemm on some
+    CPUs (torch built with MKL: the PyPI x86-64 wheels), which MKL chooses at run time (MKL_CBWR
+    can choose for it) — rather than (x * r0 + y * r1) + r2, each step rounded (MKL's AVX2
+    kernels, torch without MKL). Asked of torch itself, once per process, on a 30-degree
+    rotation's grid of 64 x 48 points, where the two differ in about a fifth of the values. If
+    it matches neither, a RuntimeWarning says so and the unfused form stands (the geometric ops
+    may then be one level off at some pixels)."""
+    import numpy as np
+    ow, oh = 64, 48
+    c, s = math.cos(math.radians(30.0)), math.sin(math.radians(30.0))
+    theta = torch.tensor([[c, -s, 3.0], [s, c, -2.0]], dtype=torch.float32).reshape(1, 2, 3)
+    base = torch.empty(1, oh, ow, 3, dtype=torch.float32)
+    base[..., 0].copy_(torch.linspace(-ow * 0.5 + 0.5, ow * 0.5 - 0.5, steps=ow))
+    base[..., 1].copy_(torch.linspace(-oh * 0.5 + 0.5, oh * 0.5 - 0.5, steps=oh).unsqueeze_(-1))
+    base[..., 2].fill_(1)
+    rt = theta.transpose(1, 2) / torch.tensor([0.5 * ow, 0.5 * oh], dtype=torch.float32)
+    got = base.view(1, oh * ow, 3).bmm(rt)[0].numpy()
+    b, r = base.view(oh * ow, 3).numpy(), rt[0].numpy()
+    x, y = b[:, :1], b[:, 1:2]
+    plain = (x * r[0] + y * r[1]) + r[2]              # float32, each step rounded
+    xr = (x * r[0]).astype(np.float64)                # y * r1 exact in float64, one rounding
+    fused = (y.astype(np.float64) * r[1].astype(np.float64) + xr).astype(np.float32) + r[2]
+    if np.array_equal(got, plain):
+        return False
+    if np.array_equal(got, fused):
+        return True
+    if not _grid_warned:
+        _grid_warned.append(1)
+        warnings.warn("stoker: torch's bmm computes the affine grid of ShearX/Y, TranslateX/Y, Rotate, "
+                      "RandomAffine and RandomRotation in an order stoker does not repeat: their "
+                      "pixels may be one level off torchvision's at some places", RuntimeWarning)
+    return False
 
 
 VEXP = "vexp"   # params()'s key for GaussianBlur's exp: the Loader calls stk_loader_set_vexp with it

@@ -9,7 +9,7 @@
 # cache (~/.cache/pip) keeps a rebuild from downloading torch again.
 set -euo pipefail
 PKGS="torch==2.15.0 torchvision==0.29.2 timm==1.0.31 lightning==2.6.6 accelerate==1.16.0 \
-pytest numpy pillow"
+pytest==9.2.0 numpy==2.4.6 pillow==13.0.0"
 VENV=${STK_TORCH2_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/stoker/venv-torch2}
 STAMP="$VENV/.stoker-pins"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$PKGS" ]; then

@@ -11,7 +11,9 @@
  * SINK. One thread produces SQEs at a time (sq_mu) and one consumes CQEs at a time (cq_mu). WORK
  * may block (the loader gates there) without holding up completions: the reaper is awake
  * whenever reads are in flight. Wake-ups are batched: once out of buffers the submitter sleeps
- * until eff_qd / 2 are free and then refills in a burst (docs/PERFORMANCE.md, read).
+ * until eff_qd / 2 are free and then refills in a burst (docs/PERFORMANCE.md, read). When WORK
+ * has no more, the submitter reaps with the reaper until nothing is in flight before it exits:
+ * the kernel finishes a cold buffered read as task work of the thread that submitted it.
  *
  * Built only with liburing (STK_HAVE_URING); reader_uring_none.c stands in without it.
  */
@@ -234,6 +236,8 @@ static void submit_one(stk__reader *r, rslot *s)
     pthread_mutex_unlock(&r->mu);
 }
 
+static void uring_wait(stk__reader *r);
+
 /* The submitter also reaps: a buffered read of cached data completes inside io_uring_enter, so
  * the submitter finds its completion on the ring as soon as io_uring_submit returns, verifies it
  * (the bytes are still in its cache) and delivers it. The reaper is woken only when reads are
@@ -250,6 +254,21 @@ void *stk__uring_submitter(void *arg)
             break;
         if (!skip)
             submit_one(r, s);
+    }
+    /* The kernel finishes a buffered read of uncached data as task work of the thread that
+     * submitted it: once this thread has exited, such a read fails with EFAULT. Stay, and reap
+     * along with the reaper, until nothing is in flight. */
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        uint32_t left = r->inflight;
+        pthread_mutex_unlock(&r->mu);
+        if (!left)
+            break;
+        if (uring_reap(r))
+            continue;
+        uint64_t t0 = stk__now_ns();
+        uring_wait(r);
+        stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t0);
     }
     pthread_mutex_lock(&r->mu);
     r->submit_done = 1;

@@ -248,8 +248,6 @@ void stk__reader_stop(stk__reader *r)
     pthread_cond_broadcast(&r->cv_free[1]);
     pthread_cond_broadcast(&r->cv_fl);
     pthread_mutex_unlock(&r->mu);
-    if (r->bk == BK_URING && r->nthreads == 1)
-        stk__uring_drain(r); /* the reaper failed to start: take back what is in flight here */
     for (uint32_t i = 0; i < r->nthreads; i++)
         pthread_join(r->threads[i], NULL);
     r->nthreads = 0;

@@ -236,50 +236,6 @@ static void submit_one(stk__reader *r, rslot *s)
     pthread_mutex_unlock(&r->mu);
 }
 
-static void uring_wait(stk__reader *r);
-
-/* The submitter also reaps: a buffered read of cached data completes inside io_uring_enter, so
- * the submitter finds its completion on the ring as soon as io_uring_submit returns, verifies it
- * (the bytes are still in its cache) and delivers it. The reaper is woken only when reads are
- * left in flight (cold data, O_DIRECT): with a warm page cache it sleeps, and a read costs no
- * context switch at all. */
-void *stk__uring_submitter(void *arg)
-{
-    stk__reader *r = arg;
-    pthread_setname_np(pthread_self(), "stk-submit");
-    while (!atomic_load(&r->stopping)) {
-        int skip;
-        rslot *s = stk__rd_take_work(r, &skip);
-        if (!s)
-            break;
-        if (!skip)
-            submit_one(r, s);
-    }
-    /* The kernel finishes a buffered read of uncached data as task work of the thread that
-     * submitted it: once this thread has exited, such a read fails with EFAULT. Stay, and reap
-     * along with the reaper, until nothing is in flight. */
-    for (;;) {
-        pthread_mutex_lock(&r->mu);
-        uint32_t left = r->inflight;
-        pthread_mutex_unlock(&r->mu);
-        if (!left)
-            break;
-        if (uring_reap(r))
-            continue;
-        uint64_t t0 = stk__now_ns();
-        uring_wait(r);
-        stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t0);
-    }
-    pthread_mutex_lock(&r->mu);
-    r->submit_done = 1;
-    int idle = r->reaper_idle;
-    pthread_cond_broadcast(&r->cv_sub);
-    pthread_mutex_unlock(&r->mu);
-    if (!idle) /* the reaper may wait in the kernel for a completion the submitter took */
-        uring_kick(r);
-    return NULL;
-}
-
 /* Wait in the kernel until the ring holds a completion (or a signal interrupts), at most 20 ms
  * where the kernel takes a timeout with the wait (IORING_FEAT_EXT_ARG): the caller then looks
  * again. The bound matters where this thread's wait can hold up the submitter, whose reads or
@@ -302,6 +258,56 @@ static void uring_wait(stk__reader *r)
         stk__rd_sleep_us(1000); /* transient kernel trouble: do not spin */
 }
 
+/* Reads in flight now. */
+static uint32_t inflight_left(stk__reader *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint32_t left = r->inflight;
+    pthread_mutex_unlock(&r->mu);
+    return left;
+}
+
+/* uring_wait, its time counted as starved (waiting for storage). */
+static void uring_wait_counted(stk__reader *r)
+{
+    uint64_t t0 = stk__now_ns();
+    uring_wait(r);
+    stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t0);
+}
+
+/* The submitter also reaps: a buffered read of cached data completes inside io_uring_enter, so
+ * the submitter finds its completion on the ring as soon as io_uring_submit returns, verifies it
+ * (the bytes are still in its cache) and delivers it. The reaper is woken only when reads are
+ * left in flight (cold data, O_DIRECT): with a warm page cache it sleeps, and a read costs no
+ * context switch at all. */
+void *stk__uring_submitter(void *arg)
+{
+    stk__reader *r = arg;
+    pthread_setname_np(pthread_self(), "stk-submit");
+    while (!atomic_load(&r->stopping)) {
+        int skip;
+        rslot *s = stk__rd_take_work(r, &skip);
+        if (!s)
+            break;
+        if (!skip)
+            submit_one(r, s);
+    }
+    /* The kernel finishes a buffered read of uncached data as task work of the thread that
+     * submitted it: once this thread has exited, such a read fails with EFAULT. Stay, and reap
+     * along with the reaper, until nothing is in flight. */
+    while (inflight_left(r))
+        if (!uring_reap(r))
+            uring_wait_counted(r);
+    pthread_mutex_lock(&r->mu);
+    r->submit_done = 1;
+    int idle = r->reaper_idle;
+    pthread_cond_broadcast(&r->cv_sub);
+    pthread_mutex_unlock(&r->mu);
+    if (!idle) /* the reaper may wait in the kernel for a completion the submitter took */
+        uring_kick(r);
+    return NULL;
+}
+
 void *stk__uring_reaper(void *arg)
 {
     stk__reader *r = arg;
@@ -317,13 +323,10 @@ void *stk__uring_reaper(void *arg)
         pthread_mutex_unlock(&r->mu);
         if (finish)
             break;
-        if (uring_reap(r))
-            continue;
         /* nothing on the ring: wait for storage. A read the submitter reaps meanwhile still
          * wakes this wait; so does the no-op the submitter posts when it is done. */
-        uint64_t t0 = stk__now_ns();
-        uring_wait(r);
-        stk__clock_add(&r->clock.starved_ns, stk__now_ns() - t0);
+        if (!uring_reap(r))
+            uring_wait_counted(r);
     }
     return NULL;
 }
@@ -410,28 +413,6 @@ int stk__uring_setup(stk__reader *r, const char **why)
     r->ur = ur;
     ring_reuse_order();
     return 0;
-}
-
-void stk__uring_drain(stk__reader *r)
-{
-    pthread_join(r->threads[0], NULL);
-    r->nthreads = 0;
-    for (;;) {
-        pthread_mutex_lock(&r->mu);
-        uint32_t left = r->inflight;
-        pthread_mutex_unlock(&r->mu);
-        if (!left)
-            break;
-        struct io_uring_cqe *cqe;
-        if (io_uring_wait_cqe(&r->ur->ring, &cqe) < 0)
-            continue;
-        rslot *s = io_uring_cqe_get_data(cqe);
-        io_uring_cqe_seen(&r->ur->ring, cqe);
-        if (s) {
-            uring_finished(r, s);
-            stk__reader_release(r, &s->rd);
-        }
-    }
 }
 
 void stk__uring_destroy(stk__reader *r)

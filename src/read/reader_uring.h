@@ -20,8 +20,6 @@ void stk__uring_register(stk__reader *r);
 /* The two threads (ARG: the reader). */
 void *stk__uring_submitter(void *arg);
 void *stk__uring_reaper(void *arg);
-/* Stop when the reaper never started: join the submitter and take back what it left in flight. */
-void stk__uring_drain(stk__reader *r);
 /* Tear down the ring (no thread running). */
 void stk__uring_destroy(stk__reader *r);
 

@@ -31,6 +31,4 @@ void *stk__uring_reaper(void *arg)
     return NULL;
 }
 
-void stk__uring_drain(stk__reader *r) { (void)r; }
-
 void stk__uring_destroy(stk__reader *r) { (void)r; }

@@ -189,13 +189,12 @@ int stk__reader_create(stk__reader **out, stk_dataset *ds, const stk__reader_con
 }
 
 /* Thread I of N could not be started (PRC): wind down what started. The submitter's WORK is the
- * caller's: stop it through stopping, and end the reaper by marking submission done. */
+ * caller's: stop it through stopping. An io_uring submitter whose reaper never started reaps
+ * what it left in flight itself before it exits. */
 static int start_failed(stk__reader *r, uint32_t i, uint32_t n, int prc, char *err)
 {
     atomic_store(&r->stopping, 1);
     pthread_mutex_lock(&r->mu);
-    if (r->bk == BK_URING && i == 1)
-        r->submit_done = 1; /* the reaper never started: nothing may be left in flight */
     pthread_cond_broadcast(&r->cv_free[0]);
     pthread_cond_broadcast(&r->cv_free[1]);
     pthread_cond_broadcast(&r->cv_fl);

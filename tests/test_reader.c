@@ -105,9 +105,7 @@ int main(void)
     char path[512];
 
     /* ---- stoker shards -------------------------------------------------------------------- */
-    snprintf(path, sizeof(path), "%s/shards", tmp);
-    t_make_shards(path, &e);
-    stk_dataset *ds = t_open_ds(path, STK_LAYOUT_SHARDS);
+    stk_dataset *ds = t_shards_at(tmp, "shards", &e);
     T_CHECK(ds->count == N_REC, "count %llu", (unsigned long long)ds->count);
     T_CHECK(ds->nshards > 3, "expected several shards, got %u", ds->nshards);
     check_disk(ds);

@@ -87,10 +87,7 @@ int main(void)
     char *tmp = t_tmpdir("reader-cold");
     t_expect e;
     t_expect_make(&e, N_REC, 11);
-    char path[512];
-    snprintf(path, sizeof(path), "%s/shards", tmp);
-    t_make_shards(path, &e);
-    stk_dataset *ds = t_open_ds(path, STK_LAYOUT_SHARDS);
+    stk_dataset *ds = t_shards_at(tmp, "shards", &e);
     T_CHECK(ds->count == N_REC, "count %llu", (unsigned long long)ds->count);
     for (uint32_t i = 0; i < ds->nshards; i++) /* written back: clean pages can be dropped */
         T_CHECK(fdatasync(ds->shards[i].fd) == 0, "fdatasync %s", ds->shards[i].path);

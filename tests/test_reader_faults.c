@@ -98,9 +98,7 @@ int main(void)
     t_expect e;
     t_expect_make(&e, N, 5);
     char path[600];
-    snprintf(path, sizeof(path), "%s/shards", tmp);
-    t_make_shards(path, &e);
-    stk_dataset *ds = t_open_ds(path, STK_LAYOUT_SHARDS);
+    stk_dataset *ds = t_shards_at(tmp, "shards", &e);
     int have_uring = t_uring_works(ds);
 
     /* ---- injected faults at rates --------------------------------------------------------- */
@@ -150,9 +148,9 @@ int main(void)
         c.direct = b != 2;
         if (b == 0 && !have_uring)
             continue;
-        snprintf(path, sizeof(path), "%s/shrink%d", tmp, b);
-        t_make_shards(path, &e);
-        ds = t_open_ds(path, STK_LAYOUT_SHARDS);
+        char name[16];
+        snprintf(name, sizeof(name), "shrink%d", b);
+        ds = t_shards_at(tmp, name, &e);
         uint32_t last = ds->nshards - 1;
         const stk__shard *sh = &ds->shards[last];
         shrink_ctx x = {.path = sh->path, .size = (off_t)(sh->file_size / 2 / 4096 * 4096)};
@@ -188,9 +186,7 @@ int main(void)
 
     /* ---- a shard that vanishes mid-epoch: the open descriptors still read it ---------------- */
     {
-        snprintf(path, sizeof(path), "%s/vanish", tmp);
-        t_make_shards(path, &e);
-        ds = t_open_ds(path, STK_LAYOUT_SHARDS);
+        ds = t_shards_at(tmp, "vanish", &e);
         shrink_ctx x = {.path = ds->shards[0].path, .unlink_it = 1};
         t_run_opts o = {.progress_at = N / 4, .at_progress = do_shrink, .ctx = &x};
         t_run_result res;

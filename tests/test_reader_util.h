@@ -98,6 +98,15 @@ static inline stk_dataset *t_open_ds(const char *path, int layout)
     return ds;
 }
 
+/* Pack E into shards at TMP/NAME (t_make_shards) and open them. */
+static inline stk_dataset *t_shards_at(const char *tmp, const char *name, const t_expect *e)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", tmp, name);
+    t_make_shards(path, e);
+    return t_open_ds(path, STK_LAYOUT_SHARDS);
+}
+
 static inline stk__reader_config t_default_config(void)
 {
     stk__reader_config c;

@@ -39,7 +39,8 @@ A barrier, to prove that several objects are fetched at once (tests/test_s3_stre
                        have passed; then the hold is over for good, and LOG_FILE gets
                        "hold released: N objects" or "hold timed out: N objects"
 STK_PROXY_LOG_REQUESTS=1 appends "request METHOD PATH RANGE" to LOG_FILE for every request as it
-arrives, in order (tests/test_s3_slot_order.c).
+arrives, in order (tests/test_s3_slot_order.c), and "connection" for every connection accepted
+(tests/test_s3_stream_conns.c).
 Loss is emulated only as whole-connection resets (the "reset" fault, STK_PROXY_FAULTS=reset with
 EVERY), not as dropped packets. The upstream's answer is read whole before it is sent on.
 """
@@ -220,6 +221,9 @@ HOLD = None
 
 
 def serve(conn, up_port, state, log):
+    if LOG_REQUESTS:
+        with open(log, "a") as f:
+            f.write("connection\n")
     try:
         while True:
             req = read_request(conn)

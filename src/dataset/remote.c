@@ -72,6 +72,8 @@ void stk__remote_free(stk__remote *r)
             close(r->fds[i]);
     free(r->fds);
     if (r->streaming) {
+        for (int i = 0; i < r->npools; i++)
+            stk__s3_pool_free(r->pools[i]);
         pthread_mutex_destroy(&r->mu);
         stk__s3_budget_destroy(&r->budget);
         stk__s3_objs_free(r->objs, r->n);
@@ -198,10 +200,13 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         rc = stk__s3_cfg_from_env(&cfg, ds->err);
     if (rc != STK_OK)
         return rc;
+    cfg.pool = stk__s3_pool_new(); /* the open's connections, kept for the first download */
     stk__s3_obj *all = NULL;
     size_t nall = 0, plen = strlen(prefix);
-    if ((rc = stk__s3_list(&cfg, bucket, prefix, &all, &nall, ds->err)) != STK_OK)
+    if ((rc = stk__s3_list(&cfg, bucket, prefix, &all, &nall, ds->err)) != STK_OK) {
+        stk__s3_pool_free(cfg.pool);
         return rc;
+    }
     /* keep the shards (in name order); an unfinished upload (`stoker pack` to s3://) left its
      * marker object: refused as a local DST with the marker file is */
     size_t n = 0;
@@ -293,6 +298,11 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         snprintf(rem->cache_dir, sizeof rem->cache_dir, "%s", cache.root);
         snprintf(rem->url, sizeof rem->url, "%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/");
         rc = stk__remote_stream_open(ds, rem, all, n);
+        rem->cfg.pool = NULL; /* each download names the pool it took */
+        if (cfg.pool) {
+            rem->pools[rem->npools++] = cfg.pool;
+            cfg.pool = NULL;
+        }
         all = NULL; /* rem owns the objects now */
         n = 0;
         goto out;
@@ -407,6 +417,7 @@ out_nocache:
     free(need);
     free(vbuf);
     stk__s3_objs_free(all, n);
+    stk__s3_pool_free(cfg.pool);
     if (rc != STK_OK) {
         stk__remote_free(rem);
         return rc;
@@ -559,6 +570,7 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
         stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
     r->dl_mark = t;
     r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
+    stk__s3_pool *pool = r->npools ? r->pools[--r->npools] : NULL;
     pthread_mutex_unlock(&r->mu);
     /* the request slots are shared with the other downloads (r->budget: each request holds one,
      * passed on to the next download as soon as this one has nothing left to ask for); parts
@@ -566,6 +578,7 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
     stk__s3_cfg c = r->cfg;
     c.cancel = &r->cancel;
     c.budget = &r->budget;
+    c.pool = pool ? pool : stk__s3_pool_new(); /* NULL: this download's own connections */
     c.inflight = STK__MAX(1, c.inflight);
     uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
     c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
@@ -587,7 +600,12 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
     r->dl_now--;
     if (rc == STK_OK)
         r->fetches[j->shard]++;
+    if (c.pool && r->npools < REMOTE_POOLS) {
+        r->pools[r->npools++] = c.pool;
+        c.pool = NULL;
+    }
     pthread_mutex_unlock(&r->mu);
+    stk__s3_pool_free(c.pool);
     return rc;
 }
 

@@ -18,6 +18,7 @@
 /* Room a fetched shard takes in the cache beside its file: its LMDB lock file (8 KiB at LMDB's
  * default 126 readers) and its .etag, both counted in the cache's usage */
 #define SIDE_BYTES 65536
+#define REMOTE_POOLS 64 /* idle connection pools kept (one per download at once) */
 
 struct stk__remote {
     int *fds; /* one per shard, LOCK_SH (streaming: while attached, else -1) */
@@ -43,6 +44,10 @@ struct stk__remote {
     double dl_mark;
     _Atomic int cancel; /* stk__remote_cancel: downloads in progress end at once */
     stk__s3_budget budget; /* the request slots (STOKER_S3_INFLIGHT) the downloads share */
+    /* under mu: connection pools no download is using (the open's first): a download takes one
+     * and gives it back, so shards after the first reuse the connections of those before */
+    stk__s3_pool *pools[REMOTE_POOLS];
+    int npools;
 };
 
 /* snprintf for paths (truncation is caught by the open/rename that follows; PATH_MAX bounds it) */

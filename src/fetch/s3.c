@@ -462,6 +462,24 @@ static uint64_t budget_ticket(stk__s3_budget *b)
     return t;
 }
 
+struct stk__s3_pool {
+    CURLM *multi; /* made by the first call that uses the pool */
+};
+
+stk__s3_pool *stk__s3_pool_new(void)
+{
+    return calloc(1, sizeof(stk__s3_pool));
+}
+
+void stk__s3_pool_free(stk__s3_pool *p)
+{
+    if (!p)
+        return;
+    if (p->multi)
+        curl_multi_cleanup(p->multi);
+    free(p);
+}
+
 /* Run the N requests (each until done or out of retries), at most c->inflight at once, in their
  * order; with c->budget, each request also holds one of its slots while in flight, kept for this
  * call's next request when there is one to issue (s3.h). On a fatal failure of one request the
@@ -471,10 +489,13 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
     pthread_once(&g_once, global_init);
     if (g_init_rc != CURLE_OK)
         return stk__err(err, STK_E_IO, "curl_global_init: %s", curl_easy_strerror(g_init_rc));
-    CURLM *m = curl_multi_init();
-    if (!m)
+    CURLM *m = c->pool ? c->pool->multi : NULL;
+    if (!m && !(m = curl_multi_init()))
         return stk__err(err, STK_E_NOMEM, "curl_multi_init failed");
+    if (c->pool)
+        c->pool->multi = m;
     curl_multi_setopt(m, CURLMOPT_MAX_HOST_CONNECTIONS, (long)c->inflight);
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, (long)c->inflight);
     double t0 = stk__now();
     size_t done = 0, first = 0; /* rs[0..first) are all done */
     int active = 0, held = 0, rc = STK_OK; /* held: slots of c->budget, >= active */
@@ -586,7 +607,8 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
     for (size_t i = 0; i < n; i++)
         if (rs[i].state == S_ACTIVE && rs[i].easy)
             curl_multi_remove_handle(m, rs[i].easy);
-    curl_multi_cleanup(m);
+    if (!c->pool)
+        curl_multi_cleanup(m);
     if (st)
         st->seconds += stk__now() - t0;
     return rc;

@@ -49,6 +49,18 @@ static inline void stk__s3_budget_destroy(stk__s3_budget *b)
     pthread_mutex_destroy(&b->mu);
 }
 
+/* Connections kept open from one call to the next: a call whose cfg names a pool runs its
+ * requests on the pool's curl multi handle, whose connection cache keeps the connections of its
+ * finished requests (at most cfg.inflight) for the next call that names the pool — no TCP or TLS
+ * handshake per shard (docs/S3.md "Requests"). One thread at a time may use a pool (a streaming
+ * loader's download thread owns one); libcurl drops a kept connection the server has closed and
+ * retries the request on a new one. */
+typedef struct stk__s3_pool stk__s3_pool;
+/* A new, empty pool (NULL: out of memory). */
+stk__s3_pool *stk__s3_pool_new(void);
+/* Close the pool's connections and free it. NULL is a no-op. */
+void stk__s3_pool_free(stk__s3_pool *p);
+
 typedef struct stk__s3_cfg {
     char endpoint[512]; /* scheme://host[:port], no trailing slash */
     char region[64];
@@ -65,6 +77,7 @@ typedef struct stk__s3_cfg {
     _Atomic int *cancel; /* set by the caller (NULL: none): once *cancel is non-zero, a call ends
                             within ~0.1 s with STK_E_CANCELLED, its requests dropped */
     stk__s3_budget *budget; /* request slots shared with other calls (NULL: none) */
+    stk__s3_pool *pool; /* connections kept from the call before (NULL: this call's own) */
 } stk__s3_cfg;
 
 /* Fill *C from the environment and the AWS files (creds.c); STK_E_INVALID with ERR on a bad

@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define WBUF_BYTES (256u << 10) /* a download's body buffer and libcurl's receive buffer */
+
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static CURLcode g_init_rc;
 static void global_init(void)
@@ -59,6 +61,8 @@ typedef struct req {
     const char *in_mem;
     /* state of the current attempt */
     uint64_t got;
+    char *wbuf;  /* body bytes [got - wlen, got) not yet written to OUT_FD (WBUF_BYTES) */
+    size_t wlen;
     char *mem;
     size_t mlen, mcap;
     long status;
@@ -115,6 +119,31 @@ static char *make_url(const stk__s3_cfg *c, const char *bucket, const char *key,
     return u;
 }
 
+/* Write LEN bytes at byte AT of the request's part of OUT_FD; 0, or -1 with r->io_err set. */
+static int write_at(req *r, const char *p, size_t len, uint64_t at)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = pwrite(r->out_fd, p + off, len - off, (off_t)(r->out_off + at + off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            r->io_err = w < 0 ? errno : EIO;
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Write what the body buffer holds; 0, or -1 with r->io_err set. */
+static int flush_body(req *r)
+{
+    int rc = r->wlen ? write_at(r, r->wbuf, r->wlen, r->got - r->wlen) : 0;
+    r->wlen = 0;
+    return rc;
+}
+
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
     req *r = ud;
@@ -124,16 +153,16 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     if (r->out_fd >= 0 && r->status >= 200 && r->status < 300) {
         if (r->expect && r->got + len > r->expect)
             return 0; /* more than asked for: fail the attempt (CURLE_WRITE_ERROR) */
-        size_t off = 0;
-        while (off < len) {
-            ssize_t w = pwrite(r->out_fd, p + off, len - off, (off_t)(r->out_off + r->got + off));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                r->io_err = w < 0 ? errno : EIO;
-                return 0;
-            }
-            off += (size_t)w;
+        /* libcurl hands the body over 16 KiB at a time: gathered into WBUF_BYTES writes */
+        if (!r->wbuf)
+            r->wbuf = malloc(WBUF_BYTES);
+        if (r->wbuf && r->wlen + len > WBUF_BYTES && flush_body(r) != 0)
+            return 0;
+        if (r->wbuf && len <= WBUF_BYTES) {
+            memcpy(r->wbuf + r->wlen, p, len);
+            r->wlen += len;
+        } else if (write_at(r, p, len, r->got) != 0) {
+            return 0;
         }
         r->got += len;
         return len;
@@ -239,6 +268,7 @@ static int setup_easy(const stk__s3_cfg *c, req *r, char *err)
     curl_slist_free_all(r->hdrs);
     r->hdrs = NULL;
     r->got = 0;
+    r->wlen = 0; /* an earlier attempt's bytes, not written: this one writes them again */
     r->mlen = 0;
     r->status = 0;
     r->etag[0] = 0;
@@ -249,6 +279,8 @@ static int setup_easy(const stk__s3_cfg *c, req *r, char *err)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, c->connect_timeout_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->stall_s);
+    if (r->out_fd >= 0) /* fewer, larger reads than the default 16 KiB */
+        curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)WBUF_BYTES);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -356,6 +388,7 @@ static double backoff_s(int attempt)
 
 static void req_free(req *r)
 {
+    free(r->wbuf);
     if (r->easy)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->hdrs);
@@ -549,6 +582,8 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
             curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&r);
             curl_multi_remove_handle(m, e);
             active--;
+            if (cc == CURLE_OK)
+                flush_body(r); /* a failed write is judged below (r->io_err) */
             int j = judge(r, cc);
             if (st) {
                 if (r->method == M_GET)
@@ -562,6 +597,8 @@ static int run_reqs(const stk__s3_cfg *c, req *rs, size_t n, stk__s3_stats *st, 
                 if (r->out_fd >= 0) { /* a finished ranged GET needs its handle no more */
                     curl_easy_cleanup(r->easy);
                     r->easy = NULL;
+                    free(r->wbuf);
+                    r->wbuf = NULL;
                 }
             } else if (j > 0 && r->attempts <= c->retries) {
                 r->state = S_WAIT;

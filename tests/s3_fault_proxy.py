@@ -102,15 +102,18 @@ def forward(up_port, head, body):
     req = b"\r\n".join(lines) + b"\r\nConnection: close\r\n\r\n" + body
     s = socket.create_connection((UPSTREAM_HOST, up_port))
     s.sendall(req)
-    resp = b""
+    parts = []   # joined once: the answer is copied once, not once per piece received
     while True:
         chunk = s.recv(1 << 20)
         if not chunk:
             break
-        resp += chunk
+        parts.append(chunk)
     s.close()
-    rhead, _, rbody = resp.partition(b"\r\n\r\n")
-    return rhead, rbody
+    resp = b"".join(parts)
+    end = resp.find(b"\r\n\r\n")
+    if end < 0:
+        return resp, memoryview(b"")
+    return resp[:end], memoryview(resp)[end + 4:]   # the body not copied
 
 
 def answer(rhead, rbody):
@@ -119,7 +122,7 @@ def answer(rhead, rbody):
     keep = [l for l in lines[1:] if l.split(b":")[0].strip().lower() not in
             (b"connection", b"content-length", b"transfer-encoding")]
     if b"transfer-encoding: chunked" in rhead.lower():
-        rbody = dechunk(rbody)
+        rbody = dechunk(bytes(rbody))
     return b"\r\n".join([lines[0]] + keep + [b"Content-Length: %d" % len(rbody)]) + b"\r\n\r\n", rbody
 
 
@@ -153,17 +156,23 @@ class Link:
             if wait > 0:
                 time.sleep(wait)
 
-    def send(self, conn, data, t_arrived):
+    def send(self, conn, head, body, t_arrived):
+        """The answer's HEAD and then its BODY (a bytes-like object), on the link's schedule."""
         if self.delay and self.bps:
             wait = t_arrived + self.delay - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
+        # 64 KiB chunks of head + body, the first copied with the head (no small segment alone)
+        view = memoryview(body)
+        n0 = max(0, 65536 - len(head))
+        first = head + bytes(view[:n0])
         if not self.bps:
-            conn.sendall(data)
+            conn.sendall(first)
+            if len(view) > n0:
+                conn.sendall(view[n0:])
             return
-        view = memoryview(data)
-        for i in range(0, len(data), 65536):
-            chunk = view[i:i + 65536]
+        pieces = [first] + [view[i:i + 65536] for i in range(n0, len(view), 65536)]
+        for chunk in pieces:
             with self.lock:
                 start = max(time.monotonic(), self.free_at)
                 self.free_at = start + len(chunk) / self.bps
@@ -270,7 +279,7 @@ def serve(conn, up_port, state, log):
                 conn.close()
                 return
             throttle(len(rbody))
-            LINK.send(conn, rhead + rbody, t_arrived)
+            LINK.send(conn, rhead, rbody, t_arrived)
     except OSError:
         pass
     finally:

@@ -191,6 +191,30 @@ static int verify_shard(stk_dataset *ds, uint32_t si, void **buf, size_t *cap)
     return STK_OK;
 }
 
+/* An idle connection pool of R for one download, or a new one (NULL: out of memory; the download
+ * then runs on connections of its own). */
+static stk__s3_pool *take_pool(stk__remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    stk__s3_pool *p = r->npools ? r->pools[--r->npools] : NULL;
+    pthread_mutex_unlock(&r->mu);
+    return p ? p : stk__s3_pool_new();
+}
+
+/* P back into R's idle pools (freed when REMOTE_POOLS are idle already). NULL is a no-op. */
+static void give_pool(stk__remote *r, stk__s3_pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&r->mu);
+    int kept = r->npools < REMOTE_POOLS;
+    if (kept)
+        r->pools[r->npools++] = p;
+    pthread_mutex_unlock(&r->mu);
+    if (!kept)
+        stk__s3_pool_free(p);
+}
+
 int stk__remote_open(stk_dataset *ds, const char *url, int want)
 {
     char bucket[256], prefix[1024], dir[PATH_MAX], path[PATH_MAX + 64], tmp[PATH_MAX + 96];
@@ -299,10 +323,8 @@ int stk__remote_open(stk_dataset *ds, const char *url, int want)
         snprintf(rem->url, sizeof rem->url, "%s%s", url, url[strlen(url) - 1] == '/' ? "" : "/");
         rc = stk__remote_stream_open(ds, rem, all, n);
         rem->cfg.pool = NULL; /* each download names the pool it took */
-        if (cfg.pool) {
-            rem->pools[rem->npools++] = cfg.pool;
-            cfg.pool = NULL;
-        }
+        give_pool(rem, cfg.pool);
+        cfg.pool = NULL;
         all = NULL; /* rem owns the objects now */
         n = 0;
         goto out;
@@ -570,7 +592,6 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
         stk__fetch_ctr_busy(&r->ctr, t - r->dl_mark);
     r->dl_mark = t;
     r->dl_peak = STK__MAX(r->dl_peak, ++r->dl_now);
-    stk__s3_pool *pool = r->npools ? r->pools[--r->npools] : NULL;
     pthread_mutex_unlock(&r->mu);
     /* the request slots are shared with the other downloads (r->budget: each request holds one,
      * passed on to the next download as soon as this one has nothing left to ask for); parts
@@ -578,7 +599,7 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
     stk__s3_cfg c = r->cfg;
     c.cancel = &r->cancel;
     c.budget = &r->budget;
-    c.pool = pool ? pool : stk__s3_pool_new(); /* NULL: this download's own connections */
+    c.pool = take_pool(r);
     c.inflight = STK__MAX(1, c.inflight);
     uint64_t part = (o->size + (uint64_t)c.inflight - 1) / (uint64_t)c.inflight;
     c.part_bytes = STK__MIN(c.part_bytes, STK__MAX(part, (uint64_t)1 << 20));
@@ -600,12 +621,8 @@ int stk__remote_download(stk_dataset *ds, stk__remote_job *j, char *err)
     r->dl_now--;
     if (rc == STK_OK)
         r->fetches[j->shard]++;
-    if (c.pool && r->npools < REMOTE_POOLS) {
-        r->pools[r->npools++] = c.pool;
-        c.pool = NULL;
-    }
     pthread_mutex_unlock(&r->mu);
-    stk__s3_pool_free(c.pool);
+    give_pool(r, c.pool);
     return rc;
 }
 

@@ -143,4 +143,16 @@ static inline size_t s3s_epoch(const s3s_data *d, stk_loader *h, uint64_t **out)
     return n;
 }
 
+/* IDX (N indices of one epoch) is every record of D exactly once (TAG names the case). */
+static inline void s3s_check_whole(const s3s_data *d, const uint64_t *idx, size_t n,
+                                   const char *tag)
+{
+    T_CHECK(n == d->n, "%s: %zu records in the epoch, the dataset has %llu", tag, n,
+            (unsigned long long)d->n);
+    uint8_t *once = calloc(d->n, 1);
+    for (size_t i = 0; i < n; i++)
+        T_CHECK(!once[idx[i]]++, "%s: record %llu twice", tag, (unsigned long long)idx[i]);
+    free(once);
+}
+
 #endif

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Export the server's AWS_* variables. Exit 77 (skip) only when the Ceph packages are missing;
@@ -130,7 +131,7 @@ static inline char *s3u_read_log(const char *path)
 
 /* Start tests/s3_fault_proxy.py in front of the server at C's endpoint, spoiling every EVERY-th
  * request (0: none; its other settings from the STK_PROXY_* environment), logging to LOG; point
- * AWS_ENDPOINT_URL at it. Returns its pid (stop it with kill + waitpid). */
+ * AWS_ENDPOINT_URL at it. Returns its pid (stop it with s3u_proxy_stop). */
 static inline pid_t s3u_proxy_start(const stk__s3_cfg *c, const char *tmp, const char *log,
                                     int every)
 {
@@ -165,6 +166,13 @@ static inline pid_t s3u_proxy_start(const stk__s3_cfg *c, const char *tmp, const
     snprintf(ep, sizeof ep, "http://127.0.0.1:%s", port);
     setenv("AWS_ENDPOINT_URL", ep, 1);
     return pid;
+}
+
+/* Stop the proxy of PID (s3u_proxy_start) and wait for it. */
+static inline void s3u_proxy_stop(pid_t pid)
+{
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
 }
 
 #endif

@@ -9,7 +9,6 @@
  */
 #include "s3_util.h"
 
-#include <sys/wait.h>
 
 int main(void)
 {
@@ -36,8 +35,7 @@ int main(void)
     T_OK(stk_dataset_create(&ds));
     T_OK(stk_dataset_set_cache_dir(ds, cache));
     int rc = stk_dataset_open(ds, url);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    s3u_proxy_stop(pid);
     T_CHECK(rc == STK_OK, "open through the faulty proxy: %s: %s", stk_status_name(rc),
             stk_dataset_last_error(ds));
     size_t cap = 1 << 20, lx, ly;

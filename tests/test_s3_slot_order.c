@@ -13,7 +13,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define PART (1u << 20)
@@ -107,8 +106,7 @@ int main(void)
     }
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    s3u_proxy_stop(pid);
     stk__s3_budget_destroy(&budget);
 
     for (int i = 0; i < 3; i++) {

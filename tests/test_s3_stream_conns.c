@@ -14,7 +14,6 @@
 
 #include "remote.h"
 
-#include <sys/wait.h>
 
 /* Lines of the proxy's log that start with WHAT. */
 static int count_lines(const char *log, const char *what)
@@ -47,11 +46,7 @@ int main(void)
     T_OK(stk_loader_start(h));
     uint64_t *idx;
     size_t n = s3s_epoch(&d, h, &idx);
-    T_CHECK(n == d.n, "%zu records in the epoch, the dataset has %llu", n, (unsigned long long)d.n);
-    uint8_t *once = calloc(d.n, 1);
-    for (size_t i = 0; i < n; i++)
-        T_CHECK(!once[idx[i]]++, "record %llu twice", (unsigned long long)idx[i]);
-    free(once);
+    s3s_check_whole(&d, idx, n, "half cache");
     free(idx);
     stk_fetch_stats fs;
     T_OK(stk_dataset_fetch_stats(ds, &fs));
@@ -59,8 +54,7 @@ int main(void)
     T_CHECK(fs.shards_fetched >= d.nshards, "%llu shards fetched, the dataset has %u",
             (unsigned long long)fs.shards_fetched, d.nshards);
     stk_loader_destroy(h);
-    kill(proxy, SIGTERM);
-    waitpid(proxy, NULL, 0);
+    s3u_proxy_stop(proxy);
 
     int conns = count_lines(log, "connection") - conns_open;
     int gets = count_lines(log, "request GET") - gets_open;

@@ -13,7 +13,6 @@
 
 #include "remote.h"
 
-#include <sys/wait.h>
 
 static int part_files(const char *dir)
 {
@@ -47,8 +46,7 @@ int main(void)
     int parts = part_files(cache);
     T_CHECK(parts == 0, "%d part files left in the cache", parts);
     free(text);
-    kill(proxy, SIGTERM);
-    waitpid(proxy, NULL, 0);
+    s3u_proxy_stop(proxy);
     s3s_free(&d);
     printf("test_s3_stream_halt: ok\n");
     return 0;

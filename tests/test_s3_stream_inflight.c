@@ -59,12 +59,7 @@ static stk_loader *one_epoch(const s3s_data *d, const char *cache, uint64_t limi
     T_OK(stk_loader_start(h));
     uint64_t *idx;
     size_t n = s3s_epoch(d, h, &idx);
-    T_CHECK(n == d->n, "%s: %zu records in the epoch, the dataset has %llu", tag, n,
-            (unsigned long long)d->n);
-    uint8_t *once = calloc(d->n, 1);
-    for (size_t i = 0; i < n; i++)
-        T_CHECK(!once[idx[i]]++, "%s: record %llu twice", tag, (unsigned long long)idx[i]);
-    free(once);
+    s3s_check_whole(d, idx, n, tag);
     free(idx);
     char *text = s3u_read_log(log);
     uint32_t peak = stk__remote_peak_downloads(ds);
@@ -78,8 +73,7 @@ static stk_loader *one_epoch(const s3s_data *d, const char *cache, uint64_t limi
 
 static void proxy_stop(pid_t pid)
 {
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
+    s3u_proxy_stop(pid);
     s3u_env(); /* the server's own endpoint again */
 }
 

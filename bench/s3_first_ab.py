@@ -24,7 +24,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from s3_stream import start_proxy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -74,18 +75,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "bindings", "python"))
     proxy = None
-    if not args.direct:
-        host, up = os.environ["AWS_ENDPOINT_URL"].rstrip("/").split("//", 1)[1].rsplit(":", 1)
-        pf = os.path.join(work, "proxy.port")
-        if os.path.exists(pf):
-            os.unlink(pf)
-        penv = dict(os.environ, STK_PROXY_RATE_MBIT=str(args.rate_mbit),
-                    STK_PROXY_DELAY_MS=str(args.delay_ms), STK_PROXY_UPSTREAM_HOST=host)
-        proxy = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "s3_fault_proxy.py"),
-                                  up, pf, os.path.join(work, "proxy.log"), "0"], env=penv)
-        while not os.path.exists(pf):
-            time.sleep(0.05)
-        env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:%s" % open(pf).read().strip()
+    if not args.direct:   # the link as bench/s3_stream.py makes it
+        proxy, env["AWS_ENDPOINT_URL"] = start_proxy(args, work)
     link = "the endpoint %s directly" % env["AWS_ENDPOINT_URL"] if args.direct else \
         "the proxy at %g Mbit/s, %g ms per request" % (args.rate_mbit, args.delay_ms)
     print("%s, window %d, %d pairs, through %s; load average %s" % (
